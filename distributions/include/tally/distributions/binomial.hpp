@@ -1,0 +1,37 @@
+// Binomial(n, p): the number of successes in n independent trials, each a success with probability p.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "tally/distributions/pmf.hpp"
+#include "tally/distributions/truncation.hpp"
+
+namespace tally {
+
+/// \f[ P(X = k) = \binom{n}{k} p^k (1-p)^{n-k}, \qquad 0 \le k \le n. \f]
+/// Domain: n >= 0, 0 <= p <= 1 (domain_error otherwise).
+class Binomial {
+ public:
+  Binomial(std::int64_t trials, double success);
+  std::int64_t trials() const { return trials_; }
+  double success() const { return success_; }
+
+ private:
+  std::int64_t trials_;
+  double success_;
+};
+
+double pdf(const Binomial& d, std::int64_t k);
+/// Loader's saddle-point form: accurate far beyond the range of pdf (log_pdf(Binomial(4000, .5), 0) = 4000 log .5).
+double log_pdf(const Binomial& d, std::int64_t k);
+double cdf(const Binomial& d, std::int64_t k);
+/// The smallest k with cdf(d, k) >= prob.
+std::int64_t quantile(const Binomial& d, double prob);
+std::pair<std::int64_t, std::int64_t> support(const Binomial& d);
+double mean(const Binomial& d);
+double variance(const Binomial& d);
+/// The pmf on [0, n], less entries below flush_fraction of the mode (their mass is in the error bound).
+Pmf to_pmf(const Binomial& d, const Truncation& t = {});
+
+}  // namespace tally

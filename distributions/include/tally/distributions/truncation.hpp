@@ -1,0 +1,18 @@
+// How an unbounded family becomes a finite pmf: the tail mass that may be dropped, and the largest dense size.
+#pragma once
+
+#include <cstdint>
+
+namespace tally {
+
+/// Settings for turning a family into a Pmf (to_pmf) and for operations whose results are unbounded
+/// (Poisson(a X)). The mass actually dropped, at most `tolerance`, becomes the result's error bound.
+struct Truncation {
+  /// Largest mass that may be dropped from the tails (split between the lower and upper tail). Must be > 0 for
+  /// unbounded families; bounded families drop only entries below flush_fraction of their largest entry.
+  double tolerance = 1e-15;
+  /// Largest number of entries of a dense pmf; a larger result is an overflow_error naming the size it needs.
+  std::int64_t max_size = std::int64_t{1} << 27;
+};
+
+}  // namespace tally

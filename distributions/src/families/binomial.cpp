@@ -1,0 +1,57 @@
+// Binomial(n, p): pmf by Loader's method, cdf and quantile by Boost.Math.
+#include "tally/distributions/binomial.hpp"
+
+#include <boost/math/distributions/binomial.hpp>
+#include <cmath>
+
+#include "../boost_support.hpp"
+#include "../tabulate.hpp"
+#include "tally/distributions/log_pmf.hpp"
+#include "tally/error.hpp"
+
+namespace tally {
+namespace {
+boost::math::binomial_distribution<double, detail::boost_policy> as_boost(const Binomial& d) {
+  return {static_cast<double>(d.trials()), d.success()};
+}
+}  // namespace
+
+Binomial::Binomial(std::int64_t trials, double success) : trials_(trials), success_(success) {
+  detail::check_count(trials, "tally::Binomial", "number of trials n");
+  detail::check_probability(success, "tally::Binomial", "success probability p");
+}
+
+double log_pdf(const Binomial& d, std::int64_t k) { return log_binomial_pmf(d.trials(), k, d.success()); }
+double pdf(const Binomial& d, std::int64_t k) { return std::exp(log_pdf(d, k)); }
+
+double cdf(const Binomial& d, std::int64_t k) {
+  if (k < 0) return 0.0;
+  if (k >= d.trials()) return 1.0;
+  return boost::math::cdf(as_boost(d), static_cast<double>(k));
+}
+
+std::int64_t quantile(const Binomial& d, double prob) {
+  detail::check_probability(prob, "tally::quantile(Binomial)", "prob");
+  const double guess = prob == 0.0 || prob == 1.0 || d.success() == 0.0 || d.success() == 1.0
+                           ? 0.0
+                           : boost::math::quantile(as_boost(d), prob);
+  return detail::discrete_quantile(prob, guess, 0, d.trials(), [&](std::int64_t k) { return cdf(d, k); });
+}
+
+std::pair<std::int64_t, std::int64_t> support(const Binomial& d) { return {0, d.trials()}; }
+double mean(const Binomial& d) { return static_cast<double>(d.trials()) * d.success(); }
+double variance(const Binomial& d) { return static_cast<double>(d.trials()) * d.success() * (1.0 - d.success()); }
+
+Pmf to_pmf(const Binomial& d, const Truncation& t) {
+  const std::int64_t n = d.trials();
+  auto lp = [&](std::int64_t k) { return log_pdf(d, k); };
+  // mode: floor((n+1) p), clamped to [0, n]
+  const double m = std::floor((static_cast<double>(n) + 1.0) * d.success());
+  const std::int64_t mode = m < 0 ? 0 : m > static_cast<double>(n) ? n : static_cast<std::int64_t>(m);
+  const auto [lo, hi] = detail::significant_range(mode, 0, n, lp);
+  // each of the n + 1 - (hi - lo + 1) entries left out is below flush_fraction times the mode (<= the mass)
+  const double flushed = static_cast<double>(n - (hi - lo)) * flush_fraction;
+  return detail::tabulate(lo, hi, lp, flushed, t, "tally::to_pmf(Binomial)");
+}
+
+}  // namespace tally

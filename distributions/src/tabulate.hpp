@@ -1,0 +1,92 @@
+// Private helpers for the families: tabulate a log-pmf into a Pmf, and find where a unimodal pmf is negligible.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "tally/distributions/pmf.hpp"
+#include "tally/distributions/truncation.hpp"
+#include "tally/error.hpp"
+
+namespace tally::detail {
+
+/// log(flush_fraction): entries this far below the mode are flushed by Pmf anyway.
+inline const double log_flush = std::log(flush_fraction);
+
+/// Throws overflow_error when [lo, hi] has more entries than t.max_size.
+inline void check_dense_size(std::int64_t lo, std::int64_t hi, const Truncation& t, const char* who) {
+  const std::int64_t n = checked_add(checked_add(hi, -lo, who), 1, who);
+  if (n > t.max_size)
+    fail<overflow_error>(who, ": a dense pmf over [", lo, ", ", hi, "] needs ", n, " entries, more than max_size = ",
+                         t.max_size, " (raise Truncation::max_size or use a sparse form)");
+}
+
+/// The Pmf with log weights log_pmf(k) for k in [lo, hi], and the given error bound.
+template <class LogPmf>
+Pmf tabulate(std::int64_t lo, std::int64_t hi, LogPmf log_pmf, double error_bound, const Truncation& t,
+             const char* who) {
+  check_dense_size(lo, hi, t, who);
+  Eigen::VectorXd lw(hi - lo + 1);
+  for (std::int64_t k = lo; k <= hi; ++k) lw[k - lo] = log_pmf(k);
+  return Pmf::from_log(lo, lw, error_bound);
+}
+
+/// For a pmf that increases up to `mode` and decreases after it, on [lo, hi]: the sub-range outside which every
+/// entry is below flush_fraction of the mode's (so Pmf would flush it). Each step doubles, then bisects:
+/// O(log(hi - lo)) evaluations.
+template <class LogPmf>
+std::pair<std::int64_t, std::int64_t> significant_range(std::int64_t mode, std::int64_t lo, std::int64_t hi,
+                                                        LogPmf log_pmf) {
+  const double cut = log_pmf(mode) + log_flush;
+  auto reach = [&](int direction, std::int64_t limit) {
+    // find the farthest k from mode toward limit with log_pmf(k) >= cut (monotone on that side)
+    std::int64_t good = mode, step = 1;
+    for (;;) {
+      const std::int64_t room = direction > 0 ? limit - good : good - limit;
+      if (room == 0) return good;
+      const std::int64_t s = step < room ? step : room;
+      const std::int64_t k = good + direction * s;
+      if (log_pmf(k) >= cut) {
+        good = k;
+        step *= 2;
+      } else if (s == 1) {
+        return good;
+      } else {
+        step = s / 2;
+      }
+    }
+  };
+  return {reach(-1, lo), reach(+1, hi)};
+}
+
+}  // namespace tally::detail
+
+namespace tally::detail {
+
+/// The range kept when an unbounded law is truncated: [lo, hi] and the mass outside it.
+struct KeptRange {
+  std::int64_t lo, hi;
+  double dropped;
+};
+
+/// Truncates a law on [first, infinity) at `tolerance`: lo is the largest k >= first with P(X < k) <= tol/2, hi
+/// the smallest k >= lo with P(X > k) <= tol/2, found by stepping from the guesses against the exact tails
+/// cdf(k) = P(X <= k) and ccdf(k) = P(X > k). Throws domain_error if tolerance is not in (0, 1).
+template <class Cdf, class Ccdf>
+KeptRange truncate_tails(double tolerance, std::int64_t first, std::int64_t lo_guess, std::int64_t hi_guess, Cdf cdf,
+                         Ccdf ccdf, const char* who) {
+  if (!(tolerance > 0.0 && tolerance < 1.0))
+    fail<domain_error>(who, ": truncation tolerance ", tolerance, " must be in (0, 1) for an unbounded law");
+  const double half = tolerance / 2;
+  std::int64_t lo = lo_guess < first ? first : lo_guess;
+  while (lo > first && cdf(lo - 1) > half) --lo;
+  while (cdf(lo) <= half) ++lo;  // P(X < lo+1) = cdf(lo) small enough: drop lo too
+  std::int64_t hi = hi_guess < lo ? lo : hi_guess;
+  while (hi > lo && ccdf(hi - 1) <= half) --hi;
+  while (ccdf(hi) > half) ++hi;
+  const double below = lo > first ? cdf(lo - 1) : 0.0;
+  return {lo, hi, below + ccdf(hi)};
+}
+
+}  // namespace tally::detail

@@ -1,0 +1,27 @@
+// Which implementation runs an operation: the CUDA one (when built and a device is present) or the CPU reference.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+namespace tally::gpu {
+
+enum class Backend { cpu, cuda };
+
+/// True when this build of tally contains CUDA kernels.
+bool cuda_compiled();
+
+/// True when CUDA kernels are built, a device is present and the environment allows it (TALLY_DEVICE != cpu).
+/// The device is probed once, on the first call; if CUDA is built but no device can be used, tally says so once
+/// on stderr (unless TALLY_QUIET=1) and runs everything on the CPU.
+bool cuda_available();
+
+/// A line describing the device in use, or why the CPU is used.
+std::string device_description();
+
+/// The backend for an operation of `work` elementary steps (multiply-adds, say) that has a CUDA implementation
+/// when `has_cuda_kernel` and needs at least `min_work` steps to pay for a launch. TALLY_DEVICE=cpu forces the
+/// CPU, TALLY_DEVICE=gpu forces CUDA wherever a kernel exists and a device is present.
+Backend select(bool has_cuda_kernel, double work, double min_work);
+
+}  // namespace tally::gpu

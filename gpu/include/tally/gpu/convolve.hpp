@@ -1,0 +1,28 @@
+// Convolution of two arrays (the pmf of a sum of independent variables): CPU reference and the dispatch point.
+#pragma once
+
+#include <cstddef>
+#include <span>
+
+namespace tally::gpu {
+
+/// Direct (exact, no FFT) linear convolution
+/// \f[ r_k = \sum_{j=\max(0,\,k-n+1)}^{\min(m-1,\,k)} p_j \, q_{k-j}, \qquad 0 \le k \le m+n-2, \f]
+/// with m = p.size(), n = q.size(); r must have exactly m + n - 1 entries and must not overlap p or q.
+/// All terms are products of the inputs, so with non-negative inputs every r_k has a relative error of at most
+/// about (256 + min(m,n)/256) units of roundoff: the sum over j runs in blocks of 256 whose partial sums are
+/// then added. Throws tally::shape_error when p or q is empty or r has the wrong length.
+///
+/// This is the one dispatch point: it runs the CUDA implementation where one is built, a device is present and
+/// the problem is large enough to pay for it, and the CPU reference (`cpu::convolve`) otherwise.
+void convolve(std::span<const double> p, std::span<const double> q, std::span<double> r);
+void convolve(std::span<const float> p, std::span<const float> q, std::span<float> r);
+
+namespace cpu {
+/// The CPU reference of tally::gpu::convolve, with the same contract: blocked so that the compiler vectorizes
+/// it (AVX-512, AVX2+FMA or SSE2, chosen at run time).
+void convolve(std::span<const double> p, std::span<const double> q, std::span<double> r);
+void convolve(std::span<const float> p, std::span<const float> q, std::span<float> r);
+}  // namespace cpu
+
+}  // namespace tally::gpu
