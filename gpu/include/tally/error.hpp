@@ -27,6 +27,9 @@ struct overflow_error : std::overflow_error {
 
 namespace detail {
 
+/// 128-bit integers for bound arithmetic that must not overflow (GCC and Clang; __extension__ for -Wpedantic).
+__extension__ typedef __int128 int128;
+
 template <class... Parts>
 std::string message(const Parts&... parts) {
   std::ostringstream out;

@@ -1,0 +1,35 @@
+// Bernoulli(p): a single trial that is a success (1) with probability p and a failure (0) otherwise.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "tally/distributions/pmf.hpp"
+#include "tally/distributions/truncation.hpp"
+
+namespace tally {
+
+/// \f[ P(X = 1) = p, \qquad P(X = 0) = 1 - p. \f]
+/// Domain: 0 <= p <= 1 (domain_error otherwise); p = 0 and p = 1 are point masses.
+class Bernoulli {
+ public:
+  explicit Bernoulli(double success);
+  double success() const { return success_; }
+
+ private:
+  double success_;
+};
+
+double pdf(const Bernoulli& d, std::int64_t k);
+double log_pdf(const Bernoulli& d, std::int64_t k);
+double cdf(const Bernoulli& d, std::int64_t k);
+/// The smallest k in {0, 1} with cdf(d, k) >= prob.
+std::int64_t quantile(const Bernoulli& d, double prob);
+/// [0, 1].
+std::pair<std::int64_t, std::int64_t> support(const Bernoulli& d);
+double mean(const Bernoulli& d);
+double variance(const Bernoulli& d);
+/// The pmf on {0, 1} (a single point when p is 0 or 1); exact, error bound 0.
+Pmf to_pmf(const Bernoulli& d, const Truncation& t = {});
+
+}  // namespace tally

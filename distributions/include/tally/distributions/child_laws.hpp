@@ -1,0 +1,47 @@
+// Laws of a child given its integer parent: thinning, Poisson with a scaled rate, a Markov step; and their marginals.
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+
+#include "tally/distributions/pmf.hpp"
+#include "tally/distributions/truncation.hpp"
+
+namespace tally {
+
+/// Y | X = x ~ Binomial(x, q): each of x individuals kept with probability q. Needs X >= 0.
+struct Thinning {
+  explicit Thinning(double keep);
+  double keep;
+};
+
+/// Y | X = x ~ Poisson(a x): a count whose rate scales with X (a >= 0). Needs X >= 0.
+struct ScaledPoisson {
+  explicit ScaledPoisson(double scale);
+  double scale;
+};
+
+/// Y | X = x ~ Categorical(T_{x,\cdot}): one step of a Markov chain on {0, ..., K-1} with a K x C row-stochastic
+/// transition matrix T (each row non-negative, summing to 1 within 1e-9, else domain_error). Needs 0 <= X < K.
+struct MarkovStep {
+  explicit MarkovStep(Eigen::MatrixXd transition);
+  Eigen::MatrixXd transition;
+};
+
+/// Marginal law of Y = Binomial(X, q):
+/// \f[ \mu_Y(y) = \sum_x \mu_X(x) \binom{x}{y} q^y (1-q)^{x-y}. \f]
+/// By Horner's rule on the probability generating function, \f$ G_Y(s) = G_X(1 - q + q s)\f$: starting from the
+/// largest x, acc <- acc * Bernoulli(q) + mu_X(x) delta_0, which is O(n^2/2) multiply-adds, all of non-negative
+/// terms (no cancellation); the part of X below lo is then one convolution with Binomial(lo, q).
+/// Error bound: that of X (a Markov kernel does not increase L1 distances). domain_error when lo_X < 0.
+Pmf marginal(const Pmf& x, const Thinning& k);
+
+/// Marginal law of Y = Poisson(a X): \f$ \mu_Y(y) = \sum_x \mu_X(x)\, e^{-a x} (a x)^y / y! \f$, truncated to
+/// [y_lo, y_hi] where P(Poisson(a hi_X) > y_hi) <= tol/2 and P(Poisson(a lo_X) < y_lo) <= tol/2 (the tails are
+/// monotone in the rate, so at most tol of the mixture is dropped). Error bound: e_X + tol (1 + e_X).
+Pmf marginal(const Pmf& x, const ScaledPoisson& k, const Truncation& t = {});
+
+/// Marginal law of one Markov step: \f$ \mu_Y = \mu_X^\top T \f$ on {0, ..., C-1}. Error bound: that of X.
+Pmf marginal(const Pmf& x, const MarkovStep& k);
+
+}  // namespace tally

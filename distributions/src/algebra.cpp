@@ -1,0 +1,82 @@
+// Sums by direct convolution (through the gpu dispatch point), negation, shifts and affine maps.
+#include "tally/distributions/algebra.hpp"
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+#include "tally/error.hpp"
+#include "tally/gpu/convolve.hpp"
+
+namespace tally {
+
+namespace {
+double combined_error(double ex, double ey) { return ex + ey + ex * ey; }
+}  // namespace
+
+Pmf sum(const Pmf& x, const Pmf& y) {
+  const std::int64_t lo = detail::checked_add(x.lo(), y.lo(), "tally::sum (lower end of support)");
+  detail::checked_add(x.hi(), y.hi(), "tally::sum (upper end of support)");
+  Eigen::VectorXd r(x.size() + y.size() - 1);
+  gpu::convolve(std::span<const double>(x.weights().data(), x.size()),
+                std::span<const double>(y.weights().data(), y.size()), std::span<double>(r.data(), r.size()));
+  return Pmf(lo, std::move(r), x.log_scale() + y.log_scale(), combined_error(x.error_bound(), y.error_bound()));
+}
+
+Pmf negate(const Pmf& x) {
+  const std::int64_t lo = detail::checked_mul(x.hi(), -1, "tally::negate");
+  return Pmf(lo, x.weights().reverse(), x.log_scale(), x.error_bound());
+}
+
+Pmf difference(const Pmf& x, const Pmf& y) { return sum(x, negate(y)); }
+
+Pmf shift(const Pmf& x, std::int64_t c) {
+  detail::checked_add(x.hi(), c, "tally::shift");
+  return Pmf(detail::checked_add(x.lo(), c, "tally::shift"), x.weights(), x.log_scale(), x.error_bound());
+}
+
+SparsePmf affine(const SparsePmf& x, std::int64_t a, std::int64_t c) {
+  if (a == 0) return SparsePmf(IntVector::Constant(1, c), Eigen::VectorXd::Ones(1), x.log_mass(), x.error_bound());
+  const Eigen::Index n = x.size();
+  IntVector points(n);
+  Eigen::VectorXd weights(n);
+  for (Eigen::Index i = 0; i < n; ++i) {
+    const Eigen::Index j = a > 0 ? i : n - 1 - i;  // a < 0 reverses the order
+    points[i] = detail::checked_add(detail::checked_mul(a, x.points()[j], "tally::affine"), c, "tally::affine");
+    weights[i] = x.weights()[j];
+  }
+  return SparsePmf(std::move(points), std::move(weights), x.log_scale(), x.error_bound());
+}
+
+SparsePmf affine(const Pmf& x, std::int64_t a, std::int64_t c) { return affine(to_sparse(x), a, c); }
+
+SparsePmf sum(const SparsePmf& x, const SparsePmf& y) {
+  struct Term {
+    std::int64_t point;
+    double weight;
+  };
+  std::vector<Term> terms;
+  terms.reserve(static_cast<std::size_t>(x.size() * y.size()));
+  for (Eigen::Index i = 0; i < x.size(); ++i)
+    for (Eigen::Index j = 0; j < y.size(); ++j)
+      terms.push_back({detail::checked_add(x.points()[i], y.points()[j], "tally::sum(SparsePmf)"),
+                       x.weights()[i] * y.weights()[j]});
+  std::sort(terms.begin(), terms.end(), [](const Term& a, const Term& b) {
+    return a.point < b.point || (a.point == b.point && a.weight < b.weight);  // small terms first: less rounding
+  });
+  IntVector points(static_cast<Eigen::Index>(terms.size()));
+  Eigen::VectorXd weights(points.size());
+  Eigen::Index n = 0;
+  for (const Term& t : terms) {
+    if (n > 0 && points[n - 1] == t.point) {
+      weights[n - 1] += t.weight;
+    } else {
+      points[n] = t.point;
+      weights[n++] = t.weight;
+    }
+  }
+  return SparsePmf(points.head(n), weights.head(n), x.log_scale() + y.log_scale(),
+                   combined_error(x.error_bound(), y.error_bound()));
+}
+
+}  // namespace tally
