@@ -11,7 +11,12 @@ if(NOT TALLY_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 90)                  # Hopper (H100/H200) by default
     endif()
     enable_language(CUDA)
-    set(CMAKE_CUDA_STANDARD 17)   # CMake 3.25 knows no CUDA 20 dialect for nvcc; kernels need only C++17
+    # CMake 3.25 does not know nvcc 13's C++20 flag; tell it, so that CUDA_STANDARD 20 works
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
+    set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
     set(TALLY_HAVE_CUDA ON)

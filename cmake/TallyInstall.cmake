@@ -2,9 +2,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS tally EXPORT tallyTargets
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(TARGETS tally EXPORT tallyTargets ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
 foreach(layer gpu distributions runtime)
   if(EXISTS ${PROJECT_SOURCE_DIR}/${layer}/include/tally)
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/${layer}/include/tally DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})

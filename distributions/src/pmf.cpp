@@ -10,21 +10,16 @@
 namespace tally {
 
 Pmf::Pmf(std::int64_t lo, Eigen::VectorXd weights, double log_scale, double error_bound)
-    : Pmf(lo, std::move(weights), log_scale, error_bound, true) {}
-
-Pmf::Pmf(std::int64_t lo, Eigen::VectorXd weights, double log_scale, double error_bound, bool checked)
     : lo_(lo), weights_(std::move(weights)), log_scale_(log_scale), error_bound_(error_bound) {
-  if (checked) {
-    if (weights_.size() == 0) detail::fail<shape_error>("tally::Pmf: no weights (an empty support)");
-    if (!std::isfinite(log_scale_)) detail::fail<domain_error>("tally::Pmf: log scale ", log_scale_, " is not finite");
-    if (!(error_bound_ >= 0.0)) detail::fail<domain_error>("tally::Pmf: error bound ", error_bound_, " must be >= 0");
-    for (Eigen::Index i = 0; i < weights_.size(); ++i) {
-      const double w = weights_[i];
-      if (!(w >= 0.0) || !std::isfinite(w))
-        detail::fail<domain_error>("tally::Pmf: weight ", w, " at k = ", lo_ + i, " is not finite and >= 0");
-    }
-    detail::checked_add(lo_, static_cast<std::int64_t>(weights_.size() - 1), "tally::Pmf (upper end of support)");
+  if (weights_.size() == 0) detail::fail<shape_error>("tally::Pmf: no weights (an empty support)");
+  if (!std::isfinite(log_scale_)) detail::fail<domain_error>("tally::Pmf: log scale ", log_scale_, " is not finite");
+  if (!(error_bound_ >= 0.0)) detail::fail<domain_error>("tally::Pmf: error bound ", error_bound_, " must be >= 0");
+  for (Eigen::Index i = 0; i < weights_.size(); ++i) {
+    const double w = weights_[i];
+    if (!(w >= 0.0) || !std::isfinite(w))
+      detail::fail<domain_error>("tally::Pmf: weight ", w, " at k = ", lo_ + i, " is not finite and >= 0");
   }
+  detail::checked_add(lo_, static_cast<std::int64_t>(weights_.size() - 1), "tally::Pmf (upper end of support)");
   canonicalize();
 }
 

@@ -1,5 +1,8 @@
-// The device probe of a build without CUDA: there is never a device.
+// The device side of a build without CUDA: there is never a device, and the CUDA entry points say so.
 #include <string>
+
+#include "tally/error.hpp"
+#include "tally/gpu/random.hpp"
 
 namespace tally::gpu {
 bool cuda_compiled() { return false; }
@@ -10,3 +13,9 @@ bool probe_device(std::string& why) {
 }
 }  // namespace detail
 }  // namespace tally::gpu
+
+namespace tally::gpu::cuda {
+void uniforms(std::uint64_t, std::uint64_t, std::uint64_t, std::span<double>) {
+  throw cuda_error("tally::gpu::cuda::uniforms: tally was built without CUDA");
+}
+}  // namespace tally::gpu::cuda

@@ -25,6 +25,11 @@ struct overflow_error : std::overflow_error {
   using std::overflow_error::overflow_error;
 };
 
+/// A CUDA call that failed (no device, out of device memory, a failed launch); the message names the call.
+struct cuda_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
 namespace detail {
 
 /// 128-bit integers for bound arithmetic that must not overflow (GCC and Clang; __extension__ for -Wpedantic).

@@ -61,7 +61,6 @@ class Pmf {
   Pmf with_error_bound(double bound) const;
 
  private:
-  Pmf(std::int64_t lo, Eigen::VectorXd weights, double log_scale, double error_bound, bool checked);
   void canonicalize();
 
   std::int64_t lo_;

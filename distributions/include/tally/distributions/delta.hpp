@@ -1,0 +1,34 @@
+// Delta(v): the point mass at the integer v (a constant as a random variable).
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "tally/distributions/pmf.hpp"
+#include "tally/distributions/truncation.hpp"
+
+namespace tally {
+
+/// \f[ P(X = v) = 1. \f]
+class Delta {
+ public:
+  explicit Delta(std::int64_t value) : value_(value) {}
+  std::int64_t value() const { return value_; }
+
+ private:
+  std::int64_t value_;
+};
+
+double pdf(const Delta& d, std::int64_t k);
+double log_pdf(const Delta& d, std::int64_t k);
+double cdf(const Delta& d, std::int64_t k);
+/// v for every prob in [0, 1].
+std::int64_t quantile(const Delta& d, double prob);
+/// [v, v].
+std::pair<std::int64_t, std::int64_t> support(const Delta& d);
+double mean(const Delta& d);
+double variance(const Delta& d);
+/// Pmf::point(v).
+Pmf to_pmf(const Delta& d, const Truncation& t = {});
+
+}  // namespace tally

@@ -1,0 +1,101 @@
+// BetaBinomial(n, alpha, beta): log-pmf as three negative-binomial Loader terms, cdf and quantile by summation.
+#include "tally/distributions/beta_binomial.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "../tabulate.hpp"
+#include "family_helpers.hpp"
+#include "tally/error.hpp"
+
+// Boost.Math 1.74 has no beta-binomial distribution.
+
+namespace tally {
+namespace {
+// pmf(k + 1) / pmf(k) = (n - k)(k + alpha) / ((k + 1)(n - k - 1 + beta)), for 0 <= k < n
+long double ratio(const BetaBinomial& d, std::int64_t k) {
+  const std::int64_t n = d.trials();
+  return static_cast<long double>(n - k) * (static_cast<long double>(k) + d.alpha()) /
+         (static_cast<long double>(k + 1) * (static_cast<long double>(n - k - 1) + d.beta()));
+}
+
+// ratio(k) > 1 exactly when k (2 - alpha - beta) + n (alpha - 1) + 1 - beta > 0, a linear function of k: for
+// alpha + beta >= 2 it changes sign at most once, from + to -, so the pmf rises to a mode and then falls (and once
+// it falls it keeps falling, in either direction); for alpha + beta < 2 it may fall and then rise (U-shaped).
+bool unimodal(const BetaBinomial& d) { return static_cast<long double>(d.alpha()) + d.beta() >= 2.0L; }
+
+// For a unimodal law: the smallest k with ratio(k) <= 1, from the root of the linear function above.
+std::int64_t mode(const BetaBinomial& d) {
+  const std::int64_t n = d.trials();
+  const long double a = d.alpha(), b = d.beta(), c = a + b - 2.0L;
+  const long double guess = c > 0.0L ? std::ceil((static_cast<long double>(n) * (a - 1.0L) + 1.0L - b) / c)
+                                     : (a > 1.0L ? static_cast<long double>(n) : 0.0L);
+  std::int64_t m = guess <= 0.0L ? 0 : guess >= static_cast<long double>(n) ? n : static_cast<std::int64_t>(guess);
+  while (m < n && ratio(d, m) > 1.0L) ++m;
+  while (m > 0 && ratio(d, m - 1) <= 1.0L) --m;
+  return m;
+}
+
+long double log_pmf(const BetaBinomial& d, std::int64_t k) {
+  const std::int64_t n = d.trials();
+  if (k < 0 || k > n) return -std::numeric_limits<long double>::infinity();
+  if (n == 0) return 0.0L;
+  // C(n,k) B(k+a, n-k+b) / B(a,b) = NB(k; a, p) NB(n-k; b, p) / NB(n; a+b, p) for any p (the powers p^(a+b) q^n
+  // cancel); p = (a+b)/(n+a+b) puts the denominator at its mean n, so that no term is much larger than the result
+  const long double a = d.alpha(), b = d.beta(), s = a + b, m = static_cast<long double>(n) + s;
+  const long double p = s / m, q = static_cast<long double>(n) / m;
+  return detail::log_negative_binomial_term(k, a, p, q) + detail::log_negative_binomial_term(n - k, b, p, q) -
+         detail::log_negative_binomial_term(n, s, p, q);
+}
+}  // namespace
+
+BetaBinomial::BetaBinomial(std::int64_t trials, double alpha, double beta) : trials_(trials), alpha_(alpha), beta_(beta) {
+  detail::check_count(trials, "tally::BetaBinomial", "number of trials n");
+  detail::check_positive(alpha, "tally::BetaBinomial", "alpha");
+  detail::check_positive(beta, "tally::BetaBinomial", "beta");
+}
+
+double log_pdf(const BetaBinomial& d, std::int64_t k) { return static_cast<double>(log_pmf(d, k)); }
+// exp of the long double log: relative error about 1e-16 wherever the value is a normal double
+double pdf(const BetaBinomial& d, std::int64_t k) { return static_cast<double>(std::exp(log_pmf(d, k))); }
+
+double cdf(const BetaBinomial& d, std::int64_t k) {
+  const std::int64_t n = d.trials();
+  if (k < 0) return 0.0;
+  if (k >= n) return 1.0;
+  auto lp = [&](std::int64_t j) { return log_pdf(d, j); };
+  auto r = [&](std::int64_t j) { return ratio(d, j); };
+  // unimodal: sum the tail away from the mode (it stops early); otherwise the side with fewer terms, in full
+  const bool lower = unimodal(d) ? k < mode(d) : k + 1 <= n - k;
+  if (lower) return std::min(1.0, detail::sum_pmf(k, 0, unimodal(d), lp, r));
+  return std::max(0.0, 1.0 - detail::sum_pmf(k + 1, n, unimodal(d), lp, r));
+}
+
+std::int64_t quantile(const BetaBinomial& d, double prob) {
+  detail::check_probability(prob, "tally::quantile(BetaBinomial)", "prob");
+  return detail::bisect_quantile(prob, 0, d.trials(), [&](std::int64_t k) { return cdf(d, k); });
+}
+
+std::pair<std::int64_t, std::int64_t> support(const BetaBinomial& d) { return {0, d.trials()}; }
+double mean(const BetaBinomial& d) {
+  const long double a = d.alpha(), b = d.beta();
+  return static_cast<double>(static_cast<long double>(d.trials()) * a / (a + b));
+}
+double variance(const BetaBinomial& d) {
+  const long double n = static_cast<long double>(d.trials()), a = d.alpha(), b = d.beta(), s = a + b;
+  return static_cast<double>(n * (a / s) * (b / s) * (s + n) / (s + 1.0L));
+}
+
+Pmf to_pmf(const BetaBinomial& d, const Truncation& t) {
+  const std::int64_t n = d.trials();
+  auto lp = [&](std::int64_t k) { return log_pdf(d, k); };
+  const char* who = "tally::to_pmf(BetaBinomial)";
+  if (!unimodal(d)) return detail::tabulate(0, n, lp, no_error, t, who);
+  const auto [lo, hi] = detail::significant_range(mode(d), 0, n, lp);
+  // each of the entries left out is below flush_fraction times the mode (<= the mass)
+  const double flushed = static_cast<double>(n - (hi - lo)) * flush_fraction;
+  return detail::tabulate(lo, hi, lp, flushed, t, who);
+}
+
+}  // namespace tally

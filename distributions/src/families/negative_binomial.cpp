@@ -1,0 +1,150 @@
+// NegativeBinomial(r, p): pmf by Loader's method with real r, cdf and quantile by Boost.Math, truncation.
+#include "tally/distributions/negative_binomial.hpp"
+
+#include <boost/math/distributions/negative_binomial.hpp>
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "../boost_support.hpp"
+#include "../tabulate.hpp"
+#include "family_helpers.hpp"
+#include "tally/error.hpp"
+
+namespace tally {
+namespace detail {
+namespace {
+
+// Stirling's error log Gamma(y+1) - log(sqrt(2 pi y) (y/e)^y) for real y > 0. From 16 on, the asymptotic series
+// (first omitted term below 3e-20); below, shifted up by m to y + m >= 16 through Gamma(y+1) = Gamma(y+m+1) /
+// ((y+1)...(y+m)), which needs no lgamma (and so no global signgam: thread-safe).
+long double stirling_error_real(long double y) {
+  if (y >= 16.0L) {
+    const long double v = 1.0L / (y * y);
+    return (1.0L / 12 - v * (1.0L / 360 - v * (1.0L / 1260 - v * (1.0L / 1680 - v * (1.0L / 1188 - v * (691.0L / 360360 - v / 156)))))) / y;
+  }
+  long double z = y, product = 1.0L;
+  while (z < 16.0L) {
+    z += 1.0L;
+    product *= z;  // (y+1)(y+2)...(y+m)
+  }
+  // log Gamma(y+1) = log Gamma(z+1) - log(product), log Gamma(x+1) = (x+1/2) log x - x + log sqrt(2 pi) + s(x)
+  return stirling_error_real(z) + (z + 0.5L) * std::log(z) - z - std::log(product) - (y + 0.5L) * std::log(y) + y;
+}
+
+// Loader's deviance x log(x/l) + l - x >= 0 in long double (log_pmf.hpp's deviance_extended rounds it to double):
+// a series in v = (x-l)/(x+l) near l, where the three terms would cancel.
+long double deviance_real(long double x, long double l) {
+  if (std::abs(x - l) < 0.1L * (x + l)) {
+    long double v = (x - l) / (x + l), sum = (x - l) * v, term = 2.0L * x * v;
+    v *= v;
+    for (int j = 1; j < 1000; ++j) {
+      term *= v;
+      const long double next = sum + term / (2 * j + 1);
+      if (next == sum) break;
+      sum = next;
+    }
+    return sum;
+  }
+  return x * std::log(x / l) + l - x;
+}
+
+// log p from whichever of p and q = 1 - p is the more accurate
+long double log_of(long double p, long double q) { return q < 0.5L ? std::log1p(-q) : std::log(p); }
+
+}  // namespace
+
+long double log_binomial_term(long double x, long double m, long double p, long double q) {
+  constexpr long double neg_inf = -std::numeric_limits<long double>::infinity();
+  if (x == 0.0L) return m == 0.0L ? 0.0L : q == 0.0L ? neg_inf : m * log_of(q, p);
+  if (m == 0.0L) return p == 0.0L ? neg_inf : x * log_of(p, q);
+  if (p == 0.0L || q == 0.0L) return neg_inf;
+  const long double n = x + m;
+  const long double lc = stirling_error_real(n) - stirling_error_real(x) - stirling_error_real(m) -
+                         deviance_real(x, n * p) - deviance_real(m, n * q);
+  return lc - 0.5L * (std::log(2.0L * std::numbers::pi_v<long double>) + std::log(x) + std::log(m) - std::log(n));
+}
+
+long double log_negative_binomial_term(std::int64_t k, long double r, long double p, long double q) {
+  if (k < 0) return -std::numeric_limits<long double>::infinity();
+  if (k == 0) return r * log_of(p, q);
+  const auto x = static_cast<long double>(k);
+  // Gamma(k+r) / (k! Gamma(r)) = r/(k+r) * Gamma(k+r+1) / (Gamma(r+1) k!)
+  return std::log(r / (x + r)) + log_binomial_term(r, x, p, q);
+}
+
+}  // namespace detail
+
+namespace {
+boost::math::negative_binomial_distribution<double, detail::boost_policy> as_boost(const NegativeBinomial& d) {
+  return {d.successes(), d.success()};
+}
+// P(X > k)
+double upper_tail(const NegativeBinomial& d, std::int64_t k) {
+  if (k < 0) return 1.0;
+  if (d.success() == 1.0) return 0.0;
+  return boost::math::cdf(boost::math::complement(as_boost(d), static_cast<double>(k)));
+}
+
+// (q = 1 - p is exact in long double unless p < 2^-11, where its relative error is below 1e-19 anyway)
+long double log_pmf(const NegativeBinomial& d, std::int64_t k) {
+  const long double p = d.success();
+  return detail::log_negative_binomial_term(k, d.successes(), p, 1.0L - p);
+}
+}  // namespace
+
+NegativeBinomial::NegativeBinomial(double successes, double success) : successes_(successes), success_(success) {
+  detail::check_positive(successes, "tally::NegativeBinomial", "number of successes r");
+  detail::check_probability(success, "tally::NegativeBinomial", "success probability p");
+  if (success == 0.0)
+    detail::fail<domain_error>(
+        "tally::NegativeBinomial: success probability p = 0 must be in (0, 1] (no success ever: no distribution)");
+}
+
+double log_pdf(const NegativeBinomial& d, std::int64_t k) { return static_cast<double>(log_pmf(d, k)); }
+// exp of the long double log: relative error about 1e-16 (Boost's pdf reaches 6e-14 at r = 1e6)
+double pdf(const NegativeBinomial& d, std::int64_t k) { return static_cast<double>(std::exp(log_pmf(d, k))); }
+
+double cdf(const NegativeBinomial& d, std::int64_t k) {
+  if (k < 0) return 0.0;
+  if (d.success() == 1.0) return 1.0;
+  return boost::math::cdf(as_boost(d), static_cast<double>(k));
+}
+
+std::int64_t quantile(const NegativeBinomial& d, double prob) {
+  detail::check_probability(prob, "tally::quantile(NegativeBinomial)", "prob");
+  if (d.success() == 1.0 || prob == 0.0) return 0;
+  if (prob == 1.0) detail::fail<domain_error>("tally::quantile(NegativeBinomial): prob = 1 has no finite quantile");
+  const double guess = boost::math::quantile(as_boost(d), prob);
+  const auto k = detail::discrete_quantile(prob, guess, 0, std::numeric_limits<std::int64_t>::max(),
+                                           [&](std::int64_t j) { return cdf(d, j); });
+  if (cdf(d, k) < prob)
+    detail::fail<overflow_error>("tally::quantile(NegativeBinomial): the quantile at prob = ", prob, " (about ", guess,
+                                 ") is beyond the 64-bit integer range");
+  return k;
+}
+
+std::pair<std::int64_t, std::int64_t> support(const NegativeBinomial& d) {
+  return {0, d.success() == 1.0 ? 0 : std::numeric_limits<std::int64_t>::max()};
+}
+double mean(const NegativeBinomial& d) { return d.successes() * (1.0 - d.success()) / d.success(); }
+double variance(const NegativeBinomial& d) {
+  return d.successes() * (1.0 - d.success()) / (d.success() * d.success());
+}
+
+Pmf to_pmf(const NegativeBinomial& d, const Truncation& t) {
+  if (d.success() == 1.0) return Pmf::point(0);
+  const double half = t.tolerance / 2;
+  const bool sane = t.tolerance > 0.0 && t.tolerance < 1.0;
+  const double top = sane ? boost::math::quantile(boost::math::complement(as_boost(d), half)) : 0.0;
+  detail::check_tail_reach(top, "tally::to_pmf(NegativeBinomial)");
+  const auto guess_lo = sane ? static_cast<std::int64_t>(boost::math::quantile(as_boost(d), half)) : 0;
+  const auto guess_hi = static_cast<std::int64_t>(top);
+  const auto kept = detail::truncate_tails(
+      t.tolerance, 0, guess_lo, guess_hi, [&](std::int64_t k) { return cdf(d, k); },
+      [&](std::int64_t k) { return upper_tail(d, k); }, "tally::to_pmf(NegativeBinomial)");
+  return detail::tabulate(kept.lo, kept.hi, [&](std::int64_t k) { return log_pdf(d, k); },
+                          kept.dropped / (1.0 - kept.dropped), t, "tally::to_pmf(NegativeBinomial)");
+}
+
+}  // namespace tally

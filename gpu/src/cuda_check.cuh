@@ -1,0 +1,41 @@
+// Private: every CUDA runtime call goes through TALLY_CUDA_CHECK, which turns a failure into tally::cuda_error.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "tally/error.hpp"
+
+namespace tally::gpu::detail {
+
+inline void cuda_check(cudaError_t status, const char* call, const char* file, int line) {
+  if (status == cudaSuccess) return;
+  cudaGetLastError();  // clear a non-sticky error so that later calls can proceed
+  throw cuda_error(std::string("tally: CUDA call ") + call + " failed at " + file + ":" + std::to_string(line) +
+                   ": " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
+}
+
+/// Device memory owned by a value: freed in the destructor, never leaked on an exception.
+template <class T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::size_t n) : size_(n) {
+    if (n > 0) cuda_check(cudaMalloc(reinterpret_cast<void**>(&data_), n * sizeof(T)), "cudaMalloc", __FILE__, __LINE__);
+  }
+  ~DeviceBuffer() {
+    if (data_) cudaFree(data_);
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  T* data() { return data_; }
+  std::size_t size() const { return size_; }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_;
+};
+
+}  // namespace tally::gpu::detail
+
+#define TALLY_CUDA_CHECK(call) ::tally::gpu::detail::cuda_check((call), #call, __FILE__, __LINE__)
