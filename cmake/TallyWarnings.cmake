@@ -1,7 +1,7 @@
 # Warning flags (and -Werror with TALLY_WERROR) and sanitizers (TALLY_SANITIZE) for tally's own targets.
 set(TALLY_SANITIZER_FLAGS -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer)
 if(TALLY_SANITIZE)
-  add_compile_options($<$<COMPILE_LANGUAGE:CXX>:${TALLY_SANITIZER_FLAGS}>)
+  add_compile_options("$<$<COMPILE_LANGUAGE:CXX>:${TALLY_SANITIZER_FLAGS}>")
   add_link_options(${TALLY_SANITIZER_FLAGS})
 endif()
 

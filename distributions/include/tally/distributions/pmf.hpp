@@ -44,7 +44,7 @@ class Pmf {
   static Pmf point(std::int64_t k);
 
   std::int64_t lo() const { return lo_; }
-  std::int64_t hi() const { return lo_ + static_cast<std::int64_t>(weights_.size()) - 1; }
+  std::int64_t hi() const { return lo_ + (static_cast<std::int64_t>(weights_.size()) - 1); }
   Eigen::Index size() const { return weights_.size(); }
   /// Stored weights, largest equal to 1.
   const Eigen::VectorXd& weights() const { return weights_; }
