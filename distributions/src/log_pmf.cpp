@@ -37,9 +37,9 @@ double stirling_error(std::int64_t n) {
   return (s0 - (s1 - (s2 - (s3 - s4 / xx) / xx) / xx) / xx) / x;
 }
 
-double deviance(double x, double lambda) { return deviance_extended(x, lambda); }
+double deviance(double x, double lambda) { return static_cast<double>(deviance_extended(x, lambda)); }
 
-double deviance_extended(long double x, long double lambda) {
+long double deviance_extended(long double x, long double lambda) {
   // Summed in extended precision: far from lambda the three terms are large and partly cancel
   // (x log(x/l) = 357 for a result of 70, say), and a double sum would leave an error near 1e-13 in the log-pmf.
   if (std::abs(x - lambda) < 0.1L * (x + lambda)) {
@@ -54,9 +54,9 @@ double deviance_extended(long double x, long double lambda) {
       if (next == sum) break;
       sum = next;
     }
-    return static_cast<double>(sum);
+    return sum;
   }
-  return static_cast<double>(x * std::log(x / lambda) + lambda - x);
+  return x * std::log(x / lambda) + lambda - x;
 }
 
 double log_binomial_pmf(std::int64_t n, std::int64_t k, double p) {
@@ -68,11 +68,11 @@ double log_binomial_pmf(std::int64_t n, std::int64_t k, double p) {
   // the far tails (by about (k - np) * 1e-16 in the log).
   const double nd = static_cast<double>(n);
   const long double np = static_cast<long double>(n) * p, nq = static_cast<long double>(n) - np;
-  if (k == 0) return p < 0.1 ? -deviance_extended(n, nq) - static_cast<double>(np) : nd * std::log1p(-p);
-  if (k == n) return q < 0.1 ? -deviance_extended(n, np) - static_cast<double>(nq) : nd * std::log(p);
+  if (k == 0) return p < 0.1 ? static_cast<double>(-deviance_extended(n, nq) - np) : nd * std::log1p(-p);
+  if (k == n) return q < 0.1 ? static_cast<double>(-deviance_extended(n, np) - nq) : nd * std::log(p);
   const double kd = static_cast<double>(k);
-  const double lc = stirling_error(n) - stirling_error(k) - stirling_error(n - k) - deviance_extended(k, np) -
-                    deviance_extended(n - k, nq);
+  const double lc = stirling_error(n) - stirling_error(k) - stirling_error(n - k) -
+                    static_cast<double>(deviance_extended(k, np) + deviance_extended(n - k, nq));
   const double lf = std::log(2.0 * std::numbers::pi) + std::log(kd) + std::log1p(-kd / nd);
   return lc - 0.5 * lf;
 }

@@ -16,9 +16,9 @@ inline const double log_flush = std::log(flush_fraction);
 
 /// Throws overflow_error when [lo, hi] has more entries than t.max_size.
 inline void check_dense_size(std::int64_t lo, std::int64_t hi, const Truncation& t, const char* who) {
-  const std::int64_t n = checked_add(checked_add(hi, -lo, who), 1, who);
+  const int128 n = static_cast<int128>(hi) - lo + 1;  // in 128 bits: hi - lo may not fit in int64
   if (n > t.max_size)
-    fail<overflow_error>(who, ": a dense pmf over [", lo, ", ", hi, "] needs ", n, " entries, more than max_size = ",
+    fail<overflow_error>(who, ": a dense pmf over [", lo, ", ", hi, "] needs ", static_cast<double>(n), " entries, more than max_size = ",
                          t.max_size, " (raise Truncation::max_size or use a sparse form)");
 }
 

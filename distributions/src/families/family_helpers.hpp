@@ -1,4 +1,4 @@
-// Private helpers shared by the families: the real-r negative-binomial log-pmf, tail sums, bisection quantiles.
+// Private helpers shared by the families: Loader log-pmfs with real arguments, tail sums, bisection quantiles.
 #pragma once
 
 #include <cmath>

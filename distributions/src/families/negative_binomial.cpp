@@ -1,14 +1,17 @@
 // NegativeBinomial(r, p): pmf by Loader's method with real r, cdf and quantile by Boost.Math, truncation.
 #include "tally/distributions/negative_binomial.hpp"
 
+#include <array>
 #include <boost/math/distributions/negative_binomial.hpp>
 #include <cmath>
 #include <limits>
 #include <numbers>
+#include <utility>
 
 #include "../boost_support.hpp"
 #include "../tabulate.hpp"
 #include "family_helpers.hpp"
+#include "tally/distributions/log_pmf.hpp"
 #include "tally/error.hpp"
 
 namespace tally {
@@ -17,36 +20,38 @@ namespace {
 
 // Stirling's error log Gamma(y+1) - log(sqrt(2 pi y) (y/e)^y) for real y > 0. From 16 on, the asymptotic series
 // (first omitted term below 3e-20); below, shifted up by m to y + m >= 16 through Gamma(y+1) = Gamma(y+m+1) /
-// ((y+1)...(y+m)), which needs no lgamma (and so no global signgam: thread-safe).
-long double stirling_error_real(long double y) {
-  if (y >= 16.0L) {
-    const long double v = 1.0L / (y * y);
-    return (1.0L / 12 - v * (1.0L / 360 - v * (1.0L / 1260 - v * (1.0L / 1680 - v * (1.0L / 1188 - v * (691.0L / 360360 - v / 156)))))) / y;
-  }
+// ((y+1)...(y+m)), which needs no lgamma (and so no global signgam: thread-safe). Integers below 16 come from a
+// table, and the last four other values below 16 are remembered (a family passes the same r for every k).
+long double stirling_series(long double y) {
+  const long double v = 1.0L / (y * y);
+  return (1.0L / 12 - v * (1.0L / 360 - v * (1.0L / 1260 - v * (1.0L / 1680 - v * (1.0L / 1188 - v * (691.0L / 360360 - v / 156)))))) / y;
+}
+long double stirling_shifted(long double y) {
   long double z = y, product = 1.0L;
   while (z < 16.0L) {
     z += 1.0L;
     product *= z;  // (y+1)(y+2)...(y+m)
   }
   // log Gamma(y+1) = log Gamma(z+1) - log(product), log Gamma(x+1) = (x+1/2) log x - x + log sqrt(2 pi) + s(x)
-  return stirling_error_real(z) + (z + 0.5L) * std::log(z) - z - std::log(product) - (y + 0.5L) * std::log(y) + y;
+  return stirling_series(z) + (z + 0.5L) * std::log(z) - z - std::log(product) - (y + 0.5L) * std::log(y) + y;
 }
-
-// Loader's deviance x log(x/l) + l - x >= 0 in long double (log_pmf.hpp's deviance_extended rounds it to double):
-// a series in v = (x-l)/(x+l) near l, where the three terms would cancel.
-long double deviance_real(long double x, long double l) {
-  if (std::abs(x - l) < 0.1L * (x + l)) {
-    long double v = (x - l) / (x + l), sum = (x - l) * v, term = 2.0L * x * v;
-    v *= v;
-    for (int j = 1; j < 1000; ++j) {
-      term *= v;
-      const long double next = sum + term / (2 * j + 1);
-      if (next == sum) break;
-      sum = next;
-    }
-    return sum;
-  }
-  return x * std::log(x / l) + l - x;
+long double stirling_error_real(long double y) {
+  if (y >= 16.0L) return stirling_series(y);
+  static const auto table = [] {
+    std::array<long double, 16> t{};
+    for (int i = 1; i < 16; ++i) t[i] = stirling_shifted(i);
+    return t;
+  }();
+  if (y == std::floor(y)) return table[static_cast<std::size_t>(y)];
+  // (a BetaBinomial needs three such values, alpha, beta and alpha + beta, for every k)
+  thread_local std::array<std::pair<long double, long double>, 4> seen{};
+  thread_local std::size_t next = 0;
+  for (const auto& [at, value] : seen)
+    if (at == y) return value;
+  seen[next] = {y, stirling_shifted(y)};
+  const long double value = seen[next].second;
+  next = (next + 1) % seen.size();
+  return value;
 }
 
 // log p from whichever of p and q = 1 - p is the more accurate
@@ -61,8 +66,8 @@ long double log_binomial_term(long double x, long double m, long double p, long 
   if (p == 0.0L || q == 0.0L) return neg_inf;
   const long double n = x + m;
   const long double lc = stirling_error_real(n) - stirling_error_real(x) - stirling_error_real(m) -
-                         deviance_real(x, n * p) - deviance_real(m, n * q);
-  return lc - 0.5L * (std::log(2.0L * std::numbers::pi_v<long double>) + std::log(x) + std::log(m) - std::log(n));
+                         deviance_extended(x, n * p) - deviance_extended(m, n * q);
+  return lc - 0.5L * std::log(2.0L * std::numbers::pi_v<long double> * (x * m / n));
 }
 
 long double log_negative_binomial_term(std::int64_t k, long double r, long double p, long double q) {

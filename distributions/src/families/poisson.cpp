@@ -49,6 +49,8 @@ double variance(const Poisson& d) { return d.rate(); }
 
 Pmf to_pmf(const Poisson& d, const Truncation& t) {
   if (d.rate() == 0.0) return Pmf::point(0);
+  if (!(d.rate() < 0x1p62))
+    detail::fail<overflow_error>("tally::to_pmf(Poisson): rate ", d.rate(), " puts the support beyond the int64 range");
   const double half = t.tolerance / 2;
   const bool sane = t.tolerance > 0.0 && t.tolerance < 1.0;
   const auto guess_lo = sane ? static_cast<std::int64_t>(boost::math::quantile(as_boost(d), half)) : 0;

@@ -11,8 +11,8 @@ namespace tally {
 
 /// \f[ P(X = k) = \binom{n}{k} \frac{B(k + \alpha, n - k + \beta)}{B(\alpha, \beta)}, \qquad 0 \le k \le n, \f]
 /// with mean \f$n\alpha/(\alpha+\beta)\f$ and variance
-/// \f$n\alpha\beta(\alpha+\beta+n) / ((\alpha+\beta)^2(\alpha+\beta+1))\f$. Unimodal when
-/// \f$\alpha + \beta \ge 2\f$; U- or J-shaped otherwise.
+/// \f$n\alpha\beta(\alpha+\beta+n) / ((\alpha+\beta)^2(\alpha+\beta+1))\f$. Unimodal (perhaps monotone) when
+/// \f$\alpha + \beta \ge 2\f$; it may be U-shaped otherwise.
 /// Domain: n >= 0; alpha, beta finite and > 0 (domain_error otherwise).
 class BetaBinomial {
  public:

@@ -12,8 +12,9 @@ double stirling_error(std::int64_t n);
 /// Loader's deviance term \f$ D(x, \lambda) = x \log(x/\lambda) + \lambda - x \ge 0\f$, computed without
 /// cancellation when x is close to \f$\lambda\f$.
 double deviance(double x, double lambda);
-/// The same in extended-precision arguments (the Binomial needs n p and n (1 - p) beyond double precision).
-double deviance_extended(long double x, long double lambda);
+/// The same in extended precision, arguments and result (the Binomial needs n p and n (1 - p) beyond double
+/// precision; the real-argument log-pmfs of NegativeBinomial, Hypergeometric and BetaBinomial keep long double).
+long double deviance_extended(long double x, long double lambda);
 
 /// \f$\log \binom{n}{k} p^k (1-p)^{n-k}\f$ (Loader 2000): absolute error a few times 1e-16 even for n = 1e9 and
 /// far tails (it never forms the pmf itself, so values like -1e6 are fine). -inf outside 0 <= k <= n.
