@@ -4,7 +4,7 @@
 #include <span>
 #include <vector>
 
-#include "tally/distributions/binomial.hpp"
+#include "tally/distributions.hpp"  // every public header must compile from the installed tree
 #include "tally/gpu/convolve.hpp"
 
 int main() {
