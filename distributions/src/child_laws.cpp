@@ -2,6 +2,7 @@
 #include "tally/distributions/child_laws.hpp"
 
 #include <cmath>
+#include <limits>
 
 #include "tally/distributions/algebra.hpp"
 #include "tally/distributions/binomial.hpp"
@@ -32,6 +33,11 @@ MarkovStep::MarkovStep(Eigen::MatrixXd transition_) : transition(std::move(trans
   }
 }
 
+IndexedPoisson::IndexedPoisson(Eigen::VectorXd rates_) : rates(std::move(rates_)) {
+  if (rates.size() == 0) detail::fail<shape_error>("tally::IndexedPoisson: no rates");
+  for (Eigen::Index i = 0; i < rates.size(); ++i) detail::check_nonnegative(rates[i], "tally::IndexedPoisson", "rate");
+}
+
 namespace {
 void require_count(const Pmf& x, const char* who) {
   if (x.lo() < 0) detail::fail<domain_error>(who, ": the parent must be a count >= 0, but its support starts at ", x.lo());
@@ -59,24 +65,48 @@ Pmf marginal(const Pmf& x, const Thinning& k) {
   return sum(upper, to_pmf(Binomial(x.lo(), q)));  // the lo individuals every x has
 }
 
-Pmf marginal(const Pmf& x, const ScaledPoisson& k, const Truncation& t) {
-  require_count(x, "tally::marginal(ScaledPoisson)");
-  const double a = k.scale;
-  if (a == 0.0 || x.hi() == 0) return Pmf(0, Eigen::VectorXd::Ones(1), x.log_mass(), x.error_bound());
-  // the upper tail of Poisson(a x) grows with x and the lower tail shrinks: the extreme parents bound both cuts
-  const std::int64_t y_lo = to_pmf(Poisson(a * static_cast<double>(x.lo())), t).lo();
-  const std::int64_t y_hi = to_pmf(Poisson(a * static_cast<double>(x.hi())), t).hi();
+namespace {
+/// sum_x mu_X(x) Poisson(rate(x)), truncated where the smallest and largest rates over X's support put at most
+/// tol/2 each beyond the cuts (Poisson tails are monotone in the rate).
+template <class Rate>
+Pmf poisson_mixture(const Pmf& x, Rate rate, const Truncation& t, const char* who) {
+  double lo_rate = std::numeric_limits<double>::infinity(), hi_rate = 0.0;
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    if (x.weights()[i] == 0.0) continue;
+    lo_rate = std::min(lo_rate, rate(x.lo() + i));
+    hi_rate = std::max(hi_rate, rate(x.lo() + i));
+  }
+  if (hi_rate == 0.0) return Pmf(0, Eigen::VectorXd::Ones(1), x.log_mass(), x.error_bound());
+  const std::int64_t y_lo = to_pmf(Poisson(lo_rate), t).lo();
+  const std::int64_t y_hi = to_pmf(Poisson(hi_rate), t).hi();
   if (y_hi - y_lo + 1 > t.max_size)
-    detail::fail<overflow_error>("tally::marginal(ScaledPoisson): the result needs ", y_hi - y_lo + 1,
-                                 " entries, more than max_size = ", t.max_size);
+    detail::fail<overflow_error>(who, ": the result needs ", y_hi - y_lo + 1, " entries, more than max_size = ", t.max_size);
   Eigen::VectorXd r = Eigen::VectorXd::Zero(y_hi - y_lo + 1);
   for (Eigen::Index i = 0; i < x.size(); ++i) {
     const double w = x.weights()[i];
     if (w == 0.0) continue;
-    const double rate = a * static_cast<double>(x.lo() + i);
-    for (std::int64_t y = y_lo; y <= y_hi; ++y) r[y - y_lo] += w * std::exp(log_poisson_pmf(y, rate));
+    const double lambda = rate(x.lo() + i);
+    for (std::int64_t y = y_lo; y <= y_hi; ++y) r[y - y_lo] += w * std::exp(log_poisson_pmf(y, lambda));
   }
   return Pmf(y_lo, std::move(r), x.log_scale(), x.error_bound() + t.tolerance * (1.0 + x.error_bound()));
+}
+
+void require_states(const Pmf& x, Eigen::Index states, const char* who) {
+  if (x.lo() < 0 || x.hi() >= states)
+    detail::fail<domain_error>(who, ": the parent's support [", x.lo(), ", ", x.hi(), "] is not within the ", states,
+                               " states");
+}
+}  // namespace
+
+Pmf marginal(const Pmf& x, const ScaledPoisson& k, const Truncation& t) {
+  require_count(x, "tally::marginal(ScaledPoisson)");
+  return poisson_mixture(x, [&](std::int64_t v) { return k.scale * static_cast<double>(v); }, t,
+                         "tally::marginal(ScaledPoisson)");
+}
+
+Pmf marginal(const Pmf& x, const IndexedPoisson& k, const Truncation& t) {
+  require_states(x, k.rates.size(), "tally::marginal(IndexedPoisson)");
+  return poisson_mixture(x, [&](std::int64_t v) { return k.rates[v]; }, t, "tally::marginal(IndexedPoisson)");
 }
 
 Pmf marginal(const Pmf& x, const MarkovStep& k) {

@@ -131,3 +131,14 @@ Conditioned condition(const Pmf& x, const MarkovStep& k, std::int64_t y) {
 }
 
 }  // namespace tally
+
+namespace tally {
+Conditioned condition(const Pmf& x, const IndexedPoisson& k, std::int64_t y) {
+  if (x.lo() < 0 || x.hi() >= k.rates.size())
+    detail::fail<domain_error>("tally::condition(IndexedPoisson): the parent's support [", x.lo(), ", ", x.hi(),
+                               "] is not within the ", k.rates.size(), " states");
+  Eigen::VectorXd ll(x.size());
+  for (Eigen::Index i = 0; i < x.size(); ++i) ll[i] = log_poisson_pmf(y, k.rates[x.lo() + i]);
+  return reweight(x, ll);
+}
+}  // namespace tally

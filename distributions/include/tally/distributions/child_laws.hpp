@@ -21,6 +21,13 @@ struct ScaledPoisson {
   double scale;
 };
 
+/// Y | X = x ~ Poisson(rates_x): an emission whose rate is looked up by the state x in {0, ..., K-1} (rates finite,
+/// >= 0, else domain_error), e.g. a hidden Markov model's Poisson observations. Needs 0 <= X < K.
+struct IndexedPoisson {
+  explicit IndexedPoisson(Eigen::VectorXd rates);
+  Eigen::VectorXd rates;
+};
+
 /// Y | X = x ~ Categorical(T_{x,\cdot}): one step of a Markov chain on {0, ..., K-1} with a K x C row-stochastic
 /// transition matrix T (each row non-negative, summing to 1 within 1e-9, else domain_error). Needs 0 <= X < K.
 struct MarkovStep {
@@ -40,6 +47,10 @@ Pmf marginal(const Pmf& x, const Thinning& k);
 /// [y_lo, y_hi] where P(Poisson(a hi_X) > y_hi) <= tol/2 and P(Poisson(a lo_X) < y_lo) <= tol/2 (the tails are
 /// monotone in the rate, so at most tol of the mixture is dropped). Error bound: e_X + tol (1 + e_X).
 Pmf marginal(const Pmf& x, const ScaledPoisson& k, const Truncation& t = {});
+
+/// Marginal law of Y = Poisson(rates_X), truncated as for ScaledPoisson (the extreme rates of X's support bound
+/// the cuts). Error bound: e_X + tol (1 + e_X).
+Pmf marginal(const Pmf& x, const IndexedPoisson& k, const Truncation& t = {});
 
 /// Marginal law of one Markov step: \f$ \mu_Y = \mu_X^\top T \f$ on {0, ..., C-1}. Error bound: that of X.
 Pmf marginal(const Pmf& x, const MarkovStep& k);

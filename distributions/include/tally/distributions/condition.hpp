@@ -42,5 +42,6 @@ Conditioned condition_affine(const Pmf& x, std::int64_t a, std::int64_t c, std::
 Conditioned condition(const Pmf& x, const Thinning& k, std::int64_t y);
 Conditioned condition(const Pmf& x, const ScaledPoisson& k, std::int64_t y);
 Conditioned condition(const Pmf& x, const MarkovStep& k, std::int64_t y);
+Conditioned condition(const Pmf& x, const IndexedPoisson& k, std::int64_t y);
 
 }  // namespace tally

@@ -1,0 +1,143 @@
+// The engine-facing API: a program's random variables, kept marginalized as long as possible (delayed sampling).
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <vector>
+
+#include "tally/distributions/child_laws.hpp"
+#include "tally/distributions/pmf.hpp"
+#include "tally/distributions/sample.hpp"
+#include "tally/distributions/truncation.hpp"
+#include "tally/runtime/conjugate.hpp"
+
+namespace tally::runtime {
+
+namespace detail {
+class Node;
+struct Context;
+}  // namespace detail
+
+/// Misuse of the API: an empty (moved-from) handle, observing an already realized variable, mixing graphs, ...
+struct usage_error : std::logic_error {
+  using std::logic_error::logic_error;
+};
+
+/// A handle to a discrete random variable (a count or a category) of a Graph. Cheap to copy; the variable lives
+/// while a handle, a child or its M-path needs it (see runtime/src/node.hpp for the ownership rules).
+class Variable {
+ public:
+  Variable() = default;
+  bool empty() const { return node_ == nullptr; }
+
+ private:
+  friend class Graph;
+  explicit Variable(std::shared_ptr<detail::Node> n) : node_(std::move(n)) {}
+  std::shared_ptr<detail::Node> node_;
+};
+
+/// A handle to a conjugate continuous variable (Beta, Gamma, Dirichlet) of a Graph.
+class Continuous {
+ public:
+  Continuous() = default;
+  bool empty() const { return node_ == nullptr; }
+
+ private:
+  friend class Graph;
+  explicit Continuous(std::shared_ptr<detail::Node> n) : node_(std::move(n)) {}
+  std::shared_ptr<detail::Node> node_;
+};
+
+/// One probabilistic program over P particles (P = 1: the ordinary single graph). Every variable's state is a
+/// batch of P laws or values, and each call below acts on all particles at once.
+///
+/// Delayed sampling (Murray et al. 2018): `assume` only records a variable; `observe`, `value` and `marginal`
+/// graft it onto a marginalized path and compute exactly:
+/// - observe(x, v) adds log P(x = v | everything observed so far) to each particle's log-weight, and conditions;
+/// - value(x) draws x from its exact posterior (and conditions its marginalized parents on the draw);
+/// - marginal(x) is x's law given the observations (a marginalized child of x that absorbed observations is
+///   realized first, as in the paper).
+/// Sums: z = x + y is an exact convolution when x and y are independent. When y is an initialized direct child
+/// of x (y ~ Binomial(x, q), y = x + 1, ...), the pair is enumerated jointly over x, exactly. Otherwise, when x and
+/// y share an uninstantiated ancestor (found by reachability), that ancestor is realized (sampled from its exact
+/// posterior) before the convolution: never a silently wrong convolution. Observing z conditions x on the skew
+/// diagonal, and ties y = z - x (y is realized with x).
+/// Impossible observations give that particle a log-weight of -inf; the graph stays usable.
+class Graph {
+ public:
+  /// particles >= 1; particle i draws from RandomStream(seed, i).
+  explicit Graph(std::size_t particles = 1, std::uint64_t seed = 1, Truncation truncation = {});
+  std::size_t particles() const;
+
+  // ---- discrete variables ----
+  /// x ~ prior (constant parameters); any family with to_pmf works: assume(Binomial(100, 0.3)).
+  Variable assume(const Pmf& prior);
+  template <class Family>
+  Variable assume(const Family& law)
+    requires requires(const Family& f, const Truncation& t) { to_pmf(f, t); }
+  {
+    return assume(to_pmf(law, truncation()));
+  }
+  /// y | x ~ law: Binomial(x, q), Poisson(a x), Poisson(rates[x]), Categorical(T[x]).
+  Variable assume(const Variable& x, const Thinning& law);
+  Variable assume(const Variable& x, const ScaledPoisson& law);
+  Variable assume(const Variable& x, const IndexedPoisson& law);
+  Variable assume(const Variable& x, const MarkovStep& law);
+  /// a x + c (a != 0), and x + y, x - y.
+  Variable affine(const Variable& x, std::int64_t a, std::int64_t c);
+  Variable add(const Variable& x, const Variable& y);
+  Variable subtract(const Variable& x, const Variable& y);
+
+  // ---- conjugate continuous parents and their counts ----
+  Continuous assume(const Beta& law);
+  Continuous assume(const Gamma& law);
+  Continuous assume(const Dirichlet& law);
+  /// k ~ Binomial(n, rho) with rho ~ Beta; n may differ per particle (one entry per particle).
+  Variable binomial(std::int64_t n, const Continuous& rho);
+  Variable binomial(const std::vector<std::int64_t>& n, const Continuous& rho);
+  Variable bernoulli(const Continuous& rho) { return binomial(1, rho); }
+  /// k ~ NegativeBinomial(r, rho) (failures before the r-th success), rho ~ Beta.
+  Variable negative_binomial(double r, const Continuous& rho);
+  /// c ~ Poisson(lambda), lambda ~ Gamma.
+  Variable poisson(const Continuous& lambda);
+  /// c ~ Categorical(pi), pi ~ Dirichlet.
+  Variable categorical(const Continuous& pi);
+
+  // ---- observations and queries ----
+  /// Observes x = v in every particle; returns log P(x = v | ...) per particle (added to the log-weights).
+  std::vector<double> observe(const Variable& x, std::int64_t v);
+  /// Observes x = v[i] in particle i.
+  std::vector<double> observe(const Variable& x, const std::vector<std::int64_t>& v);
+  /// x's value in each particle, drawn from its exact posterior if x is not yet realized.
+  std::vector<std::int64_t> value(const Variable& x);
+  /// x's law in each particle (a point mass once realized).
+  std::vector<Pmf> marginal(const Variable& x);
+  /// A continuous variable's value per particle (drawn if needed): rho for Beta/Gamma, pi for Dirichlet.
+  std::vector<Eigen::VectorXd> value(const Continuous& x);
+  /// The current (posterior) parameters per particle; usage_error if realized or of another family.
+  std::vector<Beta> beta(const Continuous& x) const;
+  std::vector<Gamma> gamma(const Continuous& x) const;
+  std::vector<Dirichlet> dirichlet(const Continuous& x) const;
+
+  /// The accumulated log-weight of each particle: the sum of its observations' log-likelihoods.
+  const std::vector<double>& log_weights() const;
+  /// Sets every log-weight to 0 (after resampling).
+  void reset_log_weights();
+  /// Resampling: particle i becomes a copy of particle ancestors[i], in every live variable (size P each).
+  void resample(const std::vector<std::size_t>& ancestors);
+  /// Particle i's random stream (for the engine's own draws, reproducibly).
+  RandomStream& stream(std::size_t i);
+  const Truncation& truncation() const;
+
+  /// Live variables of all graphs in this process (the tests check it returns to zero).
+  static std::int64_t live_nodes();
+
+ private:
+  std::shared_ptr<detail::Node> node_of(const Variable& x, const char* who) const;
+  std::shared_ptr<detail::Node> node_of(const Continuous& x, const char* who) const;
+  std::shared_ptr<detail::Context> context_;
+};
+
+}  // namespace tally::runtime

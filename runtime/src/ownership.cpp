@@ -1,0 +1,54 @@
+// Node lifetime: the live-node counter and iterative destruction (a chain of 10^7 nodes frees without recursion).
+#include <atomic>
+
+#include "node.hpp"
+
+namespace tally::runtime::detail {
+namespace {
+std::atomic<std::int64_t> live_nodes{0};
+// While a node is being destroyed, the nodes it owned wait here instead of being destroyed inside its destructor.
+thread_local std::vector<std::shared_ptr<Node>>* graveyard = nullptr;
+}  // namespace
+
+Context::Context(std::size_t n, std::uint64_t seed, Truncation t)
+    : particles(n), log_weight(n, 0.0), truncation(t) {
+  streams.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) streams.emplace_back(seed, i);
+}
+
+Node::Node(std::shared_ptr<Context> c, Kind k, State s) : context(std::move(c)), kind(std::move(k)), state(s) {
+  next_live = context->first_live;
+  if (next_live) next_live->prev_live = this;
+  context->first_live = this;
+  ++live_nodes;
+}
+
+std::int64_t Node::live() { return live_nodes.load(); }
+
+Node::~Node() {
+  // raw back-pointers into this node must not outlive it
+  if (mchild)
+    for (auto& m : mchild->mparents)
+      if (m == this) m = nullptr;
+  if (tied && tied->tied_to == this) tied->tied_to = nullptr;
+  // Owned nodes are released by the outermost destructor, one at a time: dropping the last handle to a chain of
+  // any length uses constant stack.
+  std::vector<std::shared_ptr<Node>> pending;
+  const bool outermost = graveyard == nullptr;
+  if (outermost) graveyard = &pending;
+  for (auto* owned : {&parents[0], &parents[1], &mchild, &tied})
+    if (*owned) graveyard->push_back(std::move(*owned));
+  if (outermost) {
+    while (!pending.empty()) {
+      std::shared_ptr<Node> next = std::move(pending.back());
+      pending.pop_back();
+      next.reset();  // may run ~Node, which appends to `pending`
+    }
+    graveyard = nullptr;
+  }
+  (prev_live ? prev_live->next_live : context->first_live) = next_live;
+  if (next_live) next_live->prev_live = prev_live;
+  --live_nodes;
+}
+
+}  // namespace tally::runtime::detail

@@ -1,0 +1,48 @@
+// The example programs end to end: exact evidence against closed forms and the forward algorithm.
+#include <catch2/catch.hpp>
+
+#include "tally/distributions.hpp"
+#include "tally/runtime/graph.hpp"
+
+using namespace tally;
+using namespace tally::runtime;
+
+TEST_CASE("x ~ Binomial(100, .3); y ~ Binomial(x, .1); observe(x + y = 42): exact evidence", "[runtime][programs]") {
+  Graph g;
+  auto x = g.assume(Binomial(100, 0.3));
+  auto y = g.assume(x, Thinning(0.1));
+  auto z = g.add(x, y);
+  const double ll = g.observe(z, 42)[0];
+  double e = 0;
+  for (int k = 0; k <= 42; ++k) e += pdf(Binomial(100, .3), k) * pdf(Binomial(k, .1), 42 - k);
+  REQUIRE(ll == Approx(std::log(e)).epsilon(1e-13));
+  REQUIRE(g.log_weights()[0] == ll);
+  const auto vx = g.value(x)[0], vy = g.value(y)[0];
+  REQUIRE(vx + vy == 42);
+}
+
+TEST_CASE("a hidden Markov model's evidence is the forward algorithm's", "[runtime][programs][hmm]") {
+  Graph g;
+  Eigen::MatrixXd T(2, 2);
+  T << 0.9, 0.1, 0.2, 0.8;
+  const Eigen::Vector2d rates(1.0, 5.0);
+  const std::vector<int> ys = {0, 1, 4, 6, 5, 0, 1, 7, 3};
+  double total = 0;
+  Variable x = g.assume(Categorical(Eigen::Vector2d(0.5, 0.5)));
+  for (std::size_t t = 0; t < ys.size(); ++t) {
+    if (t > 0) x = g.assume(x, MarkovStep(T));
+    total += g.observe(g.assume(x, IndexedPoisson(rates)), ys[t])[0];
+  }
+  Eigen::Vector2d f(0.5, 0.5);
+  double evidence = 0;
+  for (std::size_t t = 0; t < ys.size(); ++t) {
+    if (t > 0) f = (f.transpose() * T).transpose();
+    for (int s = 0; s < 2; ++s) f[s] *= pdf(Poisson(rates[s]), ys[t]);
+    evidence += std::log(f.sum());
+    f /= f.sum();
+  }
+  REQUIRE(total == Approx(evidence).epsilon(1e-13));
+  // the filtered state is the forward algorithm's
+  const Pmf last = g.marginal(x)[0];
+  REQUIRE(pdf(last, 1) == Approx(f[1]).epsilon(1e-12));
+}
