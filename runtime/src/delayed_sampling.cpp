@@ -116,10 +116,12 @@ void marginalize(Node& n) {
           [&](Sum& s) {
             Node& x = *n.parents[0];
             Node& y = *n.parents[1];
-            n.operands[0] = Batch<Pmf>::make(P, [&](std::size_t i) { return law_of(x, i); });
-            n.operands[1] = Batch<Pmf>::make(P, [&](std::size_t i) { return law_of(y, i); });
+            n.operands = std::make_unique<std::array<Batch<Pmf>, 2>>();
+            auto& ops = *n.operands;
+            ops[0] = Batch<Pmf>::make(P, [&](std::size_t i) { return law_of(x, i); });
+            ops[1] = Batch<Pmf>::make(P, [&](std::size_t i) { return law_of(y, i); });
             n.marginal = Batch<Pmf>::make(P, [&](std::size_t i) {
-              return s.sign > 0 ? sum(n.operands[0][i], n.operands[1][i]) : difference(n.operands[0][i], n.operands[1][i]);
+              return s.sign > 0 ? sum(ops[0][i], ops[1][i]) : difference(ops[0][i], ops[1][i]);
             });
             attach(x, n, 0);
             attach(y, n, 1);
@@ -136,15 +138,15 @@ void marginalize(Node& n) {
             n.marginal = Batch<Pmf>::make(P, [&](std::size_t i) -> Pmf {
               switch (c.family) {
                 case CountChild::binomial:
-                  return known ? to_pmf(Binomial(c.trials[i], rho.continuous_value[i][0]), t)
-                               : marginal_binomial(rho.beta[i], c.trials[i], t);
+                  return known ? to_pmf(Binomial(c.trials[i], rho.continuous->value[i][0]), t)
+                               : marginal_binomial(rho.continuous->beta[i], c.trials[i], t);
                 case CountChild::negative_binomial:
-                  return known ? to_pmf(NegativeBinomial(c.successes, rho.continuous_value[i][0]), t)
-                               : marginal_negative_binomial(rho.beta[i], c.successes, t);
+                  return known ? to_pmf(NegativeBinomial(c.successes, rho.continuous->value[i][0]), t)
+                               : marginal_negative_binomial(rho.continuous->beta[i], c.successes, t);
                 case CountChild::poisson:
-                  return known ? to_pmf(Poisson(rho.continuous_value[i][0]), t) : marginal_poisson(rho.gamma[i], t);
+                  return known ? to_pmf(Poisson(rho.continuous->value[i][0]), t) : marginal_poisson(rho.continuous->gamma[i], t);
                 case CountChild::categorical:
-                  return known ? to_pmf(Categorical(rho.continuous_value[i]), t) : marginal_categorical(rho.dirichlet[i]);
+                  return known ? to_pmf(Categorical(rho.continuous->value[i]), t) : marginal_categorical(rho.continuous->dirichlet[i]);
               }
               return Pmf::point(0);  // unreachable
             });
@@ -183,11 +185,12 @@ void condition_parents(Node& n, const Batch<std::int64_t>& v) {
             Node* x = n.mparents[0];
             Node* y = n.mparents[1];
             // X | X + sY = z from the operands' laws (kept in n, so a dropped operand does not matter)
+            const auto& ops = *n.operands;
             std::vector<Pmf> px;
             for (std::size_t i = 0; i < P; ++i) {
-              const Pmf other = s.sign > 0 ? n.operands[1][i] : negate(n.operands[1][i]);
-              auto post = condition_on_sum(n.operands[0][i], other, v[i]).posterior;
-              px.push_back(post ? std::move(*post) : n.operands[0][i]);
+              const Pmf other = s.sign > 0 ? ops[1][i] : negate(ops[1][i]);
+              auto post = condition_on_sum(ops[0][i], other, v[i]).posterior;
+              px.push_back(post ? std::move(*post) : ops[0][i]);
             }
             // Y = s (z - X) = -s X + s z
             const std::int64_t a = -s.sign;
@@ -210,15 +213,15 @@ void condition_parents(Node& n, const Batch<std::int64_t>& v) {
             if (!rho) return;
             for (std::size_t i = 0; i < P; ++i) {
               if (v[i] < 0 || (c.family == CountChild::binomial && v[i] > c.trials[i]) ||
-                  (c.family == CountChild::categorical && v[i] >= rho->dirichlet[i].alpha.size()))
+                  (c.family == CountChild::categorical && v[i] >= rho->continuous->dirichlet[i].alpha.size()))
                 continue;  // an impossible value: the particle's weight is -inf, its parameters stay as they were
               switch (c.family) {
-                case CountChild::binomial: rho->beta[i] = posterior_binomial(rho->beta[i], c.trials[i], v[i]); break;
+                case CountChild::binomial: rho->continuous->beta[i] = posterior_binomial(rho->continuous->beta[i], c.trials[i], v[i]); break;
                 case CountChild::negative_binomial:
-                  rho->beta[i] = posterior_negative_binomial(rho->beta[i], c.successes, v[i]);
+                  rho->continuous->beta[i] = posterior_negative_binomial(rho->continuous->beta[i], c.successes, v[i]);
                   break;
-                case CountChild::poisson: rho->gamma[i] = posterior_poisson(rho->gamma[i], v[i]); break;
-                case CountChild::categorical: rho->dirichlet[i] = posterior_categorical(rho->dirichlet[i], v[i]); break;
+                case CountChild::poisson: rho->continuous->gamma[i] = posterior_poisson(rho->continuous->gamma[i], v[i]); break;
+                case CountChild::categorical: rho->continuous->dirichlet[i] = posterior_categorical(rho->continuous->dirichlet[i], v[i]); break;
               }
             }
             rho->mchild.reset();
@@ -323,7 +326,7 @@ void realize(Node& n, const Batch<std::int64_t>& values) {
   n.state = State::realized;
   n.value = values;
   n.marginal.clear();
-  n.operands = {};
+  n.operands.reset();
   if (auto y = std::move(n.tied)) {
     y->tied_to = nullptr;
     realize(*y, Batch<std::int64_t>::make(particles(n), [&](std::size_t i) { return y->tie_a * values[i] + y->tie_c[i]; }));
@@ -339,18 +342,19 @@ void sample_continuous(Node& n) {
   Context& ctx = *n.context;
   const auto& root = std::get<ContinuousRoot>(n.kind);
   prune(n);
-  n.continuous_value = Batch<Eigen::VectorXd>::make(ctx.particles, [&](std::size_t i) -> Eigen::VectorXd {
+  auto& c = *n.continuous;
+  c.value = Batch<Eigen::VectorXd>::make(ctx.particles, [&](std::size_t i) -> Eigen::VectorXd {
     switch (root.family) {
-      case ContinuousRoot::beta: return Eigen::VectorXd::Constant(1, runtime::sample(n.beta[i], ctx.streams[i]));
-      case ContinuousRoot::gamma: return Eigen::VectorXd::Constant(1, runtime::sample(n.gamma[i], ctx.streams[i]));
-      case ContinuousRoot::dirichlet: return runtime::sample(n.dirichlet[i], ctx.streams[i]);
+      case ContinuousRoot::beta: return Eigen::VectorXd::Constant(1, runtime::sample(c.beta[i], ctx.streams[i]));
+      case ContinuousRoot::gamma: return Eigen::VectorXd::Constant(1, runtime::sample(c.gamma[i], ctx.streams[i]));
+      case ContinuousRoot::dirichlet: return runtime::sample(c.dirichlet[i], ctx.streams[i]);
     }
     return {};
   });
   n.state = State::realized;
-  n.beta.clear();
-  n.gamma.clear();
-  n.dirichlet.clear();
+  c.beta.clear();
+  c.gamma.clear();
+  c.dirichlet.clear();
 }
 
 std::vector<double> observe(Node& n, const Batch<std::int64_t>& values) {

@@ -97,18 +97,21 @@ Variable Graph::subtract(const Variable& x, const Variable& y) {
 
 Continuous Graph::assume(const Beta& law) {
   auto n = std::make_shared<Node>(context_, detail::ContinuousRoot{detail::ContinuousRoot::beta}, State::marginalized);
-  n->beta = Batch<Beta>::filled(particles(), law);
+  n->continuous = std::make_unique<Node::ContinuousState>();
+  n->continuous->beta = Batch<Beta>::filled(particles(), law);
   return Continuous(n);
 }
 Continuous Graph::assume(const Gamma& law) {
   auto n = std::make_shared<Node>(context_, detail::ContinuousRoot{detail::ContinuousRoot::gamma}, State::marginalized);
-  n->gamma = Batch<Gamma>::filled(particles(), law);
+  n->continuous = std::make_unique<Node::ContinuousState>();
+  n->continuous->gamma = Batch<Gamma>::filled(particles(), law);
   return Continuous(n);
 }
 Continuous Graph::assume(const Dirichlet& law) {
   auto n = std::make_shared<Node>(context_, detail::ContinuousRoot{detail::ContinuousRoot::dirichlet},
                                   State::marginalized);
-  n->dirichlet = Batch<Dirichlet>::filled(particles(), law);
+  n->continuous = std::make_unique<Node::ContinuousState>();
+  n->continuous->dirichlet = Batch<Dirichlet>::filled(particles(), law);
   return Continuous(n);
 }
 
@@ -197,7 +200,7 @@ std::vector<Pmf> Graph::marginal(const Variable& x) {
 std::vector<Eigen::VectorXd> Graph::value(const Continuous& x) {
   auto n = node_of(x, "value");
   if (n->state != State::realized) detail::sample_continuous(*n);
-  return vector_of(n->continuous_value);
+  return vector_of(n->continuous->value);
 }
 
 namespace {
@@ -211,17 +214,17 @@ const Node& unrealized(const std::shared_ptr<Node>& n, const char* who) {
 std::vector<Beta> Graph::beta(const Continuous& x) const {
   const Node& n = unrealized(node_of(x, "beta"), "beta");
   require_family(n, detail::ContinuousRoot::beta, "beta", "Beta");
-  return vector_of(n.beta);
+  return vector_of(n.continuous->beta);
 }
 std::vector<Gamma> Graph::gamma(const Continuous& x) const {
   const Node& n = unrealized(node_of(x, "gamma"), "gamma");
   require_family(n, detail::ContinuousRoot::gamma, "gamma", "Gamma");
-  return vector_of(n.gamma);
+  return vector_of(n.continuous->gamma);
 }
 std::vector<Dirichlet> Graph::dirichlet(const Continuous& x) const {
   const Node& n = unrealized(node_of(x, "dirichlet"), "dirichlet");
   require_family(n, detail::ContinuousRoot::dirichlet, "dirichlet", "Dirichlet");
-  return vector_of(n.dirichlet);
+  return vector_of(n.continuous->dirichlet);
 }
 
 void Graph::resample(const std::vector<std::size_t>& ancestors) {
@@ -233,12 +236,15 @@ void Graph::resample(const std::vector<std::size_t>& ancestors) {
   for (Node* n = context_->first_live; n != nullptr; n = n->next_live) {
     n->marginal.select(ancestors);
     n->value.select(ancestors);
-    n->beta.select(ancestors);
-    n->gamma.select(ancestors);
-    n->dirichlet.select(ancestors);
-    n->continuous_value.select(ancestors);
     n->tie_c.select(ancestors);
-    for (auto& o : n->operands) o.select(ancestors);
+    if (auto* c = n->continuous.get()) {
+      c->beta.select(ancestors);
+      c->gamma.select(ancestors);
+      c->dirichlet.select(ancestors);
+      c->value.select(ancestors);
+    }
+    if (n->operands)
+      for (auto& o : *n->operands) o.select(ancestors);
     if (auto* c = std::get_if<detail::CountChild>(&n->kind)) c->trials.select(ancestors);
   }
   std::vector<double> w(particles());

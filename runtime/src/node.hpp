@@ -104,13 +104,19 @@ class Node : public std::enable_shared_from_this<Node> {
   std::int64_t tie_a = 0;
   Batch<std::int64_t> tie_c;
 
-  Batch<Pmf> marginal;                // discrete, marginalized
-  Batch<std::int64_t> value;          // discrete, realized
-  Batch<Beta> beta;                   // continuous parameters (one family used)
-  Batch<Gamma> gamma;
-  Batch<Dirichlet> dirichlet;
-  Batch<Eigen::VectorXd> continuous_value;  // continuous, realized (length 1 for Beta and Gamma)
-  std::array<Batch<Pmf>, 2> operands;       // Sum: the operands' marginals when the sum was marginalized
+  Batch<Pmf> marginal;        // discrete, marginalized
+  Batch<std::int64_t> value;  // discrete, realized
+
+  /// The state only continuous nodes have, on the heap so that discrete nodes stay small.
+  struct ContinuousState {
+    Batch<Beta> beta;  // parameters (one family used)
+    Batch<Gamma> gamma;
+    Batch<Dirichlet> dirichlet;
+    Batch<Eigen::VectorXd> value;  // realized (length 1 for Beta and Gamma)
+  };
+  std::unique_ptr<ContinuousState> continuous;
+  /// Sum nodes only: the operands' laws when the sum was marginalized (so a dropped operand does not matter).
+  std::unique_ptr<std::array<Batch<Pmf>, 2>> operands;
 
   Node* prev_live = nullptr;  // the context's intrusive list of live nodes (for resampling)
   Node* next_live = nullptr;
