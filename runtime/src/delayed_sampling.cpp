@@ -90,6 +90,7 @@ void attach(Node& parent, Node& child, int slot) {
 
 /// Ties y = a x + c (per particle c) after an observed sum: y's marginal follows x's, x owns y.
 void tie(Node& x, Node& y, std::int64_t a, Batch<std::int64_t> c) {
+  const auto keep = x.shared_from_this();  // y may have been x's last owner
   y.state = State::marginalized;
   y.parents = {};
   y.tie_a = a;
@@ -159,6 +160,10 @@ void marginalize(Node& n) {
 
 /// Conditions n's marginalized parents on n = v (per particle) and detaches n from them.
 void condition_parents(Node& n, const Batch<std::int64_t>& v) {
+  // the parents stay alive through this function even if a tie below drops their last owner
+  std::array<std::shared_ptr<Node>, 2> keep;
+  for (std::size_t k = 0; k < 2; ++k)
+    if (n.mparents[k]) keep[k] = n.mparents[k]->shared_from_this();
   const std::size_t P = particles(n);
   const Truncation& t = truncation(n);
   std::visit(
@@ -246,11 +251,14 @@ void prune(Node& n) {
     if ((*it)->state == State::marginalized) sample(**it);
 }
 
-/// A marginalized parent about to get a new child: prune it, and realize it if it is tied by an observed sum.
-void make_terminal(Node& n) {
+/// A marginalized parent about to get the new child `requester`: prune it, and realize it if it is tied to a node
+/// other than the requester by an observed sum (a tied pair gets no new children; the requester itself may be
+/// the partner, when pruning tied it: then it is no longer a new child and nothing more is needed).
+void make_terminal(Node& n, const Node* requester) {
   prune(n);
-  if (n.state == State::marginalized && (n.tied || n.tied_to)) {
-    if (n.discrete()) sample(n);
+  if (n.state == State::marginalized && n.discrete()) {
+    const Node* partner = n.tied ? n.tied.get() : n.tied_to;
+    if (partner != nullptr && partner != requester) sample(n);
   }
 }
 
@@ -280,25 +288,31 @@ void prepare_sum(Node& z) {
 }  // namespace
 
 void graft(Node& root) {
-  // Depth-first, post-order, with an explicit stack: chains of any length graft in constant stack.
-  std::vector<std::pair<std::shared_ptr<Node>, bool>> stack{{root.shared_from_this(), false}};
+  // Depth-first, post-order, with an explicit stack: chains of any length graft in constant stack. Each entry is
+  // (node, expanded, the child that asked for it).
+  struct Entry {
+    std::shared_ptr<Node> node;
+    bool expanded;
+    const Node* requester;
+  };
+  std::vector<Entry> stack{{root.shared_from_this(), false, nullptr}};
   while (!stack.empty()) {
-    auto [v, expanded] = stack.back();
+    auto [v, expanded, requester] = stack.back();
     stack.pop_back();
-    const bool is_root = v.get() == &root;
+    // a node may change state while its parents are grafted (pruning can realize or tie it): check every time
     if (v->state == State::realized) continue;
     if (v->state == State::marginalized) {
-      if (is_root)
+      if (requester == nullptr)
         prune(*v);
       else
-        make_terminal(*v);
+        make_terminal(*v, requester);
       continue;
     }
     if (!expanded) {
       prepare_sum(*v);
-      stack.push_back({v, true});
+      stack.push_back({v, true, requester});
       for (auto& p : v->parents)
-        if (p) stack.push_back({p, false});
+        if (p) stack.push_back({p, false, v.get()});
       continue;
     }
     if (std::holds_alternative<Sum>(v->kind)) {
@@ -308,7 +322,7 @@ void graft(Node& root) {
         if (a->state == State::marginalized) a->discrete() ? sample(*a) : sample_continuous(*a);
         for (auto& p : v->parents) graft(*p);
         for (auto& p : v->parents)
-          if (p->state == State::marginalized) make_terminal(*p);
+          if (p->state == State::marginalized) make_terminal(*p, v.get());
       }
     }
     marginalize(*v);
