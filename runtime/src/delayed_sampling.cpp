@@ -166,6 +166,13 @@ void condition_parents(Node& n, const Batch<std::int64_t>& v) {
     if (n.mparents[k]) keep[k] = n.mparents[k]->shared_from_this();
   const std::size_t P = particles(n);
   const Truncation& t = truncation(n);
+  // For ties: where the observed value is impossible (the particle's weight is -inf), any possible value will
+  // do, and it keeps the tie's constants in range.
+  auto possible = [&](std::size_t i) {
+    return !n.marginal.empty() && log_pdf(n.marginal[i], v[i]) == -std::numeric_limits<double>::infinity()
+               ? n.marginal[i].lo()
+               : v[i];
+  };
   std::visit(
       overloaded{
           [&](DiscreteRoot&) {},
@@ -183,7 +190,8 @@ void condition_parents(Node& n, const Batch<std::int64_t>& v) {
             for (std::size_t i = 0; i < P; ++i) x->marginal[i] = joint_sum_posterior(x->marginal[i], j, v[i], t);
             // Y = s_y (z - s_x X) = -s_x s_y X + s_y z
             if (auto y = n.operand_y.lock(); y && y->state == State::initialized)
-              tie(*x, *y, -j.sign_x * j.sign_y, Batch<std::int64_t>::make(P, [&](std::size_t i) { return j.sign_y * v[i]; }));
+              tie(*x, *y, -j.sign_x * j.sign_y,
+                  Batch<std::int64_t>::make(P, [&](std::size_t i) { return j.sign_y * possible(i); }));
             x->mchild.reset();
           },
           [&](Sum& s) {
@@ -199,7 +207,7 @@ void condition_parents(Node& n, const Batch<std::int64_t>& v) {
             }
             // Y = s (z - X) = -s X + s z
             const std::int64_t a = -s.sign;
-            auto c = Batch<std::int64_t>::make(P, [&](std::size_t i) { return s.sign * v[i]; });
+            auto c = Batch<std::int64_t>::make(P, [&](std::size_t i) { return s.sign * possible(i); });
             if (x) {
               for (std::size_t i = 0; i < P; ++i) x->marginal[i] = px[i];
               x->mchild.reset();
@@ -271,7 +279,10 @@ void prepare_sum(Node& z) {
   Node& y = *z.parents[1];
   auto direct_child = [](Node& child, Node& parent) -> const ChildLaw* {
     auto* c = std::get_if<DiscreteChild>(&child.kind);
-    return (c && child.state == State::initialized && child.parents[0].get() == &parent) ? &c->law : nullptr;
+    return (c && child.state == State::initialized && parent.state != State::realized &&
+            child.parents[0].get() == &parent)
+               ? &c->law
+               : nullptr;
   };
   if (const ChildLaw* law = direct_child(y, x)) {  // z = X + s Y, Y | X ~ law
     z.operand_y = z.parents[1];

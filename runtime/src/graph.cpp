@@ -207,21 +207,22 @@ namespace {
 const Node& unrealized(const std::shared_ptr<Node>& n, const char* who) {
   if (n->state == State::realized)
     tally::detail::fail<usage_error>(who, ": the variable is realized; it has a value, not parameters");
+  detail::graft(*n);  // prune: the parameters then include what the M-path below absorbed
   return *n;
 }
 }  // namespace
 
-std::vector<Beta> Graph::beta(const Continuous& x) const {
+std::vector<Beta> Graph::beta(const Continuous& x) {
   const Node& n = unrealized(node_of(x, "beta"), "beta");
   require_family(n, detail::ContinuousRoot::beta, "beta", "Beta");
   return vector_of(n.continuous->beta);
 }
-std::vector<Gamma> Graph::gamma(const Continuous& x) const {
+std::vector<Gamma> Graph::gamma(const Continuous& x) {
   const Node& n = unrealized(node_of(x, "gamma"), "gamma");
   require_family(n, detail::ContinuousRoot::gamma, "gamma", "Gamma");
   return vector_of(n.continuous->gamma);
 }
-std::vector<Dirichlet> Graph::dirichlet(const Continuous& x) const {
+std::vector<Dirichlet> Graph::dirichlet(const Continuous& x) {
   const Node& n = unrealized(node_of(x, "dirichlet"), "dirichlet");
   require_family(n, detail::ContinuousRoot::dirichlet, "dirichlet", "Dirichlet");
   return vector_of(n.continuous->dirichlet);

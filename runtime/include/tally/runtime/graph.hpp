@@ -116,10 +116,11 @@ class Graph {
   std::vector<Pmf> marginal(const Variable& x);
   /// A continuous variable's value per particle (drawn if needed): rho for Beta/Gamma, pi for Dirichlet.
   std::vector<Eigen::VectorXd> value(const Continuous& x);
-  /// The current (posterior) parameters per particle; usage_error if realized or of another family.
-  std::vector<Beta> beta(const Continuous& x) const;
-  std::vector<Gamma> gamma(const Continuous& x) const;
-  std::vector<Dirichlet> dirichlet(const Continuous& x) const;
+  /// The posterior parameters per particle; usage_error if realized or of another family. As for marginal(), a
+  /// marginalized child that absorbed observations is realized first, so that the parameters reflect them.
+  std::vector<Beta> beta(const Continuous& x);
+  std::vector<Gamma> gamma(const Continuous& x);
+  std::vector<Dirichlet> dirichlet(const Continuous& x);
 
   /// The accumulated log-weight of each particle: the sum of its observations' log-likelihoods.
   const std::vector<double>& log_weights() const;
