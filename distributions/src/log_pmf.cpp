@@ -61,6 +61,7 @@ long double deviance_extended(long double x, long double lambda) {
 
 double log_binomial_pmf(std::int64_t n, std::int64_t k, double p) {
   if (k < 0 || k > n) return neg_inf;
+  if (n == 0) return 0.0;  // the point mass at 0 (the deviance terms below would be 0 log(0/0))
   const double q = 1.0 - p;
   if (p == 0.0) return k == 0 ? 0.0 : neg_inf;
   if (p == 1.0) return k == n ? 0.0 : neg_inf;

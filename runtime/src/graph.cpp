@@ -213,19 +213,19 @@ const Node& unrealized(const std::shared_ptr<Node>& n, const char* who) {
 }  // namespace
 
 std::vector<Beta> Graph::beta(const Continuous& x) {
-  const Node& n = unrealized(node_of(x, "beta"), "beta");
-  require_family(n, detail::ContinuousRoot::beta, "beta", "Beta");
-  return vector_of(n.continuous->beta);
+  const auto node = node_of(x, "beta");
+  require_family(*node, detail::ContinuousRoot::beta, "beta", "Beta");  // before grafting: a refused query changes nothing
+  return vector_of(unrealized(node, "beta").continuous->beta);
 }
 std::vector<Gamma> Graph::gamma(const Continuous& x) {
-  const Node& n = unrealized(node_of(x, "gamma"), "gamma");
-  require_family(n, detail::ContinuousRoot::gamma, "gamma", "Gamma");
-  return vector_of(n.continuous->gamma);
+  const auto node = node_of(x, "gamma");
+  require_family(*node, detail::ContinuousRoot::gamma, "gamma", "Gamma");  // before grafting: a refused query changes nothing
+  return vector_of(unrealized(node, "gamma").continuous->gamma);
 }
 std::vector<Dirichlet> Graph::dirichlet(const Continuous& x) {
-  const Node& n = unrealized(node_of(x, "dirichlet"), "dirichlet");
-  require_family(n, detail::ContinuousRoot::dirichlet, "dirichlet", "Dirichlet");
-  return vector_of(n.continuous->dirichlet);
+  const auto node = node_of(x, "dirichlet");
+  require_family(*node, detail::ContinuousRoot::dirichlet, "dirichlet", "Dirichlet");  // before grafting: a refused query changes nothing
+  return vector_of(unrealized(node, "dirichlet").continuous->dirichlet);
 }
 
 void Graph::resample(const std::vector<std::size_t>& ancestors) {

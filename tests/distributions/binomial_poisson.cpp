@@ -1,5 +1,6 @@
 // Binomial and Poisson pmfs against 50-digit references, down to entries of 1e-300 and beyond in log form.
 #include <catch2/catch.hpp>
+#include <limits>
 
 #include "reference.hpp"
 #include "tally/distributions/binomial.hpp"
@@ -44,6 +45,17 @@ TEST_CASE("Binomial(2000, 0.5) as a pmf: every stored entry within 1e-12 relativ
   // entries down to 1e-250 are there (pmf at k ~ 140 is about 1e-250)
   REQUIRE(log_pdf(d, 140) < std::log(1e-250));
   REQUIRE(d.error_bound() <= 1e-290);
+}
+
+TEST_CASE("Binomial with no trials is the point mass at 0, for every p", "[families][binomial]") {
+  for (double p : {0.0, 1e-9, 0.05, 0.5, 0.95, 1.0}) {
+    INFO("p = " << p);
+    REQUIRE(log_binomial_pmf(0, 0, p) == 0.0);
+    REQUIRE(log_binomial_pmf(0, 1, p) == -std::numeric_limits<double>::infinity());
+    const Pmf d = to_pmf(Binomial(0, p));
+    REQUIRE(d.size() == 1);
+    REQUIRE(pdf(d, 0) == 1.0);
+  }
 }
 
 TEST_CASE("Binomial cdf and quantile invert each other", "[families][binomial]") {
