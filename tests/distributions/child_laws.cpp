@@ -43,7 +43,7 @@ void require_posterior(const Conditioned& c, const Pmf& x, std::int64_t y, Lik l
 }
 }  // namespace
 
-TEST_CASE("thinning marginal equals sum_x p_x Binomial(y; x, q)", "[child][thinning]") {
+TEST_CASE("thinning marginal equals sum_x p_x Binomial(y | x, q)", "[child][thinning]") {
   std::mt19937_64 gen(11);
   for (double q : {0.0, 0.1, 0.5, 0.93, 1.0}) {
     for (std::int64_t lo : {0, 3, 40}) {

@@ -50,7 +50,7 @@ TEST_CASE("draws fit their pmf (chi-square at the 1e-6 level)", "[sample]") {
   }
 }
 
-TEST_CASE("same seed and stream, same draws; another stream, other draws", "[sample]") {
+TEST_CASE("same seed and stream, same draws, and another stream, other draws", "[sample]") {
   const Pmf d = to_pmf(Binomial(100, 0.5));
   RandomStream a(77, 5), b(77, 5), c(77, 6);
   const IntVector da = sample(d, a, 1000), db = sample(d, b, 1000), dc = sample(d, c, 1000);

@@ -30,6 +30,7 @@ inline Law binomial_law(std::int64_t n, double p) {
 
 /// Poisson(rate) on [0, kmax]: kmax is chosen by the caller so that the dropped tail is far below any tolerance.
 inline Law poisson_law(double rate, std::int64_t kmax) {
+  if (rate == 0) return point_law(0);
   Law l;
   for (std::int64_t k = 0; k <= kmax; ++k) l[k] = exp_big(log_poisson(k, big(rate)));
   return l;

@@ -82,7 +82,7 @@ TEST_CASE("10^4 random programs free every node (LeakSanitizer in CI checks the 
   REQUIRE(Graph::live_nodes() == before);
 }
 
-TEST_CASE("a variable outlives its graph object; dropping handles in any order frees", "[runtime][ownership]") {
+TEST_CASE("a variable outlives its graph object, and dropping handles in any order frees", "[runtime][ownership]") {
   const auto before = Graph::live_nodes();
   Variable z;
   {
@@ -97,7 +97,7 @@ TEST_CASE("a variable outlives its graph object; dropping handles in any order f
   REQUIRE(Graph::live_nodes() == before);
 }
 
-TEST_CASE("a chain of 10^7 nodes is built and dropped without recursion; memory per node", "[runtime][ownership][chain]") {
+TEST_CASE("a chain of 10^7 nodes is built and dropped without recursion, and its memory per node", "[runtime][ownership][chain]") {
   const auto before = Graph::live_nodes();
   const auto heap_before = mallinfo2().uordblks;
   {

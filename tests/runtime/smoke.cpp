@@ -7,7 +7,7 @@
 using namespace tally;
 using namespace tally::runtime;
 
-TEST_CASE("x ~ Binomial(100, .3); y ~ Binomial(x, .1); observe(x + y = 42): exact evidence", "[runtime][programs]") {
+TEST_CASE("x ~ Binomial(100, .3), y ~ Binomial(x, .1), observe(x + y = 42): exact evidence", "[runtime][programs]") {
   Graph g;
   auto x = g.assume(Binomial(100, 0.3));
   auto y = g.assume(x, Thinning(0.1));
