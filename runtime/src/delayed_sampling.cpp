@@ -1,6 +1,7 @@
 // The delayed-sampling core (Murray et al., AISTATS 2018): graft, marginalize, prune, realize, observe, per batch.
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "node.hpp"
 #include "tally/distributions/algebra.hpp"

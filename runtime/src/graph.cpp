@@ -35,13 +35,8 @@ const std::vector<double>& Graph::log_weights() const { return context_->log_wei
 void Graph::reset_log_weights() { std::fill(context_->log_weight.begin(), context_->log_weight.end(), 0.0); }
 std::int64_t Graph::live_nodes() { return Node::live(); }
 
-std::shared_ptr<Node> Graph::node_of(const Variable& x, const char* who) const {
-  if (!x.node_) tally::detail::fail<usage_error>(who, ": the variable handle is empty (default-constructed or moved from)");
-  if (x.node_->context != context_) tally::detail::fail<usage_error>(who, ": the variable belongs to another Graph");
-  return x.node_;
-}
-
-std::shared_ptr<Node> Graph::node_of(const Continuous& x, const char* who) const {
+template <class Handle>
+std::shared_ptr<Node> Graph::node_of(const Handle& x, const char* who) const {
   if (!x.node_) tally::detail::fail<usage_error>(who, ": the variable handle is empty (default-constructed or moved from)");
   if (x.node_->context != context_) tally::detail::fail<usage_error>(who, ": the variable belongs to another Graph");
   return x.node_;

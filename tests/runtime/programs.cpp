@@ -626,6 +626,23 @@ TEST_CASE("Observations in the truncated tail of an unbounded law get their exac
   REQUIRE(Graph::live_nodes() == live);
 }
 
+TEST_CASE("Observations in a far tail are exact once the truncation is tightened (the documented remedy)",
+          "[runtime][programs][impossible]") {
+  const auto live = Graph::live_nodes();
+  {
+    for (std::int64_t k : {26, 30, 40}) {
+      INFO("k = " << k);
+      Graph g(1, 1, Truncation{1e-300});
+      require_log_prob(g.observe(g.assume(Poisson(3.0)), k)[0], exp_big(log_poisson(k, big(3.0))));
+      auto s = g.assume(Poisson(3.0));
+      require_log_prob(g.observe(g.assume(s, Thinning(.5)), k)[0], exp_big(log_poisson(k, big(3.0) * big(.5))), 1e-10);
+      Graph coarse;  // the default tolerance drops that tail: documented -inf, never NaN or an exception
+      REQUIRE(coarse.observe(coarse.assume(Poisson(3.0)), k)[0] == -std::numeric_limits<double>::infinity());
+    }
+  }
+  REQUIRE(Graph::live_nodes() == live);
+}
+
 TEST_CASE("Misuse of the API gives clear errors", "[runtime][programs][misuse]") {
   const auto live = Graph::live_nodes();
   {

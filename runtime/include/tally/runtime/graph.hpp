@@ -65,6 +65,8 @@ class Continuous {
 /// posterior) before the convolution: never a silently wrong convolution. Observing z conditions x on the skew
 /// diagonal, and ties y = z - x (y is realized with x).
 /// Impossible observations give that particle a log-weight of -inf; the graph stays usable.
+/// Observations beyond the truncated tail of an unbounded law also read -inf: tighten Truncation (the third
+/// constructor argument, e.g. {1e-300}) where such data are expected. A Graph is not thread-safe.
 class Graph {
  public:
   /// particles >= 1; particle i draws from RandomStream(seed, i).
@@ -136,8 +138,9 @@ class Graph {
   static std::int64_t live_nodes();
 
  private:
-  std::shared_ptr<detail::Node> node_of(const Variable& x, const char* who) const;
-  std::shared_ptr<detail::Node> node_of(const Continuous& x, const char* who) const;
+  /// The node behind a handle, or usage_error (empty handle, another graph's variable).
+  template <class Handle>
+  std::shared_ptr<detail::Node> node_of(const Handle& x, const char* who) const;
   std::shared_ptr<detail::Context> context_;
 };
 
