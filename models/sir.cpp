@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
+#include <optional>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -89,10 +90,6 @@ double contact_probability(double lambda, std::int64_t infected, std::int64_t pu
   return -std::expm1(-lambda * static_cast<double>(infected) / static_cast<double>(pupils));
 }
 
-/// The law of Binomial(n, p) as a tally pmf. n = 0 is the point mass at 0, built here: tally's log_pdf of
-/// Binomial(0, p) is NaN for p < 0.1 or p > 0.9 (so to_pmf throws), a bug reported upstream.
-Pmf binomial_pmf(std::int64_t n, double p) { return n == 0 ? Pmf::point(0) : to_pmf(Binomial(n, p)); }
-
 /// tau_i ~ Binomial(S_i, 1 - exp(-lambda I_i / N)) for each particle, drawn from `streams(i)`. Particles share
 /// (S, I) pairs (after resampling, and I is observed), so each pair's pmf is built once.
 template <class Streams>
@@ -103,11 +100,32 @@ std::vector<std::int64_t> contacts(const std::vector<std::int64_t>& S, const std
   for (std::size_t i = 0; i < S.size(); ++i) {
     auto it = laws.find({S[i], I[i]});
     if (it == laws.end())
-      it = laws.emplace(std::pair{S[i], I[i]}, binomial_pmf(S[i], contact_probability(lambda, I[i], data.pupils)))
+      it = laws.emplace(std::pair{S[i], I[i]}, to_pmf(Binomial(S[i], contact_probability(lambda, I[i], data.pupils))))
                .first;
     tau[i] = sample(it->second, streams(i));
   }
   return tau;
+}
+
+/// The end of day t, shared by both filters: add the day's log-evidence increment (or record that every particle
+/// died), summarize the weighted S and R, and resample S, I, R systematically. Returns the ancestors, or nullopt
+/// when every weight is zero.
+std::optional<std::vector<std::size_t>> end_of_day(RunResult& out, std::size_t t, const std::vector<double>& lw,
+                                                   std::vector<std::int64_t>& S, std::vector<std::int64_t>& I,
+                                                   std::vector<std::int64_t>& R, RandomStream& resampler) {
+  const double increment = models::log_mean_exp(lw);
+  if (increment == neg_inf) {
+    out.log_evidence = neg_inf;
+    out.failed_day = t;
+    return std::nullopt;
+  }
+  out.log_evidence += increment;
+  out.days.push_back({band(S, lw), band(R, lw), models::effective_sample_size(lw)});
+  auto ancestors = models::systematic_resample(lw, resampler.uniform());
+  S = models::select(S, ancestors);
+  I = models::select(I, ancestors);
+  R = models::select(R, ancestors);
+  return ancestors;
 }
 
 /// The delayed-sampling filter: delta and gamma stay Beta (conjugate), new and rec stay beta-binomial until
@@ -136,21 +154,10 @@ RunResult delayed_filter(const Outbreak& data, std::size_t P, std::uint64_t seed
       I[i] += news[i] - recs[i];
       R[i] += recs[i];
     }
-    const std::vector<double> lw = g.log_weights();
-    const double increment = models::log_mean_exp(lw);
-    if (increment == neg_inf) {
-      out.log_evidence = neg_inf;
-      out.failed_day = t;
-      break;
-    }
-    out.log_evidence += increment;
-    out.days.push_back({band(S, lw), band(R, lw), models::effective_sample_size(lw)});
-    const auto ancestors = models::systematic_resample(lw, resampler.uniform());
-    g.resample(ancestors);
+    const auto ancestors = end_of_day(out, t, g.log_weights(), S, I, R, resampler);
+    if (!ancestors) break;
+    g.resample(*ancestors);
     g.reset_log_weights();
-    S = models::select(S, ancestors);
-    I = models::select(I, ancestors);
-    R = models::select(R, ancestors);
   }
   if (out.failed_day == 0) {
     // exact Rao-Blackwellized posterior means: the mean of each particle's Beta, averaged (equal weights)
@@ -183,27 +190,17 @@ RunResult bootstrap_filter(const Outbreak& data, std::size_t P, std::uint64_t se
   for (std::size_t t = 1; t <= data.days(); ++t) {
     const auto tau = contacts(S, I, data, lambda, [&](std::size_t i) -> RandomStream& { return streams[i]; });
     for (std::size_t i = 0; i < P; ++i) {
-      const std::int64_t news = sample(binomial_pmf(tau[i], delta[i]), streams[i]);
-      const std::int64_t recs = sample(binomial_pmf(I[i], gamma[i]), streams[i]);
+      const std::int64_t news = sample(to_pmf(Binomial(tau[i], delta[i])), streams[i]);
+      const std::int64_t recs = sample(to_pmf(Binomial(I[i], gamma[i])), streams[i]);
       S[i] -= news;
       I[i] += news - recs;
       R[i] += recs;
       lw[i] = I[i] == data.infected(t) ? 0.0 : neg_inf;
     }
-    const double increment = models::log_mean_exp(lw);
-    if (increment == neg_inf) {
-      out.log_evidence = neg_inf;
-      out.failed_day = t;
-      break;
-    }
-    out.log_evidence += increment;
-    out.days.push_back({band(S, lw), band(R, lw), models::effective_sample_size(lw)});
-    const auto ancestors = models::systematic_resample(lw, resampler.uniform());
-    S = models::select(S, ancestors);
-    I = models::select(I, ancestors);
-    R = models::select(R, ancestors);
-    delta = models::select(delta, ancestors);
-    gamma = models::select(gamma, ancestors);
+    const auto ancestors = end_of_day(out, t, lw, S, I, R, resampler);
+    if (!ancestors) break;
+    delta = models::select(delta, *ancestors);
+    gamma = models::select(gamma, *ancestors);
   }
   if (out.failed_day == 0) {
     out.delta_mean = std::accumulate(delta.begin(), delta.end(), 0.0) / static_cast<double>(P);
