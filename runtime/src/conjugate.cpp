@@ -2,6 +2,7 @@
 #include "tally/runtime/conjugate.hpp"
 
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "tally/distributions/beta_binomial.hpp"
@@ -73,13 +74,30 @@ Beta posterior_binomial(const Beta& rho, std::int64_t n, std::int64_t k) {
   return Beta(rho.alpha + static_cast<double>(k), rho.beta + static_cast<double>(n - k));
 }
 
+double log_marginal_binomial(const Beta& rho, std::int64_t n, std::int64_t k) {
+  return log_pdf(BetaBinomial(n, rho.alpha, rho.beta), k);
+}
+
+double log_marginal_negative_binomial(const Beta& rho, double r, std::int64_t k) {
+  // log P(k) = lgamma(r + k) - lgamma(k + 1) - lgamma(r) + lbeta(a + r, b + k) - lbeta(a, b)
+  if (k < 0) return -std::numeric_limits<double>::infinity();
+  auto lbeta = [](double x, double y) { return std::lgamma(x) + std::lgamma(y) - std::lgamma(x + y); };
+  const double kd = static_cast<double>(k), a = rho.alpha, b = rho.beta;
+  return std::lgamma(r + kd) - std::lgamma(kd + 1.0) - std::lgamma(r) + lbeta(a + r, b + kd) - lbeta(a, b);
+}
+
+double log_marginal_poisson(const Gamma& lambda, std::int64_t x) {
+  return log_pdf(NegativeBinomial(lambda.shape, lambda.rate / (lambda.rate + 1.0)), x);
+}
+
+double log_marginal_categorical(const Dirichlet& pi, std::int64_t x) {
+  if (x < 0 || x >= pi.alpha.size()) return -std::numeric_limits<double>::infinity();
+  return std::log(pi.alpha[x] / pi.alpha.sum());
+}
+
 Pmf marginal_negative_binomial(const Beta& rho, double r, const Truncation& t) {
   detail::check_positive(r, "tally::runtime::marginal_negative_binomial", "r");
-  // log P(k) = lgamma(r + k) - lgamma(k + 1) - lgamma(r) + lbeta(a + r, b + k) - lbeta(a, b); the terms are
-  // summed until the tail is below the tolerance: P(K > k) for the heavy tail is bounded by the mass not yet seen.
-  const double a = rho.alpha, b = rho.beta;
-  auto lbeta = [](double x, double y) { return std::lgamma(x) + std::lgamma(y) - std::lgamma(x + y); };
-  const double base = -std::lgamma(r) - lbeta(a, b);
+  // the terms are summed until the tail is below the tolerance: P(K > k) is the mass not yet seen
   Eigen::VectorXd p(64);
   double total = 0.0;
   std::int64_t k = 0;
@@ -87,10 +105,9 @@ Pmf marginal_negative_binomial(const Beta& rho, double r, const Truncation& t) {
     if (k >= t.max_size)
       detail::fail<overflow_error>("tally::runtime::marginal_negative_binomial: the tail of the beta-negative-binomial "
                                    "needs more than max_size = ", t.max_size, " entries to drop less than ",
-                                   t.tolerance);
+                                   t.tolerance, " (observed counts need no table: observe them directly)");
     if (k >= p.size()) p.conservativeResize(2 * p.size());
-    const double kd = static_cast<double>(k);
-    p[k] = std::exp(base + std::lgamma(r + kd) - std::lgamma(kd + 1.0) + lbeta(a + r, b + kd));
+    p[k] = std::exp(log_marginal_negative_binomial(rho, r, k));
     total += p[k];
   }
   return Pmf(0, p.head(k), 0.0, std::max(0.0, 1.0 - total));

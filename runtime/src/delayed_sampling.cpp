@@ -383,9 +383,47 @@ void sample_continuous(Node& n) {
   c.dirichlet.clear();
 }
 
+namespace {
+/// log P(n = v) for a count of a conjugate parent, in closed form (the parent integrated out or known).
+double count_log_likelihood(const CountChild& c, const Node& rho, std::size_t i, std::int64_t v) {
+  const bool known = rho.state == State::realized;
+  const auto& s = *rho.continuous;
+  switch (c.family) {
+    case CountChild::binomial:
+      return known ? log_pdf(Binomial(c.trials[i], s.value[i][0]), v) : log_marginal_binomial(s.beta[i], c.trials[i], v);
+    case CountChild::negative_binomial:
+      return known ? log_pdf(NegativeBinomial(c.successes, s.value[i][0]), v)
+                   : log_marginal_negative_binomial(s.beta[i], c.successes, v);
+    case CountChild::poisson:
+      return known ? log_pdf(Poisson(s.value[i][0]), v) : log_marginal_poisson(s.gamma[i], v);
+    case CountChild::categorical:
+      return known ? log_pdf(Categorical(s.value[i]), v) : log_marginal_categorical(s.dirichlet[i], v);
+  }
+  return -std::numeric_limits<double>::infinity();  // unreachable
+}
+}  // namespace
+
 std::vector<double> observe(Node& n, const Batch<std::int64_t>& values) {
-  graft(n);
   Context& ctx = *n.context;
+  if (auto* c = std::get_if<CountChild>(&n.kind); c && n.state == State::initialized) {
+    // An observed count of a conjugate parent: its evidence in closed form, then the conjugate update; the
+    // count's own marginal table is never built (a heavy-tailed beta-negative-binomial would need millions of
+    // entries to truncate).
+    const auto keep = n.shared_from_this();
+    Node& rho = *n.parents[0];
+    graft(rho);  // prunes rho's M-path, so that its parameters include everything observed below it
+    std::vector<double> loglik(ctx.particles);
+    for (std::size_t i = 0; i < ctx.particles; ++i) {
+      loglik[i] = count_log_likelihood(*c, rho, i, values[i]);
+      ctx.log_weight[i] += loglik[i];
+    }
+    attach(rho, n, 0);
+    n.state = State::marginalized;
+    n.parents = {};
+    realize(n, values);  // conditions rho (skipping impossible values) and detaches
+    return loglik;
+  }
+  graft(n);
   std::vector<double> loglik(ctx.particles);
   for (std::size_t i = 0; i < ctx.particles; ++i) {
     loglik[i] = log_pdf(n.marginal[i], values[i]);

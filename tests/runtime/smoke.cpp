@@ -1,5 +1,6 @@
 // The issue's example programs end to end: exact evidence against closed forms and the forward algorithm.
 #include <catch2/catch.hpp>
+#include <limits>
 
 #include "tally/distributions.hpp"
 #include "tally/runtime/graph.hpp"
@@ -45,4 +46,23 @@ TEST_CASE("a hidden Markov model's evidence is the forward algorithm's", "[runti
   // the filtered state is the forward algorithm's
   const Pmf last = g.marginal(x)[0];
   REQUIRE(pdf(last, 1) == Approx(f[1]).epsilon(1e-12));
+}
+
+TEST_CASE("an observed count of a heavy-tailed conjugate law costs no table", "[runtime][conjugate]") {
+  // NegativeBinomial(2, rho), rho ~ Beta(2, 2): the marginal's tail falls like k^-2, so a table truncated at 1e-15
+  // would need ~1e8 entries; observing the count needs only its closed form.
+  const auto live = Graph::live_nodes();
+  {
+    Graph g;
+    auto rho = g.assume(Beta(2, 2));
+    const double ll = g.observe(g.negative_binomial(2, rho), 3)[0];
+    // Gamma(2 + 3) / (3! Gamma(2)) B(2 + 2, 2 + 3) / B(2, 2)
+    const double b45 = std::tgamma(4.0) * std::tgamma(5.0) / std::tgamma(9.0), b22 = 1.0 / 6.0;
+    REQUIRE(ll == Approx(std::log(24.0 / 6.0 * b45 / b22)).epsilon(1e-13));
+    const Beta post = g.beta(rho)[0];
+    REQUIRE(post.alpha == 4.0);
+    REQUIRE(post.beta == 5.0);
+    REQUIRE(g.observe(g.negative_binomial(2, rho), -1)[0] == -std::numeric_limits<double>::infinity());
+  }
+  REQUIRE(Graph::live_nodes() == live);
 }

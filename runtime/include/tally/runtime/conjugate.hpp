@@ -37,6 +37,14 @@ double sample(const Gamma& d, RandomStream& rng);
 double sample(const Beta& d, RandomStream& rng);
 Eigen::VectorXd sample(const Dirichlet& d, RandomStream& rng);
 
+/// log P(count = k) with the conjugate parent integrated out, in closed form (no table: an observed count of a
+/// heavy-tailed law costs O(1)): beta-binomial, beta-negative-binomial, negative binomial, Dirichlet-categorical.
+/// -inf outside the support.
+double log_marginal_binomial(const Beta& rho, std::int64_t n, std::int64_t k);
+double log_marginal_negative_binomial(const Beta& rho, double r, std::int64_t k);
+double log_marginal_poisson(const Gamma& lambda, std::int64_t x);
+double log_marginal_categorical(const Dirichlet& pi, std::int64_t x);
+
 /// Marginal laws of a count given the conjugate parent integrated out, and the parent's posterior given the count.
 /// Binomial(n, rho), rho ~ Beta(a, b): BetaBinomial(n, a, b); posterior Beta(a + k, b + n - k).
 Pmf marginal_binomial(const Beta& rho, std::int64_t n, const Truncation& t);
