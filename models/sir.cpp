@@ -372,7 +372,7 @@ int main(int argc, char** argv) {
                "bootstrap particle filter)"};
   std::size_t particles = 1024;
   std::uint64_t seed = 1;
-  int runs = 10;
+  int runs = 20;
   std::size_t days = 14;
   double lambda = 10.0;
   std::string plot_path = "sir.png";

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
+#include <tuple>
 
 #include "reference_families.hpp"
 #include "tally/distributions/bernoulli.hpp"
@@ -295,4 +296,16 @@ TEST_CASE("Delta: the point mass", "[families][delta]") {
     REQUIRE(pmf.hi() == v);
   }
   REQUIRE_THROWS_NAMING(quantile(Delta(3), not_a_number), domain_error, "tally::quantile(Delta): prob");
+}
+
+TEST_CASE("BetaBinomial to_pmf (by ratios, re-anchored) matches log_pdf entry by entry", "[families][betabinomial]") {
+  for (auto [n, a, b] : {std::tuple{10, 2.0, 2.0}, {763, 2.0, 2.0}, {500, 0.5, 0.3}, {20000, 40.0, 7.5}, {3, 1.0, 1.0}}) {
+    INFO("n = " << n << ", alpha = " << a << ", beta = " << b);
+    const BetaBinomial d(n, a, b);
+    const Pmf p = to_pmf(d);
+    for (std::int64_t k = p.lo(); k <= p.hi(); ++k) {
+      if (p.weights()[k - p.lo()] < 1e-250) continue;
+      REQUIRE(std::abs(std::expm1(log_pdf(p, k) - log_pdf(d, k))) <= 1e-13);
+    }
+  }
 }

@@ -87,15 +87,40 @@ double variance(const BetaBinomial& d) {
   return static_cast<double>(n * (a / s) * (b / s) * (s + n) / (s + 1.0L));
 }
 
+namespace {
+/// The pmf on [lo, hi], by the ratio P(k+1)/P(k) = (n-k)(k+alpha) / ((k+1)(n-k-1+beta)), one multiply per entry,
+/// re-anchored on the exact log-pmf every `anchor_every` entries so that rounding cannot build up (at most about
+/// 2 anchor_every units of roundoff per entry). Tabulating entry by entry through lgamma costs ~20x more.
+Pmf tabulate_by_ratios(const BetaBinomial& d, std::int64_t lo, std::int64_t hi, double error, const Truncation& t,
+                       const char* who) {
+  constexpr std::int64_t anchor_every = 16;
+  detail::check_dense_size(lo, hi, t, who);
+  const double n = static_cast<double>(d.trials()), a = d.alpha(), b = d.beta();
+  double top = -std::numeric_limits<double>::infinity();
+  for (std::int64_t k = lo; k <= hi; k += anchor_every) top = std::max(top, log_pdf(d, k));
+  Eigen::VectorXd w(hi - lo + 1);
+  for (std::int64_t k0 = lo; k0 <= hi; k0 += anchor_every) {
+    double v = std::exp(log_pdf(d, k0) - top);
+    w[k0 - lo] = v;
+    for (std::int64_t k = k0; k < std::min(hi, k0 + anchor_every - 1); ++k) {
+      const double kd = static_cast<double>(k);
+      v *= (n - kd) * (kd + a) / ((kd + 1.0) * (n - kd - 1.0 + b));
+      w[k + 1 - lo] = v;
+    }
+  }
+  return Pmf(lo, std::move(w), top, error);
+}
+}  // namespace
+
 Pmf to_pmf(const BetaBinomial& d, const Truncation& t) {
   const std::int64_t n = d.trials();
   auto lp = [&](std::int64_t k) { return log_pdf(d, k); };
   const char* who = "tally::to_pmf(BetaBinomial)";
-  if (!unimodal(d)) return detail::tabulate(0, n, lp, no_error, t, who);
+  if (!unimodal(d)) return tabulate_by_ratios(d, 0, n, no_error, t, who);
   const auto [lo, hi] = detail::significant_range(mode(d), 0, n, lp);
   // each of the entries left out is below flush_fraction times the mode (<= the mass)
   const double flushed = static_cast<double>(n - (hi - lo)) * flush_fraction;
-  return detail::tabulate(lo, hi, lp, flushed, t, who);
+  return tabulate_by_ratios(d, lo, hi, flushed, t, who);
 }
 
 }  // namespace tally
