@@ -2,6 +2,7 @@
 #include <string>
 
 #include "tally/error.hpp"
+#include "tally/gpu/convolve.hpp"
 #include "tally/gpu/random.hpp"
 
 namespace tally::gpu {
@@ -17,5 +18,14 @@ bool probe_device(std::string& why) {
 namespace tally::gpu::cuda {
 void uniforms(std::uint64_t, std::uint64_t, std::uint64_t, std::span<double>) {
   throw cuda_error("tally::gpu::cuda::uniforms: tally was built without CUDA");
+}
+void convolve(std::span<const double>, std::span<const double>, std::span<double>) {
+  throw cuda_error("tally::gpu::cuda::convolve: tally was built without CUDA");
+}
+void convolve(std::span<const float>, std::span<const float>, std::span<float>) {
+  throw cuda_error("tally::gpu::cuda::convolve: tally was built without CUDA");
+}
+void convolve_skew(std::span<const double>, std::span<const double>, std::span<double>) {
+  throw cuda_error("tally::gpu::cuda::convolve_skew: tally was built without CUDA");
 }
 }  // namespace tally::gpu::cuda

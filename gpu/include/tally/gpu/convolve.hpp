@@ -18,6 +18,20 @@ namespace tally::gpu {
 void convolve(std::span<const double> p, std::span<const double> q, std::span<double> r);
 void convolve(std::span<const float> p, std::span<const float> q, std::span<float> r);
 
+namespace cuda {
+/// The CUDA implementations, host memory in and out (copies included). Throw tally::cuda_error when tally was
+/// built without CUDA, there is no device, or a CUDA call fails (nothing is written to r then), and
+/// tally::shape_error as the CPU reference does.
+/// Direct tiled kernel: each block computes a tile of outputs, each thread a run of consecutive outputs held in
+/// registers while the contraction streams through shared memory in blocks of 256 terms (same accuracy model as
+/// the CPU reference).
+void convolve(std::span<const double> p, std::span<const double> q, std::span<double> r);
+void convolve(std::span<const float> p, std::span<const float> q, std::span<float> r);
+/// Baseline after seed 004: threads arranged by skew diagonals of 32 x 32 tiles of the outer product, warp
+/// shuffles summing each diagonal, atomic adds across tiles.
+void convolve_skew(std::span<const double> p, std::span<const double> q, std::span<double> r);
+}  // namespace cuda
+
 namespace cpu {
 /// The CPU reference of tally::gpu::convolve, with the same contract: blocked so that the compiler vectorizes
 /// it (AVX-512, AVX2+FMA or SSE2, chosen at run time).
