@@ -103,19 +103,29 @@ void require_device(const char* who) {
 }
 
 template <class T>
+void direct_device(const T* p, std::size_t m, const T* q, std::size_t n, T* r, cudaStream_t stream) {
+  if (m == 0 || n == 0) tally::detail::fail<shape_error>("tally::gpu::cuda::convolve_device: an operand is empty");
+  const T* x = p;
+  const T* y = q;
+  if (n > m) {
+    std::swap(x, y);
+    std::swap(m, n);
+  }
+  const std::size_t outputs = m + n - 1;
+  const auto blocks = static_cast<unsigned>((outputs + tile_outputs - 1) / tile_outputs);
+  direct_kernel<T><<<blocks, tile_threads, 0, stream>>>(x, static_cast<long long>(m), y, static_cast<long long>(n), r,
+                                                        static_cast<long long>(outputs));
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
 void direct(std::span<const T> p, std::span<const T> q, std::span<T> r) {
   check_shapes(p.size(), q.size(), r.size(), "tally::gpu::cuda::convolve");
   require_device("tally::gpu::cuda::convolve");
-  std::span<const T> x = p, y = q;
-  if (y.size() > x.size()) std::swap(x, y);
-  detail::DeviceBuffer<T> dx(x.size()), dy(y.size()), dr(r.size());
-  TALLY_CUDA_CHECK(cudaMemcpy(dx.data(), x.data(), x.size_bytes(), cudaMemcpyHostToDevice));
-  TALLY_CUDA_CHECK(cudaMemcpy(dy.data(), y.data(), y.size_bytes(), cudaMemcpyHostToDevice));
-  const auto blocks = static_cast<unsigned>((r.size() + tile_outputs - 1) / tile_outputs);
-  direct_kernel<T><<<blocks, tile_threads>>>(dx.data(), static_cast<long long>(x.size()), dy.data(),
-                                             static_cast<long long>(y.size()), dr.data(),
-                                             static_cast<long long>(r.size()));
-  TALLY_CUDA_CHECK(cudaGetLastError());
+  detail::DeviceBuffer<T> dp(p.size()), dq(q.size()), dr(r.size());
+  TALLY_CUDA_CHECK(cudaMemcpy(dp.data(), p.data(), p.size_bytes(), cudaMemcpyHostToDevice));
+  TALLY_CUDA_CHECK(cudaMemcpy(dq.data(), q.data(), q.size_bytes(), cudaMemcpyHostToDevice));
+  direct_device(dp.data(), p.size(), dq.data(), q.size(), dr.data(), nullptr);
   TALLY_CUDA_CHECK(cudaMemcpy(r.data(), dr.data(), r.size_bytes(), cudaMemcpyDeviceToHost));
 }
 
@@ -124,17 +134,29 @@ void direct(std::span<const T> p, std::span<const T> q, std::span<T> r) {
 void convolve(std::span<const double> p, std::span<const double> q, std::span<double> r) { direct(p, q, r); }
 void convolve(std::span<const float> p, std::span<const float> q, std::span<float> r) { direct(p, q, r); }
 
+void convolve_device(const double* p, std::size_t m, const double* q, std::size_t n, double* r, void* stream) {
+  direct_device(p, m, q, n, r, static_cast<cudaStream_t>(stream));
+}
+void convolve_device(const float* p, std::size_t m, const float* q, std::size_t n, float* r, void* stream) {
+  direct_device(p, m, q, n, r, static_cast<cudaStream_t>(stream));
+}
+
+void convolve_skew_device(const double* p, std::size_t m, const double* q, std::size_t n, double* r, void* stream) {
+  if (m == 0 || n == 0) tally::detail::fail<shape_error>("tally::gpu::cuda::convolve_skew_device: an operand is empty");
+  const auto s = static_cast<cudaStream_t>(stream);
+  TALLY_CUDA_CHECK(cudaMemsetAsync(r, 0, (m + n - 1) * sizeof(double), s));
+  const dim3 block(32, 32), grid(static_cast<unsigned>((m + 31) / 32), static_cast<unsigned>((n + 31) / 32));
+  skew_kernel<<<grid, block, 0, s>>>(p, static_cast<long long>(m), q, static_cast<long long>(n), r);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
 void convolve_skew(std::span<const double> p, std::span<const double> q, std::span<double> r) {
   check_shapes(p.size(), q.size(), r.size(), "tally::gpu::cuda::convolve_skew");
   require_device("tally::gpu::cuda::convolve_skew");
   detail::DeviceBuffer<double> dp(p.size()), dq(q.size()), dr(r.size());
   TALLY_CUDA_CHECK(cudaMemcpy(dp.data(), p.data(), p.size_bytes(), cudaMemcpyHostToDevice));
   TALLY_CUDA_CHECK(cudaMemcpy(dq.data(), q.data(), q.size_bytes(), cudaMemcpyHostToDevice));
-  TALLY_CUDA_CHECK(cudaMemset(dr.data(), 0, r.size_bytes()));
-  const dim3 block(32, 32), grid(static_cast<unsigned>((p.size() + 31) / 32), static_cast<unsigned>((q.size() + 31) / 32));
-  skew_kernel<<<grid, block>>>(dp.data(), static_cast<long long>(p.size()), dq.data(), static_cast<long long>(q.size()),
-                               dr.data());
-  TALLY_CUDA_CHECK(cudaGetLastError());
+  convolve_skew_device(dp.data(), p.size(), dq.data(), q.size(), dr.data(), nullptr);
   TALLY_CUDA_CHECK(cudaMemcpy(r.data(), dr.data(), r.size_bytes(), cudaMemcpyDeviceToHost));
 }
 

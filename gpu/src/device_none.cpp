@@ -28,4 +28,13 @@ void convolve(std::span<const float>, std::span<const float>, std::span<float>) 
 void convolve_skew(std::span<const double>, std::span<const double>, std::span<double>) {
   throw cuda_error("tally::gpu::cuda::convolve_skew: tally was built without CUDA");
 }
+void convolve_device(const double*, std::size_t, const double*, std::size_t, double*, void*) {
+  throw cuda_error("tally::gpu::cuda::convolve_device: tally was built without CUDA");
+}
+void convolve_device(const float*, std::size_t, const float*, std::size_t, float*, void*) {
+  throw cuda_error("tally::gpu::cuda::convolve_device: tally was built without CUDA");
+}
+void convolve_skew_device(const double*, std::size_t, const double*, std::size_t, double*, void*) {
+  throw cuda_error("tally::gpu::cuda::convolve_skew_device: tally was built without CUDA");
+}
 }  // namespace tally::gpu::cuda

@@ -30,6 +30,14 @@ void convolve(std::span<const float> p, std::span<const float> q, std::span<floa
 /// Baseline after seed 004: threads arranged by skew diagonals of 32 x 32 tiles of the outer product, warp
 /// shuffles summing each diagonal, atomic adds across tiles.
 void convolve_skew(std::span<const double> p, std::span<const double> q, std::span<double> r);
+
+/// The same on device memory, asynchronously on `stream` (a cudaStream_t; nullptr for the default stream): the
+/// building blocks of the host versions above and of device-resident populations. p, q and r point to device
+/// arrays of m, n and m + n - 1 entries; the skew version zeroes r itself.
+void convolve_device(const double* p, std::size_t m, const double* q, std::size_t n, double* r, void* stream = nullptr);
+void convolve_device(const float* p, std::size_t m, const float* q, std::size_t n, float* r, void* stream = nullptr);
+void convolve_skew_device(const double* p, std::size_t m, const double* q, std::size_t n, double* r,
+                          void* stream = nullptr);
 }  // namespace cuda
 
 namespace cpu {
