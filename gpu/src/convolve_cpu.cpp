@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "tally/error.hpp"
+#include "convolve_shapes.hpp"
 #include "tally/gpu/convolve.hpp"
 
 namespace tally::gpu::cpu {
@@ -11,11 +12,6 @@ namespace {
 // Tuning knobs, in one place.
 constexpr std::size_t output_block = 32;        // outputs accumulated in registers at once
 constexpr std::size_t contraction_block = 256;  // terms summed before a partial sum is added to r (accuracy)
-
-void check_shapes(std::size_t m, std::size_t n, std::size_t r, const char* who) {
-  if (m == 0 || n == 0) detail::fail<shape_error>(who, ": an operand is empty (m = ", m, ", n = ", n, ")");
-  if (r != m + n - 1) detail::fail<shape_error>(who, ": output has ", r, " entries, expected m + n - 1 = ", m + n - 1);
-}
 
 // r = x (*) y with y the shorter operand (length s) and x the longer (length l).
 // With x padded by s-1 zeros in front and s-1+output_block behind (xp), every output is a dot product of y with
@@ -43,7 +39,7 @@ void convolve_padded(const T* xp, const T* y, std::size_t s, std::size_t outputs
 
 template <class T>
 void convolve_any(std::span<const T> p, std::span<const T> q, std::span<T> r) {
-  check_shapes(p.size(), q.size(), r.size(), "tally::gpu::cpu::convolve");
+  detail::check_convolution_shapes(p.size(), q.size(), r.size(), "tally::gpu::cpu::convolve");
   std::span<const T> x = p, y = q;
   if (y.size() > x.size()) std::swap(x, y);
   const std::size_t l = x.size(), s = y.size(), outputs = l + s - 1;

@@ -4,6 +4,7 @@
 #include "cuda_check.cuh"
 #include "tally/error.hpp"
 #include "tally/gpu/backend.hpp"
+#include "convolve_shapes.hpp"
 #include "tally/gpu/convolve.hpp"
 
 namespace tally::gpu::cuda {
@@ -92,12 +93,6 @@ __global__ void skew_kernel(const double* __restrict__ p, long long m, const dou
   }
 }
 
-void check_shapes(std::size_t m, std::size_t n, std::size_t r, const char* who) {
-  if (m == 0 || n == 0) tally::detail::fail<shape_error>(who, ": an operand is empty (m = ", m, ", n = ", n, ")");
-  if (r != m + n - 1)
-    tally::detail::fail<shape_error>(who, ": output has ", r, " entries, expected m + n - 1 = ", m + n - 1);
-}
-
 void require_device(const char* who) {
   if (!cuda_available()) throw cuda_error(std::string(who) + ": no CUDA device (" + device_description() + ")");
 }
@@ -120,7 +115,7 @@ void direct_device(const T* p, std::size_t m, const T* q, std::size_t n, T* r, c
 
 template <class T>
 void direct(std::span<const T> p, std::span<const T> q, std::span<T> r) {
-  check_shapes(p.size(), q.size(), r.size(), "tally::gpu::cuda::convolve");
+  detail::check_convolution_shapes(p.size(), q.size(), r.size(), "tally::gpu::cuda::convolve");
   require_device("tally::gpu::cuda::convolve");
   detail::DeviceBuffer<T> dp(p.size()), dq(q.size()), dr(r.size());
   TALLY_CUDA_CHECK(cudaMemcpy(dp.data(), p.data(), p.size_bytes(), cudaMemcpyHostToDevice));
@@ -151,7 +146,7 @@ void convolve_skew_device(const double* p, std::size_t m, const double* q, std::
 }
 
 void convolve_skew(std::span<const double> p, std::span<const double> q, std::span<double> r) {
-  check_shapes(p.size(), q.size(), r.size(), "tally::gpu::cuda::convolve_skew");
+  detail::check_convolution_shapes(p.size(), q.size(), r.size(), "tally::gpu::cuda::convolve_skew");
   require_device("tally::gpu::cuda::convolve_skew");
   detail::DeviceBuffer<double> dp(p.size()), dq(q.size()), dr(r.size());
   TALLY_CUDA_CHECK(cudaMemcpy(dp.data(), p.data(), p.size_bytes(), cudaMemcpyHostToDevice));
