@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "parent_checks.hpp"
 #include "tally/distributions/algebra.hpp"
 #include "tally/distributions/binomial.hpp"
 #include "tally/distributions/log_pmf.hpp"
@@ -38,14 +39,8 @@ IndexedPoisson::IndexedPoisson(Eigen::VectorXd rates_) : rates(std::move(rates_)
   for (Eigen::Index i = 0; i < rates.size(); ++i) detail::check_nonnegative(rates[i], "tally::IndexedPoisson", "rate");
 }
 
-namespace {
-void require_count(const Pmf& x, const char* who) {
-  if (x.lo() < 0) detail::fail<domain_error>(who, ": the parent must be a count >= 0, but its support starts at ", x.lo());
-}
-}  // namespace
-
 Pmf marginal(const Pmf& x, const Thinning& k) {
-  require_count(x, "tally::marginal(Thinning)");
+  detail::require_count(x, "tally::marginal(Thinning)");
   const double q = k.keep, r = 1.0 - q;
   if (q == 0.0) return Pmf(0, Eigen::VectorXd::Ones(1), x.log_mass(), x.error_bound());
   const Eigen::VectorXd& w = x.weights();
@@ -90,30 +85,22 @@ Pmf poisson_mixture(const Pmf& x, Rate rate, const Truncation& t, const char* wh
   }
   return Pmf(y_lo, std::move(r), x.log_scale(), x.error_bound() + t.tolerance * (1.0 + x.error_bound()));
 }
-
-void require_states(const Pmf& x, Eigen::Index states, const char* who) {
-  if (x.lo() < 0 || x.hi() >= states)
-    detail::fail<domain_error>(who, ": the parent's support [", x.lo(), ", ", x.hi(), "] is not within the ", states,
-                               " states");
-}
 }  // namespace
 
 Pmf marginal(const Pmf& x, const ScaledPoisson& k, const Truncation& t) {
-  require_count(x, "tally::marginal(ScaledPoisson)");
+  detail::require_count(x, "tally::marginal(ScaledPoisson)");
   return poisson_mixture(x, [&](std::int64_t v) { return k.scale * static_cast<double>(v); }, t,
                          "tally::marginal(ScaledPoisson)");
 }
 
 Pmf marginal(const Pmf& x, const IndexedPoisson& k, const Truncation& t) {
-  require_states(x, k.rates.size(), "tally::marginal(IndexedPoisson)");
+  detail::require_states(x, k.rates.size(), "tally::marginal(IndexedPoisson)");
   return poisson_mixture(x, [&](std::int64_t v) { return k.rates[v]; }, t, "tally::marginal(IndexedPoisson)");
 }
 
 Pmf marginal(const Pmf& x, const MarkovStep& k) {
   const auto& T = k.transition;
-  if (x.lo() < 0 || x.hi() >= T.rows())
-    detail::fail<domain_error>("tally::marginal(MarkovStep): the parent's support [", x.lo(), ", ", x.hi(),
-                               "] is not within the ", T.rows(), " states (rows) of T");
+  detail::require_states(x, T.rows(), "tally::marginal(MarkovStep)", "states (rows) of T");
   Eigen::VectorXd r = T.middleRows(x.lo(), x.size()).transpose() * x.weights();
   return Pmf(0, std::move(r), x.log_scale(), x.error_bound());
 }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "parent_checks.hpp"
 #include "tally/distributions/algebra.hpp"
 #include "tally/distributions/log_pmf.hpp"
 #include "tally/error.hpp"
@@ -44,10 +45,6 @@ Conditioned reweight(const Pmf& x, const Eigen::VectorXd& log_lik) {
   const double log_l = x.log_scale() + top + std::log(total);
   const double rho = x.error_bound() == 0.0 ? 0.0 : std::exp(std::log(x.error_bound()) + x.log_mass() - log_l);
   return finish(x.lo(), std::move(v), log_l, rho);
-}
-
-void require_count(const Pmf& x, const char* who) {
-  if (x.lo() < 0) detail::fail<domain_error>(who, ": the parent must be a count >= 0, but its support starts at ", x.lo());
 }
 
 }  // namespace
@@ -106,14 +103,14 @@ Conditioned condition_affine(const Pmf& x, std::int64_t a, std::int64_t c, std::
 }
 
 Conditioned condition(const Pmf& x, const Thinning& k, std::int64_t y) {
-  require_count(x, "tally::condition(Thinning)");
+  detail::require_count(x, "tally::condition(Thinning)");
   Eigen::VectorXd ll(x.size());
   for (Eigen::Index i = 0; i < x.size(); ++i) ll[i] = log_binomial_pmf(x.lo() + i, y, k.keep);
   return reweight(x, ll);
 }
 
 Conditioned condition(const Pmf& x, const ScaledPoisson& k, std::int64_t y) {
-  require_count(x, "tally::condition(ScaledPoisson)");
+  detail::require_count(x, "tally::condition(ScaledPoisson)");
   Eigen::VectorXd ll(x.size());
   for (Eigen::Index i = 0; i < x.size(); ++i) ll[i] = log_poisson_pmf(y, k.scale * static_cast<double>(x.lo() + i));
   return reweight(x, ll);
@@ -121,24 +118,18 @@ Conditioned condition(const Pmf& x, const ScaledPoisson& k, std::int64_t y) {
 
 Conditioned condition(const Pmf& x, const MarkovStep& k, std::int64_t y) {
   const auto& T = k.transition;
-  if (x.lo() < 0 || x.hi() >= T.rows())
-    detail::fail<domain_error>("tally::condition(MarkovStep): the parent's support [", x.lo(), ", ", x.hi(),
-                               "] is not within the ", T.rows(), " states (rows) of T");
+  detail::require_states(x, T.rows(), "tally::condition(MarkovStep)", "states (rows) of T");
   if (y < 0 || y >= T.cols()) return impossible(0.0);  // no row of T reaches y
   Eigen::VectorXd ll(x.size());
   for (Eigen::Index i = 0; i < x.size(); ++i) ll[i] = std::log(T(x.lo() + i, y));
   return reweight(x, ll);
 }
 
-}  // namespace tally
-
-namespace tally {
 Conditioned condition(const Pmf& x, const IndexedPoisson& k, std::int64_t y) {
-  if (x.lo() < 0 || x.hi() >= k.rates.size())
-    detail::fail<domain_error>("tally::condition(IndexedPoisson): the parent's support [", x.lo(), ", ", x.hi(),
-                               "] is not within the ", k.rates.size(), " states");
+  detail::require_states(x, k.rates.size(), "tally::condition(IndexedPoisson)");
   Eigen::VectorXd ll(x.size());
   for (Eigen::Index i = 0; i < x.size(); ++i) ll[i] = log_poisson_pmf(y, k.rates[x.lo() + i]);
   return reweight(x, ll);
 }
+
 }  // namespace tally

@@ -93,10 +93,6 @@ __global__ void skew_kernel(const double* __restrict__ p, long long m, const dou
   }
 }
 
-void require_device(const char* who) {
-  if (!cuda_available()) throw cuda_error(std::string(who) + ": no CUDA device (" + device_description() + ")");
-}
-
 template <class T>
 void direct_device(const T* p, std::size_t m, const T* q, std::size_t n, T* r, cudaStream_t stream) {
   if (m == 0 || n == 0) tally::detail::fail<shape_error>("tally::gpu::cuda::convolve_device: an operand is empty");
@@ -116,7 +112,7 @@ void direct_device(const T* p, std::size_t m, const T* q, std::size_t n, T* r, c
 template <class T>
 void direct(std::span<const T> p, std::span<const T> q, std::span<T> r) {
   detail::check_convolution_shapes(p.size(), q.size(), r.size(), "tally::gpu::cuda::convolve");
-  require_device("tally::gpu::cuda::convolve");
+  detail::require_device("tally::gpu::cuda::convolve");
   detail::DeviceBuffer<T> dp(p.size()), dq(q.size()), dr(r.size());
   TALLY_CUDA_CHECK(cudaMemcpy(dp.data(), p.data(), p.size_bytes(), cudaMemcpyHostToDevice));
   TALLY_CUDA_CHECK(cudaMemcpy(dq.data(), q.data(), q.size_bytes(), cudaMemcpyHostToDevice));
@@ -147,7 +143,7 @@ void convolve_skew_device(const double* p, std::size_t m, const double* q, std::
 
 void convolve_skew(std::span<const double> p, std::span<const double> q, std::span<double> r) {
   detail::check_convolution_shapes(p.size(), q.size(), r.size(), "tally::gpu::cuda::convolve_skew");
-  require_device("tally::gpu::cuda::convolve_skew");
+  detail::require_device("tally::gpu::cuda::convolve_skew");
   detail::DeviceBuffer<double> dp(p.size()), dq(q.size()), dr(r.size());
   TALLY_CUDA_CHECK(cudaMemcpy(dp.data(), p.data(), p.size_bytes(), cudaMemcpyHostToDevice));
   TALLY_CUDA_CHECK(cudaMemcpy(dq.data(), q.data(), q.size_bytes(), cudaMemcpyHostToDevice));

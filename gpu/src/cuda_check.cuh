@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tally/error.hpp"
+#include "tally/gpu/backend.hpp"
 
 namespace tally::gpu::detail {
 
@@ -14,6 +15,11 @@ inline void cuda_check(cudaError_t status, const char* call, const char* file, i
   cudaGetLastError();  // clear a non-sticky error so that later calls can proceed
   throw cuda_error(std::string("tally: CUDA call ") + call + " failed at " + file + ":" + std::to_string(line) +
                    ": " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
+}
+
+/// Throws cuda_error naming `who` when no device can be used (built with CUDA, but none present or allowed).
+inline void require_device(const char* who) {
+  if (!cuda_available()) throw cuda_error(std::string(who) + ": no CUDA device (" + device_description() + ")");
 }
 
 /// Device memory owned by a value: freed in the destructor, never leaked on an exception.

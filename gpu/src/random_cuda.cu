@@ -18,7 +18,7 @@ __global__ void uniforms_kernel(std::uint64_t seed, std::uint64_t stream, std::u
 }  // namespace
 
 void uniforms(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::span<double> out) {
-  if (!cuda_available()) throw cuda_error("tally::gpu::cuda::uniforms: no CUDA device (" + device_description() + ")");
+  detail::require_device("tally::gpu::cuda::uniforms");
   if (out.empty()) return;
   detail::DeviceBuffer<double> buffer(out.size());
   const auto blocks = static_cast<unsigned>((out.size() + threads_per_block - 1) / threads_per_block);

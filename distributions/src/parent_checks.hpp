@@ -1,0 +1,24 @@
+// Private: the checks a child law makes of its parent's support (a count, or a state index), shared by marginals
+// and conditionings.
+#pragma once
+
+#include <cstdint>
+
+#include "tally/distributions/pmf.hpp"
+#include "tally/error.hpp"
+
+namespace tally::detail {
+
+/// The parent of a thinning or a scaled Poisson must be a count: support within [0, inf).
+inline void require_count(const Pmf& x, const char* who) {
+  if (x.lo() < 0) fail<domain_error>(who, ": the parent must be a count >= 0, but its support starts at ", x.lo());
+}
+
+/// The parent of a Markov step or an indexed emission must index one of `states` states: support within
+/// [0, states). `what` names the states in the message ("states", "states (rows) of T").
+inline void require_states(const Pmf& x, std::int64_t states, const char* who, const char* what = "states") {
+  if (x.lo() < 0 || x.hi() >= states)
+    fail<domain_error>(who, ": the parent's support [", x.lo(), ", ", x.hi(), "] is not within the ", states, " ", what);
+}
+
+}  // namespace tally::detail
