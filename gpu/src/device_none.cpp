@@ -19,22 +19,38 @@ namespace tally::gpu::cuda {
 void uniforms(std::uint64_t, std::uint64_t, std::uint64_t, std::span<double>) {
   throw cuda_error("tally::gpu::cuda::uniforms: tally was built without CUDA");
 }
-void convolve(std::span<const double>, std::span<const double>, std::span<double>) {
+void convolve(std::span<const double>, std::span<const double>, std::span<double>, Kernel) {
   throw cuda_error("tally::gpu::cuda::convolve: tally was built without CUDA");
 }
-void convolve(std::span<const float>, std::span<const float>, std::span<float>) {
+void convolve(std::span<const float>, std::span<const float>, std::span<float>, Kernel) {
   throw cuda_error("tally::gpu::cuda::convolve: tally was built without CUDA");
 }
-void convolve_skew(std::span<const double>, std::span<const double>, std::span<double>) {
-  throw cuda_error("tally::gpu::cuda::convolve_skew: tally was built without CUDA");
-}
-void convolve_device(const double*, std::size_t, const double*, std::size_t, double*, void*) {
+void convolve_device(const double*, std::size_t, const double*, std::size_t, double*, void*, Kernel) {
   throw cuda_error("tally::gpu::cuda::convolve_device: tally was built without CUDA");
 }
-void convolve_device(const float*, std::size_t, const float*, std::size_t, float*, void*) {
+void convolve_device(const float*, std::size_t, const float*, std::size_t, float*, void*, Kernel) {
   throw cuda_error("tally::gpu::cuda::convolve_device: tally was built without CUDA");
 }
-void convolve_skew_device(const double*, std::size_t, const double*, std::size_t, double*, void*) {
-  throw cuda_error("tally::gpu::cuda::convolve_skew_device: tally was built without CUDA");
+void convolve_device(void*, std::size_t&, const double*, std::size_t, const double*, std::size_t, double*, void*,
+                     Kernel) {
+  throw cuda_error("tally::gpu::cuda::convolve_device: tally was built without CUDA");
+}
+}  // namespace tally::gpu::cuda
+
+#include "tally/gpu/convolve_batched.hpp"
+
+namespace tally::gpu::cuda {
+PmfBatch convolve_batched(const PmfBatch&, const PmfBatch&, Kernel) {
+  throw cuda_error("tally::gpu::cuda::convolve_batched: tally was built without CUDA");
+}
+SumConditioning condition_on_sum_batched(const PmfBatch&, const PmfBatch&, std::span<const std::int64_t>) {
+  throw cuda_error("tally::gpu::cuda::condition_on_sum_batched: tally was built without CUDA");
+}
+void convolve_batched_device(PmfBatchView, PmfBatchView, std::size_t, MutablePmfBatchView, void*, Kernel) {
+  throw cuda_error("tally::gpu::cuda::convolve_batched_device: tally was built without CUDA");
+}
+void condition_on_sum_batched_device(PmfBatchView, PmfBatchView, const std::int64_t*, MutablePmfBatchView, double*,
+                                     void*) {
+  throw cuda_error("tally::gpu::cuda::condition_on_sum_batched_device: tally was built without CUDA");
 }
 }  // namespace tally::gpu::cuda

@@ -37,7 +37,8 @@ const std::vector<std::pair<std::size_t, std::size_t>> shapes = {
     {1, 1}, {1, 7}, {7, 1}, {31, 33}, {32, 32}, {100, 3}, {3, 1000}, {1153, 1151}, {2000, 17}, {4096, 4096}, {70000, 257}};
 }  // namespace
 
-TEST_CASE("CUDA direct convolution equals the CPU reference (double, float)", "[gpu][convolve][device]") {
+TEST_CASE("CUDA convolution kernels equal the CPU reference (tensor cores, direct double and float)",
+          "[gpu][convolve][device]") {
   if (!cuda_available()) {
     WARN("skipped: " << device_description());
     std::vector<double> p{1.0}, q{1.0}, r(1);
@@ -45,13 +46,24 @@ TEST_CASE("CUDA direct convolution equals the CPU reference (double, float)", "[
     return;
   }
   std::mt19937_64 gen(404);
-  auto direct_d = [](std::span<const double> p, std::span<const double> q, std::span<double> r) { cuda::convolve(p, q, r); };
+  auto tensor = [](std::span<const double> p, std::span<const double> q, std::span<double> r) {
+    cuda::convolve(p, q, r, cuda::Kernel::tensor_core);
+  };
+  auto direct_d = [](std::span<const double> p, std::span<const double> q, std::span<double> r) {
+    cuda::convolve(p, q, r, cuda::Kernel::direct);
+  };
   auto direct_f = [](std::span<const float> p, std::span<const float> q, std::span<float> r) { cuda::convolve(p, q, r); };
+  auto automatic = [](std::span<const double> p, std::span<const double> q, std::span<double> r) { cuda::convolve(p, q, r); };
   for (auto [m, n] : shapes) {
-    require_matches_cpu<double>(direct_d, m, n, 3.0, 1e-13, gen);
-    require_matches_cpu<double>(direct_d, m, n, 150.0, 1e-12, gen);  // entries over 300 orders in the products
+    for (double decades : {3.0, 150.0}) {  // 150: entries over 300 orders of magnitude in the products
+      require_matches_cpu<double>(tensor, m, n, decades, 1e-12, gen);
+      require_matches_cpu<double>(direct_d, m, n, decades, 1e-12, gen);
+    }
+    require_matches_cpu<double>(automatic, m, n, 3.0, 1e-13, gen);
     require_matches_cpu<float>(direct_f, m, n, 3.0, 1e-4, gen);
   }
+  // long enough that the tensor-core kernel splits its contraction across blocks (and adds the partials)
+  require_matches_cpu<double>(tensor, 40000, 30000, 150.0, 1e-12, gen);
   std::vector<double> p{1.0, 2.0}, q{3.0}, wrong(3);
   REQUIRE_THROWS_AS(cuda::convolve(p, q, wrong), tally::shape_error);
 }
@@ -62,7 +74,9 @@ TEST_CASE("the seed-004 skew-diagonal baseline equals the CPU reference", "[gpu]
     return;
   }
   std::mt19937_64 gen(405);
-  auto skew = [](std::span<const double> p, std::span<const double> q, std::span<double> r) { cuda::convolve_skew(p, q, r); };
+  auto skew = [](std::span<const double> p, std::span<const double> q, std::span<double> r) {
+    cuda::convolve(p, q, r, cuda::Kernel::skew);
+  };
   for (auto [m, n] : shapes) require_matches_cpu<double>(skew, m, n, 3.0, 1e-12, gen);
 }
 

@@ -19,25 +19,38 @@ void convolve(std::span<const double> p, std::span<const double> q, std::span<do
 void convolve(std::span<const float> p, std::span<const float> q, std::span<float> r);
 
 namespace cuda {
+/// Which CUDA kernel computes a convolution.
+///  - `tensor_core`: the convolution as a sum of 32 x 32 block-Toeplitz matrix products on the FP64 tensor cores
+///    (DMMA), double only; contraction split across blocks and partial sums added in a fixed order.
+///  - `direct`: the SIMT tiled kernel (each thread a run of outputs in registers, the contraction streaming through
+///    shared memory), double and float.
+///  - `skew`: the baseline after seed 004 (threads by skew diagonals of 32 x 32 tiles of the outer product, warp
+///    shuffle sums, atomic adds across tiles), double only; its rounding depends on the order of the atomics.
+///  - `automatic`: the fastest for the size, by the crossovers measured in bench/RESULTS.md.
+/// Every kernel sums its terms in blocks of at most 256 (the skew kernel: 32) before adding the partial sums, so all
+/// have the CPU reference's accuracy. Float requests for a double-only kernel run `direct`.
+enum class Kernel { automatic, tensor_core, direct, skew };
+
 /// The CUDA implementations, host memory in and out (copies included). Throw tally::cuda_error when tally was
 /// built without CUDA, there is no device, or a CUDA call fails (nothing is written to r then), and
 /// tally::shape_error as the CPU reference does.
-/// Direct tiled kernel: each block computes a tile of outputs, each thread a run of consecutive outputs held in
-/// registers while the contraction streams through shared memory in blocks of 256 terms (same accuracy model as
-/// the CPU reference).
-void convolve(std::span<const double> p, std::span<const double> q, std::span<double> r);
-void convolve(std::span<const float> p, std::span<const float> q, std::span<float> r);
-/// Baseline after seed 004: threads arranged by skew diagonals of 32 x 32 tiles of the outer product, warp
-/// shuffles summing each diagonal, atomic adds across tiles.
-void convolve_skew(std::span<const double> p, std::span<const double> q, std::span<double> r);
+void convolve(std::span<const double> p, std::span<const double> q, std::span<double> r,
+              Kernel kernel = Kernel::automatic);
+void convolve(std::span<const float> p, std::span<const float> q, std::span<float> r,
+              Kernel kernel = Kernel::automatic);
 
 /// The same on device memory, asynchronously on `stream` (a cudaStream_t; nullptr for the default stream): the
 /// building blocks of the host versions above and of device-resident populations. p, q and r point to device
-/// arrays of m, n and m + n - 1 entries; the skew version zeroes r itself.
-void convolve_device(const double* p, std::size_t m, const double* q, std::size_t n, double* r, void* stream = nullptr);
-void convolve_device(const float* p, std::size_t m, const float* q, std::size_t n, float* r, void* stream = nullptr);
-void convolve_skew_device(const double* p, std::size_t m, const double* q, std::size_t n, double* r,
-                          void* stream = nullptr);
+/// arrays of m, n and m + n - 1 entries. Temporary storage (split partial sums) is allocated stream-ordered
+/// (cudaMallocAsync) and freed before returning.
+void convolve_device(const double* p, std::size_t m, const double* q, std::size_t n, double* r,
+                     void* stream = nullptr, Kernel kernel = Kernel::automatic);
+void convolve_device(const float* p, std::size_t m, const float* q, std::size_t n, float* r, void* stream = nullptr,
+                     Kernel kernel = Kernel::automatic);
+/// The two-phase form (CUB's convention): with temp == nullptr only sets temp_bytes to the temporary storage the
+/// call needs; call again with at least that many bytes of device memory at temp.
+void convolve_device(void* temp, std::size_t& temp_bytes, const double* p, std::size_t m, const double* q,
+                     std::size_t n, double* r, void* stream = nullptr, Kernel kernel = Kernel::automatic);
 }  // namespace cuda
 
 namespace cpu {

@@ -1,0 +1,62 @@
+// Batched convolution and batched conditioning on sums (one pair per particle): CPU reference, CUDA, dispatch.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tally/gpu/convolve.hpp"
+#include "tally/gpu/pmf_batch.hpp"
+
+namespace tally::gpu {
+
+/// For each i, the pmf of X_i + Y_i with X_i ~ x[i] and Y_i ~ y[i] independent:
+/// \f[ r_{i,k} = \sum_j x_{i,j} \, y_{i,k-j}, \qquad \mathrm{lo}(r_i) = \mathrm{lo}(x_i) + \mathrm{lo}(y_i), \f]
+/// m_i + n_i - 1 weights, computed on the stored weights and rescaled after ("rescale after": divided by their
+/// maximum, log_scale(r_i) = log_scale(x_i) + log_scale(y_i) + log max). Every weight has the relative accuracy
+/// of the single convolution (a few hundred roundings at most). Throws tally::shape_error when the batches have
+/// different sizes, tally::overflow_error when lo(x_i) + lo(y_i) leaves int64.
+/// The dispatch point: CUDA when built, a device is present and the batch is large enough; else the CPU.
+PmfBatch convolve_batched(const PmfBatch& x, const PmfBatch& y);
+
+/// Conditioning on observed sums X_i + Y_i = z_i, for each i.
+struct SumConditioning {
+  /// Pmf of X_i given X_i + Y_i = z_i, on x[i]'s support (weights with maximum 1, log_scale making it sum to 1);
+  /// an impossible observation leaves all weights 0 and log_scale -inf.
+  PmfBatch posterior;
+  /// log P(X_i + Y_i = z_i) including both log scales; -inf when impossible.
+  std::vector<double> log_likelihood;
+};
+
+/// \f[ w_{i,j} \propto x_{i,j} \, y_{i,z_i-j}, \qquad \log L_i = \log \sum_j x_{i,j} y_{i,z_i-j}
+///     + \mathrm{log\_scale}(x_i) + \mathrm{log\_scale}(y_i). \f]
+/// The products are formed as mantissa products with their binary exponents moved out (so a likelihood far below
+/// the smallest double, say 1e-400 relative to the scales, is still exact, not -inf). Throws tally::shape_error
+/// when sizes differ (z has one entry per pair).
+SumConditioning condition_on_sum_batched(const PmfBatch& x, const PmfBatch& y, std::span<const std::int64_t> z);
+
+namespace cpu {
+/// CPU references with the same contracts.
+PmfBatch convolve_batched(const PmfBatch& x, const PmfBatch& y);
+SumConditioning condition_on_sum_batched(const PmfBatch& x, const PmfBatch& y, std::span<const std::int64_t> z);
+}  // namespace cpu
+
+namespace cuda {
+/// The CUDA implementations, host batches in and out (copies included): tally::cuda_error without a device.
+PmfBatch convolve_batched(const PmfBatch& x, const PmfBatch& y, Kernel kernel = Kernel::automatic);
+SumConditioning condition_on_sum_batched(const PmfBatch& x, const PmfBatch& y, std::span<const std::int64_t> z);
+
+/// Device-memory forms, asynchronous on `stream` (a cudaStream_t or nullptr). x and y hold `count` pmfs each with
+/// weights in [0, 1]; max_length bounds every m_i and n_i (it sizes the grid; the kernels read the true lengths).
+/// `out` has room for sum_i (m_i + n_i - 1) weights; its offset, lo and log_scale are written. One launch
+/// convolves every pair (the tensor-core kernel, one warp per 512 outputs, or for short pmfs the SIMT kernel;
+/// `kernel` forces one; `skew`, the baseline, adds a launch that zeroes the outputs and takes at most 65535
+/// pairs), a second rescales them. No temporary storage.
+void convolve_batched_device(PmfBatchView x, PmfBatchView y, std::size_t max_length, MutablePmfBatchView out,
+                             void* stream = nullptr, Kernel kernel = Kernel::automatic);
+/// One launch: posterior (same offsets as x, written; lo copied) and log_likelihood (count entries).
+void condition_on_sum_batched_device(PmfBatchView x, PmfBatchView y, const std::int64_t* z, MutablePmfBatchView posterior,
+                                     double* log_likelihood, void* stream = nullptr);
+}  // namespace cuda
+
+}  // namespace tally::gpu

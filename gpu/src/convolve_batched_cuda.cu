@@ -1,0 +1,197 @@
+// CUDA batched convolution (one launch for all pairs, one to rescale) and batched conditioning on sums (one launch).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "batch_math.hpp"
+#include "batch_shapes.hpp"
+#include "convolve_tensor.cuh"
+#include "cuda_check.cuh"
+#include "tally/gpu/convolve_batched.hpp"
+
+namespace tally::gpu::cuda {
+namespace {
+
+// ---- tuning knobs, in one place --------------------------------------------------------------------------------
+constexpr int rescale_threads = 128;       // threads per pair in the rescale pass
+constexpr int condition_warps = 4;         // pairs per block of the conditioning kernel (one warp each)
+constexpr std::size_t tensor_min_length = 128;  // batched crossover, SIMT below, tensor cores from here (measured)
+
+__device__ inline double warp_max(double v) {
+  for (int d = 16; d >= 1; d /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, d));
+  return v;
+}
+__device__ inline double warp_sum(double v) {
+  for (int d = 16; d >= 1; d /= 2) v += __shfl_xor_sync(0xffffffffu, v, d);
+  return v;
+}
+__device__ inline int warp_max_int(int v) {
+  for (int d = 16; d >= 1; d /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, d));
+  return v;
+}
+
+/// Pair blockIdx.x: divide its m + n - 1 raw outputs by their maximum; write offset, lo and log_scale.
+__global__ void __launch_bounds__(rescale_threads) rescale_kernel(PmfBatchView x, PmfBatchView y,
+                                                                  MutablePmfBatchView out) {
+  __shared__ double warp_maxima[rescale_threads / 32];
+  const long long i = blockIdx.x;
+  const std::int64_t begin = x.offset[i] + y.offset[i] - i;
+  const std::int64_t length = (x.offset[i + 1] - x.offset[i]) + (y.offset[i + 1] - y.offset[i]) - 1;
+  double* w = out.weights + begin;
+  double mx = 0.0;
+  for (std::int64_t k = threadIdx.x; k < length; k += rescale_threads) mx = fmax(mx, w[k]);
+  mx = warp_max(mx);
+  if ((threadIdx.x & 31) == 0) warp_maxima[threadIdx.x >> 5] = mx;
+  __syncthreads();
+  mx = warp_maxima[0];
+  for (int v = 1; v < rescale_threads / 32; ++v) mx = fmax(mx, warp_maxima[v]);
+  for (std::int64_t k = threadIdx.x; k < length; k += rescale_threads) w[k] = mx > 0.0 ? w[k] / mx : 0.0;
+  if (threadIdx.x == 0) {
+    if (i == 0) out.offset[0] = 0;
+    out.offset[i + 1] = begin + length;
+    out.lo[i] = x.lo[i] + y.lo[i];
+    out.log_scale[i] = mx > 0.0 ? x.log_scale[i] + y.log_scale[i] + log(mx) : -HUGE_VAL;
+  }
+}
+
+/// One warp per pair i: the products x_a y_{c-a} along the diagonal c = z_i - lo_x - lo_y with their common binary
+/// exponent moved out, their sum (log-likelihood) and maximum (posterior weights with maximum 1).
+__global__ void __launch_bounds__(32 * condition_warps) condition_kernel(PmfBatchView x, PmfBatchView y,
+                                                                         const std::int64_t* z,
+                                                                         MutablePmfBatchView post,
+                                                                         double* log_likelihood) {
+  const long long i = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5;
+  const int lane = threadIdx.x & 31;
+  if (i >= static_cast<long long>(x.count)) return;  // the whole warp
+  const std::int64_t m = x.offset[i + 1] - x.offset[i], n = y.offset[i + 1] - y.offset[i];
+  const std::int64_t c = z[i] - x.lo[i] - y.lo[i];
+  const auto range = detail::diagonal(c, m, n);
+  const double* xi = x.weights + x.offset[i];
+  const double* yi = y.weights + y.offset[i];
+  double* w = post.weights + x.offset[i];
+  int shift = detail::no_exponent;
+  for (std::int64_t a = range.first + lane; a <= range.last; a += 32)
+    if (xi[a] > 0.0 && yi[c - a] > 0.0) shift = max(shift, detail::product_exponent(xi[a], yi[c - a]));
+  shift = warp_max_int(shift);
+  double sum = 0.0, mx = 0.0;
+  for (std::int64_t a = lane; a < m; a += 32) {
+    const double v = (shift != detail::no_exponent && a >= range.first && a <= range.last)
+                         ? detail::scaled_product(xi[a], yi[c - a], shift)
+                         : 0.0;
+    w[a] = v;
+    sum += v;
+    mx = fmax(mx, v);
+  }
+  sum = warp_sum(sum);
+  mx = warp_max(mx);
+  if (mx > 0.0)
+    for (std::int64_t a = range.first + lane; a <= range.last; a += 32) w[a] /= mx;  // this lane's own writes
+  if (lane == 0) {
+    if (i == 0) post.offset[0] = 0;
+    post.offset[i + 1] = x.offset[i + 1];
+    post.lo[i] = x.lo[i];
+    const auto res = detail::conditioning_result(sum, mx, shift, x.log_scale[i], y.log_scale[i]);
+    post.log_scale[i] = res.posterior_log_scale;
+    log_likelihood[i] = res.log_likelihood;
+  }
+}
+
+/// A PmfBatch copied to the device (owning) and its views.
+struct DeviceBatch {
+  detail::DeviceBuffer<double> weights, log_scale;
+  detail::DeviceBuffer<std::int64_t> offset, lo;
+  std::size_t count;
+
+  DeviceBatch(std::size_t weight_count, std::size_t pmfs)
+      : weights(weight_count), log_scale(pmfs), offset(pmfs + 1), lo(pmfs), count(pmfs) {}
+  explicit DeviceBatch(const PmfBatch& b) : DeviceBatch(b.weights.size(), b.size()) {
+    TALLY_CUDA_CHECK(cudaMemcpy(weights.data(), b.weights.data(), b.weights.size() * sizeof(double), cudaMemcpyHostToDevice));
+    TALLY_CUDA_CHECK(cudaMemcpy(log_scale.data(), b.log_scale.data(), count * sizeof(double), cudaMemcpyHostToDevice));
+    TALLY_CUDA_CHECK(cudaMemcpy(offset.data(), b.offset.data(), (count + 1) * sizeof(std::int64_t), cudaMemcpyHostToDevice));
+    TALLY_CUDA_CHECK(cudaMemcpy(lo.data(), b.lo.data(), count * sizeof(std::int64_t), cudaMemcpyHostToDevice));
+  }
+  PmfBatchView view() { return {weights.data(), offset.data(), lo.data(), log_scale.data(), count}; }
+  MutablePmfBatchView mutable_view() { return {weights.data(), offset.data(), lo.data(), log_scale.data(), count}; }
+  PmfBatch to_host() {
+    PmfBatch b;
+    b.weights.resize(weights.size());
+    b.log_scale.resize(count);
+    b.offset.resize(count + 1);
+    b.lo.resize(count);
+    TALLY_CUDA_CHECK(cudaMemcpy(b.weights.data(), weights.data(), b.weights.size() * sizeof(double), cudaMemcpyDeviceToHost));
+    TALLY_CUDA_CHECK(cudaMemcpy(b.log_scale.data(), log_scale.data(), count * sizeof(double), cudaMemcpyDeviceToHost));
+    TALLY_CUDA_CHECK(cudaMemcpy(b.offset.data(), offset.data(), (count + 1) * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
+    TALLY_CUDA_CHECK(cudaMemcpy(b.lo.data(), lo.data(), count * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
+    return b;
+  }
+};
+
+}  // namespace
+
+void convolve_batched_device(PmfBatchView x, PmfBatchView y, std::size_t max_length, MutablePmfBatchView out,
+                             void* stream, Kernel kernel) {
+  if (x.count != y.count || out.count != x.count)
+    tally::detail::fail<shape_error>("tally::gpu::cuda::convolve_batched_device: batches of ", x.count, ", ", y.count,
+                                     " and ", out.count, " pmfs");
+  if (x.count == 0) return;
+  const auto s = static_cast<cudaStream_t>(stream);
+  if (kernel == Kernel::automatic) kernel = max_length >= tensor_min_length ? Kernel::tensor_core : Kernel::direct;
+  kernels::Pairs<double> pairs;
+  pairs.x = x.weights;
+  pairs.y = y.weights;
+  pairs.out = out.weights;
+  pairs.x_offset = x.offset;
+  pairs.y_offset = y.offset;
+  pairs.count = static_cast<long long>(x.count);
+  const auto max_outputs = static_cast<long long>(2 * max_length - 1);
+  if (kernel == Kernel::tensor_core)
+    kernels::tensor_convolve(pairs, max_outputs, 0, kernels::TensorLayout::narrow, 1, nullptr, s);
+  else if (kernel == Kernel::direct)
+    kernels::simt_convolve(pairs, max_outputs, s);
+  else
+    kernels::skew_convolve(pairs, static_cast<long long>(max_length), static_cast<long long>(max_length), s);
+  if (x.count > 0x7fffffffULL) throw cuda_error("tally::gpu::cuda::convolve_batched_device: batch too large");
+  rescale_kernel<<<static_cast<unsigned>(x.count), rescale_threads, 0, s>>>(x, y, out);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+void condition_on_sum_batched_device(PmfBatchView x, PmfBatchView y, const std::int64_t* z,
+                                     MutablePmfBatchView post, double* log_likelihood, void* stream) {
+  if (x.count != y.count || post.count != x.count)
+    tally::detail::fail<shape_error>("tally::gpu::cuda::condition_on_sum_batched_device: batches of ", x.count, ", ",
+                                     y.count, " and ", post.count, " pmfs");
+  if (x.count == 0) return;
+  const std::size_t blocks = (x.count + condition_warps - 1) / condition_warps;
+  if (blocks > 0x7fffffffULL) throw cuda_error("tally::gpu::cuda::condition_on_sum_batched_device: batch too large");
+  condition_kernel<<<static_cast<unsigned>(blocks), 32 * condition_warps, 0, static_cast<cudaStream_t>(stream)>>>(
+      x, y, z, post, log_likelihood);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+PmfBatch convolve_batched(const PmfBatch& x, const PmfBatch& y, Kernel kernel) {
+  constexpr const char* who = "tally::gpu::cuda::convolve_batched";
+  detail::check_pair_batches(x, y, who);
+  for (std::size_t i = 0; i < x.size(); ++i) tally::detail::checked_add(x.lo[i], y.lo[i], who);
+  detail::require_device(who);
+  DeviceBatch dx(x), dy(y), dr(x.weights.size() + y.weights.size() - x.size(), x.size());
+  convolve_batched_device(dx.view(), dy.view(), std::max(x.max_length(), y.max_length()), dr.mutable_view(), nullptr,
+                          kernel);
+  return dr.to_host();
+}
+
+SumConditioning condition_on_sum_batched(const PmfBatch& x, const PmfBatch& y, std::span<const std::int64_t> z) {
+  constexpr const char* who = "tally::gpu::cuda::condition_on_sum_batched";
+  detail::check_pair_batches(x, y, who);
+  detail::check_observations(x, y, z, who);
+  detail::require_device(who);
+  DeviceBatch dx(x), dy(y), post(x.weights.size(), x.size());
+  detail::DeviceBuffer<std::int64_t> dz(z.size());
+  detail::DeviceBuffer<double> dl(z.size());
+  TALLY_CUDA_CHECK(cudaMemcpy(dz.data(), z.data(), z.size_bytes(), cudaMemcpyHostToDevice));
+  condition_on_sum_batched_device(dx.view(), dy.view(), dz.data(), post.mutable_view(), dl.data());
+  SumConditioning result{post.to_host(), std::vector<double>(z.size())};
+  TALLY_CUDA_CHECK(cudaMemcpy(result.log_likelihood.data(), dl.data(), z.size() * sizeof(double), cudaMemcpyDeviceToHost));
+  return result;
+}
+
+}  // namespace tally::gpu::cuda

@@ -1,0 +1,55 @@
+// Private: a batch of convolution pairs as the CUDA kernels see it (the single convolution is a batch of one).
+#pragma once
+
+#include <cstdint>
+
+namespace tally::gpu::cuda::kernels {
+
+/// Operands and outputs of P convolutions in flat device arrays. Batched (x_offset != nullptr): pair i convolves
+/// x[x_offset[i], x_offset[i+1]) with y[y_offset[i], y_offset[i+1]) into out from x_offset[i] + y_offset[i] - i on
+/// (its m_i + n_i - 1 outputs follow those of pairs 0..i-1, whose counts sum to x_offset[i] + y_offset[i] - i).
+/// Single (x_offset == nullptr): one pair of lengths m and n.
+template <class T>
+struct Pairs {
+  const T* x = nullptr;
+  const T* y = nullptr;
+  T* out = nullptr;
+  const std::int64_t* x_offset = nullptr;
+  const std::int64_t* y_offset = nullptr;
+  long long m = 0, n = 0;
+  long long count = 1;
+};
+
+/// One pair, its longer operand as x (length l) and its shorter as y (length s): every kernel's work grows with s.
+template <class T>
+struct Pair {
+  const T* x;
+  long long l;
+  const T* y;
+  long long s;
+  long long out;      // offset of this pair's output 0 in the output array
+  long long outputs;  // l + s - 1
+};
+
+template <class T>
+__device__ inline Pair<T> pair_at(const Pairs<T>& p, long long i) {
+  long long x0 = 0, m = p.m, y0 = 0, n = p.n;
+  if (p.x_offset) {
+    x0 = p.x_offset[i];
+    m = p.x_offset[i + 1] - x0;
+    y0 = p.y_offset[i];
+    n = p.y_offset[i + 1] - y0;
+  }
+  Pair<T> r{p.x + x0, m, p.y + y0, n, x0 + y0 - i, m + n - 1};
+  if (r.s > r.l) {
+    const T* t = r.x;
+    r.x = r.y;
+    r.y = t;
+    const long long u = r.l;
+    r.l = r.s;
+    r.s = u;
+  }
+  return r;
+}
+
+}  // namespace tally::gpu::cuda::kernels
