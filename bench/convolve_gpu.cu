@@ -312,9 +312,10 @@ void batched(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_64& g
                          return w[i * outputs + k2] * std::exp(s[i] - bx.log_scale[i] - by.log_scale[i]);
                        })});
   };
-  device_row("tally tensor cores (DMMA) + rescale", Kernel::tensor_core, mc.fp64_tensor);
-  device_row("tally SIMT direct + rescale", Kernel::direct, mc.fp64);
-  if (P <= 65535) device_row("seed-004 skew baseline + rescale", Kernel::skew, mc.fp64);
+  if (m <= 128) device_row("tally small-pair kernel, rescale fused (automatic)", Kernel::automatic, mc.fp64);
+  device_row("tally tensor cores (DMMA), rescale fused", Kernel::tensor_core, mc.fp64_tensor);
+  device_row("tally SIMT direct + rescale pass", Kernel::direct, mc.fp64);
+  if (P <= 65535) device_row("seed-004 skew baseline + rescale pass", Kernel::skew, mc.fp64);
   {
     FftConvolution fft(dxw, dyw, P, m);
     const double ms = time_ms([&] { fft.run(); }, reps);
@@ -327,7 +328,7 @@ void batched(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_64& g
   {
     PmfBatch r;
     const double ms = cpu_ms([&] { r = tally::gpu::cpu::convolve_batched(bx, by); });
-    results.push_back({"CPU reference (1 core) + rescale", ms, 0, ref.max_error([&](std::size_t i, std::size_t k) {
+    results.push_back({"CPU reference (1 core), rescale included", ms, 0, ref.max_error([&](std::size_t i, std::size_t k) {
                          return r[i][k] * std::exp(r.log_scale[i] - bx.log_scale[i] - by.log_scale[i]);
                        })});
   }

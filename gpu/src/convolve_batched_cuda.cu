@@ -15,12 +15,10 @@ namespace {
 // ---- tuning knobs, in one place --------------------------------------------------------------------------------
 constexpr int rescale_threads = 128;       // threads per pair in the rescale pass
 constexpr int condition_warps = 4;         // pairs per block of the conditioning kernel (one warp each)
-constexpr std::size_t tensor_min_length = 128;  // batched crossover, SIMT below, tensor cores from here (measured)
+constexpr int small_warps = 4;             // pairs per block of the small-pair kernel (one warp each)
+constexpr std::size_t small_max_length = 128;  // longest pmf for the small-pair kernel; tensor cores above (measured)
 
-__device__ inline double warp_max(double v) {
-  for (int d = 16; d >= 1; d /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, d));
-  return v;
-}
+using kernels::warp_max;
 __device__ inline double warp_sum(double v) {
   for (int d = 16; d >= 1; d /= 2) v += __shfl_xor_sync(0xffffffffu, v, d);
   return v;
@@ -28,6 +26,52 @@ __device__ inline double warp_sum(double v) {
 __device__ inline int warp_max_int(int v) {
   for (int d = 16; d >= 1; d /= 2) v = max(v, __shfl_xor_sync(0xffffffffu, v, d));
   return v;
+}
+
+/// Small pairs (lengths at most 16 R), one warp per pair, the rescale fused: lane t owns the outputs
+/// o = R t .. R t + R - 1 (32 R >= m + n - 1 of them). With x padded by 16 R zeros in front,
+/// xp[u] = x_{u - 16R}, output o + i = sum_{j < s} y_j xp[o + i - j + 16R], and as j grows the lane's window
+/// xp[o + [0, R) - j + 16R] slides down by one: one new shared load and R FMAs per term. The index o + i - j + 16R
+/// lies in [1, 48R - 1] (o + i <= 32R - 1, j <= 16R - 1), inside xp's 48R entries.
+template <int R>
+__global__ void __launch_bounds__(32 * small_warps) small_kernel(kernels::Pairs<double> pairs, kernels::Rescale rescale) {
+  constexpr int LM = 16 * R, XP = 48 * R;
+  __shared__ double xs[small_warps][XP];
+  __shared__ double ys[small_warps][LM];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const long long i = static_cast<long long>(blockIdx.x) * small_warps + warp;
+  if (i >= pairs.count) return;  // the whole warp; the kernel synchronizes warps only
+  const auto p = kernels::pair_at(pairs, i);
+  double* xp = xs[warp];
+  double* yp = ys[warp];
+  for (int u = lane; u < XP; u += 32) xp[u] = (u >= LM && u - LM < p.l) ? p.x[u - LM] : 0.0;
+  for (int u = lane; u < LM; u += 32) yp[u] = u < p.s ? p.y[u] : 0.0;
+  __syncwarp();
+  const int o = R * lane;
+  double window[R], acc[R];
+#pragma unroll
+  for (int k = 0; k < R; ++k) {
+    window[k] = xp[o + k + LM];
+    acc[k] = 0.0;
+  }
+  for (int j = 0; j < p.s; ++j) {
+    const double yj = yp[j];
+#pragma unroll
+    for (int k = 0; k < R; ++k) acc[k] = fma(yj, window[k], acc[k]);
+#pragma unroll
+    for (int k = R - 1; k > 0; --k) window[k] = window[k - 1];
+    window[0] = xp[o - j - 1 + LM];
+  }
+  double mx = 0.0;
+#pragma unroll
+  for (int k = 0; k < R; ++k)
+    if (o + k < p.outputs) mx = fmax(mx, acc[k]);
+  mx = warp_max(mx);
+  double* out = pairs.out + p.out;
+#pragma unroll
+  for (int k = 0; k < R; ++k)
+    if (o + k < p.outputs) out[o + k] = mx > 0.0 ? acc[k] / mx : 0.0;
+  if (lane == 0) kernels::write_rescaled_pair(rescale, i, p, mx);
 }
 
 /// Pair blockIdx.x: divide its m + n - 1 raw outputs by their maximum; write offset, lo and log_scale.
@@ -135,7 +179,6 @@ void convolve_batched_device(PmfBatchView x, PmfBatchView y, std::size_t max_len
                                      " and ", out.count, " pmfs");
   if (x.count == 0) return;
   const auto s = static_cast<cudaStream_t>(stream);
-  if (kernel == Kernel::automatic) kernel = max_length >= tensor_min_length ? Kernel::tensor_core : Kernel::direct;
   kernels::Pairs<double> pairs;
   pairs.x = x.weights;
   pairs.y = y.weights;
@@ -143,14 +186,26 @@ void convolve_batched_device(PmfBatchView x, PmfBatchView y, std::size_t max_len
   pairs.x_offset = x.offset;
   pairs.y_offset = y.offset;
   pairs.count = static_cast<long long>(x.count);
+  if (x.count > 0x7fffffffULL) throw cuda_error("tally::gpu::cuda::convolve_batched_device: batch too large");
+  const kernels::Rescale rescale{x.lo, y.lo, x.log_scale, y.log_scale, out.offset, out.lo, out.log_scale};
+  if (kernel == Kernel::automatic && max_length <= small_max_length) {  // one launch, rescale fused
+    const auto blocks = static_cast<unsigned>((x.count + small_warps - 1) / small_warps);
+    if (max_length <= 64)
+      small_kernel<4><<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
+    else
+      small_kernel<8><<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
+    TALLY_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  if (kernel == Kernel::automatic || kernel == Kernel::tensor_core) {  // one launch, rescale fused
+    kernels::tensor_convolve_rescaled(pairs, rescale, s);
+    return;
+  }
   const auto max_outputs = static_cast<long long>(2 * max_length - 1);
-  if (kernel == Kernel::tensor_core)
-    kernels::tensor_convolve(pairs, max_outputs, 0, kernels::TensorLayout::narrow, 1, nullptr, s);
-  else if (kernel == Kernel::direct)
+  if (kernel == Kernel::direct)
     kernels::simt_convolve(pairs, max_outputs, s);
   else
     kernels::skew_convolve(pairs, static_cast<long long>(max_length), static_cast<long long>(max_length), s);
-  if (x.count > 0x7fffffffULL) throw cuda_error("tally::gpu::cuda::convolve_batched_device: batch too large");
   rescale_kernel<<<static_cast<unsigned>(x.count), rescale_threads, 0, s>>>(x, y, out);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }

@@ -106,17 +106,6 @@ __global__ void zero_outputs(Pairs<double> pairs) {
   for (long long k = threadIdx.x; k < p.outputs; k += blockDim.x) pairs.out[p.out + k] = 0.0;
 }
 
-/// Splits of the contraction for one wide tensor-core convolution: enough blocks for 4 per SM, each split at least
-/// one stage (32 d-steps of 32 terms).
-int tensor_splits(std::size_t m, std::size_t n) {
-  const long long outputs = static_cast<long long>(m + n - 1);
-  const long long tiles = (outputs + tensor_block_outputs(TensorLayout::wide) - 1) /
-                          tensor_block_outputs(TensorLayout::wide);
-  const long long s32 = (static_cast<long long>(std::min(m, n)) + 31) / 32;
-  const long long wanted = (4LL * multiprocessors() + tiles - 1) / tiles;
-  return static_cast<int>(std::clamp(std::min(wanted, s32 / 32), 1LL, 64LL));
-}
-
 }  // namespace
 
 template <class T>
@@ -159,7 +148,8 @@ void run_device(void* temp, std::size_t& temp_bytes, const T* p, std::size_t m, 
   if (m == 0 || n == 0) tally::detail::fail<shape_error>("tally::gpu::cuda::convolve_device: an operand is empty");
   kernel = choose(kernel, m, n);
   if constexpr (!std::is_same_v<T, double>) kernel = Kernel::direct;  // the other kernels are double only
-  const int splits = kernel == Kernel::tensor_core ? kernels::tensor_splits(m, n) : 1;
+  const auto plan = kernels::tensor_plan(static_cast<long long>(m), static_cast<long long>(n));
+  const int splits = kernel == Kernel::tensor_core ? plan.splits : 1;
   const std::size_t outputs = m + n - 1;
   const std::size_t needed = splits > 1 ? splits * outputs * sizeof(double) : 0;
   if (temp == nullptr) {
@@ -183,8 +173,7 @@ void run_device(void* temp, std::size_t& temp_bytes, const T* p, std::size_t m, 
       return;
     }
     if (kernel == Kernel::tensor_core) {
-      kernels::tensor_convolve(pairs, total, total, kernels::TensorLayout::wide, splits, static_cast<double*>(temp),
-                              stream);
+      kernels::tensor_convolve(pairs, total, total, plan.layout, splits, static_cast<double*>(temp), stream);
       return;
     }
   }

@@ -52,4 +52,32 @@ __device__ inline Pair<T> pair_at(const Pairs<T>& p, long long i) {
   return r;
 }
 
+/// The "rescale after" of a batched convolution, fused into the kernels that see a whole pair (all pointers set),
+/// or not wanted (x_lo == nullptr): pair i's outputs are divided by their maximum M_i, and its offset, lo and
+/// log_scale written: out_offset[i + 1] = end of its outputs, out_lo[i] = x_lo[i] + y_lo[i],
+/// out_log_scale[i] = x_log_scale[i] + y_log_scale[i] + log M_i (-inf when M_i = 0).
+struct Rescale {
+  const std::int64_t* x_lo = nullptr;
+  const std::int64_t* y_lo = nullptr;
+  const double* x_log_scale = nullptr;
+  const double* y_log_scale = nullptr;
+  std::int64_t* out_offset = nullptr;
+  std::int64_t* out_lo = nullptr;
+  double* out_log_scale = nullptr;
+};
+
+/// Writes pair i's offset, lo and log_scale after its outputs were divided by `max` (one thread per pair).
+template <class T>
+__device__ inline void write_rescaled_pair(const Rescale& r, long long i, const Pair<T>& p, double max) {
+  if (i == 0) r.out_offset[0] = 0;
+  r.out_offset[i + 1] = p.out + p.outputs;
+  r.out_lo[i] = r.x_lo[i] + r.y_lo[i];
+  r.out_log_scale[i] = max > 0.0 ? r.x_log_scale[i] + r.y_log_scale[i] + log(max) : -HUGE_VAL;
+}
+
+__device__ inline double warp_max(double v) {
+  for (int d = 16; d >= 1; d /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, d));
+  return v;
+}
+
 }  // namespace tally::gpu::cuda::kernels

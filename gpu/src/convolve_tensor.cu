@@ -68,94 +68,133 @@ __device__ __forceinline__ void dmma2(double& d0, double& d1, double& d2, double
 #endif
 }
 
+/// One k-step sweep of a d-step: the 8 k-steps against the 14 A fragments, for the n-tiles that have a column in
+/// range (N0: columns P0 .. P0+7, N1: P0+8 .. P0+15); a warp-uniform choice, so the skipped MMAs cost nothing.
+template <int YS>
+__device__ __forceinline__ void contract(double (&acc)[4][2][2], const double (&a)[14], const double* yb, bool N0,
+                                        bool N1) {
+#pragma unroll
+  for (int s = 0; s < 8; ++s) {
+    const double b0 = N0 ? yb[s * YS] : 0.0, b1 = N1 ? yb[s * YS + 32] : 0.0;
+#pragma unroll
+    for (int r = 0; r < 4; r += 2) {
+      if constexpr (paired_mma) {
+        if (N0) dmma2(acc[r][0][0], acc[r][0][1], acc[r + 1][0][0], acc[r + 1][0][1], a[2 * r - s + 7], a[2 * r - s + 9], b0);
+        if (N1) dmma2(acc[r][1][0], acc[r][1][1], acc[r + 1][1][0], acc[r + 1][1][1], a[2 * r - s + 7], a[2 * r - s + 9], b1);
+      } else {
+        if (N0) dmma(acc[r][0][0], acc[r][0][1], a[2 * r - s + 7], b0);
+        if (N1) dmma(acc[r][1][0], acc[r][1][1], a[2 * r - s + 7], b1);
+        if (N0) dmma(acc[r + 1][0][0], acc[r + 1][0][1], a[2 * r - s + 9], b0);
+        if (N1) dmma(acc[r + 1][1][0], acc[r + 1][1][1], a[2 * r - s + 9], b1);
+      }
+    }
+  }
+}
+
+/// Output k of accumulator (r, nt, e) of the warp whose first output block is P0: D[q'][p'] of tile (r, nt) is
+/// output 32 (P0 + 8 nt + 2c + e) + 8r + g.
+__device__ __forceinline__ long long output_index(long long P0, int r, int nt, int e, int g, int c) {
+  return 32 * (P0 + 8 * nt + 2 * c + e) + 8 * r + g;
+}
+
+/// Grid (pairs, tiles, splits). Block (i, y, z) computes, for pair i, the tiles y, y + gridDim.y, ... of 16 NW
+/// output blocks, its split z of the contraction. With rescale (NW = 1, gridDim.y = gridDim.z = 1: the warp sees
+/// its whole pair) it then divides the pair's outputs by their maximum, re-reading only what each lane wrote.
 template <int NW, int DC>
 __global__ void __launch_bounds__(32 * NW) tensor_kernel(Pairs<double> pairs, int splits, double* partial,
-                                                         long long partial_stride) {
+                                                         long long partial_stride, Rescale rescale) {
   using S = Stage<NW, DC>;
   __shared__ double xs[S::x_entries];
   __shared__ double ys[8 * S::y_stride];
   const Pair<double> p = pair_at(pairs, blockIdx.x);
-  const long long Pb = static_cast<long long>(blockIdx.y) * 16 * NW;
-  if (32 * Pb >= p.outputs) return;  // the whole block, before any barrier
   const long long S32 = (p.s + 31) / 32, Dn = (p.l + 30) / 32 + 1;
-  // the block's d: P - d in [0, S32) for some P in [Pb, Pb + 16 NW), split evenly across blockIdx.z
-  const long long lo = max(0LL, Pb - S32 + 1), hi = min(Dn, Pb + 16 * NW);
-  const long long span = max(0LL, hi - lo), per = (span + splits - 1) / splits;
-  const long long d_begin = lo + min(span, per * blockIdx.z), d_end = lo + min(span, per * (blockIdx.z + 1));
   double* dst = (splits > 1 ? partial + blockIdx.z * partial_stride : pairs.out) + p.out;
-
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;
-  const long long P0 = Pb + 16 * warp;
-  const long long warp_lo = max(d_begin, P0 - S32 + 1), warp_hi = min(d_end, P0 + 16);
-  double total[4][2][2], acc[4][2][2];
-#pragma unroll
-  for (int r = 0; r < 4; ++r)
-#pragma unroll
-    for (int nt = 0; nt < 2; ++nt) total[r][nt][0] = total[r][nt][1] = acc[r][nt][0] = acc[r][nt][1] = 0.0;
-  int steps = 0;
+  double running_max = 0.0;
 
-  for (long long D0 = d_begin; D0 < d_end; D0 += DC) {
-    const long long J_base = Pb - D0 - DC + 1;
-    __syncthreads();  // the previous stage's reads are done
-    for (int u = threadIdx.x; u < S::x_entries; u += 32 * NW) {
-      const long long i = 32 * D0 - 32 + u;
-      xs[u] = (i >= 0 && i < p.l) ? p.x[i] : 0.0;
-    }
-    for (int u = threadIdx.x; u < 32 * S::y_blocks; u += 32 * NW) {
-      const int jr = u >> 5, t = u & 31;
-      const long long j = 32 * (J_base + jr) + t;
-      ys[(t >> 2) * S::y_stride + 4 * jr + (t & 3)] = (j >= 0 && j < p.s) ? p.y[j] : 0.0;
-    }
-    __syncthreads();
-    const long long d0 = max(D0, warp_lo), d1 = min(D0 + DC, warp_hi);
-    for (long long d = d0; d < d1; ++d) {
-      // A fragment i is xs[32 (d - D0) + 32 + 4 (i - 7) + g - c]: from 1 up to 32 DC + 31, inside the window
-      const double* xa = xs + 32 * (d - D0) + 4 + g - c;
-      double a[14];
+  for (long long Pb = static_cast<long long>(blockIdx.y) * 16 * NW; 32 * Pb < p.outputs;
+       Pb += static_cast<long long>(gridDim.y) * 16 * NW) {
+    // the block's d: P - d in [0, S32) for some P in [Pb, Pb + 16 NW), split evenly across blockIdx.z
+    const long long lo = max(0LL, Pb - S32 + 1), hi = min(Dn, Pb + 16 * NW);
+    const long long span = max(0LL, hi - lo), per = (span + splits - 1) / splits;
+    const long long d_begin = lo + min(span, per * blockIdx.z), d_end = lo + min(span, per * (blockIdx.z + 1));
+    const long long P0 = Pb + 16 * warp;
+    const long long warp_lo = max(d_begin, P0 - S32 + 1), warp_hi = min(d_end, P0 + 16);
+    double total[4][2][2], acc[4][2][2];
 #pragma unroll
-      for (int i = 0; i < 14; ++i) a[i] = xa[4 * i];
-      // B fragment of (s, nt): ys[s][4 (P0 + 8 nt + g - d - J_base) + c]
-      const double* yb = ys + 4 * (P0 + g - d - J_base) + c;
+    for (int r = 0; r < 4; ++r)
 #pragma unroll
-      for (int s = 0; s < 8; ++s) {
-        const double b0 = yb[s * S::y_stride], b1 = yb[s * S::y_stride + 32];
+      for (int nt = 0; nt < 2; ++nt) total[r][nt][0] = total[r][nt][1] = acc[r][nt][0] = acc[r][nt][1] = 0.0;
+    int steps = 0;
+
+    for (long long D0 = d_begin; D0 < d_end; D0 += DC) {
+      const long long J_base = Pb - D0 - DC + 1;
+      __syncthreads();  // the previous stage's reads are done
+      for (int u = threadIdx.x; u < S::x_entries; u += 32 * NW) {
+        const long long i = 32 * D0 - 32 + u;
+        xs[u] = (i >= 0 && i < p.l) ? p.x[i] : 0.0;
+      }
+      for (int u = threadIdx.x; u < 32 * S::y_blocks; u += 32 * NW) {
+        const int jr = u >> 5, t = u & 31;
+        const long long j = 32 * (J_base + jr) + t;
+        ys[(t >> 2) * S::y_stride + 4 * jr + (t & 3)] = (j >= 0 && j < p.s) ? p.y[j] : 0.0;
+      }
+      __syncthreads();
+      const long long d0 = max(D0, warp_lo), d1 = min(D0 + DC, warp_hi);
+      for (long long d = d0; d < d1; ++d) {
+        // A fragment i is xs[32 (d - D0) + 32 + 4 (i - 7) + g - c]: from 1 up to 32 DC + 31, inside the window
+        const double* xa = xs + 32 * (d - D0) + 4 + g - c;
+        double a[14];
 #pragma unroll
-        for (int r = 0; r < 4; r += 2) {
-          if constexpr (paired_mma) {
-            dmma2(acc[r][0][0], acc[r][0][1], acc[r + 1][0][0], acc[r + 1][0][1], a[2 * r - s + 7], a[2 * r - s + 9], b0);
-            dmma2(acc[r][1][0], acc[r][1][1], acc[r + 1][1][0], acc[r + 1][1][1], a[2 * r - s + 7], a[2 * r - s + 9], b1);
-          } else {
-            dmma(acc[r][0][0], acc[r][0][1], a[2 * r - s + 7], b0);
-            dmma(acc[r][1][0], acc[r][1][1], a[2 * r - s + 7], b1);
-            dmma(acc[r + 1][0][0], acc[r + 1][0][1], a[2 * r - s + 9], b0);
-            dmma(acc[r + 1][1][0], acc[r + 1][1][1], a[2 * r - s + 9], b1);
-          }
+        for (int i = 0; i < 14; ++i) a[i] = xa[4 * i];
+        // B fragment of (s, nt): ys[s][4 (P0 + 8 nt + g - d - J_base) + c]
+        const double* yb = ys + 4 * (P0 + g - d - J_base) + c;
+        // n-tile nt has a column P in range when P - d in [0, S32) for some P in [P0 + 8nt, P0 + 8nt + 8); within
+        // [warp_lo, warp_hi) only "P0 + 7 - d >= 0" (nt = 0) and "P0 + 8 - d < S32" (nt = 1) can fail
+        const bool on0 = P0 + 7 - d >= 0, on1 = P0 + 8 - d < S32;
+        contract<S::y_stride>(acc, a, yb, on0, on1);
+        if (++steps == flush_steps) {
+          steps = 0;
+#pragma unroll
+          for (int r = 0; r < 4; ++r)
+#pragma unroll
+            for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+              for (int e = 0; e < 2; ++e) {
+                total[r][nt][e] += acc[r][nt][e];
+                acc[r][nt][e] = 0.0;
+              }
         }
       }
-      if (++steps == flush_steps) {
-        steps = 0;
-#pragma unroll
-        for (int r = 0; r < 4; ++r)
-#pragma unroll
-          for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-              total[r][nt][e] += acc[r][nt][e];
-              acc[r][nt][e] = 0.0;
-            }
-      }
     }
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const long long k = output_index(P0, r, nt, e, g, c);
+          const double v = total[r][nt][e] + acc[r][nt][e];
+          if (k < p.outputs) {
+            dst[k] = v;
+            running_max = fmax(running_max, v);
+          }
+        }
   }
-  // D[q'][p'] of tile (r, nt) is output 32 (P0 + 8 nt + 2c + e) + 8r + g
+  if (rescale.x_lo == nullptr) return;
+  // rescale after (NW = 1, one block per pair): every lane rewrites the outputs it wrote, divided by the maximum
+  const double mx = warp_max(running_max);
+  for (long long P0 = 0; 32 * P0 < p.outputs; P0 += 16)
 #pragma unroll
-  for (int r = 0; r < 4; ++r)
+    for (int r = 0; r < 4; ++r)
 #pragma unroll
-    for (int nt = 0; nt < 2; ++nt)
+      for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const long long k = 32 * (P0 + 8 * nt + 2 * c + e) + 8 * r + g;
-        if (k < p.outputs) dst[k] = total[r][nt][e] + acc[r][nt][e];
-      }
+        for (int e = 0; e < 2; ++e) {
+          const long long k = output_index(P0, r, nt, e, g, c);
+          if (k < p.outputs) dst[k] = mx > 0.0 ? dst[k] / mx : 0.0;
+        }
+  if (lane == 0) write_rescaled_pair(rescale, blockIdx.x, p, mx);
 }
 
 /// out[k] = sum over the splits of partial[split][k], in split order (deterministic).
@@ -170,13 +209,13 @@ __global__ void add_partials(const double* __restrict__ partial, long long strid
 
 template <int NW, int DC>
 void launch(const Pairs<double>& pairs, long long max_outputs, long long total_outputs, int splits, double* partial,
-            cudaStream_t stream) {
+            const Rescale& rescale, cudaStream_t stream) {
   const long long block_outputs = 32LL * 16 * NW;
-  const long long tiles = (max_outputs + block_outputs - 1) / block_outputs;
+  const long long tiles = rescale.x_lo ? 1 : (max_outputs + block_outputs - 1) / block_outputs;
   if (pairs.count > 0x7fffffffLL || tiles > 65535 || splits > 65535)
     throw cuda_error("tally::gpu::cuda: convolution batch too large for one launch");
   const dim3 grid(static_cast<unsigned>(pairs.count), static_cast<unsigned>(tiles), static_cast<unsigned>(splits));
-  tensor_kernel<NW, DC><<<grid, 32 * NW, 0, stream>>>(pairs, splits, partial, total_outputs);
+  tensor_kernel<NW, DC><<<grid, 32 * NW, 0, stream>>>(pairs, splits, partial, total_outputs, rescale);
   TALLY_CUDA_CHECK(cudaGetLastError());
   if (splits > 1) {
     const int blocks = static_cast<int>(std::min<long long>((total_outputs + 255) / 256, 4LL * multiprocessors()));
@@ -187,14 +226,27 @@ void launch(const Pairs<double>& pairs, long long max_outputs, long long total_o
 
 }  // namespace
 
-long long tensor_block_outputs(TensorLayout layout) { return layout == TensorLayout::wide ? 2048 : 512; }
+TensorPlan tensor_plan(long long m, long long n) {
+  const long long outputs = m + n - 1, s32 = (std::min(m, n) + 31) / 32;
+  const TensorLayout layout = outputs < 16384 ? TensorLayout::narrow : TensorLayout::wide;
+  const long long block_outputs = layout == TensorLayout::wide ? 2048 : 512;
+  const long long min_steps = layout == TensorLayout::wide ? 32 : flush_steps;
+  const long long tiles = (outputs + block_outputs - 1) / block_outputs;
+  const long long warps_per_block = layout == TensorLayout::wide ? 4 : 1;
+  const long long wanted = (16LL * multiprocessors() / warps_per_block + tiles - 1) / tiles;
+  return {layout, static_cast<int>(std::clamp(std::min(wanted, s32 / min_steps), 1LL, 64LL))};
+}
 
 void tensor_convolve(const Pairs<double>& pairs, long long max_outputs, long long total_outputs, TensorLayout layout,
                      int splits, double* partial, cudaStream_t stream) {
   if (layout == TensorLayout::wide)
-    launch<4, 32>(pairs, max_outputs, total_outputs, splits, partial, stream);
+    launch<4, 32>(pairs, max_outputs, total_outputs, splits, partial, Rescale{}, stream);
   else
-    launch<1, 16>(pairs, max_outputs, total_outputs, splits, partial, stream);
+    launch<1, 16>(pairs, max_outputs, total_outputs, splits, partial, Rescale{}, stream);
+}
+
+void tensor_convolve_rescaled(const Pairs<double>& pairs, const Rescale& rescale, cudaStream_t stream) {
+  launch<1, 16>(pairs, 0, 0, 1, nullptr, rescale, stream);
 }
 
 int multiprocessors() {

@@ -11,8 +11,14 @@ namespace tally::gpu::cuda::kernels {
 /// convolution), `narrow` blocks of 1 warp (batches of small pairs: more blocks per SM, less padding per pair).
 enum class TensorLayout { wide, narrow };
 
-/// Outputs of one block of the tensor-core kernel (2048 wide, 512 narrow).
-long long tensor_block_outputs(TensorLayout layout);
+/// How one convolution of lengths m and n runs on the tensor cores: the layout (narrow below 16384 outputs, so
+/// that small problems still spread over several blocks) and the number of splits of the contraction (enough
+/// blocks for 4 per SM, each split at least one partial sum of 8 d-steps (narrow) or one stage of 32 (wide)).
+struct TensorPlan {
+  TensorLayout layout;
+  int splits;
+};
+TensorPlan tensor_plan(long long m, long long n);
 
 /// Runs the tensor-core kernel on `pairs` (double only). Grid: one row of blocks per pair, ceil(max_outputs /
 /// tensor_block_outputs) blocks per row, `splits` blocks splitting each block's contraction. With splits > 1 the
@@ -20,6 +26,10 @@ long long tensor_block_outputs(TensorLayout layout);
 /// into pairs.out, so results do not depend on scheduling.
 void tensor_convolve(const Pairs<double>& pairs, long long max_outputs, long long total_outputs, TensorLayout layout,
                      int splits, double* partial, cudaStream_t stream);
+
+/// The narrow tensor-core kernel with the rescale fused: one block (one warp) per pair walks all its tiles, then
+/// divides its outputs by their maximum and writes offset, lo and log_scale. One launch for the whole batch.
+void tensor_convolve_rescaled(const Pairs<double>& pairs, const Rescale& rescale, cudaStream_t stream);
 
 /// Runs the SIMT direct kernel (register windows over shared memory) on `pairs`.
 template <class T>

@@ -165,7 +165,8 @@ TEST_CASE("CUDA batched convolution equals the CPU reference (both kernels)", "[
     REQUIRE_THROWS_AS(cuda::convolve_batched(one, one), tally::cuda_error);
     return;
   }
-  for (std::size_t max_length : {std::size_t{1}, std::size_t{40}, std::size_t{300}, std::size_t{4096}}) {
+  for (std::size_t max_length : {std::size_t{1}, std::size_t{40}, std::size_t{64}, std::size_t{100}, std::size_t{128},
+                                 std::size_t{300}, std::size_t{4096}}) {
     const std::size_t count = max_length >= 4096 ? 40 : 300;
     const auto x = random_batch(gen, count, max_length, 150.0), y = random_batch(gen, count, max_length, 150.0);
     const auto want = cpu::convolve_batched(x, y);
@@ -173,6 +174,7 @@ TEST_CASE("CUDA batched convolution equals the CPU reference (both kernels)", "[
     require_same_batch(cuda::convolve_batched(x, y, cuda::Kernel::tensor_core), want, 1e-12);
     require_same_batch(cuda::convolve_batched(x, y, cuda::Kernel::direct), want, 1e-12);
     require_same_batch(cuda::convolve_batched(x, y, cuda::Kernel::skew), want, 1e-12);
+    require_same_batch(cuda::convolve_batched(x, y), want, 1e-12);  // automatic: the small-pair kernel up to 128
     require_same_batch(convolve_batched(x, y), want, 1e-12);
   }
   // very unequal lengths in one batch
