@@ -17,6 +17,7 @@ constexpr int rescale_threads = 128;       // threads per pair in the rescale pa
 constexpr int condition_warps = 4;         // pairs per block of the conditioning kernel (one warp each)
 constexpr int small_warps = 4;             // pairs per block of the small-pair kernel (one warp each)
 constexpr std::size_t small_max_length = 128;  // longest pmf for the small-pair kernel; tensor cores above (measured)
+constexpr long long fused_max_outputs = 512;   // pairs of at most one tensor-core warp tile get the fused rescale
 
 using kernels::warp_max;
 __device__ inline double warp_sum(double v) {
@@ -197,15 +198,19 @@ void convolve_batched_device(PmfBatchView x, PmfBatchView y, std::size_t max_len
     TALLY_CUDA_CHECK(cudaGetLastError());
     return;
   }
-  if (kernel == Kernel::automatic || kernel == Kernel::tensor_core) {  // one launch, rescale fused
-    kernels::tensor_convolve_rescaled(pairs, rescale, s);
-    return;
-  }
   const auto max_outputs = static_cast<long long>(2 * max_length - 1);
-  if (kernel == Kernel::direct)
+  if (kernel == Kernel::automatic || kernel == Kernel::tensor_core) {
+    if (max_outputs <= fused_max_outputs) {  // one warp tile per pair: one launch, rescale fused
+      kernels::tensor_convolve_rescaled(pairs, rescale, s);
+      return;
+    }
+    // longer pairs: a warp per 512-output tile (more warps than pairs), then the rescale pass
+    kernels::tensor_convolve(pairs, max_outputs, 0, kernels::TensorLayout::narrow, 1, nullptr, s);
+  } else if (kernel == Kernel::direct) {
     kernels::simt_convolve(pairs, max_outputs, s);
-  else
+  } else {
     kernels::skew_convolve(pairs, static_cast<long long>(max_length), static_cast<long long>(max_length), s);
+  }
   rescale_kernel<<<static_cast<unsigned>(x.count), rescale_threads, 0, s>>>(x, y, out);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }

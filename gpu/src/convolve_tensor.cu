@@ -68,24 +68,24 @@ __device__ __forceinline__ void dmma2(double& d0, double& d1, double& d2, double
 #endif
 }
 
-/// One k-step sweep of a d-step: the 8 k-steps against the 14 A fragments, for the n-tiles that have a column in
-/// range (N0: columns P0 .. P0+7, N1: P0+8 .. P0+15); a warp-uniform choice, so the skipped MMAs cost nothing.
+/// One d-step: the 8 k-steps of the 2 n-tiles against the 14 A fragments (32 m16n8k4 or 64 m8n8k4 DMMAs).
+/// (Skipping an n-tile whose 8 columns are all out of range saves at most 7 of 16 + S32 column-steps per warp; on
+/// an H200 the predicated form was slower at m = 256 and 1024 than doing the zero work, so it is not done.)
 template <int YS>
-__device__ __forceinline__ void contract(double (&acc)[4][2][2], const double (&a)[14], const double* yb, bool N0,
-                                        bool N1) {
+__device__ __forceinline__ void contract(double (&acc)[4][2][2], const double (&a)[14], const double* yb) {
 #pragma unroll
   for (int s = 0; s < 8; ++s) {
-    const double b0 = N0 ? yb[s * YS] : 0.0, b1 = N1 ? yb[s * YS + 32] : 0.0;
+    const double b0 = yb[s * YS], b1 = yb[s * YS + 32];
 #pragma unroll
     for (int r = 0; r < 4; r += 2) {
       if constexpr (paired_mma) {
-        if (N0) dmma2(acc[r][0][0], acc[r][0][1], acc[r + 1][0][0], acc[r + 1][0][1], a[2 * r - s + 7], a[2 * r - s + 9], b0);
-        if (N1) dmma2(acc[r][1][0], acc[r][1][1], acc[r + 1][1][0], acc[r + 1][1][1], a[2 * r - s + 7], a[2 * r - s + 9], b1);
+        dmma2(acc[r][0][0], acc[r][0][1], acc[r + 1][0][0], acc[r + 1][0][1], a[2 * r - s + 7], a[2 * r - s + 9], b0);
+        dmma2(acc[r][1][0], acc[r][1][1], acc[r + 1][1][0], acc[r + 1][1][1], a[2 * r - s + 7], a[2 * r - s + 9], b1);
       } else {
-        if (N0) dmma(acc[r][0][0], acc[r][0][1], a[2 * r - s + 7], b0);
-        if (N1) dmma(acc[r][1][0], acc[r][1][1], a[2 * r - s + 7], b1);
-        if (N0) dmma(acc[r + 1][0][0], acc[r + 1][0][1], a[2 * r - s + 9], b0);
-        if (N1) dmma(acc[r + 1][1][0], acc[r + 1][1][1], a[2 * r - s + 9], b1);
+        dmma(acc[r][0][0], acc[r][0][1], a[2 * r - s + 7], b0);
+        dmma(acc[r][1][0], acc[r][1][1], a[2 * r - s + 7], b1);
+        dmma(acc[r + 1][0][0], acc[r + 1][0][1], a[2 * r - s + 9], b0);
+        dmma(acc[r + 1][1][0], acc[r + 1][1][1], a[2 * r - s + 9], b1);
       }
     }
   }
@@ -100,7 +100,7 @@ __device__ __forceinline__ long long output_index(long long P0, int r, int nt, i
 /// Grid (pairs, tiles, splits). Block (i, y, z) computes, for pair i, the tiles y, y + gridDim.y, ... of 16 NW
 /// output blocks, its split z of the contraction. With rescale (NW = 1, gridDim.y = gridDim.z = 1: the warp sees
 /// its whole pair) it then divides the pair's outputs by their maximum, re-reading only what each lane wrote.
-template <int NW, int DC>
+template <int NW, int DC, bool Fused>
 __global__ void __launch_bounds__(32 * NW) tensor_kernel(Pairs<double> pairs, int splits, double* partial,
                                                          long long partial_stride, Rescale rescale) {
   using S = Stage<NW, DC>;
@@ -149,10 +149,7 @@ __global__ void __launch_bounds__(32 * NW) tensor_kernel(Pairs<double> pairs, in
         for (int i = 0; i < 14; ++i) a[i] = xa[4 * i];
         // B fragment of (s, nt): ys[s][4 (P0 + 8 nt + g - d - J_base) + c]
         const double* yb = ys + 4 * (P0 + g - d - J_base) + c;
-        // n-tile nt has a column P in range when P - d in [0, S32) for some P in [P0 + 8nt, P0 + 8nt + 8); within
-        // [warp_lo, warp_hi) only "P0 + 7 - d >= 0" (nt = 0) and "P0 + 8 - d < S32" (nt = 1) can fail
-        const bool on0 = P0 + 7 - d >= 0, on1 = P0 + 8 - d < S32;
-        contract<S::y_stride>(acc, a, yb, on0, on1);
+        contract<S::y_stride>(acc, a, yb);
         if (++steps == flush_steps) {
           steps = 0;
 #pragma unroll
@@ -177,11 +174,11 @@ __global__ void __launch_bounds__(32 * NW) tensor_kernel(Pairs<double> pairs, in
           const double v = total[r][nt][e] + acc[r][nt][e];
           if (k < p.outputs) {
             dst[k] = v;
-            running_max = fmax(running_max, v);
+            if constexpr (Fused) running_max = fmax(running_max, v);
           }
         }
   }
-  if (rescale.x_lo == nullptr) return;
+  if constexpr (!Fused) return;
   // rescale after (NW = 1, one block per pair): every lane rewrites the outputs it wrote, divided by the maximum
   const double mx = warp_max(running_max);
   for (long long P0 = 0; 32 * P0 < p.outputs; P0 += 16)
@@ -207,15 +204,15 @@ __global__ void add_partials(const double* __restrict__ partial, long long strid
   }
 }
 
-template <int NW, int DC>
+template <int NW, int DC, bool Fused>
 void launch(const Pairs<double>& pairs, long long max_outputs, long long total_outputs, int splits, double* partial,
             const Rescale& rescale, cudaStream_t stream) {
   const long long block_outputs = 32LL * 16 * NW;
-  const long long tiles = rescale.x_lo ? 1 : (max_outputs + block_outputs - 1) / block_outputs;
+  const long long tiles = Fused ? 1 : (max_outputs + block_outputs - 1) / block_outputs;
   if (pairs.count > 0x7fffffffLL || tiles > 65535 || splits > 65535)
     throw cuda_error("tally::gpu::cuda: convolution batch too large for one launch");
   const dim3 grid(static_cast<unsigned>(pairs.count), static_cast<unsigned>(tiles), static_cast<unsigned>(splits));
-  tensor_kernel<NW, DC><<<grid, 32 * NW, 0, stream>>>(pairs, splits, partial, total_outputs, rescale);
+  tensor_kernel<NW, DC, Fused><<<grid, 32 * NW, 0, stream>>>(pairs, splits, partial, total_outputs, rescale);
   TALLY_CUDA_CHECK(cudaGetLastError());
   if (splits > 1) {
     const int blocks = static_cast<int>(std::min<long long>((total_outputs + 255) / 256, 4LL * multiprocessors()));
@@ -240,13 +237,13 @@ TensorPlan tensor_plan(long long m, long long n) {
 void tensor_convolve(const Pairs<double>& pairs, long long max_outputs, long long total_outputs, TensorLayout layout,
                      int splits, double* partial, cudaStream_t stream) {
   if (layout == TensorLayout::wide)
-    launch<4, 32>(pairs, max_outputs, total_outputs, splits, partial, Rescale{}, stream);
+    launch<4, 32, false>(pairs, max_outputs, total_outputs, splits, partial, Rescale{}, stream);
   else
-    launch<1, 16>(pairs, max_outputs, total_outputs, splits, partial, Rescale{}, stream);
+    launch<1, 16, false>(pairs, max_outputs, total_outputs, splits, partial, Rescale{}, stream);
 }
 
 void tensor_convolve_rescaled(const Pairs<double>& pairs, const Rescale& rescale, cudaStream_t stream) {
-  launch<1, 16>(pairs, 0, 0, 1, nullptr, rescale, stream);
+  launch<1, 16, true>(pairs, 0, 0, 1, nullptr, rescale, stream);
 }
 
 int multiprocessors() {

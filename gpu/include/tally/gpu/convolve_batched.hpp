@@ -49,10 +49,11 @@ SumConditioning condition_on_sum_batched(const PmfBatch& x, const PmfBatch& y, s
 /// Device-memory forms, asynchronous on `stream` (a cudaStream_t or nullptr). x and y hold `count` pmfs each with
 /// weights in [0, 1]; max_length must bound every m_i and n_i (it sizes the grid and picks the kernel; a smaller
 /// value is undefined behaviour). `out` has room for sum_i (m_i + n_i - 1) weights; its offset, lo and log_scale
-/// are written. `automatic`: one launch with the rescale fused, by the small-pair kernel (one warp per pair, both
-/// operands in shared memory) when max_length <= 128, else by the tensor-core kernel (one warp per pair walking
-/// 512-output tiles); `tensor_core` forces the latter. `direct` (the SIMT tiled kernel) and `skew` (the seed-004
-/// baseline; at most 65535 pairs) are followed by a separate rescale pass. No temporary storage.
+/// are written. `automatic`: the small-pair kernel (one warp per pair, both operands in shared memory, the
+/// rescale fused: one launch) when max_length <= 128, else the tensor-core kernel: one warp per pair with the
+/// rescale fused when max_length <= 256, a warp per 512-output tile and then a rescale pass above; `tensor_core`
+/// forces the latter. `direct` (the SIMT tiled kernel) and `skew` (the seed-004 baseline; at most 65535 pairs)
+/// are followed by the rescale pass. No temporary storage.
 void convolve_batched_device(PmfBatchView x, PmfBatchView y, std::size_t max_length, MutablePmfBatchView out,
                              void* stream = nullptr, Kernel kernel = Kernel::automatic);
 /// One launch: posterior (same offsets as x, written; lo copied) and log_likelihood (count entries).
