@@ -313,7 +313,8 @@ void batched(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_64& g
                        })});
   };
   if (m <= 128) device_row("tally small-pair kernel, rescale fused (automatic)", Kernel::automatic, mc.fp64);
-  device_row("tally tensor cores (DMMA), rescale fused", Kernel::tensor_core, mc.fp64_tensor);
+  device_row(m <= 256 ? "tally tensor cores (DMMA), rescale fused" : "tally tensor cores (DMMA) + rescale pass",
+             Kernel::tensor_core, mc.fp64_tensor);
   device_row("tally SIMT direct + rescale pass", Kernel::direct, mc.fp64);
   if (P <= 65535) device_row("seed-004 skew baseline + rescale pass", Kernel::skew, mc.fp64);
   {
