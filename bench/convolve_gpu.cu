@@ -141,6 +141,14 @@ std::vector<double> random_weights(std::mt19937_64& gen, std::size_t n) {
   return v;
 }
 
+/// P pmfs of m random weights each (scaled to maximum 1 by push_back).
+PmfBatch random_batch(std::mt19937_64& gen, std::size_t P, std::size_t m) {
+  const auto w = random_weights(gen, P * m);
+  PmfBatch b;
+  for (std::size_t i = 0; i < P; ++i) b.push_back(std::span<const double>(w).subspan(i * m, m), 0);
+  return b;
+}
+
 /// 50-digit convolution entry k of x and y.
 big exact_entry(const double* x, std::size_t m, const double* y, std::size_t n, std::size_t k) {
   big s = 0;
@@ -272,12 +280,7 @@ void single(std::size_t n, const Machine& mc, std::mt19937_64& gen) {
 
 /// P pairs of length m each (one batch, one launch): tally's batched kernels, cuFFT batched plans, CPU.
 void batched(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_64& gen) {
-  const auto x = random_weights(gen, P * m), y = random_weights(gen, P * m);
-  PmfBatch bx, by;
-  for (std::size_t i = 0; i < P; ++i) {
-    bx.push_back(std::span<const double>(x).subspan(i * m, m), 0);
-    by.push_back(std::span<const double>(y).subspan(i * m, m), 0);
-  }
+  const PmfBatch bx = random_batch(gen, P, m), by = random_batch(gen, P, m);
   const std::size_t outputs = 2 * m - 1;
   const double flops = 2.0 * static_cast<double>(P) * static_cast<double>(m) * static_cast<double>(m);
   const double bytes = 8.0 * static_cast<double>(P) * (2 * m + outputs);
@@ -346,12 +349,7 @@ void batched(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_64& g
 /// Conditioning on sums, P pairs of length m: tally's one-launch kernel; baselines compute the likelihood only
 /// (the convolution entry at z, by cuFFT or the skew kernel) and the CPU reference does both.
 void conditioning(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_64& gen) {
-  const auto x = random_weights(gen, P * m), y = random_weights(gen, P * m);
-  PmfBatch bx, by;
-  for (std::size_t i = 0; i < P; ++i) {
-    bx.push_back(std::span<const double>(x).subspan(i * m, m), 0);
-    by.push_back(std::span<const double>(y).subspan(i * m, m), 0);
-  }
+  const PmfBatch bx = random_batch(gen, P, m), by = random_batch(gen, P, m);
   std::uniform_int_distribution<std::int64_t> pick(0, static_cast<std::int64_t>(2 * m - 2));
   std::vector<std::int64_t> z(P);
   for (auto& v : z) v = pick(gen);

@@ -91,10 +91,16 @@ __device__ __forceinline__ void contract(double (&acc)[4][2][2], const double (&
   }
 }
 
-/// Output k of accumulator (r, nt, e) of the warp whose first output block is P0: D[q'][p'] of tile (r, nt) is
-/// output 32 (P0 + 8 nt + 2c + e) + 8r + g.
-__device__ __forceinline__ long long output_index(long long P0, int r, int nt, int e, int g, int c) {
-  return 32 * (P0 + 8 * nt + 2 * c + e) + 8 * r + g;
+/// Calls f(r, nt, e, k) for each accumulator (r, nt, e) of a lane (g, c) of the warp whose first output block is
+/// P0, with k its output: D[q'][p'] of tile (r, nt) is output 32 (P0 + 8 nt + 2c + e) + 8r + g.
+template <class F>
+__device__ __forceinline__ void for_each_accumulator(long long P0, int g, int c, F f) {
+#pragma unroll
+  for (int r = 0; r < 4; ++r)
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e) f(r, nt, e, 32 * (P0 + 8 * nt + 2 * c + e) + 8 * r + g);
 }
 
 /// Grid (pairs, tiles, splits). Block (i, y, z) computes, for pair i, the tiles y, y + gridDim.y, ... of 16 NW
@@ -121,10 +127,7 @@ __global__ void __launch_bounds__(32 * NW) tensor_kernel(Pairs<double> pairs, in
     const long long P0 = Pb + 16 * warp;
     const long long warp_lo = max(d_begin, P0 - S32 + 1), warp_hi = min(d_end, P0 + 16);
     double total[4][2][2], acc[4][2][2];
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt) total[r][nt][0] = total[r][nt][1] = acc[r][nt][0] = acc[r][nt][1] = 0.0;
+    for_each_accumulator(P0, g, c, [&](int r, int nt, int e, long long) { total[r][nt][e] = acc[r][nt][e] = 0.0; });
     int steps = 0;
 
     for (long long D0 = d_begin; D0 < d_end; D0 += DC) {
@@ -152,45 +155,28 @@ __global__ void __launch_bounds__(32 * NW) tensor_kernel(Pairs<double> pairs, in
         contract<S::y_stride>(acc, a, yb);
         if (++steps == flush_steps) {
           steps = 0;
-#pragma unroll
-          for (int r = 0; r < 4; ++r)
-#pragma unroll
-            for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-              for (int e = 0; e < 2; ++e) {
-                total[r][nt][e] += acc[r][nt][e];
-                acc[r][nt][e] = 0.0;
-              }
+          for_each_accumulator(P0, g, c, [&](int r, int nt, int e, long long) {
+            total[r][nt][e] += acc[r][nt][e];
+            acc[r][nt][e] = 0.0;
+          });
         }
       }
     }
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const long long k = output_index(P0, r, nt, e, g, c);
-          const double v = total[r][nt][e] + acc[r][nt][e];
-          if (k < p.outputs) {
-            dst[k] = v;
-            if constexpr (Fused) running_max = fmax(running_max, v);
-          }
-        }
+    for_each_accumulator(P0, g, c, [&](int r, int nt, int e, long long k) {
+      const double v = total[r][nt][e] + acc[r][nt][e];
+      if (k < p.outputs) {
+        dst[k] = v;
+        if constexpr (Fused) running_max = fmax(running_max, v);
+      }
+    });
   }
   if constexpr (!Fused) return;
   // rescale after (NW = 1, one block per pair): every lane rewrites the outputs it wrote, divided by the maximum
   const double mx = warp_max(running_max);
   for (long long P0 = 0; 32 * P0 < p.outputs; P0 += 16)
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-#pragma unroll
-      for (int nt = 0; nt < 2; ++nt)
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const long long k = output_index(P0, r, nt, e, g, c);
-          if (k < p.outputs) dst[k] = mx > 0.0 ? dst[k] / mx : 0.0;
-        }
+    for_each_accumulator(P0, g, c, [&](int, int, int, long long k) {
+      if (k < p.outputs) dst[k] = mx > 0.0 ? dst[k] / mx : 0.0;
+    });
   if (lane == 0) write_rescaled_pair(rescale, blockIdx.x, p, mx);
 }
 
