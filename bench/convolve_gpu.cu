@@ -141,6 +141,32 @@ std::vector<double> random_weights(std::mt19937_64& gen, std::size_t n) {
   return v;
 }
 
+/// A PmfBatch copied to the device, or room for one (P pmfs, `weights` entries); freed on scope exit.
+struct DeviceBatch {
+  double *weights = nullptr, *log_scale = nullptr;
+  std::int64_t *offset = nullptr, *lo = nullptr;
+  std::size_t count;
+  explicit DeviceBatch(const PmfBatch& b)
+      : weights(to_device(b.weights)), log_scale(to_device(b.log_scale)), offset(to_device(b.offset)),
+        lo(to_device(b.lo)), count(b.size()) {}
+  DeviceBatch(std::size_t P, std::size_t weight_count) : count(P) {
+    check(cudaMalloc(&weights, weight_count * sizeof(double)), "cudaMalloc");
+    check(cudaMalloc(&log_scale, P * sizeof(double)), "cudaMalloc");
+    check(cudaMalloc(&offset, (P + 1) * sizeof(std::int64_t)), "cudaMalloc");
+    check(cudaMalloc(&lo, P * sizeof(std::int64_t)), "cudaMalloc");
+  }
+  DeviceBatch(const DeviceBatch&) = delete;
+  DeviceBatch& operator=(const DeviceBatch&) = delete;
+  ~DeviceBatch() {
+    cudaFree(weights);
+    cudaFree(log_scale);
+    cudaFree(offset);
+    cudaFree(lo);
+  }
+  tally::gpu::PmfBatchView view() const { return {weights, offset, lo, log_scale, count}; }
+  tally::gpu::MutablePmfBatchView out() { return {weights, offset, lo, log_scale, count}; }
+};
+
 /// P pmfs of m random weights each (scaled to maximum 1 by push_back).
 PmfBatch random_batch(std::mt19937_64& gen, std::size_t P, std::size_t m) {
   const auto w = random_weights(gen, P * m);
@@ -288,18 +314,9 @@ void batched(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_64& g
   const auto ref = make_reference(bx.weights, by.weights, P, m, 600, gen);
   const std::string name = "batched P = " + std::to_string(P) + ", m = n = " + std::to_string(m);
 
-  double *dxw = to_device(bx.weights), *dyw = to_device(by.weights), *dxs = to_device(bx.log_scale),
-         *dys = to_device(by.log_scale);
-  std::int64_t *dxo = to_device(bx.offset), *dyo = to_device(by.offset), *dxl = to_device(bx.lo),
-               *dyl = to_device(by.lo);
-  double *rw = nullptr, *rs = nullptr;
-  std::int64_t *ro = nullptr, *rl = nullptr;
-  check(cudaMalloc(&rw, P * outputs * sizeof(double)), "cudaMalloc");
-  check(cudaMalloc(&rs, P * sizeof(double)), "cudaMalloc");
-  check(cudaMalloc(&ro, (P + 1) * sizeof(std::int64_t)), "cudaMalloc");
-  check(cudaMalloc(&rl, P * sizeof(std::int64_t)), "cudaMalloc");
-  const tally::gpu::PmfBatchView vx{dxw, dxo, dxl, dxs, P}, vy{dyw, dyo, dyl, dys, P};
-  const tally::gpu::MutablePmfBatchView vr{rw, ro, rl, rs, P};
+  DeviceBatch dx(bx), dy(by), dr(P, P * outputs);
+  const auto vx = dx.view(), vy = dy.view();
+  const auto vr = dr.out();
   const int reps = static_cast<double>(P) * m * m > 1e9 ? 10 : 50;
   struct Result {
     std::string method;
@@ -308,8 +325,8 @@ void batched(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_64& g
   std::vector<Result> results;
   auto device_row = [&](const char* method, Kernel k, double peak) {
     const double ms = time_ms([&] { tally::gpu::cuda::convolve_batched_device(vx, vy, m, vr, nullptr, k); }, reps);
-    const auto w = to_host(rw, P * outputs);
-    const auto s = to_host(rs, P);
+    const auto w = to_host(dr.weights, P * outputs);
+    const auto s = to_host(dr.log_scale, P);
     // compare unscaled: weight times exp(log_scale) (the inputs had log_scale of their own maximum)
     results.push_back({method, ms, peak, ref.max_error([&](std::size_t i, std::size_t k2) {
                          return w[i * outputs + k2] * std::exp(s[i] - bx.log_scale[i] - by.log_scale[i]);
@@ -321,7 +338,7 @@ void batched(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_64& g
   device_row("tally SIMT direct + rescale pass", Kernel::direct, mc.fp64);
   if (P <= 65535) device_row("seed-004 skew baseline + rescale pass", Kernel::skew, mc.fp64);
   {
-    FftConvolution fft(dxw, dyw, P, m);
+    FftConvolution fft(dx.weights, dy.weights, P, m);
     const double ms = time_ms([&] { fft.run(); }, reps);
     std::vector<std::vector<double>> got(P);
     for (const auto& e : ref.entries)
@@ -340,10 +357,6 @@ void batched(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_64& g
   for (const auto& r : results)
     if (r.method.rfind("tally", 0) == 0) best = std::min(best, r.ms);
   for (const auto& r : results) row(name, r.method.c_str(), r.ms, flops, r.peak, bytes, mc, r.error, best);
-  for (void* p : {static_cast<void*>(dxw), static_cast<void*>(dyw), static_cast<void*>(dxs), static_cast<void*>(dys),
-                  static_cast<void*>(dxo), static_cast<void*>(dyo), static_cast<void*>(dxl), static_cast<void*>(dyl),
-                  static_cast<void*>(rw), static_cast<void*>(rs), static_cast<void*>(ro), static_cast<void*>(rl)})
-    cudaFree(p);
 }
 
 /// Conditioning on sums, P pairs of length m: tally's one-launch kernel; baselines compute the likelihood only
@@ -372,19 +385,12 @@ void conditioning(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_
     }
     return worst;
   };
-  double *dxw = to_device(bx.weights), *dyw = to_device(by.weights), *dxs = to_device(bx.log_scale),
-         *dys = to_device(by.log_scale);
-  std::int64_t *dxo = to_device(bx.offset), *dyo = to_device(by.offset), *dxl = to_device(bx.lo),
-               *dyl = to_device(by.lo), *dz = to_device(z);
-  double *pw = nullptr, *ps = nullptr, *ll = nullptr;
-  std::int64_t *po = nullptr, *pl = nullptr;
-  check(cudaMalloc(&pw, P * m * sizeof(double)), "cudaMalloc");
-  check(cudaMalloc(&ps, P * sizeof(double)), "cudaMalloc");
+  DeviceBatch dx(bx), dy(by), posterior(P, P * m);
+  std::int64_t* dz = to_device(z);
+  double* ll = nullptr;
   check(cudaMalloc(&ll, P * sizeof(double)), "cudaMalloc");
-  check(cudaMalloc(&po, (P + 1) * sizeof(std::int64_t)), "cudaMalloc");
-  check(cudaMalloc(&pl, P * sizeof(std::int64_t)), "cudaMalloc");
-  const tally::gpu::PmfBatchView vx{dxw, dxo, dxl, dxs, P}, vy{dyw, dyo, dyl, dys, P};
-  const tally::gpu::MutablePmfBatchView vp{pw, po, pl, ps, P};
+  const auto vx = dx.view(), vy = dy.view();
+  const auto vp = posterior.out();
   struct Result {
     const char* method;
     double ms, error;
@@ -397,29 +403,22 @@ void conditioning(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_
                        loglik_error([&](std::size_t i) { return got[i]; })});
   }
   {
-    std::size_t outputs = 2 * m - 1;
-    double *rw = nullptr, *rs = nullptr;
-    std::int64_t *ro = nullptr, *rl = nullptr;
-    check(cudaMalloc(&rw, P * outputs * sizeof(double)), "cudaMalloc");
-    check(cudaMalloc(&rs, P * sizeof(double)), "cudaMalloc");
-    check(cudaMalloc(&ro, (P + 1) * sizeof(std::int64_t)), "cudaMalloc");
-    check(cudaMalloc(&rl, P * sizeof(std::int64_t)), "cudaMalloc");
-    const tally::gpu::MutablePmfBatchView vr{rw, ro, rl, rs, P};
+    const std::size_t outputs = 2 * m - 1;
+    DeviceBatch dr(P, P * outputs);
+    const auto vr = dr.out();
     const double ms = time_ms([&] { tally::gpu::cuda::convolve_batched_device(vx, vy, m, vr, nullptr, Kernel::skew); }, 20);
-    const auto w = to_host(rw, P * outputs);
-    const auto s = to_host(rs, P);
+    const auto w = to_host(dr.weights, P * outputs);
+    const auto s = to_host(dr.log_scale, P);
     results.push_back({"seed-004 skew kernel, whole convolution (likelihood only)", ms, loglik_error([&](std::size_t i) {
                          return std::log(w[i * outputs + static_cast<std::size_t>(z[i])]) + s[i];
                        })});
-    FftConvolution fft(dxw, dyw, P, m);
+    FftConvolution fft(dx.weights, dy.weights, P, m);
     const double fms = time_ms([&] { fft.run(); }, 20);
     std::vector<double> at(P, 0.0);
     for (const auto& [i, want] : ref) at[i] = fft.result(i)[static_cast<std::size_t>(z[i])];
     results.push_back({"cuFFT batched, whole convolution (likelihood only)", fms, loglik_error([&](std::size_t i) {
                          return std::log(std::max(at[i], 1e-320)) + bx.log_scale[i] + by.log_scale[i];
                        })});
-    for (void* p : {static_cast<void*>(rw), static_cast<void*>(rs), static_cast<void*>(ro), static_cast<void*>(rl)})
-      cudaFree(p);
   }
   {
     tally::gpu::SumConditioning c;
@@ -428,11 +427,8 @@ void conditioning(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_
                        loglik_error([&](std::size_t i) { return c.log_likelihood[i]; })});
   }
   for (const auto& r : results) row(name, r.method, r.ms, flops, 0, bytes, mc, r.error, results[0].ms);
-  for (void* p : {static_cast<void*>(dxw), static_cast<void*>(dyw), static_cast<void*>(dxs), static_cast<void*>(dys),
-                  static_cast<void*>(dxo), static_cast<void*>(dyo), static_cast<void*>(dxl), static_cast<void*>(dyl),
-                  static_cast<void*>(dz), static_cast<void*>(pw), static_cast<void*>(ps), static_cast<void*>(ll),
-                  static_cast<void*>(po), static_cast<void*>(pl)})
-    cudaFree(p);
+  cudaFree(dz);
+  cudaFree(ll);
 }
 
 }  // namespace
