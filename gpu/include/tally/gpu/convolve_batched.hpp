@@ -32,7 +32,8 @@ struct SumConditioning {
 ///     + \mathrm{log\_scale}(x_i) + \mathrm{log\_scale}(y_i). \f]
 /// The products are formed as mantissa products with their binary exponents moved out (so a likelihood far below
 /// the smallest double, say 1e-400 relative to the scales, is still exact, not -inf). Throws tally::shape_error
-/// when sizes differ (z has one entry per pair).
+/// when sizes differ (z has one entry per pair), tally::overflow_error when a |z_i| or |lo| reaches 2^61 (so that
+/// z - lo_x - lo_y cannot overflow; a precondition of the device form).
 SumConditioning condition_on_sum_batched(const PmfBatch& x, const PmfBatch& y, std::span<const std::int64_t> z);
 
 namespace cpu {
