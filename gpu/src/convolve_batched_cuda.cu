@@ -76,27 +76,20 @@ __global__ void __launch_bounds__(32 * small_warps) small_kernel(kernels::Pairs<
 }
 
 /// Pair blockIdx.x: divide its m + n - 1 raw outputs by their maximum; write offset, lo and log_scale.
-__global__ void __launch_bounds__(rescale_threads) rescale_kernel(PmfBatchView x, PmfBatchView y,
-                                                                  MutablePmfBatchView out) {
+__global__ void __launch_bounds__(rescale_threads) rescale_kernel(kernels::Pairs<double> pairs, kernels::Rescale rescale) {
   __shared__ double warp_maxima[rescale_threads / 32];
   const long long i = blockIdx.x;
-  const std::int64_t begin = x.offset[i] + y.offset[i] - i;
-  const std::int64_t length = (x.offset[i + 1] - x.offset[i]) + (y.offset[i + 1] - y.offset[i]) - 1;
-  double* w = out.weights + begin;
+  const auto p = kernels::pair_at(pairs, i);
+  double* w = pairs.out + p.out;
   double mx = 0.0;
-  for (std::int64_t k = threadIdx.x; k < length; k += rescale_threads) mx = fmax(mx, w[k]);
+  for (long long k = threadIdx.x; k < p.outputs; k += rescale_threads) mx = fmax(mx, w[k]);
   mx = warp_max(mx);
   if ((threadIdx.x & 31) == 0) warp_maxima[threadIdx.x >> 5] = mx;
   __syncthreads();
   mx = warp_maxima[0];
   for (int v = 1; v < rescale_threads / 32; ++v) mx = fmax(mx, warp_maxima[v]);
-  for (std::int64_t k = threadIdx.x; k < length; k += rescale_threads) w[k] = mx > 0.0 ? w[k] / mx : 0.0;
-  if (threadIdx.x == 0) {
-    if (i == 0) out.offset[0] = 0;
-    out.offset[i + 1] = begin + length;
-    out.lo[i] = x.lo[i] + y.lo[i];
-    out.log_scale[i] = mx > 0.0 ? x.log_scale[i] + y.log_scale[i] + log(mx) : -HUGE_VAL;
-  }
+  for (long long k = threadIdx.x; k < p.outputs; k += rescale_threads) w[k] = mx > 0.0 ? w[k] / mx : 0.0;
+  if (threadIdx.x == 0) kernels::write_rescaled_pair(rescale, i, p, mx);
 }
 
 /// One warp per pair i: the products x_a y_{c-a} along the diagonal c = z_i - lo_x - lo_y with their common binary
@@ -211,7 +204,7 @@ void convolve_batched_device(PmfBatchView x, PmfBatchView y, std::size_t max_len
   } else {
     kernels::skew_convolve(pairs, static_cast<long long>(max_length), static_cast<long long>(max_length), s);
   }
-  rescale_kernel<<<static_cast<unsigned>(x.count), rescale_threads, 0, s>>>(x, y, out);
+  rescale_kernel<<<static_cast<unsigned>(x.count), rescale_threads, 0, s>>>(pairs, rescale);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
