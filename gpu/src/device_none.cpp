@@ -54,3 +54,30 @@ void condition_on_sum_batched_device(PmfBatchView, PmfBatchView, const std::int6
   throw cuda_error("tally::gpu::cuda::condition_on_sum_batched_device: tally was built without CUDA");
 }
 }  // namespace tally::gpu::cuda
+
+#include "tally/gpu/reachable_sums.hpp"
+#include "tally/gpu/sampled_subset_sums.hpp"
+#include "tally/gpu/subset_sum_law.hpp"
+
+namespace tally::gpu::cuda {
+SubsetSumLaw<std::int64_t> subset_sum_law(std::span<const std::int64_t>, std::span<const double>, SubsetMerge) {
+  throw cuda_error("tally::gpu::cuda::subset_sum_law: tally was built without CUDA");
+}
+SubsetSumLaw<double> subset_sum_law(std::span<const double>, std::span<const double>, SubsetMerge) {
+  throw cuda_error("tally::gpu::cuda::subset_sum_law: tally was built without CUDA");
+}
+std::vector<std::vector<std::int64_t>> sampled_subset_sums(const std::vector<std::vector<std::int64_t>>&, std::size_t,
+                                                           std::uint64_t) {
+  throw cuda_error("tally::gpu::cuda::sampled_subset_sums: tally was built without CUDA");
+}
+std::vector<std::vector<double>> sampled_subset_sums(const std::vector<std::vector<double>>&, std::size_t,
+                                                     std::uint64_t) {
+  throw cuda_error("tally::gpu::cuda::sampled_subset_sums: tally was built without CUDA");
+}
+ReachableSums reachable_sums(std::span<const std::int64_t>, std::int64_t, DpKernel, int) {
+  throw cuda_error("tally::gpu::cuda::reachable_sums: tally was built without CUDA");
+}
+SubsetSumAnswer subset_sum(std::span<const std::int64_t>, std::int64_t, DpKernel, int) {
+  throw cuda_error("tally::gpu::cuda::subset_sum: tally was built without CUDA");
+}
+}  // namespace tally::gpu::cuda

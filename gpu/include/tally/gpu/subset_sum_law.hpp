@@ -1,0 +1,74 @@
+// The exact law of a weighted sum of independent Bernoullis, by enumerating all 2^n subsets: CPU, CUDA, dispatch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace tally::gpu {
+
+/// The law of \f$S = \sum_{i<n} w_i B_i\f$ with \f$B_i \sim \mathrm{Bernoulli}(p_i)\f$ independent, as its distinct
+/// values \f$v_0 < v_1 < \dots < v_{m-1}\f$ (the subset sums of the weights) with
+/// \f[ P(S = v_j) = \mathrm{weights}_j \, e^{\mathrm{log\_scale}}, \qquad
+///     \mathrm{weights}_j = \sum_{A \,:\, \sum_{i \in A} w_i = v_j} \; \prod_i \frac{P(B_i = [i \in A])}{\max(p_i, 1-p_i)}, \f]
+/// so that the most likely subset has weight 1 and log_scale = \f$\sum_i \log \max(p_i, 1-p_i)\f$.
+/// Values of zero probability (weights with p_i = 0 never enter; p_i = 1 always do) are not listed.
+/// error_bound bounds the relative mass lost where a subset's weight falls below the smallest double
+/// (2^n * 2^-1074 at most; a subset 10^-300 times less likely than the mode is still kept).
+template <class T>
+struct SubsetSumLaw {
+  std::vector<T> values;
+  std::vector<double> weights;
+  double log_scale = 0.0;
+  double error_bound = 0.0;
+};
+
+/// The most weights of probability strictly between 0 and 1 that are enumerated (2^36 subsets).
+inline constexpr int max_enumerated_weights = 36;
+
+/// The law of S by enumeration. Weights: non-negative integers (exact; the total must stay below 2^62) or
+/// non-negative finite doubles, for which each subset's sum is accumulated in double-double arithmetic and rounded
+/// once, so that equal subset sums are merged as equal (exact while the weights span fewer than about 50 binary
+/// orders of magnitude). Probabilities: each subset's product carries at most 3n + 45 roundings (a walk restarts
+/// from scratch every 16 subsets), and the sums merging equal totals are compensated.
+/// Throws tally::shape_error (sizes differ), tally::domain_error (a weight negative or not finite, p outside
+/// [0,1]), tally::overflow_error (more than max_enumerated_weights weights with 0 < p < 1, or, on the device,
+/// more memory than it has: the message says how much was needed).
+/// The dispatch point: CUDA when built, a device is present and there are at least 2^18 subsets; else the CPU.
+SubsetSumLaw<std::int64_t> subset_sum_law(std::span<const std::int64_t> w, std::span<const double> p);
+SubsetSumLaw<double> subset_sum_law(std::span<const double> w, std::span<const double> p);
+
+namespace cpu {
+/// The CPU reference: the same Gray-code walk and arithmetic, merged by a dense table (integer weights whose
+/// total is below 2^24) or by sorting.
+SubsetSumLaw<std::int64_t> subset_sum_law(std::span<const std::int64_t> w, std::span<const double> p);
+SubsetSumLaw<double> subset_sum_law(std::span<const double> w, std::span<const double> p);
+}  // namespace cpu
+
+namespace cuda {
+/// How the device merges equal sums.
+enum class SubsetMerge {
+  automatic,  ///< `table` when it applies, else `sort`
+  /// Integer weights whose total is at most max_table_span, n >= 12: each block sorts and reduces its tiles of
+  /// 4096 subsets by key (CUB block radix sort) and adds the distinct sums into a table of compensated sums in
+  /// shared memory; the blocks' tables are then added in a fixed order. Deterministic; little device memory.
+  table,
+  /// Any weights: chunks of up to 2^24 subsets are written out, sorted and reduced by key (CUB device radix sort and
+  /// reduce-by-key); the chunks' results are merged the same way. Device memory: 32 bytes per subset of a chunk
+  /// (512 MiB) plus 32 bytes per distinct sum that the chunks can produce (up to 2^n for doubles: 2^28 subsets
+  /// need 8 GiB more); a tally::overflow_error says how many bytes were needed when the device has fewer free.
+  sort,
+  /// The seed-000 baseline, for benchmarks: one thread per subset with an n-step bit loop, then `sort`'s merge.
+  per_mask,
+};
+inline constexpr std::int64_t max_table_span = 4096;
+
+/// The CUDA implementation (host arrays in and out): tally::cuda_error without a device.
+SubsetSumLaw<std::int64_t> subset_sum_law(std::span<const std::int64_t> w, std::span<const double> p,
+                                          SubsetMerge merge = SubsetMerge::automatic);
+SubsetSumLaw<double> subset_sum_law(std::span<const double> w, std::span<const double> p,
+                                    SubsetMerge merge = SubsetMerge::automatic);
+}  // namespace cuda
+
+}  // namespace tally::gpu
