@@ -12,7 +12,7 @@ namespace kernels {
 
 // ---- tuning knobs -------------------------------------------------------------------------------------------------
 constexpr int pass_threads = 256;
-constexpr int words_per_thread = 4;  // consecutive words per thread, a warp's loads coalesced per step
+constexpr int words_per_thread = 8;  // words per thread: loads in flight
 /// Weights fused per pass by `automatic` (a pass reads the row at 2^K shifts and writes it once).
 constexpr int default_weights_per_pass = 2;
 constexpr int max_weights_per_pass = 3;
@@ -26,7 +26,7 @@ struct Shifts {
 
 /// Bit i of (row << s), for the word holding bits 64 w .. 64 w + 63: words w - q and w - q - 1 of the row
 /// (q = s / 64, r = s % 64), zero below word 0.
-__device__ inline std::uint64_t shifted_word(const std::uint64_t* row, std::uint64_t w, std::uint64_t q, unsigned r) {
+__device__ inline std::uint64_t shifted_word(const std::uint64_t* __restrict__ row, std::uint64_t w, std::uint64_t q, unsigned r) {
   if (w < q) return 0;
   std::uint64_t v = row[w - q] << r;
   if (r != 0 && w > q) v |= row[w - q - 1] >> (64 - r);
@@ -34,27 +34,42 @@ __device__ inline std::uint64_t shifted_word(const std::uint64_t* row, std::uint
 }
 
 /// out[w] = OR over the pass's shifts s of (in << s)[w], for words w < active; the last word of the row keeps only
-/// totals <= c (top_mask).
+/// totals <= c (top_mask). A thread's words are words_per_thread apart by pass_threads (each load of a warp is
+/// coalesced), and all its loads are issued before its stores (in and out never alias).
 __global__ void __launch_bounds__(pass_threads)
-    shift_or_pass(const std::uint64_t* in, std::uint64_t* out, std::uint64_t active, std::uint64_t last_word,
-                  std::uint64_t top_mask, Shifts shifts) {
+    shift_or_pass(const std::uint64_t* __restrict__ in, std::uint64_t* __restrict__ out, std::uint64_t active,
+                  std::uint64_t last_word, std::uint64_t top_mask, Shifts shifts) {
   const std::uint64_t base =
       (static_cast<std::uint64_t>(blockIdx.x) * pass_threads * words_per_thread) + threadIdx.x;
+  std::uint64_t v[words_per_thread];
 #pragma unroll
   for (int k = 0; k < words_per_thread; ++k) {
     const std::uint64_t w = base + static_cast<std::uint64_t>(k) * pass_threads;
-    if (w >= active) return;
-    std::uint64_t v = in[w];  // shift 0
-    for (int s = 1; s < shifts.count; ++s) v |= shifted_word(in, w, shifts.words[s], shifts.bits[s]);
-    out[w] = w == last_word ? (v & top_mask) : v;
+    v[k] = w < active ? in[w] : 0;  // shift 0
+  }
+  for (int s = 1; s < shifts.count; ++s) {
+#pragma unroll
+    for (int k = 0; k < words_per_thread; ++k) {
+      const std::uint64_t w = base + static_cast<std::uint64_t>(k) * pass_threads;
+      if (w < active) v[k] |= shifted_word(in, w, shifts.words[s], shifts.bits[s]);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < words_per_thread; ++k) {
+    const std::uint64_t w = base + static_cast<std::uint64_t>(k) * pass_threads;
+    if (w < active) out[w] = w == last_word ? (v[k] & top_mask) : v[k];
   }
 }
 
-/// The largest index of a non-zero word (atomicMax), for the optimization answer without copying the row.
+/// The largest index of a non-zero word, for the optimization answer without copying the row: a warp's maximum by
+/// shuffles, then one atomicMax per warp (not per word: most words are non-zero, and one address would serialize).
 __global__ void last_nonzero_word(const std::uint64_t* row, std::uint64_t words, unsigned long long* last) {
+  unsigned long long best = 0;
   for (std::uint64_t w = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x; w < words;
        w += static_cast<std::uint64_t>(gridDim.x) * blockDim.x)
-    if (row[w] != 0) atomicMax(last, static_cast<unsigned long long>(w));
+    if (row[w] != 0) best = w;  // increasing w: the last one found is the largest
+  for (int d = 16; d > 0; d /= 2) best = max(best, __shfl_down_sync(0xffffffffu, best, d));
+  if ((threadIdx.x & 31) == 0 && best != 0) atomicMax(last, best);
 }
 
 // ---- the seed-002 baseline ----------------------------------------------------------------------------------------

@@ -42,8 +42,14 @@ TALLY_HD inline Scaled times(Scaled a, Scaled b) {
   }
   return {m, e};
 }
-/// m 2^e as a double: 0 or subnormal only when the value is below the smallest normal double.
-TALLY_HD inline double value(Scaled a) { return ldexp(a.m, a.e); }
+/// m 2^e as a double: 0 or subnormal only when the value is below the smallest normal double. On the device the
+/// power of two is built from its exponent bits when it is a normal double (exact, as ldexp; ldexp otherwise).
+TALLY_HD inline double value(Scaled a) {
+#if defined(__CUDA_ARCH__)
+  if (a.e >= -1021 && a.e <= 1023) return a.m * __hiloint2double((a.e + 1023) << 20, 0);
+#endif
+  return ldexp(a.m, a.e);
+}
 
 // ---- exact sums ---------------------------------------------------------------------------------------------------
 /// A double-double hi + lo (|lo| <= ulp(hi)/2): sums of a few dozen doubles stay exact while the weights span fewer

@@ -1,5 +1,4 @@
 // Subset-sum enumeration on the device: Gray-code runs per thread, equal sums merged by CUB sort and reduce-by-key.
-#include <cub/block/block_radix_sort.cuh>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 
@@ -19,71 +18,72 @@ using detail::Scaled;
 using detail::WalkItem;
 
 // ---- tuning knobs -------------------------------------------------------------------------------------------------
-/// A table-path tile: 256 threads, one Gray-code run of 16 subsets each (run_length), sorted together in shared memory.
-constexpr int table_threads = 256;
+/// The table path: a warp's step covers 2^9 subsets. Its 32 lanes hold the 32 subsets of the lane items (walk items
+/// 4..8), and each lane walks the 16 subsets of the run items (0..3) in Gray-code order; the remaining items are
+/// fixed per tile (tile t: gray(t) on items 9..). All lanes toggle the same run item at each step, so two lanes'
+/// totals coincide exactly when their lane items' sums do: a fixed pattern, known before the launch.
 constexpr int run_items = static_cast<int>(detail::run_length);
-constexpr int tile_log2 = 12;  // 256 x 16 = 4096 subsets
-static_assert(table_threads * run_items == 1 << tile_log2);
+constexpr int lane_items = 5;
+constexpr int tile_log2 = detail::run_log2 + lane_items;  // 512 subsets
 /// The sort path writes chunks of at most 2^24 subsets (keys and values: 256 MiB, twice for the sort).
 constexpr int chunk_log2 = 24;
 constexpr int pairs_threads = 256;
 
 // ---- the table path -----------------------------------------------------------------------------------------------
-/// The shared memory of a table-path block besides its table: the sort's space, reused for the sorted tile.
-using TileSort = cub::BlockRadixSort<std::uint32_t, table_threads, run_items, double>;
-union TileStorage {
-  typename TileSort::TempStorage sort;
-  struct {
-    std::uint32_t keys[table_threads * run_items];
-    double weights[table_threads * run_items];
-  } sorted;
+/// Lanes whose lane items sum alike: member[l][0 .. size) lists, for a group's first lane l, the lanes of its group
+/// in order (l first); -1 elsewhere (and for every other lane, whose total the first lane adds).
+struct LaneGroups {
+  int size;
+  std::int8_t member[32][32];
 };
 
-/// Block b walks tiles b, b + grid, ...: each thread one run of 16 subsets (Gray code), the tile sorted by total
-/// (block radix sort over the bits that totals <= span need), each distinct total's weights summed by the thread
-/// holding its first entry and added to the block's table. Every total is added once per tile, by one thread, in
-/// tile order: no atomics, deterministic. The table (span + 1 compensated sums) goes to partial[b][...] at the end.
-/// Dynamic shared memory: sizeof(TileStorage) + (span + 1) * sizeof(Compensated).
+/// One warp per block; warp b walks tiles b, b + grid, ...: at each of a tile's 16 steps every lane has one subset,
+/// the group's first lane sums its group's weights (in lane order, by shuffles; nothing when every group is one
+/// lane) and adds them to the warp's own table of compensated sums (span + 1 entries, dynamic shared memory). The
+/// lanes that write hold distinct totals, and no other warp writes the table: no atomics, deterministic. The table
+/// goes to partial[b][...] at the end.
 template <class W>
-__global__ void __launch_bounds__(table_threads)
-    enumerate_into_tables(const WalkItem<W>* items, int n, std::uint64_t tiles, std::uint32_t span, int key_bits,
-                          double* partial) {
-  constexpr int tile = table_threads * run_items;
+__global__ void __launch_bounds__(32)
+    enumerate_into_tables(const WalkItem<W>* items, int n, std::uint64_t tiles, std::uint32_t span,
+                          const LaneGroups* groups, double* partial) {
   __shared__ WalkItem<W> s_items[max_enumerated_weights];
+  __shared__ std::int8_t s_member[32][32];
   extern __shared__ double dynamic_shared[];
-  auto& tmp = *reinterpret_cast<TileStorage*>(dynamic_shared);
-  auto* table = reinterpret_cast<Compensated*>(dynamic_shared + (sizeof(TileStorage) + 15) / 16 * 2);
-  for (int i = threadIdx.x; i < n; i += blockDim.x) s_items[i] = items[i];
-  for (std::uint32_t k = threadIdx.x; k <= span; k += blockDim.x) table[k] = Compensated{};
-  __syncthreads();
+  auto* table = reinterpret_cast<Compensated*>(dynamic_shared);
+  const int lane = static_cast<int>(threadIdx.x);
+  for (int i = lane; i < n; i += 32) s_items[i] = items[i];
+  for (int k = 0; k < 32; ++k) s_member[lane][k] = groups->member[lane][k];
+  for (std::uint32_t k = lane; k <= span; k += 32) table[k] = Compensated{};
+  const int group_size = groups->size;
+  const bool first_of_group = groups->member[lane][0] == lane;
+  __syncwarp();
   for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
-    std::uint32_t keys[run_items];
-    double weights[run_items];
-    int j = 0;
-    const std::uint64_t first = (t << tile_log2) + static_cast<std::uint64_t>(threadIdx.x) * run_items;
-    detail::walk_run(s_items, n, typename detail::Accumulator<W>::type{}, first, detail::run_length,
-                     [&](W s, Scaled x) {
-                       keys[j] = static_cast<std::uint32_t>(s);
-                       weights[j] = detail::value(x);
-                       ++j;
-                     });
-    TileSort(tmp.sort).Sort(keys, weights, 0, key_bits);  // blocked: thread i holds entries 16 i .. 16 i + 15
-    __syncthreads();
-    for (int m = 0; m < run_items; ++m) {
-      tmp.sorted.keys[threadIdx.x * run_items + m] = keys[m];
-      tmp.sorted.weights[threadIdx.x * run_items + m] = weights[m];
+    const std::uint64_t mask = (detail::gray(t) << tile_log2) | (static_cast<std::uint64_t>(lane) << detail::run_log2);
+    auto v = detail::from_scratch(s_items, n, mask, typename detail::Accumulator<W>::type{});
+#pragma unroll
+    for (int j = 0; j < run_items; ++j) {
+      if (j > 0) {  // Gray code of the run: item ctz(j) changes, and is in the subset after the step when gray(j) says
+        const int b = detail::ctz(j);
+        const bool on = (detail::gray(j) >> b) & 1u;
+        detail::step(v.sum, s_items[b].w, on);
+        v.weight = detail::times(v.weight, on ? s_items[b].on : s_items[b].off);
+      }
+      const double x = detail::value(v.weight);
+      double total = x;
+      if (group_size > 1) {
+        total = 0.0;
+        for (int k = 0; k < group_size; ++k) {
+          const int from = s_member[lane][k];
+          const double y = __shfl_sync(0xffffffffu, x, from < 0 ? lane : from);
+          if (from >= 0) total += y;
+        }
+      }
+      if (first_of_group) table[static_cast<std::uint32_t>(v.sum)].add(total);
+      __syncwarp();  // this step's updates (distinct totals) before the next step's, which may hit the same ones
     }
-    __syncthreads();
-    for (int m = 0; m < run_items; ++m) {
-      const int i = threadIdx.x * run_items + m;
-      if (i > 0 && tmp.sorted.keys[i - 1] == keys[m]) continue;  // not the first entry of its total
-      Compensated sum;
-      for (int r = i; r < tile && tmp.sorted.keys[r] == keys[m]; ++r) sum.add(tmp.sorted.weights[r]);
-      table[keys[m]].add(sum.value());
-    }
-    __syncthreads();
   }
-  for (std::uint32_t k = threadIdx.x; k <= span; k += blockDim.x)
+  __syncwarp();
+  for (std::uint32_t k = lane; k <= span; k += 32)
     partial[static_cast<std::size_t>(blockIdx.x) * (span + 1) + k] = table[k].value();
 }
 
@@ -97,27 +97,32 @@ __global__ void add_tables(const double* partial, int blocks, std::uint32_t span
 }
 
 // ---- the sort path ------------------------------------------------------------------------------------------------
-/// Subsets [first, first + count) of the walk, one Gray-code run per thread: their sort keys and weights.
+/// Subsets [first, first + count) of the walk, one Gray-code run per thread: their sort keys and weights. A
+/// thread's j-th subset goes to position j * runs + run (the order does not matter before the sort), so that each
+/// store of a warp is coalesced.
 template <class W>
 __global__ void enumerate_pairs(const WalkItem<W>* items, int n, typename detail::Accumulator<W>::type start,
                                 std::uint64_t first, std::uint64_t count, std::uint64_t* keys, double* weights) {
   __shared__ WalkItem<W> s_items[max_enumerated_weights];
   for (int i = threadIdx.x; i < n; i += blockDim.x) s_items[i] = items[i];
   __syncthreads();
-  const std::uint64_t offset = (static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x) * run_items;
+  const std::uint64_t run = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::uint64_t offset = run * run_items;
   if (offset >= count) return;
-  const auto length = static_cast<std::uint32_t>(count - offset < run_items ? count - offset : run_items);
-  std::uint64_t* k = keys + offset;
-  double* v = weights + offset;
-  if (length == detail::run_length) {  // every run but those of walks with n < 4
+  if (count >= detail::run_length) {  // every walk but those with n < 4: count is a multiple of 16
+    const std::uint64_t runs = count / run_items;
+    std::uint64_t at = run;
     detail::walk_run(s_items, n, start, first + offset, detail::run_length, [&](W s, Scaled x) {
-      *k++ = detail::sort_key(s);
-      *v++ = detail::value(x);
+      keys[at] = detail::sort_key(s);
+      weights[at] = detail::value(x);
+      at += runs;
     });
   } else {
-    detail::walk_run(s_items, n, start, first + offset, length, [&](W s, Scaled x) {
-      *k++ = detail::sort_key(s);
-      *v++ = detail::value(x);
+    std::uint64_t at = 0;
+    detail::walk_run(s_items, n, start, first, static_cast<std::uint32_t>(count), [&](W s, Scaled x) {
+      keys[at] = detail::sort_key(s);
+      weights[at] = detail::value(x);
+      ++at;
     });
   }
 }
@@ -167,22 +172,78 @@ DeviceBuffer<detail::WalkItem<W>> upload_items(const detail::Walk<W>& walk) {
   return items;
 }
 
-SubsetSumLaw<std::int64_t> table_path(const detail::Walk<std::int64_t>& walk, const char* who) {
+/// The walk with its items reordered for the table path: the 5 lane items chosen so that as few of their 32 subset
+/// sums coincide as possible (the largest group of equal sums costs one shuffle per subset), then the run items.
+struct TableWalk {
+  detail::Walk<std::int64_t> walk;
+  kernels::LaneGroups groups{};
+};
+TableWalk arrange_for_table(const detail::Walk<std::int64_t>& walk) {
+  const int n = walk.n();
+  std::vector<int> best_lane;
+  int best_size = 33;
+  std::uint64_t state = 0x5eed;  // a fixed sequence of candidate 5-sets: the same arrangement every run
+  for (int attempt = 0; attempt < 256 && best_size > 1; ++attempt) {
+    std::vector<int> order(n);
+    for (int i = 0; i < n; ++i) order[i] = i;
+    for (int i = 0; i < kernels::lane_items; ++i) {  // partial Fisher-Yates with splitmix64
+      state = detail::mix64(state + 0x9e3779b97f4a7c15ull);
+      std::swap(order[i], order[i + static_cast<int>(state % static_cast<std::uint64_t>(n - i))]);
+    }
+    std::vector<int> lane(order.begin(), order.begin() + kernels::lane_items);
+    std::vector<std::int64_t> sums(32, 0);
+    for (int l = 0; l < 32; ++l)
+      for (int b = 0; b < kernels::lane_items; ++b)
+        if ((l >> b) & 1) sums[l] += walk.items[lane[b]].w;
+    int size = 0;
+    for (int l = 0; l < 32; ++l) size = std::max<int>(size, static_cast<int>(std::count(sums.begin(), sums.end(), sums[l])));
+    if (size < best_size) {
+      best_size = size;
+      best_lane = lane;
+    }
+  }
+  TableWalk out{walk, {}};
+  std::vector<int> rest;
+  for (int i = 0; i < n; ++i)
+    if (std::find(best_lane.begin(), best_lane.end(), i) == best_lane.end()) rest.push_back(i);
+  // items 0..3: the run; 4..8: the lanes; then the tile items
+  std::vector<int> order(rest.begin(), rest.begin() + detail::run_log2);
+  order.insert(order.end(), best_lane.begin(), best_lane.end());
+  order.insert(order.end(), rest.begin() + detail::run_log2, rest.end());
+  for (int i = 0; i < n; ++i) out.walk.items[i] = walk.items[order[i]];
+  std::vector<std::int64_t> sums(32, 0);
+  for (int l = 0; l < 32; ++l)
+    for (int b = 0; b < kernels::lane_items; ++b)
+      if ((l >> b) & 1) sums[l] += out.walk.items[detail::run_log2 + b].w;
+  out.groups.size = best_size;
+  for (int l = 0; l < 32; ++l) {
+    for (int k = 0; k < 32; ++k) out.groups.member[l][k] = -1;
+    const bool first = std::find(sums.begin(), sums.end(), sums[l]) - sums.begin() == l;
+    if (!first) continue;
+    int k = 0;
+    for (int m = l; m < 32; ++m)
+      if (sums[m] == sums[l]) out.groups.member[l][k++] = static_cast<std::int8_t>(m);
+  }
+  return out;
+}
+
+SubsetSumLaw<std::int64_t> table_path(const detail::Walk<std::int64_t>& input, const char* who) {
+  const TableWalk arranged = arrange_for_table(input);
+  const auto& walk = arranged.walk;
   const auto span = static_cast<std::uint32_t>(walk.span);
   const std::uint64_t tiles = walk.subsets() >> kernels::tile_log2;
-  const std::size_t table_bytes =
-      (sizeof(kernels::TileStorage) + 15) / 16 * 16 + (span + 1) * sizeof(detail::Compensated);
+  const std::size_t table_bytes = (span + 1) * sizeof(detail::Compensated);
   auto kernel = kernels::enumerate_into_tables<std::int64_t>;
   TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(table_bytes)));
   int per_sm = 0;
-  TALLY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kernels::table_threads, table_bytes));
+  TALLY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32, table_bytes));
   const int blocks = static_cast<int>(std::min<std::uint64_t>(tiles, std::uint64_t(std::max(per_sm, 1)) * multiprocessors()));
   require_memory(double(blocks + 1) * (span + 1) * 8.0, who, "the table path");
   auto items = upload_items(walk);
+  DeviceBuffer<kernels::LaneGroups> groups(1);
+  TALLY_CUDA_CHECK(cudaMemcpy(groups.data(), &arranged.groups, sizeof arranged.groups, cudaMemcpyHostToDevice));
   DeviceBuffer<double> partial(static_cast<std::size_t>(blocks) * (span + 1)), table(span + 1);
-  const int key_bits = std::max(1, static_cast<int>(std::bit_width(span)));
-  kernel<<<blocks, kernels::table_threads, table_bytes>>>(items.data(), walk.n(), tiles, span, key_bits,
-                                                           partial.data());
+  kernel<<<blocks, 32, table_bytes>>>(items.data(), walk.n(), tiles, span, groups.data(), partial.data());
   TALLY_CUDA_CHECK(cudaGetLastError());
   kernels::add_tables<<<(span + 256) / 256, 256>>>(partial.data(), blocks, span, table.data());
   TALLY_CUDA_CHECK(cudaGetLastError());

@@ -50,9 +50,11 @@ namespace cuda {
 /// How the device merges equal sums.
 enum class SubsetMerge {
   automatic,  ///< `table` when it applies, else `sort`
-  /// Integer weights whose total is at most max_table_span, n >= 12: each block sorts and reduces its tiles of
-  /// 4096 subsets by key (CUB block radix sort) and adds the distinct sums into a table of compensated sums in
-  /// shared memory; the blocks' tables are then added in a fixed order. Deterministic; little device memory.
+  /// Integer weights whose total is at most max_table_span, n >= 9: one warp per block, its 32 lanes the 32
+  /// subsets of five "lane" weights, each lane walking 16 subsets in Gray-code order, every total added into the
+  /// warp's own table of compensated sums in shared memory. The five lane weights are chosen so that few of their
+  /// subset sums coincide; lanes whose totals coincide are summed by shuffles first, so the lanes that write hold
+  /// distinct totals: no atomics, no sort, deterministic. The warps' tables are then added in a fixed order.
   table,
   /// Any weights: chunks of up to 2^24 subsets are written out, sorted and reduced by key (CUB device radix sort and
   /// reduce-by-key); the chunks' results are merged the same way. Device memory: 32 bytes per subset of a chunk
