@@ -37,26 +37,44 @@ struct LaneGroups {
   std::int8_t member[32][32];
 };
 
+/// A warp's table holds plain doubles (8 bytes a total, so twice as many warps fit in shared memory as with
+/// compensated sums); every flush_tiles tiles (at most 16 * 64 = 1024 adds to a total) it is added into the warp's
+/// compensated partial table in global memory and cleared. So each total carries at most 1024 roundings of plain
+/// sums before compensation.
+constexpr int flush_tiles = 64;
+
 /// One warp per block; warp b walks tiles b, b + grid, ...: at each of a tile's 16 steps every lane has one subset,
 /// the group's first lane sums its group's weights (in lane order, by shuffles; nothing when every group is one
-/// lane) and adds them to the warp's own table of compensated sums (span + 1 entries, dynamic shared memory). The
-/// lanes that write hold distinct totals, and no other warp writes the table: no atomics, deterministic. The table
-/// goes to partial[b][...] at the end.
+/// lane) and adds them to the warp's own table (span + 1 entries, dynamic shared memory). The lanes that write hold
+/// distinct totals, and no other warp writes the table: no atomics, deterministic. The table is flushed into
+/// partial[b][...] (compensated sums, written by this warp only) every flush_tiles tiles and at the end.
 template <class W>
 __global__ void __launch_bounds__(32)
     enumerate_into_tables(const WalkItem<W>* items, int n, std::uint64_t tiles, std::uint32_t span,
-                          const LaneGroups* groups, double* partial) {
+                          const LaneGroups* groups, Compensated* partial) {
   __shared__ WalkItem<W> s_items[max_enumerated_weights];
   __shared__ std::int8_t s_member[32][32];
-  extern __shared__ double dynamic_shared[];
-  auto* table = reinterpret_cast<Compensated*>(dynamic_shared);
+  extern __shared__ double table[];  // span + 1 entries
+  Compensated* const mine = partial + static_cast<std::size_t>(blockIdx.x) * (span + 1);
   const int lane = static_cast<int>(threadIdx.x);
   for (int i = lane; i < n; i += 32) s_items[i] = items[i];
   for (int k = 0; k < 32; ++k) s_member[lane][k] = groups->member[lane][k];
-  for (std::uint32_t k = lane; k <= span; k += 32) table[k] = Compensated{};
+  for (std::uint32_t k = lane; k <= span; k += 32) {
+    table[k] = 0.0;
+    mine[k] = Compensated{};
+  }
   const int group_size = groups->size;
   const bool first_of_group = groups->member[lane][0] == lane;
+  auto flush = [&] {
+    __syncwarp();
+    for (std::uint32_t k = lane; k <= span; k += 32) {
+      mine[k].add(table[k]);
+      table[k] = 0.0;
+    }
+    __syncwarp();
+  };
   __syncwarp();
+  int unflushed = 0;
   for (std::uint64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
     const std::uint64_t mask = (detail::gray(t) << tile_log2) | (static_cast<std::uint64_t>(lane) << detail::run_log2);
     auto v = detail::from_scratch(s_items, n, mask, typename detail::Accumulator<W>::type{});
@@ -78,21 +96,23 @@ __global__ void __launch_bounds__(32)
           if (from >= 0) total += y;
         }
       }
-      if (first_of_group) table[static_cast<std::uint32_t>(v.sum)].add(total);
+      if (first_of_group) table[static_cast<std::uint32_t>(v.sum)] += total;
       __syncwarp();  // this step's updates (distinct totals) before the next step's, which may hit the same ones
     }
+    if (++unflushed == flush_tiles) {  // the same count in every lane: the warp flushes together
+      flush();
+      unflushed = 0;
+    }
   }
-  __syncwarp();
-  for (std::uint32_t k = lane; k <= span; k += 32)
-    partial[static_cast<std::size_t>(blockIdx.x) * (span + 1) + k] = table[k].value();
+  flush();
 }
 
 /// out[k] = sum over blocks b (in order) of partial[b][k]: one thread per total.
-__global__ void add_tables(const double* partial, int blocks, std::uint32_t span, double* out) {
+__global__ void add_tables(const Compensated* partial, int blocks, std::uint32_t span, double* out) {
   const std::uint32_t k = blockIdx.x * blockDim.x + threadIdx.x;
   if (k > span) return;
   Compensated sum;
-  for (int b = 0; b < blocks; ++b) sum.add(partial[static_cast<std::size_t>(b) * (span + 1) + k]);
+  for (int b = 0; b < blocks; ++b) sum.add(partial[static_cast<std::size_t>(b) * (span + 1) + k].value());
   out[k] = sum.value();
 }
 
@@ -232,17 +252,23 @@ SubsetSumLaw<std::int64_t> table_path(const detail::Walk<std::int64_t>& input, c
   const auto& walk = arranged.walk;
   const auto span = static_cast<std::uint32_t>(walk.span);
   const std::uint64_t tiles = walk.subsets() >> kernels::tile_log2;
-  const std::size_t table_bytes = (span + 1) * sizeof(detail::Compensated);
+  const std::size_t table_bytes = (span + 1) * sizeof(double);
   auto kernel = kernels::enumerate_into_tables<std::int64_t>;
   TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(table_bytes)));
   int per_sm = 0;
   TALLY_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32, table_bytes));
-  const int blocks = static_cast<int>(std::min<std::uint64_t>(tiles, std::uint64_t(std::max(per_sm, 1)) * multiprocessors()));
-  require_memory(double(blocks + 1) * (span + 1) * 8.0, who, "the table path");
+  // as many warps as fit, but at least flush_tiles tiles each where there are enough: a warp's table costs an
+  // initialization, flushes and a final add of span + 1 entries
+  const std::uint64_t resident = std::uint64_t(std::max(per_sm, 1)) * multiprocessors();
+  const int blocks = static_cast<int>(
+      std::min(resident, std::max<std::uint64_t>(std::min<std::uint64_t>(tiles, multiprocessors()),
+                                                 tiles / kernels::flush_tiles)));
+  require_memory(double(blocks + 1) * (span + 1) * 16.0, who, "the table path");
   auto items = upload_items(walk);
   DeviceBuffer<kernels::LaneGroups> groups(1);
   TALLY_CUDA_CHECK(cudaMemcpy(groups.data(), &arranged.groups, sizeof arranged.groups, cudaMemcpyHostToDevice));
-  DeviceBuffer<double> partial(static_cast<std::size_t>(blocks) * (span + 1)), table(span + 1);
+  DeviceBuffer<detail::Compensated> partial(static_cast<std::size_t>(blocks) * (span + 1));
+  DeviceBuffer<double> table(span + 1);
   kernel<<<blocks, 32, table_bytes>>>(items.data(), walk.n(), tiles, span, groups.data(), partial.data());
   TALLY_CUDA_CHECK(cudaGetLastError());
   kernels::add_tables<<<(span + 256) / 256, 256>>>(partial.data(), blocks, span, table.data());

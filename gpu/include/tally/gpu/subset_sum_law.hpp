@@ -31,7 +31,8 @@ inline constexpr int max_enumerated_weights = 36;
 /// non-negative finite doubles, for which each subset's sum is accumulated in double-double arithmetic and rounded
 /// once, so that equal subset sums are merged as equal (exact while the weights span fewer than about 50 binary
 /// orders of magnitude). Probabilities: each subset's product carries at most 3n + 45 roundings (a walk restarts
-/// from scratch every 16 subsets), and the sums merging equal totals are compensated.
+/// from scratch every 16 subsets); the sums merging equal totals are compensated (the device's table adds at most
+/// 1024 plain roundings first), so a probability's relative error is below about 1.2e-13 whatever n.
 /// Throws tally::shape_error (sizes differ), tally::domain_error (a weight negative or not finite, p outside
 /// [0,1]), tally::overflow_error (more than max_enumerated_weights weights with 0 < p < 1, or, on the device,
 /// more memory than it has: the message says how much was needed).
@@ -52,7 +53,7 @@ enum class SubsetMerge {
   automatic,  ///< `table` when it applies, else `sort`
   /// Integer weights whose total is at most max_table_span, n >= 9: one warp per block, its 32 lanes the 32
   /// subsets of five "lane" weights, each lane walking 16 subsets in Gray-code order, every total added into the
-  /// warp's own table of compensated sums in shared memory. The five lane weights are chosen so that few of their
+  /// warp's own table in shared memory (flushed into compensated sums every 1024 adds at most). The five lane weights are chosen so that few of their
   /// subset sums coincide; lanes whose totals coincide are summed by shuffles first, so the lanes that write hold
   /// distinct totals: no atomics, no sort, deterministic. The warps' tables are then added in a fixed order.
   table,
