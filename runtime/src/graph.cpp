@@ -2,6 +2,7 @@
 #include "tally/runtime/graph.hpp"
 
 #include "node.hpp"
+#include "support.hpp"
 #include "tally/error.hpp"
 
 namespace tally::runtime {
@@ -171,7 +172,14 @@ std::vector<double> Graph::observe(const Variable& x, const std::vector<std::int
   if (n->state == State::realized)
     tally::detail::fail<usage_error>("tally::runtime::Graph::observe: the variable is already realized (value ",
                                      n->value[0], " in particle 0); observe each variable once, before value()");
-  return detail::observe(*n, batch_of(v));
+  const auto values = batch_of(v);
+  if (auto impossible = detail::observe_outside_support(*n, values)) return std::move(*impossible);
+  return detail::observe(*n, values);
+}
+
+bool Graph::in_support(const Variable& x, std::int64_t v) const {
+  const auto s = detail::structural_support(*node_of(x, "in_support"));
+  return !s || s->contains(v);
 }
 
 std::vector<std::int64_t> Graph::value(const Variable& x) {

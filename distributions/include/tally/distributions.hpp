@@ -20,3 +20,4 @@
 #include "tally/distributions/sparse_pmf.hpp"
 #include "tally/distributions/truncation.hpp"
 #include "tally/distributions/uniform_int.hpp"
+#include "tally/distributions/weighted_bernoulli_sum.hpp"

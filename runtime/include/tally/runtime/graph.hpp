@@ -109,9 +109,21 @@ class Graph {
 
   // ---- observations and queries ----
   /// Observes x = v in every particle; returns log P(x = v | ...) per particle (added to the log-weights).
+  /// Before anything is grafted, v is checked against x's structural support (see in_support): when it lies
+  /// outside in every particle, every log-weight becomes -inf and x is realized at v at once, without building a
+  /// dense pmf (which may not fit: 10^6 B_1 + 3 * 10^6 B_2 spans 4 * 10^6 + 1 integers for 4 possible values) and
+  /// without conditioning x's parents (every particle is dead). Otherwise, when some value is possible, the usual
+  /// path runs for all particles and gives -inf to the impossible ones.
   std::vector<double> observe(const Variable& x, std::int64_t v);
   /// Observes x = v[i] in particle i.
   std::vector<double> observe(const Variable& x, const std::vector<std::int64_t>& v);
+  /// The structural check: false only when x = v is impossible in every particle, whatever is observed later.
+  /// It reads the graph's structure and marginalizes, samples and caches nothing: the support of a root is the
+  /// points of positive mass of its prior, of a x + c and of x +- y the image and the sumset of their operands'
+  /// supports (bit-packed), of a realized variable its values and of a marginalized one the range of its marginals.
+  /// Where that is not known (thinning, Poisson and Markov children, counts of conjugate parents, supports too
+  /// large to enumerate cheaply), the answer is true: in_support is a necessary condition, never a sufficient one.
+  bool in_support(const Variable& x, std::int64_t v) const;
   /// x's value in each particle, drawn from its exact posterior if x is not yet realized.
   std::vector<std::int64_t> value(const Variable& x);
   /// x's law in each particle (a point mass once realized).
