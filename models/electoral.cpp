@@ -16,9 +16,13 @@
 
 #include "tally/distributions/bernoulli.hpp"
 #include "tally/distributions/weighted_bernoulli_sum.hpp"
+#include "gnuplot.hpp"
 #include "tally/runtime/graph.hpp"
 
 using namespace tally;
+using tally::models::close_gnuplot;
+using tally::models::gnuplot_quote;
+using tally::models::open_gnuplot;
 using tally::runtime::Graph;
 using tally::runtime::Variable;
 
@@ -113,24 +117,10 @@ double upper_tail(const SparsePmf& d, std::int64_t k) {
   return s * std::exp(d.log_scale());
 }
 
-/// A gnuplot string literal (single quotes; a quote inside is doubled), as in sir.cpp.
-std::string gnuplot_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c);
-  return q + "'";
-}
-
 /// Draws the pmf of the total as impulses, with the majority line, into a PNG; false (and a message) on failure.
 bool plot(const SparsePmf& d, std::int64_t majority, double win, const std::string& path) {
-  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
-    std::printf("gnuplot not found: no plot drawn (install gnuplot, e.g. apt-get install gnuplot-nox)\n");
-    return false;
-  }
-  FILE* gp = popen("gnuplot", "w");
-  if (gp == nullptr) {
-    std::printf("could not start gnuplot: no plot drawn\n");
-    return false;
-  }
+  FILE* gp = open_gnuplot();
+  if (gp == nullptr) return false;
   std::fprintf(gp, "$pmf << EOD\n");
   for (Eigen::Index i = 0; i < d.size(); ++i)
     std::fprintf(gp, "%lld %.17g\n", static_cast<long long>(d.points()[i]), pdf(d, d.points()[i]));
@@ -143,11 +133,7 @@ bool plot(const SparsePmf& d, std::int64_t majority, double win, const std::stri
                "plot $pmf using 1:2 with impulses lw 2 lc rgb '#1f77b4'\n",
                gnuplot_quote(path).c_str(), static_cast<long long>(majority), win, static_cast<long long>(majority),
                static_cast<long long>(majority));
-  if (pclose(gp) != 0) {
-    std::printf("gnuplot failed: no plot drawn at %s\n", path.c_str());
-    return false;
-  }
-  return true;
+  return close_gnuplot(gp, path);
 }
 
 }  // namespace

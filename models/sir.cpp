@@ -18,9 +18,13 @@
 #include "tally/distributions/binomial.hpp"
 #include "tally/distributions/sample.hpp"
 #include "tally/runtime/conjugate.hpp"
+#include "gnuplot.hpp"
 #include "tally/runtime/graph.hpp"
 
 using namespace tally;
+using tally::models::close_gnuplot;
+using tally::models::gnuplot_quote;
+using tally::models::open_gnuplot;
 using tally::runtime::Beta;
 using tally::runtime::Graph;
 
@@ -234,24 +238,10 @@ void print_run(const char* name, const Outbreak& data, const RunResult& run) {
   std::printf("\n");
 }
 
-/// A gnuplot string literal (single quotes; a quote inside is doubled).
-std::string gnuplot_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c);
-  return q + "'";
-}
-
 /// Draws the data and the filtered S and R with their 90% bands into a PNG; false (and a message) on failure.
 bool plot(const Outbreak& data, const RunResult& run, double lambda, const std::string& path) {
-  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
-    std::printf("gnuplot not found: no plot drawn (install gnuplot, e.g. apt-get install gnuplot-nox)\n");
-    return false;
-  }
-  FILE* gp = popen("gnuplot", "w");
-  if (gp == nullptr) {
-    std::printf("could not start gnuplot: no plot drawn\n");
-    return false;
-  }
+  FILE* gp = open_gnuplot();
+  if (gp == nullptr) return false;
   std::fprintf(gp, "$run << EOD\n");
   for (std::size_t t = 0; t < run.days.size(); ++t) {
     const auto& d = run.days[t];
@@ -275,11 +265,7 @@ bool plot(const Outbreak& data, const RunResult& run, double lambda, const std::
                "     $run using 1:2 with linespoints pt 7 ps 1.2 lw 1 lc rgb '#d62728' title 'I: in bed (data)'\n",
                gnuplot_quote(path).c_str(), static_cast<long long>(data.pupils), lambda, run.log_evidence,
                run.delta_mean, run.gamma_mean, data.days(), static_cast<long long>(data.pupils));
-  if (pclose(gp) != 0) {
-    std::printf("gnuplot failed: no plot drawn at %s\n", path.c_str());
-    return false;
-  }
-  return true;
+  return close_gnuplot(gp, path);
 }
 
 /// "-71.2345", or "-inf (every weight zero on day 5)".

@@ -9,8 +9,6 @@
 
 namespace tally::gpu::detail {
 
-using tally::detail::check_probability;
-using tally::detail::checked_add;
 using tally::detail::fail;
 
 /// Requires c in [0, max_capacity] and every weight >= 0; errors name `who`.

@@ -11,7 +11,6 @@
 
 namespace tally::gpu::detail {
 
-using tally::detail::check_probability;
 using tally::detail::checked_add;
 using tally::detail::fail;
 

@@ -29,6 +29,13 @@ constexpr int tile_log2 = detail::run_log2 + lane_items;  // 512 subsets
 constexpr int chunk_log2 = 24;
 constexpr int pairs_threads = 256;
 
+/// The walk's items into shared memory (every thread of the block calls it; it synchronizes the block).
+template <class W>
+__device__ inline void load_items(const WalkItem<W>* items, int n, WalkItem<W>* s_items) {
+  for (int i = threadIdx.x; i < n; i += blockDim.x) s_items[i] = items[i];
+  __syncthreads();
+}
+
 // ---- the table path -----------------------------------------------------------------------------------------------
 /// Lanes whose lane items sum alike: member[l][0 .. size) lists, for a group's first lane l, the lanes of its group
 /// in order (l first); -1 elsewhere (and for every other lane, whose total the first lane adds).
@@ -57,7 +64,7 @@ __global__ void __launch_bounds__(32)
   extern __shared__ double table[];  // span + 1 entries
   Compensated* const mine = partial + static_cast<std::size_t>(blockIdx.x) * (span + 1);
   const int lane = static_cast<int>(threadIdx.x);
-  for (int i = lane; i < n; i += 32) s_items[i] = items[i];
+  load_items(items, n, s_items);
   for (int k = 0; k < 32; ++k) s_member[lane][k] = groups->member[lane][k];
   for (std::uint32_t k = lane; k <= span; k += 32) {
     table[k] = 0.0;
@@ -124,8 +131,7 @@ template <class W>
 __global__ void enumerate_pairs(const WalkItem<W>* items, int n, typename detail::Accumulator<W>::type start,
                                 std::uint64_t first, std::uint64_t count, std::uint64_t* keys, double* weights) {
   __shared__ WalkItem<W> s_items[max_enumerated_weights];
-  for (int i = threadIdx.x; i < n; i += blockDim.x) s_items[i] = items[i];
-  __syncthreads();
+  load_items(items, n, s_items);
   const std::uint64_t run = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::uint64_t offset = run * run_items;
   if (offset >= count) return;
@@ -152,8 +158,7 @@ template <class W>
 __global__ void per_mask_pairs(const WalkItem<W>* items, int n, typename detail::Accumulator<W>::type start,
                                std::uint64_t first, std::uint64_t count, std::uint64_t* keys, double* weights) {
   __shared__ WalkItem<W> s_items[max_enumerated_weights];
-  for (int i = threadIdx.x; i < n; i += blockDim.x) s_items[i] = items[i];
-  __syncthreads();
+  load_items(items, n, s_items);
   const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
   const auto v = detail::from_scratch(s_items, n, first + i, start);
