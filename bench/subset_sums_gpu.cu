@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_timing.cuh"
 #include "tally/gpu/reachable_sums.hpp"
 #include "tally/gpu/sampled_subset_sums.hpp"
 #include "tally/gpu/subset_sum_law.hpp"
@@ -22,48 +23,9 @@ namespace gpu = tally::gpu;
 using gpu::cuda::DpKernel;
 using gpu::cuda::SubsetMerge;
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
-/// Wall-clock milliseconds of f() (a host call that synchronizes), the best of `reps` after a warm-up when reps > 1.
-template <class F>
-double best_ms(F f, int reps) {
-  if (reps > 1) f();
-  double best = 1e300;
-  for (int i = 0; i < reps; ++i) {
-    const auto t0 = std::chrono::steady_clock::now();
-    f();
-    check(cudaDeviceSynchronize(), "timing");
-    best = std::min(best, std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
-  }
-  return best;
-}
-
-/// Device-to-device copy of 1 GiB, read + write bytes per second.
-double copy_bandwidth() {
-  const std::size_t bytes = std::size_t{1} << 30;
-  void *a = nullptr, *b = nullptr;
-  check(cudaMalloc(&a, bytes), "cudaMalloc");
-  check(cudaMalloc(&b, bytes), "cudaMalloc");
-  check(cudaMemset(a, 1, bytes), "cudaMemset");
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
-  check(cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice), "warm-up");
-  cudaEventRecord(e0);
-  for (int i = 0; i < 10; ++i) cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
-  cudaEventRecord(e1);
-  check(cudaEventSynchronize(e1), "copy");
-  float ms = 0;
-  cudaEventElapsedTime(&ms, e0, e1);
-  cudaFree(a);
-  cudaFree(b);
-  return 2.0 * bytes * 10 / (ms * 1e-3);
-}
+using tally::bench::best_ms;
+using tally::bench::check;
+using tally::bench::copy_bandwidth;
 
 /// The worst relative difference of b's weights from a's (same values required; -1 when the values differ).
 template <class W>

@@ -81,3 +81,52 @@ SubsetSumAnswer subset_sum(std::span<const std::int64_t>, std::int64_t, DpKernel
   throw cuda_error("tally::gpu::cuda::subset_sum: tally was built without CUDA");
 }
 }  // namespace tally::gpu::cuda
+
+#include "tally/gpu/chain_scan.hpp"
+#include "tally/gpu/resample.hpp"
+#include "tally/gpu/sample_batched.hpp"
+
+namespace tally::gpu::cuda {
+std::vector<std::int64_t> sample_batched(const PmfBatch&, std::uint64_t, std::uint64_t, SampleKernel) {
+  throw cuda_error("tally::gpu::cuda::sample_batched: tally was built without CUDA");
+}
+void sample_batched_device(PmfBatchView, std::uint64_t, std::uint64_t, std::int64_t*, void*) {
+  throw cuda_error("tally::gpu::cuda::sample_batched_device: tally was built without CUDA");
+}
+WeightSummary summarize_log_weights(std::span<const double>) {
+  throw cuda_error("tally::gpu::cuda::summarize_log_weights: tally was built without CUDA");
+}
+std::vector<std::size_t> resample(std::span<const double>, Resampler, std::uint64_t, std::uint64_t) {
+  throw cuda_error("tally::gpu::cuda::resample: tally was built without CUDA");
+}
+std::vector<std::uint64_t> chain_prefix_or(std::span<const std::uint64_t>, std::span<const std::uint8_t>) {
+  throw cuda_error("tally::gpu::cuda::chain_prefix_or: tally was built without CUDA");
+}
+std::vector<double> chain_prefix_sum(std::span<const double>, std::span<const std::uint8_t>) {
+  throw cuda_error("tally::gpu::cuda::chain_prefix_sum: tally was built without CUDA");
+}
+}  // namespace tally::gpu::cuda
+
+namespace tally::gpu::cuda {
+void resample_device(void*, std::size_t&, const double*, std::size_t, Resampler, std::uint64_t, std::uint64_t,
+                     std::size_t*, void*) {
+  throw cuda_error("tally::gpu::cuda::resample_device: tally was built without CUDA");
+}
+}  // namespace tally::gpu::cuda
+
+#include "tally/gpu/transitive_closure.hpp"
+
+namespace tally::gpu::cuda {
+BitMatrix boolean_product(const BitMatrix&, const BitMatrix&, BoolKernel) {
+  throw cuda_error("tally::gpu::cuda::boolean_product: tally was built without CUDA");
+}
+BitMatrix transitive_closure(const BitMatrix&, BoolKernel, ClosureOrder, int*) {
+  throw cuda_error("tally::gpu::cuda::transitive_closure: tally was built without CUDA");
+}
+void boolean_product_device(const std::uint64_t*, const std::uint64_t*, std::uint64_t*, std::size_t, void*) {
+  throw cuda_error("tally::gpu::cuda::boolean_product_device: tally was built without CUDA");
+}
+void transpose_device(const std::uint64_t*, std::uint64_t*, std::size_t, void*) {
+  throw cuda_error("tally::gpu::cuda::transpose_device: tally was built without CUDA");
+}
+}  // namespace tally::gpu::cuda

@@ -1,6 +1,10 @@
 // The engine-facing API: builds nodes of the closed set of kinds and calls the delayed-sampling core.
 #include "tally/runtime/graph.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 #include "node.hpp"
 #include "support.hpp"
 #include "tally/error.hpp"
@@ -229,6 +233,18 @@ std::vector<Dirichlet> Graph::dirichlet(const Continuous& x) {
   const auto node = node_of(x, "dirichlet");
   require_family(*node, detail::ContinuousRoot::dirichlet, "dirichlet", "Dirichlet");  // before grafting: a refused query changes nothing
   return vector_of(unrealized(node, "dirichlet").continuous->dirichlet);
+}
+
+Graph::Resampling Graph::resample_by_weight(gpu::Resampler kind) {
+  const auto& lw = context_->log_weight;
+  if (std::all_of(lw.begin(), lw.end(), [](double l) { return l == -std::numeric_limits<double>::infinity(); }))
+    return {-std::numeric_limits<double>::infinity(), 0.0, {}};
+  const auto summary = gpu::summarize_log_weights(lw);
+  constexpr std::uint64_t resampling_key = 0x7265'7361'6d70'6c65ull;  // "resample": apart from particle streams
+  auto ancestors = gpu::resample(lw, kind, context_->seed ^ resampling_key, context_->resamplings++);
+  resample(ancestors);
+  reset_log_weights();
+  return {summary.log_sum - std::log(static_cast<double>(particles())), summary.ess, std::move(ancestors)};
 }
 
 void Graph::resample(const std::vector<std::size_t>& ancestors) {

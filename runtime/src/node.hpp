@@ -67,6 +67,8 @@ struct Context {
   std::vector<RandomStream> streams;  // particle i draws from stream i
   std::vector<double> log_weight;
   Truncation truncation;
+  std::uint64_t seed;              // the program's seed (particle i's stream is (seed, i))
+  std::uint64_t resamplings = 0;   // Graph::resample_by_weight calls so far: the counter of their uniforms
   Node* first_live = nullptr;  // every live node of this context, linked through Node::next_live
 };
 

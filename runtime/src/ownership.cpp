@@ -10,10 +10,10 @@ std::atomic<std::int64_t> live_nodes{0};
 thread_local std::vector<std::shared_ptr<Node>>* graveyard = nullptr;
 }  // namespace
 
-Context::Context(std::size_t n, std::uint64_t seed, Truncation t)
-    : particles(n), log_weight(n, 0.0), truncation(t) {
+Context::Context(std::size_t n, std::uint64_t program_seed, Truncation t)
+    : particles(n), log_weight(n, 0.0), truncation(t), seed(program_seed) {
   streams.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) streams.emplace_back(seed, i);
+  for (std::size_t i = 0; i < n; ++i) streams.emplace_back(program_seed, i);
 }
 
 Node::Node(std::shared_ptr<Context> c, Kind k, State s) : context(std::move(c)), kind(std::move(k)), state(s) {

@@ -11,6 +11,7 @@
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/sample.hpp"
 #include "tally/distributions/truncation.hpp"
+#include "tally/gpu/resample.hpp"
 #include "tally/runtime/conjugate.hpp"
 
 namespace tally::runtime {
@@ -142,6 +143,17 @@ class Graph {
   void reset_log_weights();
   /// Resampling: particle i becomes a copy of particle ancestors[i], in every live variable (size P each).
   void resample(const std::vector<std::size_t>& ancestors);
+  /// What resample_by_weight did.
+  struct Resampling {
+    double log_mean_weight;               ///< \f$\log \frac1P \sum_i e^{\ell_i}\f$: the log-evidence increment
+    double ess;                           ///< effective sample size of the weights before resampling
+    std::vector<std::size_t> ancestors;   ///< empty when nothing was resampled
+  };
+  /// Resamples by the particles' own log-weights (tally::gpu::resample: on the GPU for large P; `kind` systematic
+  /// or multinomial, uniforms philox_uniform(seed ^ key, j, k) for the k-th call, apart from the particles'
+  /// streams), then resets the log-weights to 0. When every log-weight is -inf (every particle impossible), nothing
+  /// changes and log_mean_weight is -inf.
+  Resampling resample_by_weight(gpu::Resampler kind = gpu::Resampler::systematic);
   /// Particle i's random stream (for the engine's own draws, reproducibly).
   RandomStream& stream(std::size_t i);
   const Truncation& truncation() const;

@@ -1,0 +1,105 @@
+// Reachability in a DAG: boolean (AND/OR) matrix products on bit-packed rows and the transitive closure by squaring.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "tally/gpu/bit_matrix.hpp"
+
+namespace tally::gpu {
+
+/// The dispatch thresholds, compile-time constants to be set from bench/closure_gpu.cu's measurements: closures of
+/// at least cuda_min_closure_nodes nodes, and products of at least cuda_min_product_nodes, run on the device when
+/// one is present (TALLY_DEVICE=gpu or cpu forces either way); smaller ones on the CPU.
+inline constexpr std::size_t cuda_min_closure_nodes = 2048;
+inline constexpr std::size_t cuda_min_product_nodes = 1024;
+
+/// The boolean product \f$C_{ij} = \bigvee_k A_{ik} \wedge B_{kj}\f$ of two n x n matrices.
+/// Throws tally::shape_error when the sizes differ. The dispatch point: CUDA when built, a device is present and
+/// n >= cuda_min_product_nodes; else cpu::boolean_product.
+BitMatrix boolean_product(const BitMatrix& a, const BitMatrix& b);
+
+/// The transitive closure of a DAG given by its adjacency (A_ij = 1: an edge i -> j):
+/// \f$R_{ij} = 1\f$ iff a path of length >= 1 goes from i to j (so R_ii = 0 for every node of a DAG).
+/// A graph with a cycle (a self-loop included) is a tally::shape_error that names a node on a cycle.
+/// The dispatch point: cuda::transitive_closure (repeated squaring) when built, a device is present and
+/// n >= cuda_min_closure_nodes; else cpu::transitive_closure.
+BitMatrix transitive_closure(const BitMatrix& adjacency);
+
+/// A topological order of the DAG: order[p] is the node at position p, and every edge i -> j has i before j.
+/// By an iterative depth-first search over the packed rows (O(n^2 / 64 + edges) word operations: reverse
+/// post-order). Throws tally::shape_error when the graph has a cycle, listing the nodes of one.
+std::vector<std::size_t> topological_order(const BitMatrix& adjacency);
+
+namespace cpu {
+/// The CPU reference of the product, by rows: row i of C is the OR of the rows k of B for the set bits k of row i of
+/// A, one word (64 columns) at a time: O(n^2 / 64 + nnz(A) n / 64) word operations. Same contract as above.
+BitMatrix boolean_product(const BitMatrix& a, const BitMatrix& b);
+
+/// The closure in reverse topological order: row u of R is the OR over u's successors v of (e_v | row v of R),
+/// each row finished before any predecessor reads it: O(n^2 / 64 + edges * n / 64). Same contract as above.
+BitMatrix transitive_closure(const BitMatrix& adjacency);
+
+/// Warshall's algorithm on packed rows, an independent check of the others: for k = 0..n-1, every row i with
+/// R_ik set gets R_i |= R_k (O(n^3 / 64) at most). A cycle shows as some R_ii set after it: tally::shape_error.
+BitMatrix warshall_closure(const BitMatrix& adjacency);
+
+/// The closure by repeated squaring on the CPU, the algorithm of cuda::transitive_closure with the order as given:
+/// R <- R | R * R (cpu::boolean_product) until nothing changes or ceil(log2 n) squarings are done (after s of them
+/// every path of length <= 2^s is covered, and no simple path or cycle is longer than n). A cycle shows as some
+/// R_ii set at the end: tally::shape_error. When `squarings` is not null it receives the number of products.
+BitMatrix closure_by_squaring(const BitMatrix& adjacency, int* squarings = nullptr);
+}  // namespace cpu
+
+namespace cuda {
+/// Which CUDA kernel computes a boolean product.
+enum class BoolKernel {
+  automatic,  ///< `packed`
+  /// The contraction axis packed 64 entries per word: A's rows and the rows of B's transpose. A block of 256
+  /// threads computes a 64 x 128 tile of C: word strips of 64 rows of A and 128 rows of B^T stream through shared
+  /// memory (cp.async, double-buffered, 8 words of k per stage); each thread ORs (a & b) for 8 rows x 4 columns in
+  /// registers (a zero word of A, the same for a whole warp, is skipped), and an output word (64 cells) is packed by
+  /// warp ballots and written at once. Early exit: a cell is done once its OR is non-zero (or it was already set,
+  /// in a closure); a warp whose cells are all done skips the arithmetic, and the block leaves the k loop as soon as
+  /// all its cells are done (a barrier vote, so that no thread waits at a barrier that others skipped).
+  packed,
+  /// The seed-001 baseline: one byte per entry and one thread per cell, C_ij = OR_k (A_ik & B_kj) with the loop
+  /// left at the first k that makes it true.
+  byte_per_entry,
+};
+
+/// The order in which cuda::transitive_closure squares the matrix.
+enum class ClosureOrder {
+  /// Nodes relabelled in a topological order first (topological_order on the host, which also reports a cycle;
+  /// the permutation itself on the device): R is then strictly upper triangular, so cell (i, j) needs only k in
+  /// (i, j), tiles below the diagonal are skipped, and tiles far above it are mostly all true and leave early.
+  topological,
+  /// The labels as given, the plain algorithm: every product runs over all k. A cycle shows as some R_ii set
+  /// once the squarings are done (the graph is squared to the end first).
+  as_given,
+};
+
+/// The CUDA implementations, host memory in and out (copies included); same contracts as above. Throw
+/// tally::cuda_error when tally was built without CUDA, there is no device, or a CUDA call fails, and
+/// tally::overflow_error, before allocating anything, when the matrices do not fit in the device's free memory
+/// (the message says how many bytes were needed and how many are free).
+BitMatrix boolean_product(const BitMatrix& a, const BitMatrix& b, BoolKernel kernel = BoolKernel::automatic);
+
+/// The closure by repeated squaring on the device, R <- R | R * R, as cpu::closure_by_squaring: the matrix, its
+/// transpose and the next one stay on the device, and each squaring brings back one flag, set by the product
+/// kernel when some bit of R changed; squaring stops when none did, or after ceil(log2 n) squarings. When
+/// `squarings` is not null it receives the number of products (the same count as cpu::closure_by_squaring's).
+BitMatrix transitive_closure(const BitMatrix& adjacency, BoolKernel kernel = BoolKernel::automatic,
+                             ClosureOrder order = ClosureOrder::topological, int* squarings = nullptr);
+
+/// On device memory, the packed kernel alone: c = a * b for n x n matrices, `a` A's rows and `bt` the rows of B's
+/// transpose (n * words_per_row(n) words each, bits beyond column n - 1 zero), `c` not overlapping them; `stream`
+/// is a cudaStream_t (nullptr: the default stream). Asynchronous; nothing is checked but n.
+void boolean_product_device(const std::uint64_t* a, const std::uint64_t* bt, std::uint64_t* c, std::size_t n,
+                            void* stream = nullptr);
+/// On device memory: out = the transpose of `in` (n x n packed as above; they must not overlap). Asynchronous.
+void transpose_device(const std::uint64_t* in, std::uint64_t* out, std::size_t n, void* stream = nullptr);
+}  // namespace cuda
+
+}  // namespace tally::gpu
