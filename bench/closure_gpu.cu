@@ -244,6 +244,11 @@ void closure(cublasHandle_t h, std::size_t n, bool quick) {
   std::printf("\n## Transitive closure: N = %zu, a random DAG of expected out-degree 8 (edges forward in a random "
               "order): %lld edges, longest path %zu, %lld reachable pairs\n\n",
               n, static_cast<long long>(a.count()), longest, static_cast<long long>(want.count()));
+  {
+    BitMatrix r;
+    const double ms = best_ms([&] { r = gpu::cuda::closure_by_levels(a); }, reps);
+    rows.push_back({"tally level by level (`cuda::closure_by_levels`)", 0, ms, r == want});
+  }
   for (const auto order : {ClosureOrder::topological, ClosureOrder::as_given}) {
     BitMatrix r;
     int s = 0;

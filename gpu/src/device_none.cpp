@@ -130,3 +130,11 @@ void transpose_device(const std::uint64_t*, std::uint64_t*, std::size_t, void*) 
   throw cuda_error("tally::gpu::cuda::transpose_device: tally was built without CUDA");
 }
 }  // namespace tally::gpu::cuda
+
+#include "tally/gpu/transitive_closure.hpp"
+
+namespace tally::gpu::cuda {
+BitMatrix closure_by_levels(const BitMatrix&) {
+  throw cuda_error("tally::gpu::cuda::closure_by_levels: tally was built without CUDA");
+}
+}  // namespace tally::gpu::cuda

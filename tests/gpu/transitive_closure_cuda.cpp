@@ -84,6 +84,23 @@ TEST_CASE("device closures of long chains and dense DAGs", "[gpu][closure][devic
   REQUIRE(boolean_product(a, a) == cpu::boolean_product(a, a));
 }
 
+TEST_CASE("device closures level by level equal the CPU's", "[gpu][closure][device]") {
+  if (skip_without_device()) return;
+  std::mt19937_64 gen(std::random_device{}());
+  for (const std::size_t n : {1, 2, 63, 65, 127, 1000, 2050, 5003})
+    for (const double degree : {0.0, 0.5, 4.0, 8.0, 200.0}) {
+      INFO("n = " << n << ", out-degree " << degree);
+      const BitMatrix adjacency = random_dag(gen, n, degree);
+      REQUIRE(cuda::closure_by_levels(adjacency) == cpu::transitive_closure(adjacency));
+    }
+  const BitMatrix line = chain(random_labels(gen, 3001));  // 3001 levels
+  REQUIRE(cuda::closure_by_levels(line) == cpu::transitive_closure(line));
+  BitMatrix cyclic = chain(random_labels(gen, 100));
+  const auto order = topological_order(cyclic);
+  cyclic.set(order[99], order[10]);
+  REQUIRE_THROWS_WITH(cuda::closure_by_levels(cyclic), Catch::Contains("cycle through node"));
+}
+
 TEST_CASE("device closures of a graph with a cycle get a clear error", "[gpu][closure][device]") {
   if (skip_without_device()) return;
   std::mt19937_64 gen(std::random_device{}());

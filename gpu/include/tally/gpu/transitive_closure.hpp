@@ -93,6 +93,13 @@ BitMatrix boolean_product(const BitMatrix& a, const BitMatrix& b, BoolKernel ker
 BitMatrix transitive_closure(const BitMatrix& adjacency, BoolKernel kernel = BoolKernel::automatic,
                              ClosureOrder order = ClosureOrder::topological, int* squarings = nullptr);
 
+/// The closure of a DAG level by level instead of by squaring: levels from the sinks (level 0) up, a node's level
+/// one more than its successors' largest; then, one launch per level, the row of each node of the level is
+/// \f$R_v = \bigvee_{c \in \mathrm{succ}(v)} (R_c \vee e_c)\f$ (its successors' rows are finished). About
+/// edges x n / 64 word operations, against n^3 / 64 per squaring. The topological order, the successor lists and
+/// the levels are found on the host (O(n^2 / 64 + edges)). Same contract as transitive_closure.
+BitMatrix closure_by_levels(const BitMatrix& adjacency);
+
 /// On device memory, the packed kernel alone: c = a * b for n x n matrices, `a` A's rows and `bt` the rows of B's
 /// transpose (n * words_per_row(n) words each, bits beyond column n - 1 zero), `c` not overlapping them; `stream`
 /// is a cudaStream_t (nullptr: the default stream). Asynchronous; nothing is checked but n.
