@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_timing.cuh"
 #include "tally/gpu/convolve.hpp"
 #include "tally/gpu/convolve_batched.hpp"
 
@@ -20,37 +21,14 @@ namespace {
 using big = boost::multiprecision::cpp_bin_float_50;
 using tally::gpu::PmfBatch;
 using tally::gpu::cuda::Kernel;
+using tally::bench::check;
+using tally::bench::event_ms;
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
 void check(cufftResult e, const char* what) {
   if (e != CUFFT_SUCCESS) {
     std::fprintf(stderr, "%s: cuFFT error %d\n", what, static_cast<int>(e));
     std::exit(1);
   }
-}
-
-/// Mean milliseconds of f() over reps calls, after one warm-up, timed with events on the default stream.
-template <class F>
-double time_ms(F f, int reps) {
-  f();
-  check(cudaDeviceSynchronize(), "warm-up");
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  cudaEventRecord(a);
-  for (int i = 0; i < reps; ++i) f();
-  cudaEventRecord(b);
-  check(cudaEventSynchronize(b), "timing");
-  float ms = 0;
-  cudaEventElapsedTime(&ms, a, b);
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return ms / reps;
 }
 
 template <class F>
@@ -252,7 +230,7 @@ void single(std::size_t n, const Machine& mc, std::mt19937_64& gen) {
   };
   std::vector<Result> results;
   auto device_row = [&](const char* method, Kernel k, double peak, int r) {
-    const double ms = time_ms([&] { tally::gpu::cuda::convolve_device(dx, n, dy, n, dr, nullptr, k); }, r);
+    const double ms = event_ms([&] { tally::gpu::cuda::convolve_device(dx, n, dy, n, dr, nullptr, k); }, r);
     const auto got = to_host(dr, outputs);
     results.push_back({method, ms, peak, ref.max_error([&](std::size_t, std::size_t k2) { return got[k2]; })});
   };
@@ -261,7 +239,7 @@ void single(std::size_t n, const Machine& mc, std::mt19937_64& gen) {
   device_row("seed-004 skew baseline, float64", Kernel::skew, mc.fp64, n > 4096 ? 3 : 50);
   {
     FftConvolution fft(dx, dy, 1, n);
-    const double ms = time_ms([&] { fft.run(); }, reps);
+    const double ms = event_ms([&] { fft.run(); }, reps);
     const auto got = fft.result(0);
     results.push_back({"cuFFT D2Z, multiply, Z2D (float64)", ms, 0,
                        ref.max_error([&](std::size_t, std::size_t k) { return got[k]; })});
@@ -289,7 +267,7 @@ void single(std::size_t n, const Machine& mc, std::mt19937_64& gen) {
     tally::gpu::cpu::convolve(std::span<const double>(xd), std::span<const double>(yd), std::span<double>(want));
     float *fx = to_device(xf), *fy = to_device(yf), *fr = nullptr;
     check(cudaMalloc(&fr, outputs * sizeof(float)), "cudaMalloc");
-    const double ms = time_ms([&] { tally::gpu::cuda::convolve_device(fx, n, fy, n, fr); }, reps);
+    const double ms = event_ms([&] { tally::gpu::cuda::convolve_device(fx, n, fy, n, fr); }, reps);
     const auto got = to_host(fr, outputs);
     double worst = 0;
     for (std::size_t k = 0; k < outputs; ++k) worst = std::max(worst, std::abs(got[k] - want[k]) / want[k]);
@@ -324,7 +302,7 @@ void batched(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_64& g
   };
   std::vector<Result> results;
   auto device_row = [&](const char* method, Kernel k, double peak) {
-    const double ms = time_ms([&] { tally::gpu::cuda::convolve_batched_device(vx, vy, m, vr, nullptr, k); }, reps);
+    const double ms = event_ms([&] { tally::gpu::cuda::convolve_batched_device(vx, vy, m, vr, nullptr, k); }, reps);
     const auto w = to_host(dr.weights, P * outputs);
     const auto s = to_host(dr.log_scale, P);
     // compare unscaled: weight times exp(log_scale) (the inputs had log_scale of their own maximum)
@@ -339,7 +317,7 @@ void batched(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_64& g
   if (P <= 65535) device_row("seed-004 skew baseline + rescale pass", Kernel::skew, mc.fp64);
   {
     FftConvolution fft(dx.weights, dy.weights, P, m);
-    const double ms = time_ms([&] { fft.run(); }, reps);
+    const double ms = event_ms([&] { fft.run(); }, reps);
     std::vector<std::vector<double>> got(P);
     for (const auto& e : ref.entries)
       if (got[e.pair].empty()) got[e.pair] = fft.result(e.pair);
@@ -397,7 +375,7 @@ void conditioning(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_
   };
   std::vector<Result> results;
   {
-    const double ms = time_ms([&] { tally::gpu::cuda::condition_on_sum_batched_device(vx, vy, dz, vp, ll); }, 200);
+    const double ms = event_ms([&] { tally::gpu::cuda::condition_on_sum_batched_device(vx, vy, dz, vp, ll); }, 200);
     const auto got = to_host(ll, P);
     results.push_back({"tally one launch (posterior + log-likelihood)", ms,
                        loglik_error([&](std::size_t i) { return got[i]; })});
@@ -406,14 +384,14 @@ void conditioning(std::size_t P, std::size_t m, const Machine& mc, std::mt19937_
     const std::size_t outputs = 2 * m - 1;
     DeviceBatch dr(P, P * outputs);
     const auto vr = dr.out();
-    const double ms = time_ms([&] { tally::gpu::cuda::convolve_batched_device(vx, vy, m, vr, nullptr, Kernel::skew); }, 20);
+    const double ms = event_ms([&] { tally::gpu::cuda::convolve_batched_device(vx, vy, m, vr, nullptr, Kernel::skew); }, 20);
     const auto w = to_host(dr.weights, P * outputs);
     const auto s = to_host(dr.log_scale, P);
     results.push_back({"seed-004 skew kernel, whole convolution (likelihood only)", ms, loglik_error([&](std::size_t i) {
                          return std::log(w[i * outputs + static_cast<std::size_t>(z[i])]) + s[i];
                        })});
     FftConvolution fft(dx.weights, dy.weights, P, m);
-    const double fms = time_ms([&] { fft.run(); }, 20);
+    const double fms = event_ms([&] { fft.run(); }, 20);
     std::vector<double> at(P, 0.0);
     for (const auto& [i, want] : ref) at[i] = fft.result(i)[static_cast<std::size_t>(z[i])];
     results.push_back({"cuFFT batched, whole convolution (likelihood only)", fms, loglik_error([&](std::size_t i) {
@@ -444,7 +422,7 @@ int main(int argc, char** argv) {
     void *a = nullptr, *b = nullptr;
     check(cudaMalloc(&a, bytes), "cudaMalloc");
     check(cudaMalloc(&b, bytes), "cudaMalloc");
-    const double ms = time_ms([&] { cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice); }, 10);
+    const double ms = event_ms([&] { cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice); }, 10);
     mc.copy = 2.0 * bytes / (ms / 1e3);
     cudaFree(a);
     cudaFree(b);

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "tally/error.hpp"
 #include "tally/gpu/backend.hpp"
@@ -48,6 +49,15 @@ class DeviceBuffer {
   T* data_ = nullptr;
   std::size_t size_;
 };
+
+/// A copy of a host vector in device memory (one element at least, so that an empty vector still has a pointer).
+template <class T>
+DeviceBuffer<T> upload(const std::vector<T>& host) {
+  DeviceBuffer<T> out(host.empty() ? 1 : host.size());
+  if (!host.empty()) cuda_check(cudaMemcpy(out.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
+                                "cudaMemcpy", __FILE__, __LINE__);
+  return out;
+}
 
 }  // namespace tally::gpu::detail
 

@@ -123,14 +123,8 @@ __global__ void search_scanned(PmfBatchView pmfs, const double* scanned, std::ui
 namespace {
 
 using detail::DeviceBuffer;
+using detail::upload;
 
-template <class T>
-DeviceBuffer<T> upload(const std::vector<T>& host) {
-  DeviceBuffer<T> out(std::max<std::size_t>(host.size(), 1));
-  if (!host.empty())
-    TALLY_CUDA_CHECK(cudaMemcpy(out.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return out;
-}
 
 }  // namespace
 

@@ -56,14 +56,8 @@ __global__ void first_of_value(const W* sorted, const std::uint64_t* sample_begi
 namespace {
 
 using detail::DeviceBuffer;
+using detail::upload;
 
-template <class T>
-DeviceBuffer<T> upload(const std::vector<T>& host) {
-  DeviceBuffer<T> out(std::max<std::size_t>(host.size(), 1));
-  if (!host.empty())
-    TALLY_CUDA_CHECK(cudaMemcpy(out.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
-  return out;
-}
 
 template <class W>
 std::vector<std::vector<W>> sampled(const std::vector<std::vector<W>>& vectors, std::size_t k, std::uint64_t seed) {

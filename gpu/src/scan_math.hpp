@@ -3,14 +3,6 @@
 
 #include <cstdint>
 
-#ifndef TALLY_HD
-#if defined(__CUDACC__)
-#define TALLY_HD __host__ __device__
-#else
-#define TALLY_HD
-#endif
-#endif
-
 namespace tally::gpu::detail {
 
 /// Prefix sums of a pmf are formed chunk by chunk, 32 weights at a time (lanes past the end hold 0): within a chunk

@@ -6,20 +6,14 @@
 #include <random>
 #include <vector>
 
+#include "device.hpp"
 #include "tally/gpu/backend.hpp"
 #include "tally/gpu/chain_scan.hpp"
 #include "tally/gpu/resample.hpp"
 #include "tally/gpu/sample_batched.hpp"
 
 using namespace tally::gpu;
-
-namespace {
-bool skip_without_device() {
-  if (cuda_available()) return false;
-  WARN("skipped: " << device_description());
-  return true;
-}
-}  // namespace
+using tally::test::skip_without_device;
 
 TEST_CASE("device batched sampling draws exactly what the CPU draws", "[gpu][scans][device]") {
   if (skip_without_device()) return;

@@ -6,20 +6,17 @@
 #include <vector>
 
 #include "tally/error.hpp"
+#include "device.hpp"
 #include "tally/gpu/backend.hpp"
 #include "tally/gpu/reachable_sums.hpp"
 #include "tally/gpu/sampled_subset_sums.hpp"
 #include "tally/gpu/subset_sum_law.hpp"
 
 using namespace tally::gpu;
+using tally::test::skip_without_device;
 
 namespace {
 
-bool skip_without_device() {
-  if (cuda_available()) return false;
-  WARN("skipped: " << device_description());
-  return true;
-}
 
 std::vector<double> random_probabilities(std::mt19937_64& gen, std::size_t n) {
   std::uniform_real_distribution<double> u(0.0, 1.0);

@@ -6,23 +6,15 @@
 
 #include "gpu/random_graphs.hpp"
 #include "tally/error.hpp"
+#include "device.hpp"
 #include "tally/gpu/backend.hpp"
 #include "tally/gpu/transitive_closure.hpp"
 
 using namespace tally::gpu;
+using tally::test::skip_without_device;
 using namespace tally::test;
 using cuda::BoolKernel;
 using cuda::ClosureOrder;
-
-namespace {
-
-bool skip_without_device() {
-  if (cuda_available()) return false;
-  WARN("skipped: " << device_description());
-  return true;
-}
-
-}  // namespace
 
 TEST_CASE("device boolean products equal the CPU reference, every kernel", "[gpu][closure][device]") {
   if (skip_without_device()) return;
