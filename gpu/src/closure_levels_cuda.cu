@@ -78,12 +78,9 @@ BitMatrix closure_by_levels(const BitMatrix& adjacency) {
   std::vector<std::size_t> fill(level_begin.begin(), level_begin.end() - 1);
   for (std::size_t v = 0; v < n; ++v) by_level[fill[level[v]]++] = static_cast<std::uint32_t>(v);
 
-  std::size_t free = 0, total = 0;
-  TALLY_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-  const double bytes = 8.0 * double(n) * double(words) + 4.0 * double(succ.size() + n) + 8.0 * double(n + 1);
-  if (bytes > 0.9 * double(free))
-    tally::detail::fail<overflow_error>(who, ": the closure needs ", bytes, " bytes of device memory; ", free,
-                                        " bytes are free");
+  detail::require_device_memory(
+      8.0 * double(n) * double(words) + 4.0 * double(succ.size() + n) + 8.0 * double(n + 1), who,
+      "the closure and the successor lists");
   auto d_begin = upload(succ_begin);
   auto d_succ = upload(succ);
   auto d_nodes = upload(by_level);

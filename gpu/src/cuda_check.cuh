@@ -50,6 +50,16 @@ class DeviceBuffer {
   std::size_t size_;
 };
 
+/// Throws tally::overflow_error naming `who` when `what` needs `bytes` of device memory and that is more than 90 %
+/// of what is free: a clear refusal before anything is allocated, rather than a failed cudaMalloc half-way.
+inline void require_device_memory(double bytes, const char* who, const char* what) {
+  std::size_t free = 0, total = 0;
+  cuda_check(cudaMemGetInfo(&free, &total), "cudaMemGetInfo", __FILE__, __LINE__);
+  if (bytes > 0.9 * static_cast<double>(free))
+    tally::detail::fail<overflow_error>(who, ": ", what, " needs ", bytes, " bytes of device memory; ", free,
+                                        " bytes are free (", total, " in all)");
+}
+
 /// A copy of a host vector in device memory (one element at least, so that an empty vector still has a pointer).
 template <class T>
 DeviceBuffer<T> upload(const std::vector<T>& host) {

@@ -107,13 +107,6 @@ unsigned blocks_for(std::uint64_t items, std::uint64_t per_block) {
   return static_cast<unsigned>((items + per_block - 1) / per_block);
 }
 
-void require_memory(double bytes, const char* who) {
-  std::size_t free = 0, total = 0;
-  TALLY_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-  if (bytes > 0.9 * static_cast<double>(free))
-    detail::fail<overflow_error>(who, ": the rows need ", bytes, " bytes of device memory; ", free, " bytes are free");
-}
-
 /// The weights that can change the row (0 < w <= c), in increasing order: the active prefix grows slowly.
 std::vector<std::int64_t> useful_weights(std::span<const std::int64_t> w, std::int64_t c) {
   std::vector<std::int64_t> out;
@@ -132,7 +125,7 @@ struct DeviceRow {
 DeviceRow packed_programme(const std::vector<std::int64_t>& w, std::int64_t c, int per_pass, bool stop_early,
                            const char* who) {
   const std::uint64_t words = static_cast<std::uint64_t>(c / 64 + 1), last = words - 1;
-  require_memory(16.0 * double(words), who);
+  detail::require_device_memory(16.0 * double(words), who, "the two packed rows");
   DeviceBuffer<std::uint64_t> a(words), b(words);
   TALLY_CUDA_CHECK(cudaMemset(a.data(), 0, words * 8));
   TALLY_CUDA_CHECK(cudaMemset(b.data(), 0, words * 8));
@@ -177,7 +170,7 @@ DeviceRow packed_programme(const std::vector<std::int64_t>& w, std::int64_t c, i
 
 DeviceRow byte_programme(const std::vector<std::int64_t>& w, std::int64_t c, const char* who) {
   const std::uint64_t cells = static_cast<std::uint64_t>(c) + 1, words = static_cast<std::uint64_t>(c / 64 + 1);
-  require_memory(2.0 * double(cells) + 8.0 * double(words), who);
+  detail::require_device_memory(2.0 * double(cells) + 8.0 * double(words), who, "the two byte rows");
   DeviceBuffer<unsigned char> a(cells), b(cells);
   TALLY_CUDA_CHECK(cudaMemset(a.data(), 0, cells));
   TALLY_CUDA_CHECK(cudaMemset(a.data(), 1, 1));

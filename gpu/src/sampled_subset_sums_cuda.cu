@@ -75,11 +75,7 @@ std::vector<std::vector<W>> sampled(const std::vector<std::vector<W>>& vectors, 
     sample_begin.push_back(sample_begin.back() + counts[i]);
   }
   const std::uint64_t samples = sample_begin.back();
-  std::size_t free = 0, total = 0;
-  TALLY_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-  if (4.0 * sizeof(W) * double(samples) > 0.9 * double(free))
-    detail::fail<overflow_error>(who, ": ", samples, " samples need about ", 4.0 * sizeof(W) * double(samples),
-                                 " bytes of device memory; ", free, " bytes are free");
+  detail::require_device_memory(4.0 * sizeof(W) * double(samples), who, "the samples, sorted and deduplicated");
   auto d_weights = upload(flat);
   auto d_weight_begin = upload(weight_begin);
   auto d_sample_begin = upload(sample_begin);

@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "convolve_tensor.cuh"
 #include "cuda_check.cuh"
 #include "subset_walk.hpp"
 
@@ -172,21 +173,7 @@ namespace {
 
 using detail::DeviceBuffer;
 
-int multiprocessors() {
-  int device = 0, count = 0;
-  TALLY_CUDA_CHECK(cudaGetDevice(&device));
-  TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device));
-  return count;
-}
-
-/// Throws overflow_error when `bytes` exceed the device's free memory.
-void require_memory(double bytes, const char* who, const char* what) {
-  std::size_t free = 0, total = 0;
-  TALLY_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-  if (bytes > 0.9 * static_cast<double>(free))
-    detail::fail<overflow_error>(who, ": ", what, " needs ", bytes, " bytes of device memory; ", free,
-                                 " bytes are free");
-}
+using kernels::multiprocessors;
 
 template <class W>
 DeviceBuffer<detail::WalkItem<W>> upload_items(const detail::Walk<W>& walk) {
@@ -268,7 +255,7 @@ SubsetSumLaw<std::int64_t> table_path(const detail::Walk<std::int64_t>& input, c
   const int blocks = static_cast<int>(
       std::min(resident, std::max<std::uint64_t>(std::min<std::uint64_t>(tiles, multiprocessors()),
                                                  tiles / kernels::flush_tiles)));
-  require_memory(double(blocks + 1) * (span + 1) * 16.0, who, "the table path");
+  detail::require_device_memory(double(blocks + 1) * (span + 1) * 16.0, who, "the table path");
   auto items = upload_items(walk);
   DeviceBuffer<kernels::LaneGroups> groups(1);
   TALLY_CUDA_CHECK(cudaMemcpy(groups.data(), &arranged.groups, sizeof arranged.groups, cudaMemcpyHostToDevice));
@@ -319,7 +306,7 @@ SubsetSumLaw<W> sort_path(const detail::Walk<W>& walk, bool per_mask, const char
   if constexpr (std::is_integral_v<W>) distinct = std::min(distinct, double(walk.span) + 1.0);
   const double merged = double(chunks) * std::min(double(chunk), distinct);
   // chunk pairs and their sorted copies, the chunks' distinct sums and their sorted copies, sort space (~ a copy)
-  require_memory(32.0 * double(chunk) + 32.0 * merged + 16.0 * std::max(double(chunk), merged), who,
+  detail::require_device_memory(32.0 * double(chunk) + 32.0 * merged + 16.0 * std::max(double(chunk), merged), who,
                  "merging the subset sums by sorting");
   const int key_bits = std::is_integral_v<W> ? std::max(1, static_cast<int>(std::bit_width(std::uint64_t(walk.span)))) : 63;
   auto items = upload_items(walk);

@@ -17,15 +17,6 @@ using Bytes = DeviceBuffer<unsigned char>;
 
 constexpr int launch_threads = 256;
 
-/// Throws tally::overflow_error naming `who` when `bytes` of device memory are more than 90% of what is free.
-void require_memory(double bytes, const char* who) {
-  std::size_t free = 0, total = 0;
-  TALLY_CUDA_CHECK(cudaMemGetInfo(&free, &total));
-  if (bytes > 0.9 * static_cast<double>(free))
-    tally::detail::fail<overflow_error>(who, ": the matrices need ", bytes, " bytes of device memory; ", free,
-                                        " bytes are free (", total, " in all)");
-}
-
 double packed_bytes(std::size_t n) { return 8.0 * double(n) * double(BitMatrix::words_per_row(n)); }
 
 unsigned grid_for(std::uint64_t items, std::uint64_t per_block, std::uint64_t most = 1u << 30) {
@@ -177,7 +168,7 @@ BitMatrix boolean_product(const BitMatrix& a, const BitMatrix& b, BoolKernel ker
   detail::require_device(who);
   const std::size_t n = a.size(), words = a.words().size();
   if (kernel == BoolKernel::byte_per_entry) {
-    require_memory(3.0 * packed_bytes(n) + 3.0 * double(n) * double(n), who);
+    detail::require_device_memory(3.0 * packed_bytes(n) + 3.0 * double(n) * double(n), who, "the matrices");
     Words da(words), db(words), dc(words);
     upload(a, da);
     upload(b, db);
@@ -188,7 +179,7 @@ BitMatrix boolean_product(const BitMatrix& a, const BitMatrix& b, BoolKernel ker
     launch_pack(bc.data(), dc.data(), n);
     return download(dc, n);
   }
-  require_memory(4.0 * packed_bytes(n), who);
+  detail::require_device_memory(4.0 * packed_bytes(n), who, "the matrices");
   Words da(words), db(words), dbt(words), dc(words);
   upload(a, da);
   upload(b, db);
@@ -204,7 +195,7 @@ BitMatrix transitive_closure(const BitMatrix& adjacency, BoolKernel kernel, Clos
   const std::size_t n = adjacency.size(), words = adjacency.words().size();
   const bool bytes = kernel == BoolKernel::byte_per_entry, topological = order == ClosureOrder::topological;
   const double need = (bytes ? 2.0 * packed_bytes(n) + 2.0 * double(n) * double(n) : 3.0 * packed_bytes(n)) + 8.0 * n;
-  require_memory(need, who);
+  detail::require_device_memory(need, who, "the matrices");
   Relabel relabel{DeviceBuffer<std::uint32_t>(0), DeviceBuffer<std::uint32_t>(0)};
   if (topological) relabel = relabelling(adjacency, who);
   const int bound = detail::squaring_bound(n);
