@@ -244,17 +244,20 @@ void closure(cublasHandle_t h, std::size_t n, bool quick) {
   std::printf("\n## Transitive closure: N = %zu, a random DAG of expected out-degree 8 (edges forward in a random "
               "order): %lld edges, longest path %zu, %lld reachable pairs\n\n",
               n, static_cast<long long>(a.count()), longest, static_cast<long long>(want.count()));
+  for (const auto kernel : {BoolKernel::tensor_b1, BoolKernel::packed})
+    for (const auto order : {ClosureOrder::topological, ClosureOrder::as_given}) {
+      BitMatrix r;
+      int s = 0;
+      const double ms = best_ms([&] { r = gpu::cuda::transitive_closure(a, kernel, order, &s); }, reps);
+      rows.push_back({std::string(kernel == BoolKernel::tensor_b1 ? "tally tensor cores (b1 MMA)"
+                                                                  : "tally packed (LOP3)") +
+                          (order == ClosureOrder::topological ? ", topological order" : ", order as given"),
+                      s, ms, r == want});
+    }
   {
     BitMatrix r;
     const double ms = best_ms([&] { r = gpu::cuda::closure_by_levels(a); }, reps);
     rows.push_back({"tally level by level (`cuda::closure_by_levels`)", 0, ms, r == want});
-  }
-  for (const auto order : {ClosureOrder::topological, ClosureOrder::as_given}) {
-    BitMatrix r;
-    int s = 0;
-    const double ms = best_ms([&] { r = gpu::cuda::transitive_closure(a, BoolKernel::packed, order, &s); }, reps);
-    rows.push_back({order == ClosureOrder::topological ? "tally packed, topological order" : "tally packed, order as given",
-                    s, ms, r == want});
   }
   for (const Gemm g : {Gemm::fp32, Gemm::tf32, Gemm::fp16}) {
     BitMatrix r;
@@ -292,15 +295,64 @@ void closure(cublasHandle_t h, std::size_t n, bool quick) {
                 ms_or(row.ms).c_str(), ratio(row.ms, rows[0].ms).c_str());
   }
   std::printf("\nagree: %s\n", agree ? "yes" : "NO");
+  {  // where the host-to-host time of the first row goes
+    const std::uint64_t words = a.words().size();
+    std::uint64_t* d = nullptr;
+    check(cudaMalloc(&d, words * 8), "cudaMalloc");
+    std::vector<std::uint64_t> back(words);
+    const double up = best_ms([&] {
+      check(cudaMemcpy(d, a.words().data(), words * 8, cudaMemcpyHostToDevice), "upload");
+    }, 3);
+    const double down = best_ms([&] {
+      check(cudaMemcpy(back.data(), d, words * 8, cudaMemcpyDeviceToHost), "download");
+    }, 3);
+    cudaFree(d);
+    const double order_ms = best_ms([&] { (void)gpu::topological_order(a); }, 3);
+    const double fresh_ms = best_ms([&] {
+      std::vector<std::uint64_t> fresh(words);  // what a result costs the host before any copy: zeroed fresh pages
+      check(fresh[words / 2] == 0 ? cudaSuccess : cudaErrorUnknown, "fresh");
+    }, 3);
+    std::printf("\nparts: pageable copy of the %.1f MiB matrix to the device %.2f ms, back %.2f ms; a fresh zeroed "
+                "host vector of that size %.2f ms; topological order on the host %.2f ms\n",
+                words * 8 / 1048576.0, up, down, fresh_ms, order_ms);
+    // the closure on device memory alone (cuda::transitive_closure_device, order as given), from the same input
+    std::uint64_t *pristine = nullptr, *r = nullptr;
+    check(cudaMalloc(&pristine, words * 8), "cudaMalloc");
+    check(cudaMalloc(&r, words * 8), "cudaMalloc");
+    check(cudaMemcpy(pristine, a.words().data(), words * 8, cudaMemcpyHostToDevice), "upload");
+    std::size_t temp_bytes = 0;
+    gpu::cuda::transitive_closure_device(nullptr, temp_bytes, r, n);
+    void* temp = nullptr;
+    check(cudaMalloc(&temp, temp_bytes), "cudaMalloc");
+    for (const auto kernel : {BoolKernel::tensor_b1, BoolKernel::packed}) {
+      double best = 1e30;
+      int s = 0;
+      for (int rep = 0; rep < 3; ++rep) {
+        check(cudaMemcpy(r, pristine, words * 8, cudaMemcpyDeviceToDevice), "restore");
+        check(cudaDeviceSynchronize(), "sync");
+        best = std::min(best, best_ms([&] { gpu::cuda::transitive_closure_device(temp, temp_bytes, r, n, &s, kernel); },
+                                      1));
+      }
+      std::vector<std::uint64_t> host(words);
+      check(cudaMemcpy(host.data(), r, words * 8, cudaMemcpyDeviceToHost), "download");
+      std::printf("device memory in and out (`transitive_closure_device`, %s): %.2f ms, %d squarings, agrees: %s\n",
+                  kernel == BoolKernel::tensor_b1 ? "tensor cores" : "packed", best, s,
+                  BitMatrix(n, std::move(host)) == want ? "yes" : "NO");
+    }
+    cudaFree(temp);
+    cudaFree(r);
+    cudaFree(pristine);
+  }
   if (n == 16384)
     std::printf("target: N = 16384 closure in <= 20 ms: %s (%.2f ms)\n", rows[0].ms <= 20 ? "met" : "missed",
                 rows[0].ms);
 
   // one product: the adjacency squared (sparse: few cells true, most scan every word) and the closure squared
   std::printf("\n### One boolean product, N = %zu\n\n", n);
-  std::printf("| operand | tally packed kernel (device) | tally packed, host to host | byte per entry, host to host |"
-              " SGEMM + threshold | TF32 GEMM + threshold | FP16 GEMM + threshold | CPU 1 core | packed kernel: word pairs / s |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  std::printf("| operand | tally tensor-core kernel (device) | tally packed kernel (device) | tally packed, host to host "
+              "| byte per entry, host to host | SGEMM + threshold | TF32 GEMM + threshold | FP16 GEMM + threshold "
+              "| CPU 1 core | packed kernel: word pairs / s | tensor kernel: bit operations / s |\n");
+  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
   for (const BitMatrix* m : {&a, static_cast<const BitMatrix*>(&want)}) {
     const std::uint64_t words = m->words().size();
     std::uint64_t *d = nullptr, *dt = nullptr, *dc = nullptr;
@@ -309,8 +361,14 @@ void closure(cublasHandle_t h, std::size_t n, bool quick) {
     check(cudaMalloc(&dc, words * 8), "cudaMalloc");
     check(cudaMemcpy(d, m->words().data(), words * 8, cudaMemcpyHostToDevice), "upload");
     gpu::cuda::transpose_device(d, dt, n);
-    const double t_kernel = event_ms([&] { gpu::cuda::boolean_product_device(d, dt, dc, n); }, 5);
+    const double t_tensor =
+        event_ms([&] { gpu::cuda::boolean_product_device(d, dt, dc, n, nullptr, BoolKernel::tensor_b1); }, 5);
     std::vector<std::uint64_t> host(words);
+    check(cudaMemcpy(host.data(), dc, words * 8, cudaMemcpyDeviceToHost), "download");
+    const BitMatrix tensor_result(n, std::move(host));
+    host.assign(words, 0);
+    const double t_kernel =
+        event_ms([&] { gpu::cuda::boolean_product_device(d, dt, dc, n, nullptr, BoolKernel::packed); }, 5);
     check(cudaMemcpy(host.data(), dc, words * 8, cudaMemcpyDeviceToHost), "download");
     const BitMatrix kernel_result(n, std::move(host));
     cudaFree(d);
@@ -321,7 +379,7 @@ void closure(cublasHandle_t h, std::size_t n, bool quick) {
     const double t_bytes = quick && n > 4096 ? -1
         : best_ms([&] { bytes = gpu::cuda::boolean_product(*m, *m, BoolKernel::byte_per_entry); }, 1);
     double t_gemm[3];
-    bool agree_product = kernel_result == packed && (t_bytes < 0 || bytes == packed);
+    bool agree_product = kernel_result == packed && tensor_result == packed && (t_bytes < 0 || bytes == packed);
     for (const Gemm g : {Gemm::fp32, Gemm::tf32, Gemm::fp16}) {
       BitMatrix r;
       int s = 0;
@@ -334,9 +392,10 @@ void closure(cublasHandle_t h, std::size_t n, bool quick) {
     if (t_cpu_product >= 0) agree_product = agree_product && cpu == packed;
     // the work of a product without early exit: N^2 cells x N / 64 word pairs
     const double pairs = double(n) * double(n) * double(m->words_per_row());
-    std::printf("| %s | %.3f | %.2f | %s | %.2f | %.2f | %.2f | %s | %.3g (no early exit) |\n",
-                m == &a ? "adjacency A (A A)" : "closure R (R R)", t_kernel, t_packed, ms_or(t_bytes).c_str(),
-                t_gemm[0], t_gemm[1], t_gemm[2], ms_or(t_cpu_product).c_str(), pairs / (t_kernel * 1e-3));
+    std::printf("| %s | %.3f | %.3f | %.2f | %s | %.2f | %.2f | %.2f | %s | %.3g (no early exit) | %.3g (N^3 / time) |\n",
+                m == &a ? "adjacency A (A A)" : "closure R (R R)", t_tensor, t_kernel, t_packed, ms_or(t_bytes).c_str(),
+                t_gemm[0], t_gemm[1], t_gemm[2], ms_or(t_cpu_product).c_str(), pairs / (t_kernel * 1e-3),
+                double(n) * double(n) * double(n) / (t_tensor * 1e-3));
     std::printf("<!-- N = %zu, %s: every method agrees: %s -->\n", n, m == &a ? "A A" : "R R",
                 agree_product ? "yes" : "NO");
   }
@@ -346,6 +405,18 @@ void closure(cublasHandle_t h, std::size_t n, bool quick) {
 
 int main(int argc, char** argv) {
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  if (argc > 2 && std::strcmp(argv[1], "--profile") == 0) {  // one default closure, host to host, for a profiler
+    std::mt19937_64 gen(2026 + std::stoul(argv[2]));
+    std::size_t longest = 0;
+    const BitMatrix a = random_dag(std::stoul(argv[2]), 8.0, gen, &longest);
+    for (const auto order : {ClosureOrder::topological, ClosureOrder::as_given}) {
+      int s = 0;
+      const double ms = best_ms([&] { (void)gpu::cuda::transitive_closure(a, BoolKernel::tensor_b1, order, &s); }, 1);
+      std::printf("closure, %s: %.2f ms, %d squarings\n", order == ClosureOrder::topological ? "topological" : "as given",
+                  ms, s);
+    }
+    return 0;
+  }
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   const double bandwidth = tally::bench::copy_bandwidth(), lop3 = lop3_rate(), bmma = bmma_rate();

@@ -123,8 +123,12 @@ BitMatrix boolean_product(const BitMatrix&, const BitMatrix&, BoolKernel) {
 BitMatrix transitive_closure(const BitMatrix&, BoolKernel, ClosureOrder, int*) {
   throw cuda_error("tally::gpu::cuda::transitive_closure: tally was built without CUDA");
 }
-void boolean_product_device(const std::uint64_t*, const std::uint64_t*, std::uint64_t*, std::size_t, void*) {
+void boolean_product_device(const std::uint64_t*, const std::uint64_t*, std::uint64_t*, std::size_t, void*,
+                            BoolKernel) {
   throw cuda_error("tally::gpu::cuda::boolean_product_device: tally was built without CUDA");
+}
+void transitive_closure_device(void*, std::size_t&, std::uint64_t*, std::size_t, int*, BoolKernel, void*) {
+  throw cuda_error("tally::gpu::cuda::transitive_closure_device: tally was built without CUDA");
 }
 void transpose_device(const std::uint64_t*, std::uint64_t*, std::size_t, void*) {
   throw cuda_error("tally::gpu::cuda::transpose_device: tally was built without CUDA");

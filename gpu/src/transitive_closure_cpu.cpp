@@ -1,5 +1,4 @@
-// The CPU references of reachability: topological order, boolean product by rows, closures (reverse topological,
-// Warshall, squaring).
+// The CPU references of reachability: boolean product by rows, closures (reverse topological, Warshall, squaring).
 #include <algorithm>
 #include <bit>
 #include <string>
@@ -8,70 +7,6 @@
 #include "tally/gpu/transitive_closure.hpp"
 
 namespace tally::gpu {
-
-namespace detail {
-
-/// topological_order, with errors naming `who`.
-std::vector<std::size_t> topological_order(const BitMatrix& g, const char* who) {
-  const std::size_t n = g.size(), w = g.words_per_row();
-  const std::uint64_t* words = g.words().data();
-  enum : unsigned char { white, gray, black };
-  std::vector<unsigned char> color(n, white);
-  std::vector<std::size_t> post;
-  post.reserve(n);
-  struct Frame {
-    std::size_t node, next;  // next: the first column of the node's row not yet scanned
-  };
-  std::vector<Frame> stack;
-  for (std::size_t root = 0; root < n; ++root) {
-    if (color[root] != white) continue;
-    color[root] = gray;
-    stack.push_back({root, 0});
-    while (!stack.empty()) {
-      Frame& top = stack.back();
-      const std::uint64_t* row = words + top.node * w;
-      std::size_t v = n;
-      for (std::size_t k = top.next / 64; k < w; ++k) {
-        std::uint64_t word = row[k];
-        if (k == top.next / 64) word &= ~std::uint64_t{0} << (top.next % 64);
-        if (word != 0) {
-          v = k * 64 + static_cast<std::size_t>(std::countr_zero(word));
-          break;
-        }
-      }
-      if (v == n) {  // every successor is finished: u comes after all of them in post-order
-        color[top.node] = black;
-        post.push_back(top.node);
-        stack.pop_back();
-        continue;
-      }
-      top.next = v + 1;
-      if (color[v] == gray) {  // a back edge: v is on the stack, and the stack from v to here closes a cycle
-        std::size_t from = stack.size();
-        while (stack[from - 1].node != v) --from;
-        --from;
-        std::string path;
-        const std::size_t length = stack.size() - from, shown = std::min<std::size_t>(length, 12);
-        for (std::size_t s = 0; s < shown; ++s) path += std::to_string(stack[from + s].node) + " -> ";
-        if (shown < length) path += "... (" + std::to_string(length) + " nodes) -> ";
-        path += std::to_string(v);
-        fail<shape_error>(who, ": the graph has a cycle through node ", v, " (", path, "); a DAG is required");
-      }
-      if (color[v] == white) {
-        color[v] = gray;
-        stack.push_back({v, 0});  // `top` is not used after this
-      }
-    }
-  }
-  std::reverse(post.begin(), post.end());
-  return post;
-}
-
-}  // namespace detail
-
-std::vector<std::size_t> topological_order(const BitMatrix& adjacency) {
-  return detail::topological_order(adjacency, "tally::gpu::topological_order");
-}
 
 namespace cpu {
 

@@ -19,12 +19,14 @@ using cuda::ClosureOrder;
 TEST_CASE("device boolean products equal the CPU reference, every kernel", "[gpu][closure][device]") {
   if (skip_without_device()) return;
   std::mt19937_64 gen(std::random_device{}());
-  for (const std::size_t n : {1, 65, 127, 1000, 2050})
+  // sizes with an odd number of words per row (129: 3, 2050: 33) take the tensor kernel's 8-byte copies
+  for (const std::size_t n : {1, 65, 127, 129, 1000, 2050})
     for (const double density : {0.0005, 0.01, 0.5}) {
       INFO("n = " << n << ", density " << density);
       const BitMatrix a = random_matrix(gen, n, density), b = random_matrix(gen, n, density);
       const BitMatrix want = cpu::boolean_product(a, b);
       REQUIRE(cuda::boolean_product(a, b, BoolKernel::packed) == want);
+      REQUIRE(cuda::boolean_product(a, b, BoolKernel::tensor_b1) == want);
       if (n <= 1000) REQUIRE(cuda::boolean_product(a, b, BoolKernel::byte_per_entry) == want);  // slow baseline
       REQUIRE(cuda::boolean_product(a, b) == want);
     }
@@ -36,14 +38,14 @@ TEST_CASE("device boolean products equal the CPU reference, every kernel", "[gpu
 TEST_CASE("device closures of random DAGs equal the CPU, every kernel and order", "[gpu][closure][device]") {
   if (skip_without_device()) return;
   std::mt19937_64 gen(std::random_device{}());
-  for (const std::size_t n : {1, 2, 65, 127, 1000, 2050})
+  for (const std::size_t n : {1, 2, 65, 127, 129, 1000, 2050})
     for (const double degree : {0.5, 4.0, 8.0, 200.0}) {
       INFO("n = " << n << ", out-degree " << degree);
       const BitMatrix adjacency = random_dag(gen, n, degree);
       const BitMatrix want = cpu::transitive_closure(adjacency);
       int cpu_squarings = -1;
       if (n <= 1000) REQUIRE(cpu::closure_by_squaring(adjacency, &cpu_squarings) == want);
-      for (const BoolKernel kernel : {BoolKernel::packed, BoolKernel::byte_per_entry})
+      for (const BoolKernel kernel : {BoolKernel::packed, BoolKernel::tensor_b1, BoolKernel::byte_per_entry})
         for (const ClosureOrder order : {ClosureOrder::topological, ClosureOrder::as_given}) {
           if (kernel == BoolKernel::byte_per_entry && n > 1000) continue;  // the slow baseline
           INFO("kernel " << static_cast<int>(kernel) << ", order " << static_cast<int>(order));
@@ -64,10 +66,13 @@ TEST_CASE("device closures of long chains and dense DAGs", "[gpu][closure][devic
     const BitMatrix want = cpu::transitive_closure(adjacency);
     REQUIRE(want.count() == static_cast<std::int64_t>(n * (n - 1) / 2));
     for (const ClosureOrder order : {ClosureOrder::topological, ClosureOrder::as_given})
-      REQUIRE(cuda::transitive_closure(adjacency, BoolKernel::packed, order) == want);
+      for (const BoolKernel kernel : {BoolKernel::packed, BoolKernel::tensor_b1})
+        REQUIRE(cuda::transitive_closure(adjacency, kernel, order) == want);
     const BitMatrix dense = random_dag(gen, n, static_cast<double>(n) / 2);
     REQUIRE(cuda::transitive_closure(dense) == cpu::transitive_closure(dense));
     REQUIRE(cuda::transitive_closure(dense, BoolKernel::packed, ClosureOrder::as_given) ==
+            cpu::transitive_closure(dense));
+    REQUIRE(cuda::transitive_closure(dense, BoolKernel::tensor_b1, ClosureOrder::as_given) ==
             cpu::transitive_closure(dense));
   }
   const BitMatrix big = random_dag(gen, cuda_min_closure_nodes + 3, 8.0);
@@ -101,7 +106,7 @@ TEST_CASE("device closures of a graph with a cycle get a clear error", "[gpu][cl
     const auto order = topological_order(g);
     g.set(order[n - 1], order[n / 2]);  // some path order[n/2] -> ... -> order[n-1] may not exist: add one
     for (std::size_t p = n / 2; p + 1 < n; ++p) g.set(order[p], order[p + 1]);
-    for (const BoolKernel kernel : {BoolKernel::packed, BoolKernel::byte_per_entry})
+    for (const BoolKernel kernel : {BoolKernel::packed, BoolKernel::tensor_b1, BoolKernel::byte_per_entry})
       for (const ClosureOrder order_kind : {ClosureOrder::topological, ClosureOrder::as_given}) {
         INFO("n = " << n << ", kernel " << static_cast<int>(kernel) << ", order " << static_cast<int>(order_kind));
         REQUIRE_THROWS_AS(cuda::transitive_closure(g, kernel, order_kind), tally::shape_error);

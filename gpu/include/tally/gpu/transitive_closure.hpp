@@ -28,8 +28,10 @@ BitMatrix boolean_product(const BitMatrix& a, const BitMatrix& b);
 BitMatrix transitive_closure(const BitMatrix& adjacency);
 
 /// A topological order of the DAG: order[p] is the node at position p, and every edge i -> j has i before j.
-/// By an iterative depth-first search over the packed rows (O(n^2 / 64 + edges) word operations: reverse
-/// post-order). Throws tally::shape_error when the graph has a cycle, listing the nodes of one.
+/// Sparse graphs (fewer edges than words) by Kahn's algorithm on successor lists read from the rows in parallel
+/// (O(n^2 / 64) word operations split over the hardware's threads, then O(n + edges)); dense ones by an iterative
+/// depth-first search (reverse post-order, O(n^2 / 64 + edges)). Throws tally::shape_error when the graph has a
+/// cycle, listing the nodes of one.
 std::vector<std::size_t> topological_order(const BitMatrix& adjacency);
 
 namespace cpu {
@@ -55,7 +57,7 @@ BitMatrix closure_by_squaring(const BitMatrix& adjacency, int* squarings = nullp
 namespace cuda {
 /// Which CUDA kernel computes a boolean product.
 enum class BoolKernel {
-  automatic,  ///< `packed`
+  automatic,  ///< `tensor_b1`
   /// The contraction axis packed 64 entries per word: A's rows and the rows of B's transpose. A block of 256
   /// threads computes a 64 x 128 tile of C: word strips of 64 rows of A and 128 rows of B^T stream through shared
   /// memory (cp.async, double-buffered, 8 words of k per stage); each thread ORs (a & b) for 8 rows x 4 columns in
@@ -64,6 +66,14 @@ enum class BoolKernel {
   /// in a closure); a warp whose cells are all done skips the arithmetic, and the block leaves the k loop as soon as
   /// all its cells are done (a barrier vote, so that no thread waits at a barrier that others skipped).
   packed,
+  /// Hopper's 1-bit tensor cores (mma.sync m16n8k256 .and.popc, sm_80 and later): C_ij is true when the count
+  /// \f$\sum_k A_{ik} B_{kj}\f$ (AND + popcount over 256 values of k per instruction) is non-zero. A block of 256
+  /// threads computes a 128 x 128 tile of C, each warp 32 rows x 64 columns (2 x 8 MMA tiles); A's rows and B^T's
+  /// rows stream through shared memory 1024 values of k at a time (cp.async, double-buffered, swizzled for
+  /// ldmatrix). Early exit by tiles: a block whose cells were all set already skips its products, and one whose
+  /// counts are all non-zero leaves the k loop (a barrier vote per stage). No cell leaves early by itself: the
+  /// tensor cores do the work of a whole tile at 10x the rate of packed's LOP3 arithmetic.
+  tensor_b1,
   /// The seed-001 baseline: one byte per entry and one thread per cell, C_ij = OR_k (A_ik & B_kj) with the loop
   /// left at the first k that makes it true.
   byte_per_entry,
@@ -100,11 +110,21 @@ BitMatrix transitive_closure(const BitMatrix& adjacency, BoolKernel kernel = Boo
 /// the levels are found on the host (O(n^2 / 64 + edges)). Same contract as transitive_closure.
 BitMatrix closure_by_levels(const BitMatrix& adjacency);
 
-/// On device memory, the packed kernel alone: c = a * b for n x n matrices, `a` A's rows and `bt` the rows of B's
+/// On device memory, a product kernel alone: c = a * b for n x n matrices, `a` A's rows and `bt` the rows of B's
 /// transpose (n * words_per_row(n) words each, bits beyond column n - 1 zero), `c` not overlapping them; `stream`
 /// is a cudaStream_t (nullptr: the default stream). Asynchronous; nothing is checked but n.
+/// `kernel`: packed or tensor_b1 (automatic: tensor_b1); byte_per_entry is a tally::domain_error here.
 void boolean_product_device(const std::uint64_t* a, const std::uint64_t* bt, std::uint64_t* c, std::size_t n,
-                            void* stream = nullptr);
+                            void* stream = nullptr, BoolKernel kernel = BoolKernel::automatic);
+/// The closure on device memory, with CUB's two-phase temporary storage: R <- R | R * R in place on the n x n packed
+/// matrix `r` (n * words_per_row(n) words, bits beyond column n - 1 zero), the labels as given. With
+/// temp == nullptr, only sets temp_bytes (two matrices and a flag) and returns. Runs on `stream` (a cudaStream_t)
+/// and synchronizes it once per squaring to read the changed flag, and once at the end to check the diagonal: a
+/// cycle is tally::shape_error naming a node on it, as above. `kernel`: packed or tensor_b1 (automatic:
+/// tensor_b1). `squarings`, when not null, receives the number of products.
+void transitive_closure_device(void* temp, std::size_t& temp_bytes, std::uint64_t* r, std::size_t n,
+                               int* squarings = nullptr, BoolKernel kernel = BoolKernel::automatic,
+                               void* stream = nullptr);
 /// On device memory: out = the transpose of `in` (n x n packed as above; they must not overlap). Asynchronous.
 void transpose_device(const std::uint64_t* in, std::uint64_t* out, std::size_t n, void* stream = nullptr);
 }  // namespace cuda
