@@ -312,9 +312,14 @@ void closure(cublasHandle_t h, std::size_t n, bool quick) {
       std::vector<std::uint64_t> fresh(words);  // what a result costs the host before any copy: zeroed fresh pages
       check(fresh[words / 2] == 0 ? cudaSuccess : cudaErrorUnknown, "fresh");
     }, 3);
+    const double zero_matrix_ms = best_ms([&] {
+      const BitMatrix zero(n);
+      check(zero.words()[words / 2] == 0 ? cudaSuccess : cudaErrorUnknown, "zero");
+    }, 3);
     std::printf("\nparts: pageable copy of the %.1f MiB matrix to the device %.2f ms, back %.2f ms; a fresh zeroed "
-                "host vector of that size %.2f ms; topological order on the host %.2f ms\n",
-                words * 8 / 1048576.0, up, down, fresh_ms, order_ms);
+                "host vector of that size %.2f ms (BitMatrix(n), on huge pages where offered: %.2f ms); "
+                "topological order on the host %.2f ms\n",
+                words * 8 / 1048576.0, up, down, fresh_ms, zero_matrix_ms, order_ms);
     // the closure on device memory alone (cuda::transitive_closure_device, order as given), from the same input
     std::uint64_t *pristine = nullptr, *r = nullptr;
     check(cudaMalloc(&pristine, words * 8), "cudaMalloc");

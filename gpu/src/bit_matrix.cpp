@@ -4,6 +4,7 @@
 #include <bit>
 
 #include "tally/error.hpp"
+#include "zeroed_words.hpp"
 
 namespace tally::gpu {
 
@@ -18,7 +19,7 @@ void check_size(std::size_t n, const char* who) {
 
 BitMatrix::BitMatrix(std::size_t n) : n_(n) {
   check_size(n, "tally::gpu::BitMatrix");
-  words_.assign(n * words_per_row(n), 0);
+  words_ = detail::zeroed_words(n * words_per_row(n));
 }
 
 BitMatrix::BitMatrix(std::size_t n, std::vector<std::uint64_t> words) : n_(n), words_(std::move(words)) {

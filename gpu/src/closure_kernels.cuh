@@ -217,6 +217,33 @@ __global__ void permute(const std::uint64_t* __restrict__ in, std::uint64_t* __r
   }
 }
 
+/// The same permutation with the source row staged in shared memory (a warp per row, `rows_per_block` rows a
+/// block, words_per_row words of shared memory each): the row is read once, coalesced, and the 64 bits of an output
+/// word are gathered from shared memory instead of from 64 scattered global words. For rows of up to
+/// staged_permute_max_words words.
+constexpr int staged_permute_rows = 8;
+constexpr std::uint64_t staged_permute_max_words = 1024;  // 8 rows x 8 KiB = 64 KiB of shared memory at most
+__global__ void permute_staged(const std::uint64_t* __restrict__ in, std::uint64_t* __restrict__ out,
+                               const std::uint32_t* __restrict__ map, std::uint64_t n, std::uint64_t words) {
+  extern __shared__ std::uint64_t staged[];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  std::uint64_t* row = staged + warp * words;
+  const std::uint64_t i = static_cast<std::uint64_t>(blockIdx.x) * staged_permute_rows + warp;
+  if (i >= n) return;  // a whole warp; no block barriers below
+  const std::uint64_t* src = in + static_cast<std::uint64_t>(map[i]) * words;
+  for (std::uint64_t x = lane; x < words; x += 32) row[x] = src[x];
+  __syncwarp();
+  for (std::uint64_t x = 0; x < words; ++x) {
+    const std::uint64_t j = 64 * x + lane;
+    bool lo = false, hi = false;
+    if (j < n) lo = (row[map[j] / 64] >> (map[j] % 64)) & 1u;
+    if (j + 32 < n) hi = (row[map[j + 32] / 64] >> (map[j + 32] % 64)) & 1u;
+    const std::uint64_t word = __ballot_sync(full_warp, lo) |
+                               (static_cast<std::uint64_t>(__ballot_sync(full_warp, hi)) << 32);
+    if (lane == 0) out[i * words + x] = word;
+  }
+}
+
 // ---- the seed-001 baseline: a byte per entry ------------------------------------------------------------------------
 /// bytes[i n + j] = entry (i, j) of the packed matrix (grid-stride over the n^2 entries).
 __global__ void unpack(const std::uint64_t* __restrict__ in, unsigned char* __restrict__ bytes, std::uint64_t n,

@@ -8,6 +8,7 @@
 #include "closure_kernels.cuh"
 #include "closure_tensor.cuh"
 #include "cuda_check.cuh"
+#include "zeroed_words.hpp"
 #include "tally/gpu/transitive_closure.hpp"
 
 namespace tally::gpu::cuda {
@@ -36,7 +37,7 @@ BitMatrix download_into(const std::uint64_t* d, std::size_t n, std::vector<std::
   return BitMatrix(n, std::move(words));
 }
 BitMatrix download(Words& d, std::size_t n) {
-  return download_into(d.data(), n, std::vector<std::uint64_t>(n * BitMatrix::words_per_row(n)));
+  return download_into(d.data(), n, detail::zeroed_words(n * BitMatrix::words_per_row(n)));
 }
 
 void launch_transpose(const std::uint64_t* in, std::uint64_t* out, std::size_t n, cudaStream_t stream) {
@@ -98,19 +99,32 @@ Relabel relabelling(const std::vector<std::size_t>& order) {
 }
 
 /// Host work that overlaps the device's when the matrix is large (2^18 words and more: the thread costs less than
-/// the work): fresh zeroed host memory costs page faults, about as much per byte as a pageable copy.
+/// the work): the topological order, and the result's fresh pages (page faults: see detail::zeroed_words).
 constexpr std::size_t overlap_min_words = std::size_t{1} << 18;
 
 /// `count` zeroed words, made on another thread for large counts (get() them once the device's result is ready).
-std::future<std::vector<std::uint64_t>> zeroed_words(std::size_t count) {
+std::future<std::vector<std::uint64_t>> result_words(std::size_t count) {
   return std::async(count >= overlap_min_words ? std::launch::async : std::launch::deferred,
-                    [count] { return std::vector<std::uint64_t>(count); });
+                    [count] { return detail::zeroed_words(count); });
 }
 
 void launch_permute(const std::uint64_t* in, std::uint64_t* out, const std::uint32_t* map, std::size_t n) {
   if (n == 0) return;
-  kernels::permute<<<grid_for(std::uint64_t(n) * 32, launch_threads, 1u << 16), launch_threads>>>(
-      in, out, map, n, BitMatrix::words_per_row(n));
+  const std::uint64_t words = BitMatrix::words_per_row(n);
+  if (words <= kernels::staged_permute_max_words) {
+    const int bytes = static_cast<int>(kernels::staged_permute_rows * words * 8);
+    static const bool opted_in = [] {  // above the default 48 KiB of dynamic shared memory, once per process
+      TALLY_CUDA_CHECK(cudaFuncSetAttribute(kernels::permute_staged, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                            kernels::staged_permute_rows * kernels::staged_permute_max_words * 8));
+      return true;
+    }();
+    (void)opted_in;
+    kernels::permute_staged<<<grid_for(n, kernels::staged_permute_rows), kernels::staged_permute_rows * 32, bytes>>>(
+        in, out, map, n, words);
+  } else {
+    kernels::permute<<<grid_for(std::uint64_t(n) * 32, launch_threads, 1u << 16), launch_threads>>>(in, out, map, n,
+                                                                                                   words);
+  }
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -301,7 +315,7 @@ BitMatrix transitive_closure(const BitMatrix& adjacency, BoolKernel kernel, Clos
     if (topological) launch_permute(r.data(), s.data(), relabel.to_new.data(), n);
     result = download(topological ? s : r, n);
   } else if (!topological) {  // the device form on a copy: it also reports a cycle
-    auto out = zeroed_words(words);
+    auto out = result_words(words);
     Words r(words);
     upload(adjacency, r);
     std::size_t temp_bytes = 0;
@@ -313,7 +327,7 @@ BitMatrix transitive_closure(const BitMatrix& adjacency, BoolKernel kernel, Clos
     // the order on another thread while the matrix goes up, and the result's pages while the device squares
     auto order = std::async(words >= overlap_min_words ? std::launch::async : std::launch::deferred,
                             [&adjacency, who] { return detail::topological_order(adjacency, who); });
-    auto out = zeroed_words(words);
+    auto out = result_words(words);
     Words r(words), s(words), t(words);
     DeviceBuffer<unsigned> flag(1);
     upload(adjacency, s);
