@@ -1,9 +1,10 @@
-// Batched inverse-cdf sampling on the device: one warp per pmf (chunked warp scans), and the CUB composition.
+// Batched inverse-cdf sampling on the device: one warp per pmf (lane-segment scans), and the CUB composition.
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "cuda_check.cuh"
@@ -14,77 +15,147 @@
 namespace tally::gpu::cuda {
 namespace kernels {
 
-constexpr int sample_threads = 256;  // 8 pmfs per block
+// ---- tuning, in one place -------------------------------------------------------------------------------------------
+constexpr int sample_threads = 256;                 // 8 warps: 8 pmfs per block
+constexpr int lanes = detail::warp_lanes;           // 32
+constexpr int lane_weights = detail::lane_weights;  // 8 contiguous weights per lane and tile (4 16-byte loads)
+constexpr std::int64_t tile = detail::scan_tile;    // 256 weights per tile
+constexpr std::int64_t kept_tiles = lanes;          // carries kept in registers: one tile per lane, 8192 weights
 constexpr unsigned full_mask = 0xffffffffu;
+static_assert(lane_weights % 2 == 0 && tile == lanes * lane_weights);
 
-/// The warp's inclusive scan of one chunk (Kogge-Stone: the order scan_math.hpp's host copy follows).
-__device__ inline double warp_scan(double x, int lane) {
+/// Lane `lane`'s weights of tile t, w_j for j = 256 t + 8 lane + r (0 for j >= m). When w is 16-byte aligned, so
+/// is every lane's first weight (256 t + 8 lane is even), and a lane whose 8 weights all lie below m (j + 8 <= m)
+/// reads them as 4 double2; otherwise 8 scalar reads. `aligned` is the same for the whole warp (one pmf).
+__device__ inline void load_lane(const double* w, std::int64_t m, std::int64_t t, int lane, bool aligned,
+                                 double (&x)[lane_weights]) {
+  const std::int64_t first = t * tile + std::int64_t{lane_weights} * lane;
+  if (aligned && first + lane_weights <= m) {
+    const auto* p = reinterpret_cast<const double2*>(w + first);
 #pragma unroll
-  for (int d = 1; d < detail::scan_chunk; d *= 2) {
-    const double y = __shfl_up_sync(full_mask, x, d);
-    if (lane >= d) x = x + y;
+    for (int k = 0; k < lane_weights / 2; ++k) {
+      const double2 v = __ldg(p + k);
+      x[2 * k] = v.x;
+      x[2 * k + 1] = v.y;
+    }
+  } else {
+#pragma unroll
+    for (int r = 0; r < lane_weights; ++r) x[r] = first + r < m ? __ldg(w + first + r) : 0.0;
   }
-  return x;
 }
 
-/// A warp reads a pmf in groups of 8 chunks (256 weights): 8 loads per lane in flight before any scan.
-constexpr int group_chunks = 8;
-constexpr std::int64_t group_size = 32 * group_chunks;
-
-/// The chunk scans of the group starting at g (chunks past the end are skipped: the condition is warp-uniform).
-__device__ inline void scan_group(const double* w, std::int64_t m, std::int64_t g, int lane,
-                                  double (&x)[group_chunks], double (&s)[group_chunks]) {
+/// S_l of this lane (scan_math.hpp's order): its weights added in order, then the Kogge-Stone rounds
+/// x_l = x_l + x_{l-d} (d = 1 .. 16) over the lane sums, as warp_order_scan runs them on the host.
+__device__ inline double scan_lanes(const double (&x)[lane_weights], int lane) {
+  double s = x[0];
 #pragma unroll
-  for (int k = 0; k < group_chunks; ++k) {
-    const std::int64_t j = g + 32 * k + lane;
-    x[k] = j < m ? w[j] : 0.0;
+  for (int r = 1; r < lane_weights; ++r) s = s + x[r];
+#pragma unroll
+  for (int d = 1; d < lanes; d *= 2) {
+    const double y = __shfl_up_sync(full_mask, s, d);
+    if (lane >= d) s = s + y;
   }
-#pragma unroll
-  for (int k = 0; k < group_chunks; ++k) s[k] = g + 32 * k < m ? warp_scan(x[k], lane) : 0.0;
+  return s;
 }
 
-/// Warp w draws from pmf w. Pass 1 scans every chunk, in order, for the total and the last positive index; pass 2
-/// adds the chunk totals again in the same order and stops at the first chunk whose prefix sum exceeds u C_{m-1}:
-/// from registers when the pmf is one group (m <= 256), else reading each group again (from cache).
+/// Warp w draws from pmf w by the rule of scan_math.hpp (lane_segment_draw). Pass 1 reads the tiles in order and
+/// chains their totals S_31 into the carries; lane k keeps carry_{kept+k+1} of the last group of up to 32 tiles
+/// (kept = the first tile of that group), and the warp keeps carry_kept, the last tile of positive mass and its
+/// carry. Step 2 finds t*: by a ballot over the kept carries, or, when carry_kept > target already (m > 8192), by
+/// chaining tiles 0, 1, ... again until carry_{t+1} > target. Step 3 walks tile t* (still in registers when it
+/// was the last tile read, else read again, from cache) and the first lane holding a hit writes the draw.
 __global__ void __launch_bounds__(sample_threads)
     sample_warp_per_pmf(PmfBatchView pmfs, std::uint64_t seed, std::uint64_t counter, std::int64_t* out) {
-  const std::size_t pmf = (static_cast<std::size_t>(blockIdx.x) * sample_threads + threadIdx.x) / 32;
-  const int lane = static_cast<int>(threadIdx.x % 32);
+  const std::size_t pmf = (static_cast<std::size_t>(blockIdx.x) * sample_threads + threadIdx.x) / lanes;
+  const int lane = static_cast<int>(threadIdx.x % lanes);
   if (pmf >= pmfs.count) return;  // whole warps leave together
-  const double* w = pmfs.weights + pmfs.offset[pmf];
-  const std::int64_t m = pmfs.offset[pmf + 1] - pmfs.offset[pmf];
-  double x[group_chunks], s[group_chunks];
-  double carry = 0.0;
-  std::int64_t last_positive = 0;
-  for (std::int64_t g = 0; g < m; g += group_size) {
-    scan_group(w, m, g, lane, x, s);
-#pragma unroll
-    for (int k = 0; k < group_chunks; ++k) {
-      if (g + 32 * k >= m) break;
-      const unsigned positive = __ballot_sync(full_mask, x[k] > 0.0);
-      if (positive != 0) last_positive = g + 32 * k + 31 - __clz(static_cast<int>(positive));
-      carry = carry + __shfl_sync(full_mask, s[k], 31);
+  const std::int64_t begin = pmfs.offset[pmf];
+  const std::int64_t m = pmfs.offset[pmf + 1] - begin;
+  const double* w = pmfs.weights + begin;
+  const bool aligned = reinterpret_cast<std::uintptr_t>(w) % 16 == 0;
+  const std::int64_t tiles = (m + tile - 1) / tile;                 // ceil(m / 256) >= 1
+  const std::int64_t kept = (tiles - 1) / kept_tiles * kept_tiles;  // tiles kept .. tiles-1: at most 32, one a lane
+
+  // pass 1: the carries
+  double x[lane_weights];
+  double scan = 0.0;                 // S_l of the tile in x
+  std::int64_t held = -1;            // the tile in x
+  double carry = 0.0;                // carry_t, finally the total
+  double kept_carry = 0.0;           // carry_kept
+  double tile_end = 0.0;             // lane k: carry_{kept+k+1}
+  std::int64_t last_tile = -1;       // the last tile with S_31 > 0
+  double last_carry = 0.0;           // its carry
+#pragma unroll 1
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    load_lane(w, m, t, lane, aligned, x);
+    scan = scan_lanes(x, lane);
+    held = t;
+    const double tile_total = __shfl_sync(full_mask, scan, lanes - 1);
+    if (t == kept) kept_carry = carry;
+    if (tile_total > 0.0) {
+      last_tile = t;
+      last_carry = carry;
     }
+    carry = carry + tile_total;
+    if (t - kept == lane) tile_end = carry;
+  }
+  if (!(carry > 0.0)) {  // step 1: no mass
+    if (lane == 0) out[pmf] = pmfs.lo[pmf];
+    return;
   }
   const double target = philox_uniform(seed, pmf, counter) * carry;
-  std::int64_t draw = last_positive;
-  double before = 0.0;
-  bool found = false;
-  for (std::int64_t g = 0; g < m && !found; g += group_size) {
-    if (m > group_size) scan_group(w, m, g, lane, x, s);
-#pragma unroll
-    for (int k = 0; k < group_chunks; ++k) {
-      if (found || g + 32 * k >= m) break;
-      const unsigned above = __ballot_sync(full_mask, g + 32 * k + lane < m && before + s[k] > target);
-      if (above != 0) {
-        draw = g + 32 * k + __ffs(static_cast<int>(above)) - 1;
-        found = true;
-      } else {
-        before = before + __shfl_sync(full_mask, s[k], 31);
+
+  // step 2: t* and before = carry_{t*}; the fallback (no carry_{t+1} > target) is the last tile of positive mass
+  std::int64_t t_star = last_tile;
+  double before = last_carry;
+  if (kept_carry > target) {  // carry_{t+1} <= carry_kept for t < kept: t* < kept, found by chaining again
+    double c = 0.0;
+#pragma unroll 1
+    for (std::int64_t t = 0; t < kept; ++t) {
+      load_lane(w, m, t, lane, aligned, x);
+      scan = scan_lanes(x, lane);
+      held = t;
+      const double tile_total = __shfl_sync(full_mask, scan, lanes - 1);
+      if (c + tile_total > target) {  // the same additions as pass 1: carry_{t+1} > target
+        t_star = t;
+        before = c;
+        break;
       }
+      c = c + tile_total;
+    }
+  } else {  // carry_{t+1} <= carry_kept <= target for t < kept: the ballot over the kept carries decides
+    const unsigned above = __ballot_sync(full_mask, kept + lane < tiles && tile_end > target);
+    const double end_before = __shfl_up_sync(full_mask, tile_end, 1);  // lane k >= 1: carry_{kept+k}
+    const int k = above != 0 ? __ffs(static_cast<int>(above)) - 1 : 0;
+    const double carry_k = __shfl_sync(full_mask, end_before, k);
+    if (above != 0) {
+      t_star = kept + k;
+      before = k == 0 ? kept_carry : carry_k;
     }
   }
-  if (lane == 0) out[pmf] = pmfs.lo[pmf] + draw;
+  if (held != t_star) {  // read tile t* again (from cache)
+    load_lane(w, m, t_star, lane, aligned, x);
+    scan = scan_lanes(x, lane);
+  }
+
+  // step 3: c = carry_{t*} + E_l, then the lane's weights one by one; the first hit of positive weight, else the
+  // last positive weight of the tile
+  const double exclusive = __shfl_up_sync(full_mask, scan, 1);
+  double c = before + (lane == 0 ? 0.0 : exclusive);
+  int first = lane_weights, last = -1;
+#pragma unroll
+  for (int r = 0; r < lane_weights; ++r) {
+    c = c + x[r];
+    if (x[r] > 0.0) {
+      if (first == lane_weights && c > target) first = r;
+      last = r;
+    }
+  }
+  const unsigned hit = __ballot_sync(full_mask, first < lane_weights);
+  const unsigned positive = __ballot_sync(full_mask, last >= 0);  // != 0: tile t* has mass
+  const int chosen = hit != 0 ? __ffs(static_cast<int>(hit)) - 1 : lanes - 1 - __clz(static_cast<int>(positive));
+  if (lane == chosen)
+    out[pmf] = pmfs.lo[pmf] + t_star * tile + std::int64_t{lane_weights} * lane + (hit != 0 ? first : last);
 }
 
 // ---- the CUB composition (a benchmark baseline) --------------------------------------------------------------------

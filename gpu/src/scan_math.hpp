@@ -1,23 +1,109 @@
-// Private: the fixed summation order of a warp's inclusive scan, shared by the CPU reference and the CUDA kernels.
+// Private: the fixed summation order ("lane segments") and draw rule of batched sampling, shared by CPU and CUDA.
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 namespace tally::gpu::detail {
 
-/// Prefix sums of a pmf are formed chunk by chunk, 32 weights at a time (lanes past the end hold 0): within a chunk
-/// by the Kogge-Stone rounds x_l += x_{l-d}, d = 1, 2, 4, 8, 16 (what a warp's shuffles compute), then offset by the
-/// carry (the chunks before, added in order). The CPU runs exactly these additions, so both find the same prefix
-/// sums to the last bit and draw the same values from the same uniforms.
-inline constexpr int scan_chunk = 32;
+/// The order. A pmf w_0 .. w_{m-1} is read in tiles of 256 weights (32 lanes x 8); in tile t, lane l owns the
+/// weights j = 256 t + 8 l + r, r = 0 .. 7 (those with j >= m are 0). Then
+///   s_l  = ((w_{8l} + w_{8l+1}) + w_{8l+2}) + ... + w_{8l+7}    (the lane's weights, added in order)
+///   S_l  = the Kogge-Stone inclusive scan of s_0 .. s_31: rounds x_l = x_l + x_{l-d} for l >= d, d = 1, 2, 4, 8,
+///          16, each round reading the previous one (warp_order_scan; a warp's __shfl_up_sync)
+///   E_l  = S_{l-1}, E_0 = 0                                      (a shuffle of S, never a difference)
+///   carry_0 = 0, carry_{t+1} = carry_t + S_31(t)                  (tiles chained in order; total = carry_T)
+///   C_j  for j = 256 t + 8 l + r: c = carry_t + E_l, then c = c + w_{8l}, ..., c = c + w_{8l+r}; C_j = c.
+/// All terms are >= 0, so every sum is monotone in each term and a sum is 0 exactly when all its terms are 0
+/// (s_l, S_31 and total are 0 only for lanes, tiles and pmfs without mass). C_j is nondecreasing inside a lane,
+/// but not across lanes or tiles in exact terms (E_l, the walks and the carries group the terms differently).
+///
+/// The draw for a uniform u in (0, 1), with target = u * total (one rounded product):
+///   1. total == 0 (no positive weight): j = 0.
+///   2. The tile t* = the first t with carry_{t+1} > target; if there is none (u * total rounded up to total),
+///      t* = the last tile with S_31 > 0. Either way tile t* has mass: the first such t has carry_t <= target <
+///      carry_{t+1}, so S_31(t) > 0.
+///   3. Inside t*: j = the smallest j of tile t* with w_j > 0 and C_j > target; if there is none (rounding: the
+///      walks of t* end below carry_{t*+1}), the largest j of tile t* with w_j > 0.
+/// So a weight of 0 is never drawn, j < m, j is nondecreasing in target (t* is, and so is j inside a tile: a hit
+/// comes before the largest positive j), and j is the smallest j with C_j > target except where target lies
+/// within the rounding error of the sums on its path (at most about t* + 21 additions, so (t* + 21) ulp of the
+/// total). The CUDA kernel makes the same additions and comparisons, hence the same j to the bit.
+inline constexpr int warp_lanes = 32;
+inline constexpr int lane_weights = 8;
+inline constexpr std::int64_t scan_tile = warp_lanes * lane_weights;  // 256 weights
 
 /// The Kogge-Stone inclusive scan of 32 values, as the host runs it (each round reads the previous round).
-inline void warp_order_scan(double (&x)[scan_chunk]) {
-  for (int d = 1; d < scan_chunk; d *= 2) {
-    double previous[scan_chunk];
-    for (int l = 0; l < scan_chunk; ++l) previous[l] = x[l];
-    for (int l = d; l < scan_chunk; ++l) x[l] = previous[l] + previous[l - d];
+inline void warp_order_scan(double (&x)[warp_lanes]) {
+  for (int d = 1; d < warp_lanes; d *= 2) {
+    double previous[warp_lanes];
+    for (int l = 0; l < warp_lanes; ++l) previous[l] = x[l];
+    for (int l = d; l < warp_lanes; ++l) x[l] = previous[l] + previous[l - d];
   }
+}
+
+/// Tile t of w as the 32 lanes of a warp hold it: the weights (0 past the end), S_l, E_l and S_31.
+struct LaneTile {
+  double w[warp_lanes][lane_weights];
+  double inclusive[warp_lanes];  // S_l
+  double exclusive[warp_lanes];  // E_l = S_{l-1}, E_0 = 0
+  double total;                  // S_31
+};
+
+/// The lane sums and their scan of tile t (t * 256 < w.size()), in the order above.
+inline LaneTile scan_lane_tile(std::span<const double> w, std::int64_t t) {
+  const auto m = static_cast<std::int64_t>(w.size());
+  LaneTile tile{};
+  for (int l = 0; l < warp_lanes; ++l) {
+    const std::int64_t first = t * scan_tile + std::int64_t{lane_weights} * l;  // lane l's weight r = 0
+    for (int r = 0; r < lane_weights; ++r)
+      tile.w[l][r] = first + r < m ? w[static_cast<std::size_t>(first + r)] : 0.0;
+    double s = tile.w[l][0];
+    for (int r = 1; r < lane_weights; ++r) s = s + tile.w[l][r];
+    tile.inclusive[l] = s;
+  }
+  warp_order_scan(tile.inclusive);
+  tile.exclusive[0] = 0.0;
+  for (int l = 1; l < warp_lanes; ++l) tile.exclusive[l] = tile.inclusive[l - 1];
+  tile.total = tile.inclusive[warp_lanes - 1];
+  return tile;
+}
+
+/// The index j in [0, m) drawn from the weights w (all >= 0) by the uniform u, by the rule above (32 lanes
+/// simulated on the host). The CPU reference of sample_batched is this function for each pmf.
+inline std::int64_t lane_segment_draw(std::span<const double> w, double u) {
+  const auto m = static_cast<std::int64_t>(w.size());
+  const std::int64_t tiles = (m + scan_tile - 1) / scan_tile;  // ceil(m / 256); t * 256 < m for t < tiles
+  std::vector<double> carry(static_cast<std::size_t>(tiles) + 1);  // carry[t] = carry_t, carry[tiles] = total
+  carry[0] = 0.0;
+  std::int64_t last_tile = -1;  // the last tile with S_31 > 0
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    const double tile_total = scan_lane_tile(w, t).total;
+    if (tile_total > 0.0) last_tile = t;
+    carry[static_cast<std::size_t>(t) + 1] = carry[static_cast<std::size_t>(t)] + tile_total;
+  }
+  if (last_tile < 0) return 0;  // step 1: no mass
+  const double target = u * carry[static_cast<std::size_t>(tiles)];
+  std::int64_t t_star = last_tile;  // step 2
+  for (std::int64_t t = 0; t < tiles; ++t)
+    if (carry[static_cast<std::size_t>(t) + 1] > target) {
+      t_star = t;
+      break;
+    }
+  const LaneTile tile = scan_lane_tile(w, t_star);  // step 3
+  std::int64_t last_positive = -1;
+  for (int l = 0; l < warp_lanes; ++l) {
+    double c = carry[static_cast<std::size_t>(t_star)] + tile.exclusive[l];
+    for (int r = 0; r < lane_weights; ++r) {
+      c = c + tile.w[l][r];
+      if (!(tile.w[l][r] > 0.0)) continue;
+      const std::int64_t j = t_star * scan_tile + std::int64_t{lane_weights} * l + r;
+      if (c > target) return j;
+      last_positive = j;
+    }
+  }
+  return last_positive;  // >= 0: tile t* has mass
 }
 
 }  // namespace tally::gpu::detail

@@ -1,41 +1,160 @@
-// Scans on the device against the CPU reference on fresh random inputs (skipped without a device).
+// Scans on the device against the CPU reference on fresh random and constructed inputs (skipped without a device).
 #include <algorithm>
+#include <bit>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <random>
 #include <vector>
 
+#include "gpu/src/scan_math.hpp"  // private: lane_segment_draw, the CPU's rule for one pmf and one uniform
 #include "device.hpp"
 #include "tally/gpu/backend.hpp"
 #include "tally/gpu/chain_scan.hpp"
+#include "tally/gpu/philox.hpp"
 #include "tally/gpu/resample.hpp"
 #include "tally/gpu/sample_batched.hpp"
 
 using namespace tally::gpu;
 using tally::test::skip_without_device;
 
+namespace {
+/// Random weights in [0, 1]: kind 0 sparse over 20 decades (30 % zeros), 1 dense, 2 leading half zero, 3 trailing
+/// half zero, 4 one positive weight, 5 all zero.
+std::vector<double> random_pmf(std::mt19937_64& gen, std::size_t length, int kind) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<double> w(length);
+  for (auto& x : w) x = kind == 0 ? (u(gen) < 0.3 ? 0.0 : std::pow(10.0, -20.0 * u(gen))) : 1.0 - u(gen);
+  if (kind == 2) std::fill(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(length / 2), 0.0);
+  if (kind == 3) std::fill(w.begin() + static_cast<std::ptrdiff_t>((length + 1) / 2), w.end(), 0.0);
+  if (kind == 4) {
+    std::fill(w.begin(), w.end(), 0.0);
+    w[gen() % length] = 0.5;
+  }
+  if (kind == 5) std::fill(w.begin(), w.end(), 0.0);
+  return w;
+}
+
+/// Appends w unscaled. Offsets are sums of lengths, so a pmf after one of odd length starts 8-byte aligned only
+/// (no double2 loads): both alignments occur throughout.
+void append_raw(PmfBatch& batch, const std::vector<double>& w, std::int64_t lo) {
+  batch.weights.insert(batch.weights.end(), w.begin(), w.end());
+  batch.offset.push_back(static_cast<std::int64_t>(batch.weights.size()));
+  batch.lo.push_back(lo);
+  batch.log_scale.push_back(std::any_of(w.begin(), w.end(), [](double x) { return x > 0; })
+                                ? 0.0
+                                : -std::numeric_limits<double>::infinity());
+}
+
+/// The GPU's draws against the CPU's, naming the first pmfs that differ.
+void require_same_draws(const PmfBatch& batch, std::uint64_t seed, std::uint64_t counter) {
+  const auto want = cpu::sample_batched(batch, seed, counter);
+  const auto got = cuda::sample_batched(batch, seed, counter);
+  REQUIRE(got.size() == want.size());
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < want.size(); ++i)
+    if (got[i] != want[i] && ++differ <= 5)
+      UNSCOPED_INFO("pmf " << i << ": length " << batch.length(i) << ", offset " << batch.offset[i] << ", GPU "
+                           << got[i] - batch.lo[i] << ", CPU " << want[i] - batch.lo[i]);
+  REQUIRE(differ == 0);
+}
+}  // namespace
+
 TEST_CASE("device batched sampling draws exactly what the CPU draws", "[gpu][scans][device]") {
   if (skip_without_device()) return;
   std::mt19937_64 gen(std::random_device{}());
-  std::uniform_int_distribution<std::size_t> length(1, 3000);
-  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::uniform_int_distribution<std::size_t> length(1, 4000);
   PmfBatch batch;
-  for (std::size_t i = 0; i < 3000; ++i) {
-    std::vector<double> w(length(gen));
-    for (auto& x : w) x = u(gen) < 0.3 ? 0.0 : std::pow(10.0, -20.0 * u(gen));
-    if (i % 97 == 0) std::fill(w.begin(), w.end(), 0.0);  // no mass: draws lo
-    batch.push_back(w, static_cast<std::int64_t>(gen() % 1000) - 500);
-  }
+  for (std::size_t i = 0; i < 3000; ++i)  // random lengths: not multiples of 8 or 256, offsets odd or even
+    append_raw(batch, random_pmf(gen, length(gen), i % 97 == 0 ? 5 : static_cast<int>(i % 5)),
+               static_cast<std::int64_t>(gen() % 1000) - 500);
+  // lengths at the lane and tile edges, and past the 32 tiles whose carries the kernel keeps in registers (8192),
+  // each kind at both alignments
+  for (const std::size_t m : {1, 2, 7, 8, 9, 31, 32, 33, 255, 256, 257, 511, 512, 513, 4000, 8191, 8192, 8193, 8449,
+                              12000, 20000})
+    for (int aligned = 0; aligned < 2; ++aligned) {
+      if (batch.weights.size() % 2 != static_cast<std::size_t>(aligned)) append_raw(batch, {0.5}, 0);
+      for (int kind = 0; kind < 6; ++kind) append_raw(batch, random_pmf(gen, m, kind), 7);
+    }
   const std::uint64_t seed = gen(), counter = gen() % 1000;
-  const auto want = cpu::sample_batched(batch, seed, counter);
-  REQUIRE(cuda::sample_batched(batch, seed, counter) == want);
+  require_same_draws(batch, seed, counter);
+  require_same_draws(batch, seed, counter + 1);
   // the CUB composition adds in another order: it may differ only where a draw sits on a rounding boundary
+  const auto want = cpu::sample_batched(batch, seed, counter);
   const auto cub = cuda::sample_batched(batch, seed, counter, cuda::SampleKernel::cub_scan_by_key);
   std::size_t differ = 0;
   for (std::size_t i = 0; i < want.size(); ++i)
     if (cub[i] != want[i] && batch.log_scale[i] > -INFINITY) ++differ;  // the baseline does not special-case no mass
   CHECK(differ <= 3);
+}
+
+TEST_CASE("device batched sampling decides the CPU's rounding boundaries the same way", "[gpu][scans][device]") {
+  if (skip_without_device()) return;
+  std::mt19937_64 gen(std::random_device{}());
+  const std::uint64_t seed = gen(), counter = gen() % 1000;
+  constexpr double half_ulp = 0x1p-53;  // 1 + half_ulp ties back to 1
+  PmfBatch batch;
+  std::size_t lane_skips = 0, tile_fallbacks = 0, far_tiles = 0, boundaries = 0;
+  for (int n = 0; n < 800; ++n) {
+    if (gen() % 2 == 0) append_raw(batch, {0.25}, 0);  // shifts the alignment of what follows
+    const double u = philox_uniform(seed, batch.size(), counter);  // the uniform of the pmf appended next
+    std::vector<double> w;
+    std::int64_t designed = -1;
+    if (n % 4 == 0) {
+      // lane 0 = {1}, lane 1 = 8 x half_ulp (its walk stays at 1), lane 2 = {0, x}: a target in [1, 1 + 2^-50)
+      // lies below C_16 = E_2 = 1 + 2^-50 at w_16 = 0, so the draw is 17 (scans.cpp, case (a))
+      w.assign(18, 0.0);
+      w[0] = 1;
+      for (std::size_t j = 8; j < 16; ++j) w[j] = half_ulp;
+      w[17] = (1 + 0x1p-51) / u - (1 + 0x1p-50);
+      designed = 17;
+    } else if (n % 4 != 3) {
+      // tile 0 = {1, 0 x 7, half_ulp x 248} (walks end at 1 + 30 2^-50, carry_1 = 1 + 31 2^-50), tile 1 = {0, x}; a
+      // target between picks tile 0 and its last positive weight, 255 (case (b)). n % 4 == 2: 40 zero tiles and a
+      // last weight of 2^-60 follow, so carry_32 > target and the kernel chains tiles 0, 1, ... again
+      w.assign(n % 4 == 1 ? 258 : 41 * 256 + 3, 0.0);
+      w[0] = 1;
+      for (std::size_t j = 8; j < 256; ++j) w[j] = half_ulp;
+      w[257] = (1 + 61 * 0x1p-51) / u - (1 + 31 * 0x1p-50);
+      if (n % 4 == 2) w.back() = 0x1p-60;
+      designed = 255;
+    }
+    if (designed >= 0 && w[static_cast<std::size_t>(designed == 17 ? 17 : 257)] >= 0 &&
+        w[static_cast<std::size_t>(designed == 17 ? 17 : 257)] <= 1 && detail::lane_segment_draw(w, u) == designed) {
+      lane_skips += designed == 17;
+      tile_fallbacks += designed == 255 && w.size() == 258;
+      far_tiles += designed == 255 && w.size() > 258;
+      append_raw(batch, w, 0);
+      continue;
+    }
+    // otherwise: a random pmf whose last weight x sits on a boundary of the CPU's draw, found by bisecting the
+    // bit patterns of x in [0, 1] (the draw is nondecreasing in x): one ulp of x more or less changes the draw
+    const std::size_t m = 2 + gen() % (n % 16 == 3 ? 12000 : 3000);
+    w = random_pmf(gen, m, static_cast<int>(gen() % 4));
+    const auto draw_at = [&](std::uint64_t bits) {
+      w.back() = std::bit_cast<double>(bits);
+      return detail::lane_segment_draw(w, u);
+    };
+    std::uint64_t lo = 0, hi = std::bit_cast<std::uint64_t>(1.0);
+    const std::int64_t first = draw_at(lo);
+    if (draw_at(hi) != first) {
+      while (hi - lo > 1) {
+        const std::uint64_t mid = lo + (hi - lo) / 2;
+        (draw_at(mid) == first ? lo : hi) = mid;
+      }
+      ++boundaries;
+    }
+    draw_at(gen() % 2 == 0 ? lo : hi);
+    append_raw(batch, w, 0);
+  }
+  INFO(lane_skips << " lane skips, " << tile_fallbacks << " in-tile fallbacks, " << far_tiles
+                  << " beyond 32 tiles, " << boundaries << " bisected boundaries");
+  CHECK(lane_skips > 30);
+  CHECK(tile_fallbacks > 30);
+  CHECK(far_tiles > 30);
+  CHECK(boundaries > 100);
+  require_same_draws(batch, seed, counter);
 }
 
 TEST_CASE("device resampling matches the CPU's draws and counts", "[gpu][scans][device]") {

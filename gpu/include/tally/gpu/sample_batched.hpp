@@ -8,12 +8,18 @@
 
 namespace tally::gpu {
 
-/// One draw from each pmf i of the batch by inversion: with u_i = philox_uniform(seed, i, counter) and the prefix
-/// sums \f$C_j = \sum_{k \le j} w_{i,k}\f$ (formed in the fixed order of scan_math.hpp), the draw is lo_i + j for
-/// the smallest j with \f$C_j > u_i C_{m-1}\f$. So P(draw = lo_i + j) = w_{i,j} / sum_k w_{i,k} up to the rounding
-/// of the sums, a weight of 0 is never drawn, and the CPU and the GPU return the same values for the same seed
-/// and counter. Should rounding leave no such j (u_i C within an ulp of C), the last index of positive weight is
-/// drawn; a pmf with no mass (log_scale -inf, all weights 0: a particle of weight 0) draws lo_i.
+/// One draw from each pmf i of the batch by inversion, with u_i = philox_uniform(seed, i, counter), in the fixed
+/// "lane segment" order of gpu/src/scan_math.hpp. The weights w_0 .. w_{m-1} are read in tiles of 256 (32 lanes
+/// x 8: in tile t, lane l holds j = 256 t + 8 l + r, r < 8, and 0 past the end); s_l sums the lane's 8 weights in
+/// order, S_l is the Kogge-Stone inclusive scan of s_0 .. s_31 (rounds x_l += x_{l-d}, d = 1, 2, 4, 8, 16), E_l =
+/// S_{l-1} (E_0 = 0), the tiles are chained by carry_{t+1} = carry_t + S_31(t) from carry_0 = 0, and the prefix
+/// sum at j is \f$C_j\f$ = carry_t + E_l plus w_{8l}, ..., w_{8l+r}, added one by one. With the total C = carry_T
+/// and target = u_i C: the tile t* is the first t with carry_{t+1} > target (none: the last tile of positive
+/// mass), and the draw is lo_i + j for the smallest j of tile t* with w_{i,j} > 0 and \f$C_j > \f$ target (none:
+/// the largest j of tile t* with w_{i,j} > 0). So P(draw = lo_i + j) = w_{i,j} / sum_k w_{i,k} up to the rounding
+/// of the sums, a weight of 0 is never drawn, j is the smallest j with C_j > target except where target lies
+/// within the rounding of the sums, and the CPU and the GPU return the same values for the same seed and counter.
+/// A pmf with no mass (log_scale -inf, all weights 0: a particle of weight 0) draws lo_i.
 /// Throws what check(batch) throws. The dispatch point: CUDA when built, a device is present and the batch has at
 /// least 2^20 weights.
 std::vector<std::int64_t> sample_batched(const PmfBatch& pmfs, std::uint64_t seed, std::uint64_t counter);
@@ -25,8 +31,11 @@ std::vector<std::int64_t> sample_batched(const PmfBatch& pmfs, std::uint64_t see
 namespace cuda {
 enum class SampleKernel {
   automatic,  ///< warp_per_pmf
-  /// One warp per pmf, 256 weights at a time (8 loads per lane in flight): a pass of chunk scans for the total,
-  /// a second (from registers up to 256 weights, else from cache) that stops at the chunk holding the draw.
+  /// One warp per pmf, in the lane-segment order above: each lane reads its 8 contiguous weights of a tile (four
+  /// 16-byte loads where the pmf is 16-byte aligned) and adds them; one 5-shuffle scan per 256 weights. A first pass
+  /// chains the tile totals, the carries of the last (up to) 32 tiles kept in registers, one per lane; then only
+  /// the tile of the draw is read again (from cache; not at all when it was the last read, as for m <= 256). Only
+  /// when the draw lies before those 32 tiles (m > 8192) are tiles 0, 1, ... chained again up to it.
   warp_per_pmf,
   /// The CUB composition, for benchmarks: DeviceScan::InclusiveScanByKey over all weights (keys: the pmf of each
   /// weight), then one thread per pmf searching its scanned run. Its sums are added in CUB's order, so its draws
