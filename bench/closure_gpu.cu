@@ -406,6 +406,30 @@ void closure(cublasHandle_t h, std::size_t n, bool quick) {
   }
 }
 
+/// Where the device starts to pay: closures (both orders) and products host to host against the CPU, for the
+/// dispatch thresholds cuda_min_closure_nodes, cuda_min_product_nodes and topological_min_nodes.
+void crossover() {
+  std::printf("\n## Crossover: the CPU against the device, host to host (random DAGs of out-degree 8; products of "
+              "random matrices of density 8 / N)\n\n");
+  std::printf("| N | CPU closure, reverse topological (ms) | device closure, tensor cores, order as given | "
+              "topological order | CPU product | device product, tensor cores |\n|---:|---:|---:|---:|---:|---:|\n");
+  for (const std::size_t n : {128, 256, 512, 1024, 2048, 4096, 8192}) {
+    std::mt19937_64 gen(7 + n);
+    std::size_t longest = 0;
+    const BitMatrix a = random_dag(n, 8.0, gen, &longest);
+    BitMatrix want, given, topo, p_cpu, p_gpu;
+    const double cpu = best_ms([&] { want = gpu::cpu::transitive_closure(a); }, 5);
+    const double t_given =
+        best_ms([&] { given = gpu::cuda::transitive_closure(a, BoolKernel::tensor_b1, ClosureOrder::as_given); }, 5);
+    const double t_topo =
+        best_ms([&] { topo = gpu::cuda::transitive_closure(a, BoolKernel::tensor_b1, ClosureOrder::topological); }, 5);
+    const double cpu_product = best_ms([&] { p_cpu = gpu::cpu::boolean_product(a, a); }, 5);
+    const double gpu_product = best_ms([&] { p_gpu = gpu::cuda::boolean_product(a, a, BoolKernel::tensor_b1); }, 5);
+    std::printf("| %zu | %.3f | %.3f | %.3f | %.3f | %.3f |%s\n", n, cpu, t_given, t_topo, cpu_product, gpu_product,
+                want == given && want == topo && p_cpu == p_gpu ? "" : " (DISAGREE)");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -432,6 +456,8 @@ int main(int argc, char** argv) {
               prop.name, prop.multiProcessorCount, bandwidth / 1e9, lop3 / 1e12, lop3 * 32 / 1e12, bmma / 1e12);
   cublasHandle_t h;
   check_blas(cublasCreate(&h), "cublasCreate");
+  crossover();
+  if (argc > 1 && std::strcmp(argv[1], "--crossover") == 0) return 0;
   for (const std::size_t n : {std::size_t{4096}, std::size_t{16384}}) {
     if (quick && n > 4096) break;
     closure(h, n, quick);

@@ -299,7 +299,9 @@ BitMatrix transitive_closure(const BitMatrix& adjacency, BoolKernel kernel, Clos
   const char* who = "tally::gpu::cuda::transitive_closure";
   detail::require_device(who);
   const std::size_t n = adjacency.size(), words = adjacency.words().size();
-  const bool bytes = kernel == BoolKernel::byte_per_entry, topological = order == ClosureOrder::topological;
+  const bool bytes = kernel == BoolKernel::byte_per_entry;
+  const bool topological = order == ClosureOrder::topological ||
+                           (order == ClosureOrder::automatic && n >= cuda_topological_min_nodes);
   const double need = (bytes ? 2.0 * packed_bytes(n) + 2.0 * double(n) * double(n) : 3.0 * packed_bytes(n)) + 8.0 * n;
   detail::require_device_memory(need, who, "the matrices");
   const int bound = detail::squaring_bound(n);

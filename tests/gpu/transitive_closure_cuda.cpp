@@ -75,6 +75,11 @@ TEST_CASE("device closures of long chains and dense DAGs", "[gpu][closure][devic
     REQUIRE(cuda::transitive_closure(dense, BoolKernel::tensor_b1, ClosureOrder::as_given) ==
             cpu::transitive_closure(dense));
   }
+  // ClosureOrder::automatic on either side of its threshold
+  for (const std::size_t n : {cuda_topological_min_nodes - 1, cuda_topological_min_nodes + 1}) {
+    const BitMatrix large = random_dag(gen, n, 4.0);
+    REQUIRE(cuda::transitive_closure(large) == cpu::transitive_closure(large));
+  }
   const BitMatrix big = random_dag(gen, cuda_min_closure_nodes + 3, 8.0);
   REQUIRE(transitive_closure(big) == cpu::transitive_closure(big));  // the dispatch point, on the device here
   const BitMatrix a = random_matrix(gen, cuda_min_product_nodes + 5, 0.002);

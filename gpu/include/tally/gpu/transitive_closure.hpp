@@ -9,11 +9,17 @@
 
 namespace tally::gpu {
 
-/// The dispatch thresholds, compile-time constants to be set from bench/closure_gpu.cu's measurements: closures of
-/// at least cuda_min_closure_nodes nodes, and products of at least cuda_min_product_nodes, run on the device when
-/// one is present (TALLY_DEVICE=gpu or cpu forces either way); smaller ones on the CPU.
-inline constexpr std::size_t cuda_min_closure_nodes = 2048;
+/// The dispatch thresholds, from bench/closure_gpu.cu's crossover table (H100, host to host, random DAGs of
+/// out-degree 8): closures of at least cuda_min_closure_nodes nodes, and products of at least
+/// cuda_min_product_nodes, run on the device when one is present (TALLY_DEVICE=gpu or cpu forces either way);
+/// smaller ones on the CPU. At N = 512 the CPU took 0.17 ms and the device 0.24 ms; at N = 1024, 0.54 against
+/// 0.28 (products: 0.065 against 0.093 ms, then 0.24 against 0.12 ms).
+inline constexpr std::size_t cuda_min_closure_nodes = 1024;
 inline constexpr std::size_t cuda_min_product_nodes = 1024;
+/// ClosureOrder::automatic relabels in topological order from this many nodes on: the host's order and the two
+/// permutations cost more than the triangle saves below it (N = 8192: 5.2 ms against 4.3 as given; N = 16384:
+/// 16.1 against 24.5 ms).
+inline constexpr std::size_t cuda_topological_min_nodes = 12288;
 
 /// The boolean product \f$C_{ij} = \bigvee_k A_{ik} \wedge B_{kj}\f$ of two n x n matrices.
 /// Throws tally::shape_error when the sizes differ. The dispatch point: CUDA when built, a device is present and
@@ -81,6 +87,8 @@ enum class BoolKernel {
 
 /// The order in which cuda::transitive_closure squares the matrix.
 enum class ClosureOrder {
+  /// `topological` from cuda_topological_min_nodes nodes on, else `as_given`.
+  automatic,
   /// Nodes relabelled in a topological order first (topological_order on the host, which also reports a cycle;
   /// the permutation itself on the device): R is then strictly upper triangular, so cell (i, j) needs only k in
   /// (i, j), tiles below the diagonal are skipped, and tiles far above it are mostly all true and leave early.
@@ -101,7 +109,7 @@ BitMatrix boolean_product(const BitMatrix& a, const BitMatrix& b, BoolKernel ker
 /// kernel when some bit of R changed; squaring stops when none did, or after ceil(log2 n) squarings. When
 /// `squarings` is not null it receives the number of products (the same count as cpu::closure_by_squaring's).
 BitMatrix transitive_closure(const BitMatrix& adjacency, BoolKernel kernel = BoolKernel::automatic,
-                             ClosureOrder order = ClosureOrder::topological, int* squarings = nullptr);
+                             ClosureOrder order = ClosureOrder::automatic, int* squarings = nullptr);
 
 /// The closure of a DAG level by level instead of by squaring: levels from the sinks (level 0) up, a node's level
 /// one more than its successors' largest; then, one launch per level, the row of each node of the level is
