@@ -74,6 +74,12 @@ std::vector<std::size_t> depth_first_order(const BitMatrix& g, const char* who) 
 }
 
 
+/// The hardware's threads, asked once (the query reads /sys on Linux: microseconds, the cost of a small closure).
+std::size_t hardware_threads() {
+  static const std::size_t threads = std::max<std::size_t>(1, std::thread::hardware_concurrency());
+  return threads;
+}
+
 /// f(p) for p = 0 .. parts - 1, each on its own thread (f(0) on the calling one).
 template <class F>
 void parallel_parts(std::size_t parts, F f) {
@@ -101,8 +107,8 @@ std::vector<std::size_t> topological_order(const BitMatrix& g, const char* who) 
     std::vector<std::size_t> end;          // end[i - first]: the end of row i's list in `successor`
     bool dense = false;
   };
-  const std::size_t most_parts = std::max<std::size_t>(1, std::thread::hardware_concurrency());
-  std::vector<Part> parts(std::clamp<std::size_t>((n * w) >> 16, 1, std::min(most_parts, std::max<std::size_t>(n, 1))));
+  const std::size_t most_parts = std::min(hardware_threads(), std::max<std::size_t>(n, 1));
+  std::vector<Part> parts(std::clamp<std::size_t>((n * w) >> 16, 1, most_parts));
   parallel_parts(parts.size(), [&](std::size_t p) {
     Part& part = parts[p];
     part.first = n * p / parts.size();

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "dependence.hpp"
 #include "node.hpp"
 #include "support.hpp"
 #include "tally/error.hpp"
@@ -233,6 +234,24 @@ std::vector<Dirichlet> Graph::dirichlet(const Continuous& x) {
   const auto node = node_of(x, "dirichlet");
   require_family(*node, detail::ContinuousRoot::dirichlet, "dirichlet", "Dirichlet");  // before grafting: a refused query changes nothing
   return vector_of(unrealized(node, "dirichlet").continuous->dirichlet);
+}
+
+std::vector<std::vector<std::size_t>> Graph::touches(const std::vector<Variable>& observations,
+                                                     const std::vector<Variable>& variables,
+                                                     DependenceMethod method) const {
+  std::vector<Node*> o, v;
+  for (const auto& x : observations) o.push_back(node_of(x, "touches").get());  // the handles keep the nodes alive
+  for (const auto& x : variables) v.push_back(node_of(x, "touches").get());
+  return detail::touches(o, v, method);
+}
+
+std::vector<std::vector<std::size_t>> Graph::touches(const std::vector<Variable>& observations,
+                                                     const std::vector<Continuous>& parameters,
+                                                     DependenceMethod method) const {
+  std::vector<Node*> o, v;
+  for (const auto& x : observations) o.push_back(node_of(x, "touches").get());
+  for (const auto& x : parameters) v.push_back(node_of(x, "touches").get());
+  return detail::touches(o, v, method);
 }
 
 Graph::Resampling Graph::resample_by_weight(gpu::Resampler kind) {

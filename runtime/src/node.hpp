@@ -142,6 +142,18 @@ void sample_continuous(Node& n);
 std::vector<double> observe(Node& n, const Batch<std::int64_t>& values);
 
 // ---- Reachability (reachability.cpp) --------------------------------------------------------------------------
+/// Calls f(u) for every node u that n's law depends on directly: its owning parents (while initialized), its raw
+/// mparents (while marginalized) and tied_to (a node fixed by an observed sum). These are the dependence edges of
+/// uninstantiated_ancestors and Graph::touches. They form no directed cycle (parents and mparents point to older
+/// nodes; a tie joins two operands that were independent), though they may form undirected ones.
+template <class F>
+void for_each_dependence_edge(const Node& n, F&& f) {
+  for (const auto& p : n.parents)
+    if (p) f(p.get());
+  for (Node* p : n.mparents)
+    if (p) f(p);
+  if (n.tied_to) f(n.tied_to);
+}
 /// The non-realized nodes that n depends on: n and every node reachable through parents, mparents and tied_to.
 std::vector<Node*> uninstantiated_ancestors(Node& n);
 /// A node of the first set that is also in the second, or nullptr.

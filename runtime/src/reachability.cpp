@@ -15,12 +15,9 @@ std::vector<Node*> uninstantiated_ancestors(Node& n) {
     stack.pop_back();
     if (v->state == State::realized) continue;
     found.push_back(v);
-    auto visit = [&](Node* u) {
-      if (u != nullptr && seen.insert(u).second) stack.push_back(u);
-    };
-    for (auto& p : v->parents) visit(p.get());
-    for (Node* p : v->mparents) visit(p);
-    visit(v->tied_to);
+    for_each_dependence_edge(*v, [&](Node* u) {
+      if (seen.insert(u).second) stack.push_back(u);
+    });
   }
   return found;
 }

@@ -51,6 +51,34 @@ class Continuous {
   std::shared_ptr<detail::Node> node_;
 };
 
+/// How Graph::touches answers (every method gives the same answer; `search` and `closure` are for tests and
+/// benchmarks, and for callers who know their graphs):
+enum class DependenceMethod {
+  /// `closure` when the query has enough pairs and reaches few enough nodes for it to pay (the thresholds below),
+  /// else `search`.
+  automatic,
+  /// The CPU path, per pair: one depth-first search for each observation's ancestors, then one per variable that
+  /// stops at the first node they share (as the runtime's own check for dependent operands does).
+  search,
+  /// The transitive closure: the N nodes the queries reach (one depth-first search), their adjacency as an N x N
+  /// bit matrix, tally::gpu::transitive_closure (on the device when one is present and N >=
+  /// gpu::cuda_min_closure_nodes, else the CPU's reverse-topological closure), then each pair by a word-wise AND
+  /// of two rows (or, on the device, one boolean product for many pairs). Memory: two N x N bit matrices.
+  closure,
+};
+
+/// `automatic` uses the closure when the query has at least dependence_closure_min_pairs pairs (M observations
+/// times K variables) and reaches at most dependence_closure_nodes_per_pair x M x K non-realized nodes, and at most
+/// dependence_closure_max_nodes; else the search (the search for the reach stops at that limit, so that a query
+/// answered by search wastes at most that many steps). Measured by bench/dependence.cpp (bench/RESULTS.md,
+/// "Dependence queries in the runtime (issue 6)"): on chains and running sums a pair's search walks a good part of
+/// the graph while the closure costs about N^2 / 64 word operations and two allocations, and they break even near
+/// N = 64 M K; below 16 pairs the closure's fixed cost (a few microseconds) loses to the search on small graphs.
+inline constexpr std::size_t dependence_closure_min_pairs = 16;
+inline constexpr std::size_t dependence_closure_nodes_per_pair = 64;
+/// Above this the closure's two bit matrices (2 x N^2 / 8 bytes: 64 MiB at 16384) are not worth their memory.
+inline constexpr std::size_t dependence_closure_max_nodes = 16384;
+
 /// One probabilistic program over P particles (P = 1: the ordinary single graph). Every variable's state is a
 /// batch of P laws or values, and each call below acts on all particles at once.
 ///
@@ -136,6 +164,29 @@ class Graph {
   std::vector<Beta> beta(const Continuous& x);
   std::vector<Gamma> gamma(const Continuous& x);
   std::vector<Dirichlet> dirichlet(const Continuous& x);
+
+  // ---- dependence ----
+  /// Which variables observing each observation can change now. result[i] lists, in increasing order, every j with
+  /// \f$\mathrm{anc}^*(o_i) \cap \mathrm{anc}^*(v_j) \neq \emptyset\f$ (o_i = observations[i], v_j = variables[j]),
+  /// where anc*(x) is x itself and every node reachable from x along dependence edges (x's parents while it is
+  /// initialized, its marginalized parents while it is marginalized, the node an observed sum tied it to) through
+  /// non-realized nodes only. A realized node is a constant: it blocks the search, and a realized observation or
+  /// variable touches nothing. So a non-realized node touches itself, two roots never touch, a child touches its
+  /// parent and every ancestor, a sum touches its operands, and two children of one parent touch through it until
+  /// it is realized (by value(), say). Touching is structural and the same in every particle: when o_i does not
+  /// touch v_j, observing o_i leaves v_j's law as it is; when it does, it generally changes it.
+  /// The query changes nothing (no grafting, sampling or conditioning). Throws usage_error for an empty handle or
+  /// a handle of another Graph, among either list. Cost: see DependenceMethod; `search` is O(M (A + K B)) for
+  /// observations with A ancestors and variables B steps from them, `closure` O(N^2 / 64 + E N / 64 + M K N / 64)
+  /// word operations at most for N reachable nodes and E edges, with N^2 / 4 bytes.
+  std::vector<std::vector<std::size_t>> touches(const std::vector<Variable>& observations,
+                                                const std::vector<Variable>& variables,
+                                                DependenceMethod method = DependenceMethod::automatic) const;
+  /// The same for conjugate parameters: which of them observing each observation can change (a count touches its
+  /// Beta, Gamma or Dirichlet parameter until the parameter is realized).
+  std::vector<std::vector<std::size_t>> touches(const std::vector<Variable>& observations,
+                                                const std::vector<Continuous>& parameters,
+                                                DependenceMethod method = DependenceMethod::automatic) const;
 
   /// The accumulated log-weight of each particle: the sum of its observations' log-likelihoods.
   const std::vector<double>& log_weights() const;
