@@ -105,42 +105,75 @@ void sampling(double bandwidth, bool quick) {
     cudaFree(ptr);
 }
 
+/// One resampling row: device time (events, 10 calls), throughput against the byte counts, and the CPU's time.
+struct ResampleRow {
+  const char* method;
+  gpu::Resampler kind;
+  gpu::cuda::ResampleKernel kernel;
+  bool summary;
+  double moved;  // bytes this method moves, per particle
+};
+
 void resampling(double bandwidth, bool quick) {
   const std::size_t p = quick ? std::size_t{1} << 20 : std::size_t{1} << 24;
-  std::printf("## Resampling P = %zu log-weights (U[-30, 0]): ancestors (64-bit) on the device\n\n", p);
+  std::printf("## Resampling P = %zu log-weights: ancestors (64-bit) on the device\n\n", p);
+  std::printf("Inputs: *spread* U[-30, 0]; *degenerate* one particle at 0 and the rest at -40 (it holds all but "
+              "%.0e of the weight, so it gets all P positions).\n", double(p) * std::exp(-40.0));
+  std::printf("Byte counts: *two-pass minimum* 24 P (systematic needs the total before any ancestor: l read twice, "
+              "ancestors written once); *one-pass bound* 16 P (l read once, ancestors written once: the old "
+              "column, not reachable by systematic); *moved* what the method itself reads and writes (fused: 24 P; "
+              "CUB composition: max 8 P, scan 16 P, ancestors 16 P = 48 P).\n\n");
+  std::printf("| input | method | time (ms) | 24 P / time | of copy bw | 16 P / time | of copy bw | moved / time | of copy bw | ancestors != CPU | CPU 1 core (ms) | CPU / GPU |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  using gpu::cuda::ResampleKernel;
+  const ResampleRow rows[] = {
+      {"fused systematic", gpu::Resampler::systematic, ResampleKernel::fused, false, 24},
+      {"fused systematic + summary (one synchronization)", gpu::Resampler::systematic, ResampleKernel::fused, true, 24},
+      {"CUB composition systematic (max, scan, one thread per particle)", gpu::Resampler::systematic,
+       ResampleKernel::cub_composition, false, 48},
+      {"CUB composition multinomial (max, scan, binary search per draw)", gpu::Resampler::multinomial,
+       ResampleKernel::cub_composition, false, 48},
+  };
   std::mt19937_64 gen(7);
   std::uniform_real_distribution<double> u(-30.0, 0.0);
-  std::vector<double> l(p);
-  for (auto& x : l) x = u(gen);
-  double* d = device_copy(l);
   std::size_t* ancestors = nullptr;
   check(cudaMalloc(&ancestors, p * 8), "cudaMalloc");
-  std::size_t bytes = 0;
-  gpu::cuda::resample_device(nullptr, bytes, d, p, gpu::Resampler::systematic, 1, 0, ancestors);
-  void* temp = nullptr;
-  check(cudaMalloc(&temp, bytes), "cudaMalloc");
-  const double minimum = 16.0 * double(p);  // read the log-weights once, write the ancestors once
-  const double moved = 8.0 * double(p) * 6;  // max: read; scan: read + write; ancestors: read sums + write
-  std::printf("| method | time (ms) | minimal bytes / time | of copy bandwidth | bytes moved / time | of copy bandwidth | CPU 1 core (ms) | CPU / GPU |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|\n");
-  for (const auto kind : {gpu::Resampler::systematic, gpu::Resampler::multinomial}) {
-    const double t = event_ms([&] { gpu::cuda::resample_device(temp, bytes, d, p, kind, 1, 0, ancestors); }, 10);
-    std::vector<std::size_t> a(p), b;
-    check(cudaMemcpy(a.data(), ancestors, p * 8, cudaMemcpyDeviceToHost), "copy");
-    const double t_cpu = best_ms([&] { b = gpu::cpu::resample(l, kind, 1, 0); }, 1);
-    std::size_t differ = 0;
-    for (std::size_t j = 0; j < p; ++j) differ += a[j] != b[j];
-    std::printf("| %s (CUB max, CUB scan of e^(l-m), one kernel) | %.3f | %.0f GB/s | %.0f %% | %.0f GB/s | %.0f %% | %.0f | %.0fx |\n",
-                kind == gpu::Resampler::systematic ? "systematic" : "multinomial", t, minimum / (t * 1e6),
-                100 * minimum / (t * 1e-3) / bandwidth, moved / (t * 1e6), 100 * moved / (t * 1e-3) / bandwidth, t_cpu,
-                t_cpu / t);
-    std::printf("<!-- %s: %zu of %zu ancestors differ from the CPU's -->\n",
-                kind == gpu::Resampler::systematic ? "systematic" : "multinomial", differ, p);
+  for (const bool degenerate : {false, true}) {
+    std::vector<double> l(p);
+    for (auto& x : l) x = degenerate ? -40.0 : u(gen);
+    if (degenerate) l[p / 3] = 0.0;
+    double* d = device_copy(l);
+    for (const auto& row : rows) {
+      if (degenerate && row.kind == gpu::Resampler::multinomial) continue;
+      std::size_t bytes = 0;
+      gpu::cuda::resample_device(nullptr, bytes, d, p, row.kind, 1, 0, ancestors, nullptr, nullptr, row.kernel);
+      void* temp = nullptr;
+      check(cudaMalloc(&temp, bytes), "cudaMalloc");
+      gpu::WeightSummary summary{};
+      gpu::WeightSummary* want_summary = row.summary ? &summary : nullptr;
+      const double t = event_ms(
+          [&] {
+            gpu::cuda::resample_device(temp, bytes, d, p, row.kind, 1, 0, ancestors, nullptr, want_summary, row.kernel);
+          },
+          10);
+      std::vector<std::size_t> a(p), b;
+      check(cudaMemcpy(a.data(), ancestors, p * 8, cudaMemcpyDeviceToHost), "copy");
+      gpu::WeightSummary cpu_summary{};
+      const double t_cpu =
+          best_ms([&] { b = gpu::cpu::resample(l, row.kind, 1, 0, row.summary ? &cpu_summary : nullptr); }, 1);
+      std::size_t differ = 0;
+      for (std::size_t j = 0; j < p; ++j) differ += a[j] != b[j];
+      const auto rate = [&](double per_particle) { return per_particle * double(p) / (t * 1e6); };
+      const auto share = [&](double per_particle) { return 100 * per_particle * double(p) / (t * 1e-3) / bandwidth; };
+      std::printf("| %s | %s | %.3f | %.0f GB/s | %.0f %% | %.0f GB/s | %.0f %% | %.0f GB/s | %.0f %% | %zu | %.0f | %.0fx |\n",
+                  degenerate ? "degenerate" : "spread", row.method, t, rate(24), share(24), rate(16), share(16),
+                  rate(row.moved), share(row.moved), differ, t_cpu, t_cpu / t);
+      cudaFree(temp);
+    }
+    cudaFree(d);
   }
   std::printf("\n");
-  cudaFree(d);
   cudaFree(ancestors);
-  cudaFree(temp);
 }
 
 }  // namespace

@@ -96,7 +96,8 @@ void sample_batched_device(PmfBatchView, std::uint64_t, std::uint64_t, std::int6
 WeightSummary summarize_log_weights(std::span<const double>) {
   throw cuda_error("tally::gpu::cuda::summarize_log_weights: tally was built without CUDA");
 }
-std::vector<std::size_t> resample(std::span<const double>, Resampler, std::uint64_t, std::uint64_t) {
+std::vector<std::size_t> resample(std::span<const double>, Resampler, std::uint64_t, std::uint64_t, WeightSummary*,
+                                  ResampleKernel) {
   throw cuda_error("tally::gpu::cuda::resample: tally was built without CUDA");
 }
 std::vector<std::uint64_t> chain_prefix_or(std::span<const std::uint64_t>, std::span<const std::uint8_t>) {
@@ -109,7 +110,7 @@ std::vector<double> chain_prefix_sum(std::span<const double>, std::span<const st
 
 namespace tally::gpu::cuda {
 void resample_device(void*, std::size_t&, const double*, std::size_t, Resampler, std::uint64_t, std::uint64_t,
-                     std::size_t*, void*) {
+                     std::size_t*, void*, WeightSummary*, ResampleKernel) {
   throw cuda_error("tally::gpu::cuda::resample_device: tally was built without CUDA");
 }
 }  // namespace tally::gpu::cuda

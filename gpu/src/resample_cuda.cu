@@ -1,4 +1,4 @@
-// Resampling on the device, composed of CUB reductions and a scan through transform iterators, and one kernel.
+// Resampling on the device: the fused systematic kernels (resample_kernels.cuh) and the CUB composition baseline.
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/transform_iterator.h>
@@ -9,6 +9,7 @@
 
 #include "cuda_check.cuh"
 #include "resample_check.hpp"
+#include "resample_combine.cuh"
 #include "tally/gpu/philox.hpp"
 #include "tally/gpu/resample.hpp"
 
@@ -113,39 +114,147 @@ WeightSummary summarize_log_weights(std::span<const double> log_w) {
   return {m, m + std::log(s.x), s.x * s.x / s.y};
 }
 
-void resample_device(void* temp, std::size_t& temp_bytes, const double* log_w, std::size_t p, Resampler kind,
-                     std::uint64_t seed, std::uint64_t counter, std::size_t* ancestors, void* stream) {
-  // temporary storage: the maximum and the prefix sums, then CUB's space (the larger of its two calls)
-  const auto n = static_cast<std::int64_t>(p);
-  const auto s = static_cast<cudaStream_t>(stream);
-  const std::size_t header = (8 + 8 * p + 255) / 256 * 256;
-  double* m = nullptr;
-  double* c = nullptr;
-  if (temp != nullptr) {
-    m = static_cast<double*>(temp);
-    c = m + 1;
+namespace {
+
+/// Bump allocation inside the caller's temporary storage (256-byte aligned pieces); with base == nullptr it only
+/// counts the bytes.
+class Carve {
+ public:
+  explicit Carve(void* base) : base_(static_cast<char*>(base)) {}
+  template <class T>
+  T* take(std::size_t count) {
+    used_ = (used_ + 255) / 256 * 256;
+    T* out = base_ == nullptr ? nullptr : reinterpret_cast<T*>(base_ + used_);
+    used_ += count * sizeof(T);
+    return out;
   }
+  std::size_t used() const { return used_; }
+
+ private:
+  char* base_;
+  std::size_t used_ = 0;
+};
+
+/// The fused kernels' arrays: n = ceil(P / T) tiles, at most floor(P / (4 T + 1)) of them heavy; the heavy tiles'
+/// k arrays (T each, at most 2 P bytes in all) only where the ancestors are written by the fused kernels.
+fused::Plan carve_plan(Carve& carve, std::size_t p, double u, bool scratch) {
+  fused::Plan plan;
+  plan.p = p;
+  plan.n = (p + fused::tile - 1) / fused::tile;
+  plan.u = u;
+  const std::size_t heavy = std::min<std::size_t>(plan.n, p / (fused::spread_min + 1));
+  plan.totals = carve.take<fused::Totals>(1);
+  plan.m = carve.take<double>(plan.n);
+  plan.s = carve.take<double>(plan.n);
+  plan.q = carve.take<double>(plan.n);
+  plan.o = carve.take<double>(plan.n + 1);
+  plan.k = carve.take<unsigned long long>(plan.n + 1);
+  plan.slot = carve.take<int>(plan.n);
+  plan.heavy_tile = carve.take<unsigned long long>(heavy);
+  plan.heavy_start = carve.take<unsigned long long>(heavy + 1);
+  if (scratch) plan.scratch = carve.take<unsigned long long>(heavy * fused::tile);
+  return plan;
+}
+
+int multiprocessors() {
+  int device = 0, sms = 0;
+  TALLY_CUDA_CHECK(cudaGetDevice(&device));
+  TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return sms;
+}
+
+/// Passes 1 and 2: the tile totals, then their combination (registers for up to 8 tiles a thread, else generic).
+void launch_totals(const double* log_w, const fused::Plan& plan, cudaStream_t s) {
+  fused::tile_totals<<<static_cast<unsigned>(plan.n), fused::threads, 0, s>>>(log_w, plan);
+  if (plan.n <= std::size_t{fused::combine_threads} * fused::combine_items) {
+    fused::combine_tiles<<<1, fused::combine_threads, 0, s>>>(plan);
+  } else {
+    fused::combine_tiles_generic<<<1, fused::combine_threads, 0, s>>>(plan);
+  }
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+WeightSummary to_summary(const fused::Totals& t) {
+  return {t.max_log_weight, t.max_log_weight + std::log(t.total), t.total * t.total / t.squares};
+}
+
+bool use_fused(Resampler kind, ResampleKernel kernel) {
+  if (kernel == ResampleKernel::fused && kind != Resampler::systematic)
+    tally::detail::fail<domain_error>("tally::gpu::cuda::resample_device: ResampleKernel::fused is systematic only");
+  return kind == Resampler::systematic && kernel != ResampleKernel::cub_composition;
+}
+
+}  // namespace
+
+void resample_device(void* temp, std::size_t& temp_bytes, const double* log_w, std::size_t p, Resampler kind,
+                     std::uint64_t seed, std::uint64_t counter, std::size_t* ancestors, void* stream,
+                     WeightSummary* summary, ResampleKernel kernel) {
+  const char* who = "tally::gpu::cuda::resample_device";
+  if (p == 0) tally::detail::fail<shape_error>(who, ": no log-weights (an empty population)");
+  const bool fused_path = use_fused(kind, kernel);
+  const auto s = static_cast<cudaStream_t>(stream);
+  const double u = philox_uniform(seed, 0, counter);
+  auto* out = reinterpret_cast<unsigned long long*>(ancestors);
+  Carve carve(temp);
+  const fused::Plan plan = carve_plan(carve, p, u, fused_path);
+  if (fused_path) {
+    if (temp == nullptr) {
+      temp_bytes = carve.used();
+      return;
+    }
+    if (temp_bytes < carve.used())
+      tally::detail::fail<shape_error>(who, ": temp_bytes is below what the sizing call set");
+    const int sms = multiprocessors();
+    // the spread pass: 4 blocks per SM, fewer where P has fewer windows of 2048 positions (8 warps x 256 each)
+    constexpr std::size_t block_window = std::size_t{fused::spread_threads} * fused::spread_items;
+    const std::size_t windows = (p + block_window - 1) / block_window;
+    const auto spread_blocks = static_cast<unsigned>(
+        std::max<std::size_t>(1, std::min<std::size_t>(windows, std::size_t(sms) * fused::spread_blocks_per_sm)));
+    launch_totals(log_w, plan, s);
+    fused::write_ancestors<<<static_cast<unsigned>(plan.n), fused::threads, 0, s>>>(log_w, plan, out);
+    fused::spread_heavy<<<spread_blocks, fused::spread_threads, 0, s>>>(plan, out);
+    TALLY_CUDA_CHECK(cudaGetLastError());
+    if (summary != nullptr) {
+      fused::Totals totals{};
+      TALLY_CUDA_CHECK(cudaMemcpyAsync(&totals, plan.totals, sizeof totals, cudaMemcpyDeviceToHost, s));
+      TALLY_CUDA_CHECK(cudaStreamSynchronize(s));
+      *summary = to_summary(totals);
+    }
+    return;
+  }
+  // the CUB composition: the maximum and the prefix sums after the fused arrays (used for the summary), then CUB's
+  // space (the larger of its two calls)
+  const auto n = static_cast<std::int64_t>(p);
+  double* m = carve.take<double>(1);
+  double* c = carve.take<double>(p);
+  void* cub_temp = carve.take<char>(0);
   auto weights = thrust::make_transform_iterator(log_w, kernels::RelativeWeight{0.0});
   std::size_t max_bytes = 0, scan_bytes = 0;
   TALLY_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, max_bytes, log_w, m, n, s));
   TALLY_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, weights, c, n, s));
+  const std::size_t cub_bytes = std::max(max_bytes, scan_bytes);
   if (temp == nullptr) {
-    temp_bytes = header + std::max(max_bytes, scan_bytes);
+    temp_bytes = carve.used() + cub_bytes;
     return;
   }
-  void* cub_temp = static_cast<char*>(temp) + header;
-  std::size_t cub_bytes = temp_bytes - header;
-  TALLY_CUDA_CHECK(cub::DeviceReduce::Max(cub_temp, cub_bytes, log_w, m, n, s));
+  if (temp_bytes < carve.used() + cub_bytes)
+    tally::detail::fail<shape_error>(who, ": temp_bytes is below what the sizing call set");
+  if (summary != nullptr) launch_totals(log_w, plan, s);
+  std::size_t bytes = cub_bytes;
+  TALLY_CUDA_CHECK(cub::DeviceReduce::Max(cub_temp, bytes, log_w, m, n, s));
   double host_m = 0;
+  fused::Totals totals{};
   TALLY_CUDA_CHECK(cudaMemcpyAsync(&host_m, m, 8, cudaMemcpyDeviceToHost, s));
+  if (summary != nullptr)
+    TALLY_CUDA_CHECK(cudaMemcpyAsync(&totals, plan.totals, sizeof totals, cudaMemcpyDeviceToHost, s));
   TALLY_CUDA_CHECK(cudaStreamSynchronize(s));
-  cub_bytes = temp_bytes - header;
+  if (summary != nullptr) *summary = to_summary(totals);
+  bytes = cub_bytes;
   weights = thrust::make_transform_iterator(log_w, kernels::RelativeWeight{host_m});
-  TALLY_CUDA_CHECK(cub::DeviceScan::InclusiveSum(cub_temp, cub_bytes, weights, c, n, s));
-  auto* out = reinterpret_cast<unsigned long long*>(ancestors);
+  TALLY_CUDA_CHECK(cub::DeviceScan::InclusiveSum(cub_temp, bytes, weights, c, n, s));
   const auto blocks = static_cast<unsigned>((p + 255) / 256);
   if (kind == Resampler::systematic) {
-    kernels::systematic_ancestors<<<blocks, 256, 0, s>>>(c, p, philox_uniform(seed, 0, counter), out);
+    kernels::systematic_ancestors<<<blocks, 256, 0, s>>>(c, p, u, out);
   } else {
     kernels::multinomial_ancestors<<<blocks, 256, 0, s>>>(c, p, seed, counter, out);
   }
@@ -153,18 +262,19 @@ void resample_device(void* temp, std::size_t& temp_bytes, const double* log_w, s
 }
 
 std::vector<std::size_t> resample(std::span<const double> log_w, Resampler kind, std::uint64_t seed,
-                                  std::uint64_t counter) {
+                                  std::uint64_t counter, WeightSummary* summary, ResampleKernel kernel) {
   const char* who = "tally::gpu::cuda::resample";
   detail::check_log_weights(log_w, who);
+  use_fused(kind, kernel);  // the kernel's error before any device work
   detail::require_device(who);
   const std::size_t p = log_w.size();
   DeviceBuffer<double> d(p);
   TALLY_CUDA_CHECK(cudaMemcpy(d.data(), log_w.data(), p * 8, cudaMemcpyHostToDevice));
   std::size_t bytes = 0;
-  resample_device(nullptr, bytes, d.data(), p, kind, seed, counter, nullptr);
+  resample_device(nullptr, bytes, d.data(), p, kind, seed, counter, nullptr, nullptr, summary, kernel);
   DeviceBuffer<char> temp(bytes);
   DeviceBuffer<std::size_t> ancestors(p);
-  resample_device(temp.data(), bytes, d.data(), p, kind, seed, counter, ancestors.data());
+  resample_device(temp.data(), bytes, d.data(), p, kind, seed, counter, ancestors.data(), nullptr, summary, kernel);
   std::vector<std::size_t> out(p);
   TALLY_CUDA_CHECK(cudaMemcpy(out.data(), ancestors.data(), p * 8, cudaMemcpyDeviceToHost));
   return out;

@@ -24,10 +24,10 @@ WeightSummary summarize_log_weights(std::span<const double> log_w) {
 }
 
 std::vector<std::size_t> resample(std::span<const double> log_w, Resampler kind, std::uint64_t seed,
-                                  std::uint64_t counter) {
+                                  std::uint64_t counter, WeightSummary* summary) {
   return select(true, double(log_w.size()), cuda_min_particles) == Backend::cuda
-             ? cuda::resample(log_w, kind, seed, counter)
-             : cpu::resample(log_w, kind, seed, counter);
+             ? cuda::resample(log_w, kind, seed, counter, summary)
+             : cpu::resample(log_w, kind, seed, counter, summary);
 }
 
 std::vector<std::uint64_t> chain_prefix_or(std::span<const std::uint64_t> x, std::span<const std::uint8_t> head) {

@@ -258,9 +258,9 @@ Graph::Resampling Graph::resample_by_weight(gpu::Resampler kind) {
   const auto& lw = context_->log_weight;
   if (std::all_of(lw.begin(), lw.end(), [](double l) { return l == -std::numeric_limits<double>::infinity(); }))
     return {-std::numeric_limits<double>::infinity(), 0.0, {}};
-  const auto summary = gpu::summarize_log_weights(lw);
   constexpr std::uint64_t resampling_key = 0x7265'7361'6d70'6c65ull;  // "resample": apart from particle streams
-  auto ancestors = gpu::resample(lw, kind, context_->seed ^ resampling_key, context_->resamplings++);
+  gpu::WeightSummary summary{};  // from the resampler's own passes over the weights: no second pass
+  auto ancestors = gpu::resample(lw, kind, context_->seed ^ resampling_key, context_->resamplings++, &summary);
   resample(ancestors);
   reset_log_weights();
   return {summary.log_sum - std::log(static_cast<double>(particles())), summary.ess, std::move(ancestors)};

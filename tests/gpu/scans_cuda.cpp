@@ -6,10 +6,12 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "gpu/src/scan_math.hpp"  // private: lane_segment_draw, the CPU's rule for one pmf and one uniform
 #include "device.hpp"
+#include "tally/error.hpp"
 #include "tally/gpu/backend.hpp"
 #include "tally/gpu/chain_scan.hpp"
 #include "tally/gpu/philox.hpp"
@@ -157,6 +159,111 @@ TEST_CASE("device batched sampling decides the CPU's rounding boundaries the sam
   require_same_draws(batch, seed, counter);
 }
 
+namespace {
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+/// Log-weights of P particles (as in scans.cpp). kind 0: U[-40, 0], every 11th -inf; 1: U[-700, 0] (300 decades);
+/// 2: one at 0, the rest -40; 3: one at 0, the rest -inf; 4: the first half -inf; 5: all but 3 -inf; 6: 0 or -inf
+/// at random (every sum exact); 7: tiles 1 to 3 all -inf; 8: one live particle every 20000 (tiles owning many
+/// times T positions: the spread pass); 9: one live particle per tile, in every other tile (about 2 T positions
+/// each: a block's threads loop over several rounds).
+std::vector<double> population(std::mt19937_64& gen, std::size_t p, int kind) {
+  constexpr std::size_t t = 4096;
+  std::uniform_real_distribution<double> u(-40.0, 0.0);
+  std::vector<double> l(p);
+  for (std::size_t i = 0; i < p; ++i) {
+    switch (kind) {
+      case 0: l[i] = i % 11 == 1 ? -inf : u(gen); break;
+      case 1: l[i] = 700.0 / 40.0 * u(gen); break;
+      case 2: l[i] = -40.0; break;
+      case 4: l[i] = i < p / 2 ? -inf : u(gen); break;
+      case 6: l[i] = gen() % 2 == 0 ? 0.0 : -inf; break;
+      case 7: l[i] = i >= t && i < 4 * t ? -inf : u(gen); break;
+      case 8: l[i] = i % 20000 == 19 ? u(gen) : -inf; break;
+      case 9: l[i] = i % t == 1000 && i / t % 2 == 0 ? u(gen) : -inf; break;
+      default: l[i] = -inf;
+    }
+  }
+  if (kind == 2 || kind == 3) l[gen() % p] = 0.0;
+  if (kind == 5)
+    for (int k = 0; k < 3; ++k) l[gen() % p] = u(gen);
+  if (std::all_of(l.begin(), l.end(), [](double x) { return x == -inf; })) l[gen() % p] = 0.0;
+  return l;
+}
+
+/// The number of ancestors that differ, after checking what every systematic draw satisfies: P of them, in range,
+/// of positive weight, counts within 1 of P w_i (up to `slack`), and nondecreasing where `sorted` (the fused
+/// kernels' sums are monotone by construction; CUB's scan need not be, in the last bit).
+std::size_t systematic_differences(std::span<const double> l, const std::vector<std::size_t>& got,
+                                   const std::vector<std::size_t>& want, double slack, bool sorted = true) {
+  const std::size_t p = l.size();
+  REQUIRE(got.size() == p);
+  if (sorted) REQUIRE(std::is_sorted(got.begin(), got.end()));
+  std::vector<double> count(p, 0.0);
+  std::size_t bad = 0, differ = 0;
+  for (std::size_t j = 0; j < p; ++j) {
+    if (got[j] >= p || !(l[got[j]] > -inf)) {
+      ++bad;
+      continue;
+    }
+    count[got[j]] += 1;
+    if (got[j] != want[j] && ++differ <= 3)
+      UNSCOPED_INFO("position " << j << ": GPU " << got[j] << ", CPU " << want[j]);
+  }
+  REQUIRE(bad == 0);
+  const double log_sum = cpu::summarize_log_weights(l).log_sum;
+  for (std::size_t i = 0; i < p; ++i)
+    bad += !(std::abs(count[i] - double(p) * std::exp(l[i] - log_sum)) < 1.0 + slack);
+  REQUIRE(bad == 0);
+  return differ;
+}
+
+void check_summary(const WeightSummary& got, const WeightSummary& want, double tolerance) {
+  CHECK(got.max_log_weight == want.max_log_weight);
+  CHECK(std::abs(got.log_sum - want.log_sum) <= tolerance * std::max(1.0, std::abs(want.log_sum)));
+  CHECK(std::abs(got.ess - want.ess) <= tolerance * want.ess);
+}
+}  // namespace
+
+TEST_CASE("device fused systematic resampling matches the CPU's tiles; the CUB composition agrees",
+          "[gpu][scans][device]") {
+  if (skip_without_device()) return;
+  std::mt19937_64 gen(std::random_device{}());
+  constexpr std::size_t t = 4096;
+  for (const std::size_t p : {std::size_t{1}, std::size_t{2}, std::size_t{3}, t - 1, t, t + 1, 3 * t + 17,
+                              std::size_t{300007}, (std::size_t{1} << 20) + 5})
+    for (int kind = 0; kind < 10; ++kind) {
+      INFO("P = " << p << ", kind " << kind);
+      const auto l = population(gen, p, kind);
+      const std::uint64_t seed = gen(), counter = gen() % 1000;
+      WeightSummary s_cpu{}, s_gpu{}, s_cub{};
+      const auto want = cpu::resample(l, Resampler::systematic, seed, counter, &s_cpu);
+      const auto got = cuda::resample(l, Resampler::systematic, seed, counter, &s_gpu, cuda::ResampleKernel::fused);
+      // the same tiles and order of additions: only exp may differ in the last bit (host libm against CUDA), so an
+      // ancestor differs only where P C_i / W + u lies within about 1e-11 of an integer (expected ~1e-5 per
+      // population at P = 2^20); with every sum exact (kinds 3, 6) nothing may differ
+      const std::size_t differ = systematic_differences(l, got, want, 1e-6);
+      CHECK(differ <= (kind == 3 || kind == 6 ? 0u : 2u));
+      check_summary(s_gpu, s_cpu, 1e-13);
+      // summarize_log_weights adds one by one: its own error grows to (P - 1) 2^-53 (a weight below half an ulp of
+      // the sum so far is lost: kind 2 at P = 2^20 loses all of 1e-12); the tiles' sums are far closer
+      check_summary(s_gpu, cpu::summarize_log_weights(l), std::max(1e-12, 3.0 * double(p) * 0x1p-53));
+      if (kind == 3 || kind == 6) {
+        CHECK(s_gpu.log_sum == s_cpu.log_sum);
+        CHECK(s_gpu.ess == s_cpu.ess);
+      }
+      CHECK(cuda::resample(l, Resampler::systematic, seed, counter) == got);  // automatic = fused, no summary
+      // the baseline sums in CUB's order: more differences, near the rounding of its sums (2e-5 of them measured)
+      const auto cub =
+          cuda::resample(l, Resampler::systematic, seed, counter, &s_cub, cuda::ResampleKernel::cub_composition);
+      CHECK(systematic_differences(l, cub, want, 1e-6, false) <= 2 + p / 10000);
+      CHECK(s_cub.log_sum == s_gpu.log_sum);  // the baseline's summary comes from the fused passes 1 and 2
+    }
+  CHECK_THROWS_AS(cuda::resample(std::vector<double>{0.0}, Resampler::multinomial, 1, 0, nullptr,
+                                 cuda::ResampleKernel::fused),
+                  tally::domain_error);
+}
+
 TEST_CASE("device resampling matches the CPU's draws and counts", "[gpu][scans][device]") {
   if (skip_without_device()) return;
   std::mt19937_64 gen(std::random_device{}());
@@ -172,7 +279,9 @@ TEST_CASE("device resampling matches the CPU's draws and counts", "[gpu][scans][
     CHECK(std::abs(s_gpu.ess - s_cpu.ess) <= 1e-10 * s_cpu.ess);
     const std::uint64_t seed = gen();
     for (const auto kind : {Resampler::systematic, Resampler::multinomial}) {
-      const auto a = cuda::resample(l, kind, seed, 3), b = cpu::resample(l, kind, seed, 3);
+      WeightSummary s{};
+      const auto a = cuda::resample(l, kind, seed, 3, &s), b = cpu::resample(l, kind, seed, 3);
+      check_summary(s, s_cpu, 1e-12);
       REQUIRE(a.size() == p);
       std::size_t differ = 0;
       for (std::size_t j = 0; j < p; ++j) {
@@ -180,8 +289,9 @@ TEST_CASE("device resampling matches the CPU's draws and counts", "[gpu][scans][
         REQUIRE(l[a[j]] > -std::numeric_limits<double>::infinity());
         differ += a[j] != b[j];
       }
-      // only draws near a prefix sum may differ: the sums are added in other orders (2e-5 of 2^24 draws measured)
-      CHECK(differ <= 2 + p / 10000);
+      // systematic: the CPU's tiles (see above); multinomial: CUB's order against the CPU's sequential sums, so
+      // only draws near a prefix sum may differ (2e-5 of 2^24 draws measured)
+      CHECK(differ <= (kind == Resampler::systematic ? 2 : 2 + p / 10000));
     }
   }
 }
