@@ -197,6 +197,48 @@ __global__ void transpose(const std::uint64_t* __restrict__ in, std::uint64_t* _
     transpose_block(in, out, n, words, id % words, id / words, lane);
 }
 
+/// The transpose by tiles of 256 rows x 512 columns (blocks of transpose_tile_threads = 8 warps): warp w takes
+/// word column 8 x + w of row blocks 4 y .. 4 y + 3 (as transpose_block does, 128 ballots each: the 8 warps of a
+/// block read 64 consecutive bytes of each row), the block gathers the 512 x 4 output words in shared memory, and
+/// writes each output row's 4 consecutive words (32 bytes, one sector) at once, instead of one scattered word.
+constexpr int transpose_tile_threads = 256;
+constexpr std::uint64_t transpose_tile_words = 8;       // word columns of the input per block
+constexpr std::uint64_t transpose_tile_row_blocks = 4;  // 64-row blocks of the input per block
+__global__ void __launch_bounds__(transpose_tile_threads) transpose_tiles(const std::uint64_t* __restrict__ in,
+                                                                          std::uint64_t* __restrict__ out,
+                                                                          std::uint64_t n, std::uint64_t words) {
+  __shared__ std::uint64_t tile[transpose_tile_words * 64][transpose_tile_row_blocks + 1];  // + 1: banks
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const std::uint64_t w = blockIdx.x * transpose_tile_words + warp;         // the warp's input word column
+  const std::uint64_t rb0 = blockIdx.y * transpose_tile_row_blocks;         // the block's first row block
+#pragma unroll 1
+  for (std::uint64_t b = 0; b < transpose_tile_row_blocks; ++b) {
+    const std::uint64_t r_lo = 64 * (rb0 + b) + lane, r_hi = r_lo + 32;
+    const bool column = w < words;  // warp-uniform
+    const std::uint64_t lo = column && r_lo < n ? in[r_lo * words + w] : 0;
+    const std::uint64_t hi = column && r_hi < n ? in[r_hi * words + w] : 0;
+    std::uint64_t out0 = 0, out1 = 0;
+#pragma unroll
+    for (unsigned c = 0; c < 64; ++c) {
+      const std::uint64_t bits = __ballot_sync(full_warp, (lo >> c) & 1u) |
+                                 (static_cast<std::uint64_t>(__ballot_sync(full_warp, (hi >> c) & 1u)) << 32);
+      if (c < 32 && lane == c) out0 = bits;
+      if (c >= 32 && lane == c - 32) out1 = bits;
+    }
+    tile[64 * warp + lane][b] = out0;  // output row 64 w + lane, word rb0 + b
+    tile[64 * warp + lane + 32][b] = out1;
+  }
+  __syncthreads();
+  // thread t writes word t % 4 of output rows 64 x 8 + t / 4 + 64 k, k = 0..7 (4 consecutive threads: one sector)
+  const unsigned t = threadIdx.x;
+#pragma unroll
+  for (unsigned k = 0; k < 8; ++k) {
+    const unsigned local = t / 4 + 64 * k, b = t % 4;
+    const std::uint64_t row = blockIdx.x * transpose_tile_words * 64 + local, x = rb0 + b;
+    if (row < n && x < words) out[row * words + x] = tile[local][b];
+  }
+}
+
 /// out(i, j) = in(map[i], map[j]) for n x n packed matrices: a warp per row (grid-stride), 64 columns per step
 /// (lane l gathers columns 64 x + l and 64 x + 32 + l, two ballots make the word).
 __global__ void permute(const std::uint64_t* __restrict__ in, std::uint64_t* __restrict__ out,

@@ -43,8 +43,15 @@ BitMatrix download(Words& d, std::size_t n) {
 void launch_transpose(const std::uint64_t* in, std::uint64_t* out, std::size_t n, cudaStream_t stream) {
   const std::uint64_t words = BitMatrix::words_per_row(n);
   if (n == 0) return;
-  kernels::transpose<<<grid_for(words * words * 32, launch_threads, 1u << 20), launch_threads, 0, stream>>>(
-      in, out, n, words);
+  const std::uint64_t column_tiles = (words + kernels::transpose_tile_words - 1) / kernels::transpose_tile_words;
+  const std::uint64_t row_tiles = (words + kernels::transpose_tile_row_blocks - 1) / kernels::transpose_tile_row_blocks;
+  if (row_tiles <= 65535) {
+    const dim3 grid(static_cast<unsigned>(column_tiles), static_cast<unsigned>(row_tiles));
+    kernels::transpose_tiles<<<grid, kernels::transpose_tile_threads, 0, stream>>>(in, out, n, words);
+  } else {  // more row tiles than a grid has rows (n near 2^24): a warp per 64 x 64 block
+    kernels::transpose<<<grid_for(words * words * 32, launch_threads, 1u << 20), launch_threads, 0, stream>>>(
+        in, out, n, words);
+  }
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
