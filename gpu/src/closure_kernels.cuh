@@ -166,13 +166,11 @@ __global__ void __launch_bounds__(product_threads, 2) packed_product(ProductArgs
   }
 }
 
-/// Warp job (rb, w) of `transpose`.
-__device__ inline void transpose_block(const std::uint64_t* __restrict__ in, std::uint64_t* __restrict__ out,
-                                       std::uint64_t n, std::uint64_t words, std::uint64_t rb, std::uint64_t w,
-                                       unsigned lane) {
-  const std::uint64_t r_lo = 64 * rb + lane, r_hi = r_lo + 32;
-  const std::uint64_t lo = r_lo < n ? in[r_lo * words + w] : 0, hi = r_hi < n ? in[r_hi * words + w] : 0;
-  std::uint64_t out0 = 0, out1 = 0;
+/// The transpose of a 64 x 64 bit block held by a warp, lane l holding rows l (lo) and l + 32 (hi): lane l gets
+/// columns l (out0) and l + 32 (out1), 128 ballots.
+__device__ inline void transpose_64(std::uint64_t lo, std::uint64_t hi, unsigned lane, std::uint64_t& out0,
+                                    std::uint64_t& out1) {
+  out0 = out1 = 0;
 #pragma unroll
   for (unsigned c = 0; c < 64; ++c) {
     const std::uint64_t column = __ballot_sync(full_warp, (lo >> c) & 1u) |
@@ -180,6 +178,16 @@ __device__ inline void transpose_block(const std::uint64_t* __restrict__ in, std
     if (c < 32 && lane == c) out0 = column;
     if (c >= 32 && lane == c - 32) out1 = column;
   }
+}
+
+/// Warp job (rb, w) of `transpose`.
+__device__ inline void transpose_block(const std::uint64_t* __restrict__ in, std::uint64_t* __restrict__ out,
+                                       std::uint64_t n, std::uint64_t words, std::uint64_t rb, std::uint64_t w,
+                                       unsigned lane) {
+  const std::uint64_t r_lo = 64 * rb + lane, r_hi = r_lo + 32;
+  const std::uint64_t lo = r_lo < n ? in[r_lo * words + w] : 0, hi = r_hi < n ? in[r_hi * words + w] : 0;
+  std::uint64_t out0, out1;
+  transpose_64(lo, hi, lane, out0, out1);
   const std::uint64_t c0 = 64 * w + lane, c1 = c0 + 32;
   if (c0 < n) out[c0 * words + rb] = out0;
   if (c1 < n) out[c1 * words + rb] = out1;
@@ -217,14 +225,8 @@ __global__ void __launch_bounds__(transpose_tile_threads) transpose_tiles(const 
     const bool column = w < words;  // warp-uniform
     const std::uint64_t lo = column && r_lo < n ? in[r_lo * words + w] : 0;
     const std::uint64_t hi = column && r_hi < n ? in[r_hi * words + w] : 0;
-    std::uint64_t out0 = 0, out1 = 0;
-#pragma unroll
-    for (unsigned c = 0; c < 64; ++c) {
-      const std::uint64_t bits = __ballot_sync(full_warp, (lo >> c) & 1u) |
-                                 (static_cast<std::uint64_t>(__ballot_sync(full_warp, (hi >> c) & 1u)) << 32);
-      if (c < 32 && lane == c) out0 = bits;
-      if (c >= 32 && lane == c - 32) out1 = bits;
-    }
+    std::uint64_t out0, out1;
+    transpose_64(lo, hi, lane, out0, out1);
     tile[64 * warp + lane][b] = out0;  // output row 64 w + lane, word rb0 + b
     tile[64 * warp + lane + 32][b] = out1;
   }
@@ -239,6 +241,22 @@ __global__ void __launch_bounds__(transpose_tile_threads) transpose_tiles(const 
   }
 }
 
+/// A warp writes out_row[x] bit b = bit map[64 x + b] of src_row, for x < words: lane l gathers columns 64 x + l
+/// and 64 x + 32 + l, two ballots make the word.
+__device__ inline void gather_row(const std::uint64_t* src_row, std::uint64_t* out_row,
+                                  const std::uint32_t* __restrict__ map, std::uint64_t n, std::uint64_t words,
+                                  unsigned lane) {
+  for (std::uint64_t x = 0; x < words; ++x) {
+    const std::uint64_t j = 64 * x + lane;
+    bool lo = false, hi = false;
+    if (j < n) lo = (src_row[map[j] / 64] >> (map[j] % 64)) & 1u;
+    if (j + 32 < n) hi = (src_row[map[j + 32] / 64] >> (map[j + 32] % 64)) & 1u;
+    const std::uint64_t word = __ballot_sync(full_warp, lo) |
+                               (static_cast<std::uint64_t>(__ballot_sync(full_warp, hi)) << 32);
+    if (lane == 0) out_row[x] = word;
+  }
+}
+
 /// out(i, j) = in(map[i], map[j]) for n x n packed matrices: a warp per row (grid-stride), 64 columns per step
 /// (lane l gathers columns 64 x + l and 64 x + 32 + l, two ballots make the word).
 __global__ void permute(const std::uint64_t* __restrict__ in, std::uint64_t* __restrict__ out,
@@ -246,16 +264,7 @@ __global__ void permute(const std::uint64_t* __restrict__ in, std::uint64_t* __r
   const unsigned lane = threadIdx.x % 32;
   const std::uint64_t warps = static_cast<std::uint64_t>(gridDim.x) * blockDim.x / 32;
   for (std::uint64_t i = (static_cast<std::uint64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32; i < n; i += warps) {
-    const std::uint64_t* src = in + static_cast<std::uint64_t>(map[i]) * words;
-    for (std::uint64_t x = 0; x < words; ++x) {
-      const std::uint64_t j = 64 * x + lane;
-      bool lo = false, hi = false;
-      if (j < n) lo = (src[map[j] / 64] >> (map[j] % 64)) & 1u;
-      if (j + 32 < n) hi = (src[map[j + 32] / 64] >> (map[j + 32] % 64)) & 1u;
-      const std::uint64_t word = __ballot_sync(full_warp, lo) |
-                                 (static_cast<std::uint64_t>(__ballot_sync(full_warp, hi)) << 32);
-      if (lane == 0) out[i * words + x] = word;
-    }
+    gather_row(in + static_cast<std::uint64_t>(map[i]) * words, out + i * words, map, n, words, lane);
   }
 }
 
@@ -275,15 +284,7 @@ __global__ void permute_staged(const std::uint64_t* __restrict__ in, std::uint64
   const std::uint64_t* src = in + static_cast<std::uint64_t>(map[i]) * words;
   for (std::uint64_t x = lane; x < words; x += 32) row[x] = src[x];
   __syncwarp();
-  for (std::uint64_t x = 0; x < words; ++x) {
-    const std::uint64_t j = 64 * x + lane;
-    bool lo = false, hi = false;
-    if (j < n) lo = (row[map[j] / 64] >> (map[j] % 64)) & 1u;
-    if (j + 32 < n) hi = (row[map[j + 32] / 64] >> (map[j + 32] % 64)) & 1u;
-    const std::uint64_t word = __ballot_sync(full_warp, lo) |
-                               (static_cast<std::uint64_t>(__ballot_sync(full_warp, hi)) << 32);
-    if (lane == 0) out[i * words + x] = word;
-  }
+  gather_row(row, out + i * words, map, n, words, lane);
 }
 
 // ---- the seed-001 baseline: a byte per entry ------------------------------------------------------------------------

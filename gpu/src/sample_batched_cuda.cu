@@ -85,12 +85,16 @@ __global__ void __launch_bounds__(sample_threads)
   double tile_end = 0.0;             // lane k: carry_{kept+k+1}
   std::int64_t last_tile = -1;       // the last tile with S_31 > 0
   double last_carry = 0.0;           // its carry
-#pragma unroll 1
-  for (std::int64_t t = 0; t < tiles; ++t) {
+  // loads tile t into x and scans it: returns S_31, the tile's total
+  auto scan_tile = [&](std::int64_t t) {
     load_lane(w, m, t, lane, aligned, x);
     scan = scan_lanes(x, lane);
     held = t;
-    const double tile_total = __shfl_sync(full_mask, scan, lanes - 1);
+    return __shfl_sync(full_mask, scan, lanes - 1);
+  };
+#pragma unroll 1
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    const double tile_total = scan_tile(t);
     if (t == kept) kept_carry = carry;
     if (tile_total > 0.0) {
       last_tile = t;
@@ -112,10 +116,7 @@ __global__ void __launch_bounds__(sample_threads)
     double c = 0.0;
 #pragma unroll 1
     for (std::int64_t t = 0; t < kept; ++t) {
-      load_lane(w, m, t, lane, aligned, x);
-      scan = scan_lanes(x, lane);
-      held = t;
-      const double tile_total = __shfl_sync(full_mask, scan, lanes - 1);
+      const double tile_total = scan_tile(t);
       if (c + tile_total > target) {  // the same additions as pass 1: carry_{t+1} > target
         t_star = t;
         before = c;
