@@ -75,7 +75,7 @@ enum class BoolKernel {
   /// Hopper's 1-bit tensor cores (mma.sync m16n8k256 .and.popc, sm_80 and later): C_ij is true when the count
   /// \f$\sum_k A_{ik} B_{kj}\f$ (AND + popcount over 256 values of k per instruction) is non-zero. A block of 256
   /// threads computes a 128 x 128 tile of C, each warp 32 rows x 64 columns (2 x 8 MMA tiles); A's rows and B^T's
-  /// rows stream through shared memory 1024 values of k at a time (cp.async, double-buffered, swizzled for
+  /// rows stream through shared memory 1024 values of k at a time (cp.async, three buffers, swizzled for
   /// ldmatrix). Early exit by tiles: a block whose cells were all set already skips its products, and one whose
   /// counts are all non-zero leaves the k loop (a barrier vote per stage). No cell leaves early by itself: the
   /// tensor cores do the work of a whole tile at 10x the rate of packed's LOP3 arithmetic.
