@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "filter.hpp"
 #include "gnuplot.hpp"
-#include "smc.hpp"
 #include "tally/distributions/categorical.hpp"
 #include "tally/distributions/poisson.hpp"
 #include "tally/distributions/sample.hpp"
@@ -33,18 +33,10 @@ struct Model {
 
 using Probs = std::vector<double>;  // P(x_t = k | y_0..y_t), k = 0 .. K-1
 
-struct Run {
-  double log_evidence = 0;
+struct Run : models::FilterStats {
   double log_bound = 0;  // exact run: first-order truncation bound on |log-evidence error|, sum_t e_t / p_t
-  std::size_t resamplings = 0;
-  double min_ess = 0;
   std::vector<Probs> filtered;
-  double seconds = 0;
 };
-
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
 
 /// Simulates the chain and its emissions from RandomStream(seed, 0); returns (y, x).
 std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> simulate(const Model& m, std::size_t steps,
@@ -120,7 +112,7 @@ Run exact_run(const Model& m, const std::vector<std::int64_t>& y) {
     out.log_bound += e / std::exp(ll);
     out.filtered.push_back(probs(g.marginal(x)[0]));
   }
-  out.seconds = seconds_since(start);
+  out.seconds = models::seconds_since(start);
   return out;
 }
 
@@ -138,49 +130,31 @@ void end_of_step(Graph& g, Run& out, const std::vector<std::int64_t>& state, boo
   }
   for (double& v : f) v /= total;
   out.filtered.push_back(f);
-  const double ess = models::effective_sample_size(lw);
-  out.min_ess = out.filtered.size() == 1 ? ess : std::min(out.min_ess, ess);
-  if (last) {
-    out.log_evidence += models::log_mean_exp(lw);
-  } else if (ess < 0.5 * double(g.particles())) {
-    out.log_evidence += g.resample_by_weight().log_mean_weight;
-    ++out.resamplings;
-  }
+  out.end_of_step(g, last);
 }
 
-/// The delayed-sampling particle filter: per particle, x_t stays marginalized given the realized x_{t-1}, the
-/// weight is the exact p(y_t | x_{t-1}) = sum_j T_{x_{t-1} j} Pois(y_t; r_j), then x_t is drawn from its exact
-/// posterior (value), the locally optimal proposal. Left unrealized, every particle would be the exact run.
-Run delayed_filter(const Model& m, const std::vector<std::int64_t>& y, std::size_t P, std::uint64_t seed) {
+/// The two particle filters, which differ only in when x_t is drawn:
+/// - delayed sampling (`delayed`): per particle, x_t stays marginalized given the realized x_{t-1}, the weight is
+///   the exact p(y_t | x_{t-1}) = sum_j T_{x_{t-1} j} Pois(y_t; r_j), then x_t is drawn from its exact posterior
+///   (value), the locally optimal proposal. Left unrealized, every particle would be the exact run.
+/// - bootstrap: x_t drawn forward by value() first, so that y_t, observed as an IndexedPoisson child of the
+///   realized x_t, adds log Pois(y_t; r_{x_t}) to the weight.
+Run particle_filter(const Model& m, const std::vector<std::int64_t>& y, std::size_t P, std::uint64_t seed,
+                    bool delayed) {
   const auto start = std::chrono::steady_clock::now();
   Graph g(P, seed);
   Run out;
   Variable x = g.assume(Categorical(m.init));
   for (std::size_t t = 0; t < y.size(); ++t) {
     if (t > 0) x = g.assume(x, MarkovStep(m.T));
+    std::vector<std::int64_t> state;
+    if (!delayed) state = g.value(x);
     g.observe(g.assume(x, IndexedPoisson(m.rates)), y[t]);
-    end_of_step(g, out, g.value(x), t + 1 == y.size());
-    if (seconds_since(start) > 2.0) std::fprintf(stderr, "delayed sampling: step %zu/%zu\n", t + 1, y.size());
-  }
-  out.seconds = seconds_since(start);
-  return out;
-}
-
-/// The bootstrap filter: x_t drawn forward by value(), y_t observed as an IndexedPoisson child of the realized
-/// x_t, which adds log Pois(y_t; r_{x_t}) to the weight.
-Run bootstrap_filter(const Model& m, const std::vector<std::int64_t>& y, std::size_t P, std::uint64_t seed) {
-  const auto start = std::chrono::steady_clock::now();
-  Graph g(P, seed);
-  Run out;
-  Variable x = g.assume(Categorical(m.init));
-  for (std::size_t t = 0; t < y.size(); ++t) {
-    if (t > 0) x = g.assume(x, MarkovStep(m.T));
-    const auto state = g.value(x);
-    g.observe(g.assume(x, IndexedPoisson(m.rates)), y[t]);
+    if (delayed) state = g.value(x);
     end_of_step(g, out, state, t + 1 == y.size());
-    if (seconds_since(start) > 2.0) std::fprintf(stderr, "bootstrap: step %zu/%zu\n", t + 1, y.size());
+    models::progress(delayed ? "delayed sampling" : "bootstrap", "step", t, y.size(), start);
   }
-  out.seconds = seconds_since(start);
+  out.seconds = models::seconds_since(start);
   return out;
 }
 
@@ -211,21 +185,14 @@ int main(int argc, char** argv) {
   CLI::App app{"tally example (issue 7): a 3-state HMM with Poisson emissions; the forward algorithm against "
                "delayed sampling and particle filters"};
   Model m;
-  std::size_t particles = 1024, steps = 50;
-  std::uint64_t seed = 1, data_seed = 11;
-  std::string device = "cpu", plot_path;
-  app.add_option("--particles", particles, "particles of each filter")->check(CLI::Range(1, 1 << 22));
-  app.add_option("--seed", seed, "seed of the filters");
-  app.add_option("--device", device, "cpu, or gpu (device populations are not built yet)")
-      ->check(CLI::IsMember({"cpu", "gpu"}));
-  app.add_option("--plot", plot_path, "PNG file for a plot (needs gnuplot; none by default)");
+  models::FilterOptions options;
+  options.add_to(app);
+  std::size_t steps = 50;
+  std::uint64_t data_seed = 11;
   app.add_option("--steps", steps, "steps T of synthetic data")->check(CLI::Range(1, 1000000));
   app.add_option("--data-seed", data_seed, "seed of the synthetic data");
   CLI11_PARSE(app, argc, argv);
-  if (device == "gpu") {
-    std::fprintf(stderr, "--device gpu: device populations (issue 7) are not built yet; run with --device cpu\n");
-    return 2;
-  }
+  if (options.device_refused()) return 2;
   try {
     const auto [y, x] = simulate(m, steps, data_seed);
     std::printf("HMM: K = 3 states, rates (2, 10, 25), init (0.5, 0.3, 0.2), T = [.85 .10 .05; .10 .80 .10; "
@@ -238,7 +205,7 @@ int main(int argc, char** argv) {
 
     const auto t0 = std::chrono::steady_clock::now();
     const auto [fwd, fwd_filtered] = forward(m, y);
-    const double fwd_seconds = seconds_since(t0);
+    const double fwd_seconds = models::seconds_since(t0);
     const Run exact = exact_run(m, y);
     const double diff = exact.log_evidence - static_cast<double>(fwd);
     double max_prob_diff = 0;
@@ -254,15 +221,10 @@ int main(int argc, char** argv) {
                 exact.log_bound, max_prob_diff,
                 is_exact ? "exact (the chain stays marginalized: delayed sampling runs the forward algorithm)"
                          : "NOT exact");
-    const Run delayed = delayed_filter(m, y, particles, seed);
-    const Run boot = bootstrap_filter(m, y, particles, seed);
-    std::printf("%zu particles, seed %llu, resampling (systematic) when ESS < P/2:\n", particles,
-                static_cast<unsigned long long>(seed));
-    for (const auto& [name, r] : {std::pair<const char*, const Run*>{"delayed sampling", &delayed},
-                                  std::pair<const char*, const Run*>{"bootstrap", &boot}})
-      std::printf("  %-16s log-evidence %.6f  (estimate - exact %+.6f)  resamplings %zu, min ESS %.1f  (%.3f s)\n",
-                  name, r->log_evidence, r->log_evidence - static_cast<double>(fwd), r->resamplings, r->min_ess,
-                  r->seconds);
+    const Run delayed = particle_filter(m, y, options.particles, options.seed, true);
+    const Run boot = particle_filter(m, y, options.particles, options.seed, false);
+    models::print_estimates({{"delayed sampling", &delayed}, {"bootstrap", &boot}}, static_cast<double>(fwd),
+                            options);
 
     std::printf("\nfiltered P(x_t = k | y_0..y_t) at a few steps: forward algorithm vs tally (exact run)\n");
     for (std::size_t t : {std::size_t{0}, y.size() / 4, y.size() / 2, y.size() - 1}) {
@@ -277,7 +239,7 @@ int main(int argc, char** argv) {
         std::printf(" | %.3f %.3f %.3f", r->filtered[t][0], r->filtered[t][1], r->filtered[t][2]);
       std::printf("\n");
     }
-    if (!plot_path.empty() && plot(y, x, exact.filtered, plot_path)) std::printf("plot: %s\n", plot_path.c_str());
+    if (!options.plot.empty() && plot(y, x, exact.filtered, options.plot)) std::printf("plot: %s\n", options.plot.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

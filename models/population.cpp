@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "filter.hpp"
 #include "gnuplot.hpp"
-#include "smc.hpp"
 #include "tally/distributions/binomial.hpp"
 #include "tally/distributions/poisson.hpp"
 #include "tally/distributions/sample.hpp"
@@ -33,13 +33,9 @@ struct Band {
   double mean = 0, lo = 0, hi = 0;
 };
 
-struct Run {
-  double log_evidence = 0;
+struct Run : models::FilterStats {
   double log_bound = 0;  // exact run: first-order bound on |log-evidence error| from truncation, sum_t e_t / p_t
-  std::size_t resamplings = 0;
-  double min_ess = 0;
   std::vector<Band> seasons;
-  double seconds = 0;
 };
 
 /// Simulates the model forward from RandomStream(seed, 0); returns y_0 .. y_{T-1} and the true N_t.
@@ -118,10 +114,6 @@ long double forward_recursion(const Model& m, const std::vector<std::int64_t>& y
   return log_z;
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 /// The exact log-evidence log p(y_0..y_{T-1}): one particle, nothing sampled. Each season's S_t, I_t, N_t stay
 /// marginalized (N_t = S_t + I_t is a convolution of independent laws, y_t | N_t a thinning), so observe(y_t)
 /// returns log p(y_t | y_0..y_{t-1}) exactly up to truncation, and conditions N_t on y_t. Old handles are dropped:
@@ -140,27 +132,15 @@ Run exact_run(const Model& m, const std::vector<std::int64_t>& y) {
     out.log_bound += e / std::exp(ll);  // |p~ - p| <= e (mass 1): |log p~ - log p| <= e / p to first order
     out.seasons.push_back(band(g.marginal(N)[0]));
   }
-  out.seconds = seconds_since(start);
+  out.seconds = models::seconds_since(start);
   return out;
 }
 
-/// End of season t for a P-particle filter: summarize `state` under the log-weights, and resample by weight
-/// (adding log (1/P) sum_i w_i to the evidence) when the ESS is below P/2.
+/// End of season t for a P-particle filter: summarize `state` under the log-weights, then the evidence and
+/// resampling step (models::FilterStats::end_of_step).
 void end_of_season(Graph& g, Run& out, const std::vector<std::int64_t>& state, bool last) {
-  const auto& lw = g.log_weights();
-  out.seasons.push_back(band(state, lw));
-  const double ess = models::effective_sample_size(lw);
-  out.min_ess = out.seasons.size() == 1 ? ess : std::min(out.min_ess, ess);
-  if (last) {
-    out.log_evidence += models::log_mean_exp(lw);
-  } else if (ess < 0.5 * double(g.particles())) {
-    out.log_evidence += g.resample_by_weight().log_mean_weight;
-    ++out.resamplings;
-  }
-}
-
-void progress(std::size_t t, std::size_t T, const char* name, std::chrono::steady_clock::time_point start) {
-  if (seconds_since(start) > 2.0) std::fprintf(stderr, "%s: season %zu/%zu (%.1f s)\n", name, t + 1, T, seconds_since(start));
+  out.seasons.push_back(band(state, g.log_weights()));
+  out.end_of_step(g, last);
 }
 
 /// The delayed-sampling particle filter: per particle, S_t, I_t, N_t stay marginalized given the realized
@@ -176,9 +156,9 @@ Run delayed_filter(const Model& m, const std::vector<std::int64_t>& y, std::size
     if (t > 0) N = g.add(g.assume(N, Thinning(m.phi)), g.assume(Poisson(m.iota)));
     g.observe(g.assume(N, Thinning(m.p)), y[t]);
     end_of_season(g, out, g.value(N), t + 1 == y.size());
-    progress(t, y.size(), "delayed sampling", start);
+    models::progress("delayed sampling", "season", t, y.size(), start);
   }
-  out.seconds = seconds_since(start);
+  out.seconds = models::seconds_since(start);
   return out;
 }
 
@@ -200,9 +180,9 @@ Run bootstrap_filter(const Model& m, const std::vector<std::int64_t>& y, std::si
     }
     g.observe(g.assume(N, Thinning(m.p)), y[t]);
     end_of_season(g, out, state, t + 1 == y.size());
-    progress(t, y.size(), "bootstrap", start);
+    models::progress("bootstrap", "season", t, y.size(), start);
   }
-  out.seconds = seconds_since(start);
+  out.seconds = models::seconds_since(start);
   return out;
 }
 
@@ -237,14 +217,10 @@ int main(int argc, char** argv) {
   CLI::App app{"tally example (issue 7): a population counted over seasons; exact log-evidence by delayed "
                "sampling, against a delayed-sampling particle filter and a bootstrap filter"};
   Model m;
-  std::size_t particles = 1024, seasons = 20;
-  std::uint64_t seed = 1, data_seed = 7;
-  std::string device = "cpu", plot_path;
-  app.add_option("--particles", particles, "particles of each filter")->check(CLI::Range(1, 1 << 22));
-  app.add_option("--seed", seed, "seed of the filters");
-  app.add_option("--device", device, "cpu, or gpu (device populations are not built yet)")
-      ->check(CLI::IsMember({"cpu", "gpu"}));
-  app.add_option("--plot", plot_path, "PNG file for a plot (needs gnuplot; none by default)");
+  models::FilterOptions options;
+  options.add_to(app);
+  std::size_t seasons = 20;
+  std::uint64_t data_seed = 7;
   app.add_option("--seasons", seasons, "seasons T of synthetic data")->check(CLI::Range(1, 100000));
   app.add_option("--data-seed", data_seed, "seed of the synthetic data");
   app.add_option("--lambda0", m.lambda0, "N_0 ~ Poisson(lambda0)")->check(CLI::Range(1e-9, 1e6));
@@ -252,10 +228,7 @@ int main(int argc, char** argv) {
   app.add_option("--iota", m.iota, "immigrants ~ Poisson(iota)")->check(CLI::Range(1e-9, 1e6));
   app.add_option("--p", m.p, "detection probability")->check(CLI::Range(0.0, 1.0));
   CLI11_PARSE(app, argc, argv);
-  if (device == "gpu") {
-    std::fprintf(stderr, "--device gpu: device populations (issue 7) are not built yet; run with --device cpu\n");
-    return 2;
-  }
+  if (options.device_refused()) return 2;
   try {
     const auto [y, truth] = simulate(m, seasons, data_seed);
     std::printf("Population: N_0 ~ Poisson(%g), S_t ~ Binomial(N_{t-1}, %g), I_t ~ Poisson(%g), N_t = S_t + I_t,\n"
@@ -279,16 +252,10 @@ int main(int argc, char** argv) {
     std::printf("  independent check, forward recursion over N <= %lld (long double): %.10Lf, difference %.2e  "
                 "(%.3f s)\n",
                 static_cast<long long>(n_max), check, exact.log_evidence - static_cast<double>(check),
-                seconds_since(t0));
-    const Run delayed = delayed_filter(m, y, particles, seed);
-    const Run boot = bootstrap_filter(m, y, particles, seed);
-    std::printf("%zu particles, seed %llu, resampling (systematic) when ESS < P/2:\n", particles,
-                static_cast<unsigned long long>(seed));
-    for (const auto& [name, r] : {std::pair<const char*, const Run*>{"delayed sampling", &delayed},
-                                  std::pair<const char*, const Run*>{"bootstrap", &boot}})
-      std::printf("  %-16s log-evidence %.6f  (estimate - exact %+.6f)  resamplings %zu, min ESS %.1f  (%.3f s)\n",
-                  name, r->log_evidence, r->log_evidence - exact.log_evidence, r->resamplings, r->min_ess,
-                  r->seconds);
+                models::seconds_since(t0));
+    const Run delayed = delayed_filter(m, y, options.particles, options.seed);
+    const Run boot = bootstrap_filter(m, y, options.particles, options.seed);
+    models::print_estimates({{"delayed sampling", &delayed}, {"bootstrap", &boot}}, exact.log_evidence, options);
     std::printf("\nN_t given y_0..y_t: mean [5%%, 95%%]\n  %3s %4s %5s  %-22s %-22s %-22s\n", "t", "y", "N", "exact",
                 "delayed sampling", "bootstrap");
     for (std::size_t t = 0; t < y.size(); ++t) {
@@ -300,8 +267,8 @@ int main(int argc, char** argv) {
       std::printf("  %3zu %4lld %5lld  %-22s %-22s %-22s\n", t, static_cast<long long>(y[t]),
                   static_cast<long long>(truth[t]), c[0], c[1], c[2]);
     }
-    if (!plot_path.empty() && plot(y, truth, exact, delayed, boot, m.p, plot_path))
-      std::printf("plot: %s\n", plot_path.c_str());
+    if (!options.plot.empty() && plot(y, truth, exact, delayed, boot, m.p, options.plot))
+      std::printf("plot: %s\n", options.plot.c_str());
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
