@@ -1,0 +1,86 @@
+// The array operations of a population (P laws or values per node), each on the host or on the device by where
+// its operands live: the CPU loops are the reference, the CUDA kernels follow the same rules.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "tally/gpu/population_arrays.hpp"
+#include "tally/gpu/resample.hpp"
+
+namespace tally::gpu {
+
+// Every function below runs where its operands are (Backend::cpu: loops on one core; Backend::cuda: one or a few
+// kernel launches on the default stream, synchronous where a size must come back to the host, as noted) and
+// throws tally::shape_error when operands have different sizes or places. Laws are pmfs with weights in [0, 1]
+// and a log-scale, as in PmfBatch; a law with no mass (log_scale -inf) is a particle of weight zero.
+
+/// P copies of one law w_k exp(log_scale) on lo, lo + 1, ... (w non-empty, in [0, 1]).
+Laws broadcast(std::span<const double> w, std::int64_t lo, double log_scale, std::size_t count, Backend where);
+/// Point masses at v_i (the law of a realized value).
+Laws point_laws(const Column<std::int64_t>& v);
+
+/// Binomial(n_i, q_i) on 0 .. n_i (n_i >= 0, q_i in [0, 1]; tally::domain_error otherwise):
+/// \f$\log p_i(k) = \log\binom{n_i}{k} + k \log q_i + (n_i - k) \log(1 - q_i)\f$ (lgamma), stored as
+/// \f$e^{\log p_i(k) - M_i}\f$ with \f$M_i = \max_k \log p_i(k)\f$ and log_scale M_i. Device: the lengths are
+/// scanned and their total read back (one synchronization) before the weights are written.
+Laws binomial_laws(const Column<std::int64_t>& n, const Column<double>& q);
+/// BetaBinomial(n_i, a_i, b_i) on 0 .. n_i (a_i, b_i > 0): \f$\log p_i(k) = \log\binom{n_i}{k} + \log B(k + a_i,
+/// n_i - k + b_i) - \log B(a_i, b_i)\f$, stored as above.
+Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b);
+/// q_i = 1 - exp(-c k_i) (the chance of at least one event at rate c per unit of k_i; c >= 0, k_i >= 0).
+Column<double> hazard_probabilities(const Column<std::int64_t>& k, double c);
+
+/// The law of a thinning Binomial(X_i, q) of a count X_i >= 0 (lo_i >= 0; tally::domain_error otherwise, checked
+/// on the host only): $ r_{i,k} = \sum_{n \ge k} w_{i,n} inom{n}{k} q^k (1-q)^{n-k} $ on k = 0 .. hi_i,
+/// rescaled to maximum 1 (log_scale_i + log max). O(m_i hi_i) terms: a marginal, computed only where one is needed.
+Laws thin(const Laws& x, double q);
+/// The law of -X_i: weights reversed, lo = -(lo_i + m_i - 1).
+Laws negate(const Laws& x);
+/// The law of X_i + Y_i (convolve_batched; the device form's kernel is picked by max_length).
+Laws convolve(const Laws& x, const Laws& y);
+/// X_i given X_i + Y_i = z_i (condition_on_sum_batched); adds log P(X_i + Y_i = z_i) to log_likelihood.
+Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& z, Column<double>& log_likelihood);
+/// X_i given an observed thinning v_i ~ Binomial(X_i, q):
+/// \f$ w'_{i,k} \propto w_{i,k} \binom{k}{v_i} q^{v_i} (1-q)^{k - v_i} \f$ (max 1 again), and
+/// \f$ \log L_i = \mathrm{log\_scale}_i + \log \sum_k w_{i,k} \binom{k}{v_i} q^{v_i} (1-q)^{k-v_i} \f$ added to
+/// log_likelihood. The terms are formed in logarithms, so likelihoods far below the smallest double stay exact.
+/// An impossible observation leaves the law with no mass (log_scale -inf) and adds -inf.
+Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood);
+/// Adds log P(X_i = v_i) = log w_{i, v_i - lo_i} + log_scale_i (-inf off the support) to log_likelihood.
+void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
+/// Adds 0 where x_i = v_i and -inf elsewhere (an observation of a realized value).
+void add_log_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
+/// acc_i += x_i.
+void add_to(Column<double>& acc, const Column<double>& x);
+
+/// One draw per law: sample_batched's rule with u_i = philox_uniform(seed, i, counter) (identical on both).
+Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter);
+/// One Beta(a_i, b_i) draw per particle, X / (X + Y) with X ~ Gamma(a_i), Y ~ Gamma(b_i) by Marsaglia and Tsang
+/// (2000) on the uniforms philox_uniform(seed, i, counter * 256 + j), j < 256 (gamma_math.hpp).
+Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed,
+                           std::uint64_t counter);
+
+/// r_i = a x_i + b y_i + c, or tally::overflow_error when some r_i leaves int64 (device: a flag, read back: one
+/// synchronization).
+Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const Column<std::int64_t>& y,
+                            std::int64_t b, std::int64_t c);
+/// P copies of v.
+Column<std::int64_t> filled(std::int64_t v, std::size_t count, Backend where);
+Column<double> filled(double v, std::size_t count, Backend where);
+/// The conjugate update of Beta(a_i, b_i) by k_i successes in n_i trials: a_i += k_i, b_i += n_i - k_i.
+void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t>& n, const Column<std::int64_t>& k);
+
+/// Resampling by ancestors: out_i = x_{ancestors_i}.
+Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::size_t>& ancestors);
+Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancestors);
+/// Laws: law i becomes law ancestors_i (device: lengths gathered, scanned and their total read back, then the
+/// weights copied one warp per law).
+Laws gather(const Laws& x, const Column<std::size_t>& ancestors);
+/// Ancestors drawn from the log-weights (tally::gpu::resample's contract; the device form reads nothing back but
+/// the summary), and the weights' summary. When every log-weight is -inf: no ancestors (an empty column) and the
+/// summary {-inf, -inf, 0}.
+Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
+                             WeightSummary& summary);
+
+}  // namespace tally::gpu

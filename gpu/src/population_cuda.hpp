@@ -1,0 +1,32 @@
+// Private: the CUDA forms of population_ops (population_ops_cuda.cu; throwing stubs in population_none.cpp).
+#pragma once
+
+#include "tally/gpu/population_ops.hpp"
+
+namespace tally::gpu::population_cuda {
+Laws broadcast(std::span<const double> w, std::int64_t lo, double log_scale, std::size_t count);
+Laws point_laws(const Column<std::int64_t>& v);
+Laws binomial_laws(const Column<std::int64_t>& n, const Column<double>& q);
+Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b);
+Column<double> hazard_probabilities(const Column<std::int64_t>& k, double c);
+Laws thin(const Laws& x, double q);
+Laws negate(const Laws& x);
+Laws convolve(const Laws& x, const Laws& y);
+Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& z, Column<double>& log_likelihood);
+Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood);
+void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
+void add_log_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
+void add_to(Column<double>& acc, const Column<double>& x);
+Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter);
+Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter);
+Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const Column<std::int64_t>& y,
+                            std::int64_t b, std::int64_t c);
+Column<std::int64_t> filled(std::int64_t v, std::size_t count);
+Column<double> filled(double v, std::size_t count);
+void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t>& n, const Column<std::int64_t>& k);
+Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::size_t>& ancestors);
+Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancestors);
+Laws gather(const Laws& x, const Column<std::size_t>& ancestors);
+Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
+                             WeightSummary& summary);
+}  // namespace tally::gpu::population_cuda

@@ -1,0 +1,87 @@
+// Private: the per-particle formulas of population_ops (log masses, the gamma sampler), shared by CPU and CUDA.
+#pragma once
+
+#include <math.h>
+
+#include <cstdint>
+
+#include "tally/gpu/philox.hpp"
+
+namespace tally::gpu::detail {
+
+/// The launch shape of the per-law kernels (one warp per law) and of the elementwise ones: tuning knobs, here only.
+inline constexpr int population_block = 256;
+
+/// \f$\log\binom{n}{k} = \log\Gamma(n+1) - \log\Gamma(k+1) - \log\Gamma(n-k+1)\f$, 0 <= k <= n.
+TALLY_HOST_DEVICE inline double log_choose(double n, double k) {
+  return ::lgamma(n + 1.0) - ::lgamma(k + 1.0) - ::lgamma(n - k + 1.0);
+}
+
+/// log Binomial(k; n, q), -inf off 0 .. n; q = 0 and q = 1 are point masses at 0 and n.
+TALLY_HOST_DEVICE inline double binomial_log_mass(std::int64_t n, std::int64_t k, double q) {
+  if (k < 0 || k > n) return -INFINITY;
+  if (q <= 0.0) return k == 0 ? 0.0 : -INFINITY;
+  if (q >= 1.0) return k == n ? 0.0 : -INFINITY;
+  const double kd = static_cast<double>(k), rest = static_cast<double>(n - k);
+  return log_choose(static_cast<double>(n), kd) + kd * ::log(q) + rest * ::log1p(-q);
+}
+
+/// \f$\log B(x, y) = \log\Gamma(x) + \log\Gamma(y) - \log\Gamma(x + y)\f$.
+TALLY_HOST_DEVICE inline double log_beta(double x, double y) { return ::lgamma(x) + ::lgamma(y) - ::lgamma(x + y); }
+
+/// log BetaBinomial(k; n, a, b) = log C(n, k) + log B(k + a, n - k + b) - log B(a, b), -inf off 0 .. n.
+TALLY_HOST_DEVICE inline double beta_binomial_log_mass(std::int64_t n, std::int64_t k, double a, double b) {
+  if (k < 0 || k > n) return -INFINITY;
+  const double kd = static_cast<double>(k), nd = static_cast<double>(n);
+  return log_choose(nd, kd) + log_beta(kd + a, nd - kd + b) - log_beta(a, b);
+}
+
+/// The uniforms of one Beta draw: philox_uniform(seed, particle, counter * 256 + j), j < 256.
+inline constexpr int beta_uniforms = 256;
+/// Iterations each gamma variate may take (3 uniforms each, and 1 more for a shape below 1): 2 x (1 + 3 x 41) =
+/// 248 <= 256. Marsaglia and Tsang accept with probability >= 0.95 per iteration, so running out has probability
+/// below 1e-53; then the variate is the mode-like value d (documented, never reached in the tests).
+inline constexpr int gamma_iterations = 41;
+
+/// A Gamma(alpha, 1) variate by Marsaglia and Tsang (2000), "A simple method for generating gamma variables":
+/// d = alpha - 1/3, c = 1 / sqrt(9 d); repeat x ~ N(0, 1) (Box-Muller from two uniforms), v = (1 + c x)^3 until
+/// v > 0 and log u < x^2 / 2 + d - d v + d log v; return d v. For alpha < 1, Gamma(alpha + 1) u^{1/alpha}.
+/// `next` is the index j of the next uniform; it advances by what the draw used.
+TALLY_HOST_DEVICE inline double gamma_draw(double alpha, std::uint64_t seed, std::uint64_t particle,
+                                           std::uint64_t counter, int& next) {
+  auto uniform = [&]() {
+    return philox_uniform(seed, particle, counter * beta_uniforms + static_cast<std::uint64_t>(next++));
+  };
+  double boost = 1.0;
+  if (alpha < 1.0) {
+    boost = ::pow(uniform(), 1.0 / alpha);
+    alpha += 1.0;
+  }
+  const double d = alpha - 1.0 / 3.0, c = 1.0 / ::sqrt(9.0 * d);
+  for (int it = 0; it < gamma_iterations; ++it) {
+    const double u1 = uniform(), u2 = uniform();
+    const double x = ::sqrt(-2.0 * ::log(u1)) * ::cos(6.283185307179586 * u2);
+    double v = 1.0 + c * x;
+    const double u = uniform();
+    if (v <= 0.0) continue;
+    v = v * v * v;
+    if (::log(u) < 0.5 * x * x + d - d * v + d * ::log(v)) return d * v * boost;
+  }
+  return d * boost;
+}
+
+/// One Beta(a, b) draw X / (X + Y): X ~ Gamma(a), Y ~ Gamma(b) on the particle's uniforms for `counter`.
+TALLY_HOST_DEVICE inline double beta_draw(double a, double b, std::uint64_t seed, std::uint64_t particle,
+                                          std::uint64_t counter) {
+  int next = 0;
+  const double x = gamma_draw(a, seed, particle, counter, next);
+  const double y = gamma_draw(b, seed, particle, counter, next);
+  return x / (x + y);
+}
+
+/// One term of condition_on_thinning: log Binomial(v; k, q) for the parent value k (-inf for k < v).
+TALLY_HOST_DEVICE inline double thinning_log_mass(std::int64_t k, std::int64_t v, double q) {
+  return binomial_log_mass(k, v, q);
+}
+
+}  // namespace tally::gpu::detail

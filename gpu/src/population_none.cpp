@@ -1,0 +1,48 @@
+// The population operations of a build without CUDA: device columns cannot exist, and these entry points say so.
+#include <string>
+
+#include "population_cuda.hpp"
+
+namespace tally::gpu {
+namespace detail {
+void* device_allocate(std::size_t, const char* who) {
+  throw cuda_error(std::string(who) + ": tally was built without CUDA (no device memory)");
+}
+void device_free(void*) noexcept {}
+void device_copy(void*, const void*, std::size_t, int) {
+  throw cuda_error("tally::gpu::detail::device_copy: tally was built without CUDA");
+}
+}  // namespace detail
+std::size_t device_free_bytes() { return 0; }
+
+namespace population_cuda {
+namespace {
+[[noreturn]] void none(const char* who) {
+  throw cuda_error(std::string("tally::gpu::") + who + ": tally was built without CUDA");
+}
+}  // namespace
+Laws broadcast(std::span<const double>, std::int64_t, double, std::size_t) { none("broadcast"); }
+Laws point_laws(const Column<std::int64_t>&) { none("point_laws"); }
+Laws binomial_laws(const Column<std::int64_t>&, const Column<double>&) { none("binomial_laws"); }
+Laws beta_binomial_laws(const Column<std::int64_t>&, const Column<double>&, const Column<double>&) { none("beta_binomial_laws"); }
+Column<double> hazard_probabilities(const Column<std::int64_t>&, double) { none("hazard_probabilities"); }
+Laws thin(const Laws&, double) { none("thin"); }
+Laws negate(const Laws&) { none("negate"); }
+Laws convolve(const Laws&, const Laws&) { none("convolve"); }
+Laws condition_on_sum(const Laws&, const Laws&, const Column<std::int64_t>&, Column<double>&) { none("condition_on_sum"); }
+Laws condition_on_thinning(const Laws&, const Column<std::int64_t>&, double, Column<double>&) { none("condition_on_thinning"); }
+void add_log_mass(const Laws&, const Column<std::int64_t>&, Column<double>&) { none("add_log_mass"); }
+void add_log_equal(const Column<std::int64_t>&, const Column<std::int64_t>&, Column<double>&) { none("add_log_equal"); }
+void add_to(Column<double>&, const Column<double>&) { none("add_to"); }
+Column<std::int64_t> sample(const Laws&, std::uint64_t, std::uint64_t) { none("sample"); }
+Column<double> sample_beta(const Column<double>&, const Column<double>&, std::uint64_t, std::uint64_t) { none("sample_beta"); }
+Column<std::int64_t> linear(const Column<std::int64_t>&, std::int64_t, const Column<std::int64_t>&, std::int64_t, std::int64_t) { none("linear"); }
+Column<std::int64_t> filled(std::int64_t, std::size_t) { none("filled"); }
+Column<double> filled(double, std::size_t) { none("filled"); }
+void beta_update(Column<double>&, Column<double>&, const Column<std::int64_t>&, const Column<std::int64_t>&) { none("beta_update"); }
+Column<std::int64_t> gather(const Column<std::int64_t>&, const Column<std::size_t>&) { none("gather"); }
+Column<double> gather(const Column<double>&, const Column<std::size_t>&) { none("gather"); }
+Laws gather(const Laws&, const Column<std::size_t>&) { none("gather"); }
+Column<std::size_t> resample(const Column<double>&, Resampler, std::uint64_t, std::uint64_t, WeightSummary&) { none("resample"); }
+}  // namespace population_cuda
+}  // namespace tally::gpu

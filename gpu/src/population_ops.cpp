@@ -1,0 +1,363 @@
+// The population operations: the CPU reference (loops on one core) and the dispatch to CUDA by where data live.
+#include "tally/gpu/population_ops.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "population_cuda.hpp"
+#include "population_math.hpp"
+#include "tally/gpu/convolve_batched.hpp"
+#include "tally/gpu/sample_batched.hpp"
+
+namespace tally::gpu {
+
+namespace {
+
+constexpr double neg_inf = -std::numeric_limits<double>::infinity();
+
+/// shape_error unless a and b have the same size and place.
+template <class A, class B>
+void same_shape(const A& a, const B& b, const char* who) {
+  if (a.size() != b.size() || a.where() != b.where())
+    tally::detail::fail<shape_error>(who, ": operands of ", a.size(), " and ", b.size(), " particles",
+                                     a.where() != b.where() ? " in different memories (host and device)" : "");
+}
+
+bool on_device(Backend where) { return where == Backend::cuda; }
+
+/// A law per particle from its log masses l_i(k), k = 0 .. n_i: weights e^{l - M_i}, log_scale M_i.
+template <class LogMass>
+Laws laws_from_log_masses(const std::vector<std::int64_t>& n, LogMass log_mass, const char* who) {
+  std::size_t total = 0, longest = 0;
+  for (std::int64_t ni : n) {
+    if (ni < 0) tally::detail::fail<domain_error>(who, ": n = ", ni, " must be >= 0");
+    if (ni >= (std::int64_t{1} << 32))
+      tally::detail::fail<overflow_error>(who, ": n = ", ni, " would need a dense law of ", ni + 1, " weights");
+    total += static_cast<std::size_t>(ni) + 1;
+    longest = std::max(longest, static_cast<std::size_t>(ni) + 1);
+  }
+  Laws out = Laws::allocate(Backend::cpu, n.size(), total, longest, who);
+  PmfBatch& b = out.host();
+  std::size_t at = 0;
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const auto m = static_cast<std::size_t>(n[i]) + 1;
+    double top = neg_inf;
+    for (std::size_t k = 0; k < m; ++k) top = std::max(top, b.weights[at + k] = log_mass(i, std::int64_t(k)));
+    for (std::size_t k = 0; k < m; ++k) b.weights[at + k] = std::exp(b.weights[at + k] - top);
+    b.log_scale[i] = top;
+    at += m;
+    b.offset[i + 1] = static_cast<std::int64_t>(at);
+  }
+  return out;
+}
+
+}  // namespace
+
+Laws broadcast(std::span<const double> w, std::int64_t lo, double log_scale, std::size_t count, Backend where) {
+  constexpr const char* who = "tally::gpu::broadcast";
+  PmfBatch one;
+  one.push_back(w, lo, log_scale);  // checks w
+  if (on_device(where)) return population_cuda::broadcast(one.weights, lo, one.log_scale[0], count);
+  const std::size_t m = w.size();
+  Laws out = Laws::allocate(Backend::cpu, count, m * count, m, who);
+  PmfBatch& b = out.host();
+  for (std::size_t i = 0; i < count; ++i) {
+    std::copy(one.weights.begin(), one.weights.end(), b.weights.begin() + static_cast<std::ptrdiff_t>(i * m));
+    b.offset[i + 1] = static_cast<std::int64_t>((i + 1) * m);
+    b.lo[i] = lo;
+    b.log_scale[i] = one.log_scale[0];
+  }
+  return out;
+}
+
+Laws point_laws(const Column<std::int64_t>& v) {
+  if (on_device(v.where())) return population_cuda::point_laws(v);
+  Laws out = Laws::allocate(Backend::cpu, v.size(), v.size(), 1, "tally::gpu::point_laws");
+  PmfBatch& b = out.host();
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    b.weights[i] = 1.0;
+    b.offset[i + 1] = static_cast<std::int64_t>(i + 1);
+    b.lo[i] = v.host()[i];
+  }
+  return out;
+}
+
+Laws binomial_laws(const Column<std::int64_t>& n, const Column<double>& q) {
+  constexpr const char* who = "tally::gpu::binomial_laws";
+  same_shape(n, q, who);
+  if (on_device(n.where())) return population_cuda::binomial_laws(n, q);
+  for (double p : q.host()) tally::detail::check_probability(p, who, "q");
+  return laws_from_log_masses(
+      n.host(), [&](std::size_t i, std::int64_t k) { return detail::binomial_log_mass(n.host()[i], k, q.host()[i]); },
+      who);
+}
+
+Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b) {
+  constexpr const char* who = "tally::gpu::beta_binomial_laws";
+  same_shape(n, a, who);
+  same_shape(n, b, who);
+  if (on_device(n.where())) return population_cuda::beta_binomial_laws(n, a, b);
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    tally::detail::check_positive(a.host()[i], who, "a");
+    tally::detail::check_positive(b.host()[i], who, "b");
+  }
+  return laws_from_log_masses(
+      n.host(),
+      [&](std::size_t i, std::int64_t k) {
+        return detail::beta_binomial_log_mass(n.host()[i], k, a.host()[i], b.host()[i]);
+      },
+      who);
+}
+
+Column<double> hazard_probabilities(const Column<std::int64_t>& k, double c) {
+  constexpr const char* who = "tally::gpu::hazard_probabilities";
+  tally::detail::check_nonnegative(c, who, "c");
+  if (on_device(k.where())) return population_cuda::hazard_probabilities(k, c);
+  std::vector<double> q(k.size());
+  for (std::size_t i = 0; i < q.size(); ++i) {
+    if (k.host()[i] < 0) tally::detail::fail<domain_error>(who, ": k = ", k.host()[i], " must be >= 0");
+    q[i] = -std::expm1(-c * static_cast<double>(k.host()[i]));
+  }
+  return Column<double>::host_values(std::move(q));
+}
+
+Laws thin(const Laws& x, double q) {
+  constexpr const char* who = "tally::gpu::thin";
+  tally::detail::check_probability(q, who, "q");
+  if (on_device(x.where())) return population_cuda::thin(x, q);
+  const PmfBatch& a = x.host();
+  std::size_t total = 0, longest = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a.lo[i] < 0) tally::detail::fail<domain_error>(who, ": a law on ", a.lo[i], ".. is not a count (lo < 0)");
+    const auto len = static_cast<std::size_t>(a.lo[i]) + a.length(i);  // k = 0 .. hi = lo + m - 1
+    total += len;
+    longest = std::max(longest, len);
+  }
+  Laws out = Laws::allocate(Backend::cpu, a.size(), total, longest, who);
+  PmfBatch& b = out.host();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto len = static_cast<std::size_t>(a.lo[i]) + a.length(i);
+    const auto at = static_cast<std::size_t>(b.offset[i]);
+    double top = 0;
+    for (std::size_t k = 0; k < len; ++k) {
+      double r = 0;
+      for (std::size_t j = 0; j < a.length(i); ++j) {  // n = lo + j >= k
+        const std::int64_t n = a.lo[i] + std::int64_t(j);
+        const double w = a.weights[std::size_t(a.offset[i]) + j];
+        if (n >= std::int64_t(k) && w > 0.0) r += w * std::exp(detail::binomial_log_mass(n, std::int64_t(k), q));
+      }
+      top = std::max(top, b.weights[at + k] = r);
+    }
+    for (std::size_t k = 0; k < len; ++k) b.weights[at + k] = top > 0.0 ? b.weights[at + k] / top : 0.0;
+    b.offset[i + 1] = static_cast<std::int64_t>(at + len);
+    b.log_scale[i] = top > 0.0 ? a.log_scale[i] + std::log(top) : -std::numeric_limits<double>::infinity();
+  }
+  return out;
+}
+
+Laws negate(const Laws& x) {
+  if (on_device(x.where())) return population_cuda::negate(x);
+  Laws out = Laws::allocate(Backend::cpu, x.size(), x.total(), x.max_length(), "tally::gpu::negate");
+  const PmfBatch& a = x.host();
+  PmfBatch& b = out.host();
+  b.offset = a.offset;
+  b.log_scale = a.log_scale;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto first = a.weights.begin() + a.offset[i], last = a.weights.begin() + a.offset[i + 1];
+    std::reverse_copy(first, last, b.weights.begin() + a.offset[i]);
+    b.lo[i] = -(a.lo[i] + static_cast<std::int64_t>(a.length(i)) - 1);
+  }
+  return out;
+}
+
+Laws convolve(const Laws& x, const Laws& y) {
+  same_shape(x, y, "tally::gpu::convolve");
+  if (on_device(x.where())) return population_cuda::convolve(x, y);
+  return Laws::from_host(cpu::convolve_batched(x.host(), y.host()), Backend::cpu);
+}
+
+Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& z, Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::condition_on_sum";
+  same_shape(x, y, who);
+  same_shape(x, z, who);
+  same_shape(x, log_likelihood, who);
+  if (on_device(x.where())) return population_cuda::condition_on_sum(x, y, z, log_likelihood);
+  SumConditioning c = cpu::condition_on_sum_batched(x.host(), y.host(), z.host());
+  for (std::size_t i = 0; i < z.size(); ++i) log_likelihood.host()[i] += c.log_likelihood[i];
+  return Laws::from_host(std::move(c.posterior), Backend::cpu);
+}
+
+Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::condition_on_thinning";
+  tally::detail::check_probability(q, who, "q");
+  same_shape(x, v, who);
+  same_shape(x, log_likelihood, who);
+  if (on_device(x.where())) return population_cuda::condition_on_thinning(x, v, q, log_likelihood);
+  Laws out = Laws::allocate(Backend::cpu, x.size(), x.total(), x.max_length(), who);
+  const PmfBatch& a = x.host();
+  PmfBatch& b = out.host();
+  b.offset = a.offset;
+  b.lo = a.lo;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const auto begin = static_cast<std::size_t>(a.offset[i]), m = a.length(i);
+    double top = neg_inf;
+    for (std::size_t k = 0; k < m; ++k) {
+      const double w = a.weights[begin + k];
+      const double l =
+          w > 0.0 ? std::log(w) + detail::thinning_log_mass(a.lo[i] + std::int64_t(k), v.host()[i], q) : neg_inf;
+      top = std::max(top, b.weights[begin + k] = l);
+    }
+    if (top == neg_inf || a.log_scale[i] == neg_inf) {  // impossible here, or a particle already dead
+      std::fill_n(b.weights.begin() + static_cast<std::ptrdiff_t>(begin), m, 0.0);
+      b.log_scale[i] = neg_inf;
+      log_likelihood.host()[i] = neg_inf;
+      continue;
+    }
+    double sum = 0;
+    for (std::size_t k = 0; k < m; ++k) sum += (b.weights[begin + k] = std::exp(b.weights[begin + k] - top));
+    b.log_scale[i] = -std::log(sum);
+    log_likelihood.host()[i] += a.log_scale[i] + top + std::log(sum);
+  }
+  return out;
+}
+
+void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::add_log_mass";
+  same_shape(x, v, who);
+  same_shape(x, log_likelihood, who);
+  if (on_device(x.where())) return population_cuda::add_log_mass(x, v, log_likelihood);
+  const PmfBatch& a = x.host();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::int64_t j = v.host()[i] - a.lo[i];  // v and lo below 2^62 in magnitude (the laws' supports)
+    const double w = j >= 0 && j < static_cast<std::int64_t>(a.length(i)) ? a.weights[std::size_t(a.offset[i] + j)] : 0.0;
+    log_likelihood.host()[i] += w > 0.0 ? std::log(w) + a.log_scale[i] : neg_inf;
+  }
+}
+
+void add_log_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood) {
+  same_shape(x, v, "tally::gpu::add_log_equal");
+  same_shape(x, log_likelihood, "tally::gpu::add_log_equal");
+  if (on_device(x.where())) return population_cuda::add_log_equal(x, v, log_likelihood);
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (x.host()[i] != v.host()[i]) log_likelihood.host()[i] = neg_inf;
+}
+
+void add_to(Column<double>& acc, const Column<double>& x) {
+  same_shape(acc, x, "tally::gpu::add_to");
+  if (on_device(x.where())) return population_cuda::add_to(acc, x);
+  for (std::size_t i = 0; i < x.size(); ++i) acc.host()[i] += x.host()[i];
+}
+
+Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter) {
+  if (on_device(x.where())) return population_cuda::sample(x, seed, counter);
+  return Column<std::int64_t>::host_values(cpu::sample_batched(x.host(), seed, counter));
+}
+
+Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter) {
+  constexpr const char* who = "tally::gpu::sample_beta";
+  same_shape(a, b, who);
+  if (on_device(a.where())) return population_cuda::sample_beta(a, b, seed, counter);
+  std::vector<double> out(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    tally::detail::check_positive(a.host()[i], who, "a");
+    tally::detail::check_positive(b.host()[i], who, "b");
+    out[i] = detail::beta_draw(a.host()[i], b.host()[i], seed, i, counter);
+  }
+  return Column<double>::host_values(std::move(out));
+}
+
+Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const Column<std::int64_t>& y,
+                            std::int64_t b, std::int64_t c) {
+  constexpr const char* who = "tally::gpu::linear";
+  same_shape(x, y, who);
+  if (on_device(x.where())) return population_cuda::linear(x, a, y, b, c);
+  std::vector<std::int64_t> out(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const tally::detail::int128 r = tally::detail::int128{a} * x.host()[i] + tally::detail::int128{b} * y.host()[i] + c;
+    if (r > std::numeric_limits<std::int64_t>::max() || r < std::numeric_limits<std::int64_t>::min())
+      tally::detail::fail<overflow_error>(who, ": ", a, " * ", x.host()[i], " + ", b, " * ", y.host()[i], " + ", c,
+                                          " overflows the 64-bit integer range");
+    out[i] = static_cast<std::int64_t>(r);
+  }
+  return Column<std::int64_t>::host_values(std::move(out));
+}
+
+Column<std::int64_t> filled(std::int64_t v, std::size_t count, Backend where) {
+  if (on_device(where)) return population_cuda::filled(v, count);
+  return Column<std::int64_t>::host_values(std::vector<std::int64_t>(count, v));
+}
+
+Column<double> filled(double v, std::size_t count, Backend where) {
+  if (on_device(where)) return population_cuda::filled(v, count);
+  return Column<double>::host_values(std::vector<double>(count, v));
+}
+
+void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t>& n, const Column<std::int64_t>& k) {
+  constexpr const char* who = "tally::gpu::beta_update";
+  same_shape(a, b, who);
+  same_shape(a, n, who);
+  same_shape(a, k, who);
+  if (on_device(a.where())) return population_cuda::beta_update(a, b, n, k);
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a.host()[i] += static_cast<double>(k.host()[i]);
+    b.host()[i] += static_cast<double>(n.host()[i] - k.host()[i]);
+  }
+}
+
+namespace {
+template <class T>
+Column<T> gather_values(const Column<T>& x, const Column<std::size_t>& ancestors) {
+  std::vector<T> out(ancestors.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::size_t a = ancestors.host()[i];
+    if (a >= x.size()) tally::detail::fail<shape_error>("tally::gpu::gather: ancestor ", a, " of ", x.size(), " particles");
+    out[i] = x.host()[a];
+  }
+  return Column<T>::host_values(std::move(out));
+}
+}  // namespace
+
+Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::size_t>& ancestors) {
+  if (on_device(x.where())) return population_cuda::gather(x, ancestors);
+  return gather_values(x, ancestors);
+}
+
+Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancestors) {
+  if (on_device(x.where())) return population_cuda::gather(x, ancestors);
+  return gather_values(x, ancestors);
+}
+
+Laws gather(const Laws& x, const Column<std::size_t>& ancestors) {
+  constexpr const char* who = "tally::gpu::gather";
+  if (on_device(x.where())) return population_cuda::gather(x, ancestors);
+  const PmfBatch& a = x.host();
+  std::size_t total = 0;
+  for (std::size_t anc : ancestors.host()) {
+    if (anc >= a.size()) tally::detail::fail<shape_error>(who, ": ancestor ", anc, " of ", a.size(), " particles");
+    total += a.length(anc);
+  }
+  Laws out = Laws::allocate(Backend::cpu, ancestors.size(), total, x.max_length(), who);
+  PmfBatch& b = out.host();
+  for (std::size_t i = 0; i < ancestors.size(); ++i) {
+    const std::size_t anc = ancestors.host()[i];
+    const auto src = a[anc];
+    std::copy(src.begin(), src.end(), b.weights.begin() + b.offset[i]);
+    b.offset[i + 1] = b.offset[i] + static_cast<std::int64_t>(src.size());
+    b.lo[i] = a.lo[anc];
+    b.log_scale[i] = a.log_scale[anc];
+  }
+  return out;
+}
+
+Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
+                             WeightSummary& summary) {
+  if (on_device(log_w.where())) return population_cuda::resample(log_w, kind, seed, counter, summary);
+  if (std::all_of(log_w.host().begin(), log_w.host().end(), [](double l) { return l == neg_inf; })) {
+    summary = {neg_inf, neg_inf, 0.0};
+    return {};
+  }
+  return Column<std::size_t>::host_values(cpu::resample(log_w.host(), kind, seed, counter, &summary));
+}
+
+}  // namespace tally::gpu

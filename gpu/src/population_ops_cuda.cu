@@ -1,0 +1,539 @@
+// The CUDA forms of the population operations: one warp per law, one thread per particle, CUB for the scans.
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "cuda_check.cuh"
+#include "population_cuda.hpp"
+#include "population_math.hpp"
+#include "tally/gpu/convolve_batched.hpp"
+#include "tally/gpu/sample_batched.hpp"
+
+namespace tally::gpu::population_cuda {
+
+namespace {
+
+constexpr int block = detail::population_block;
+constexpr unsigned full_warp = 0xffffffffu;
+
+/// Blocks for one thread per particle, and for one warp per law (block / 32 laws a block).
+unsigned thread_blocks(std::size_t n) { return static_cast<unsigned>(std::max<std::size_t>(1, (n + block - 1) / block)); }
+unsigned warp_blocks(std::size_t n) {
+  constexpr std::size_t laws_per_block = block / 32;
+  return static_cast<unsigned>(std::max<std::size_t>(1, (n + laws_per_block - 1) / laws_per_block));
+}
+
+__device__ inline double warp_max(double v) {
+  for (int d = 16; d >= 1; d /= 2) v = fmax(v, __shfl_xor_sync(full_warp, v, d));
+  return v;
+}
+__device__ inline double warp_sum(double v) {
+  for (int d = 16; d >= 1; d /= 2) v += __shfl_xor_sync(full_warp, v, d);
+  return v;
+}
+/// The law (warp) and lane of this thread.
+__device__ inline long long warp_index() { return (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; }
+__device__ inline long long thread_index() { return static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; }
+
+template <class T>
+void check_same(const Column<T>& c, std::size_t count, const char* who) {
+  if (c.size() != count) tally::detail::fail<shape_error>(who, ": ", c.size(), " values for ", count, " particles");
+}
+
+void launched() { TALLY_CUDA_CHECK(cudaGetLastError()); }
+
+// ---- laws from parameters: lengths, their scan and total (read back), then the weights -----------------------
+
+/// What the lengths pass reports: the longest law, the first particle with bad parameters (count: none), the total.
+struct LengthReport {
+  unsigned long long longest;
+  unsigned long long first_bad;
+  long long total;
+};
+
+__global__ void init_report(LengthReport* r, std::size_t count) {
+  r->longest = 0;
+  r->first_bad = count;
+  r->total = 0;
+}
+
+/// lengths[i] = n_i + 1 (0 for i = count, so that the exclusive scan ends with the total); bad(i) flags parameters.
+template <class Bad>
+__global__ void lengths_kernel(const std::int64_t* n, std::size_t count, std::int64_t* lengths, LengthReport* r, Bad bad) {
+  const long long i = thread_index();
+  if (i > static_cast<long long>(count)) return;
+  if (i == static_cast<long long>(count)) {
+    lengths[i] = 0;
+    return;
+  }
+  const std::int64_t ni = n[i];
+  if (ni < 0 || ni >= (std::int64_t{1} << 32) || bad(i)) {
+    atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
+    lengths[i] = 1;
+    return;
+  }
+  lengths[i] = ni + 1;
+  atomicMax(&r->longest, static_cast<unsigned long long>(ni + 1));
+}
+
+__global__ void total_kernel(const std::int64_t* offset, std::size_t count, LengthReport* r) {
+  r->total = offset[count];
+}
+
+/// Exclusive scan of count + 1 lengths into offsets (offset[count] = the total), and the report read back.
+LengthReport scan_lengths(const std::int64_t* lengths, std::int64_t* offsets, std::size_t count, LengthReport* report) {
+  std::size_t bytes = 0;
+  TALLY_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, lengths, offsets, static_cast<long long>(count + 1)));
+  auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), "tally::gpu scan");
+  TALLY_CUDA_CHECK(
+      cub::DeviceScan::ExclusiveSum(temp.data(), bytes, lengths, offsets, static_cast<long long>(count + 1)));
+  total_kernel<<<1, 1>>>(offsets, count, report);
+  launched();
+  LengthReport host{};
+  TALLY_CUDA_CHECK(cudaMemcpy(&host, report, sizeof host, cudaMemcpyDeviceToHost));
+  return host;
+}
+
+/// One warp per law i of n_i + 1 weights: log masses first (kept in the weights), their maximum, then exp(l - M).
+template <class LogMass>
+__global__ void fill_kernel(const std::int64_t* offsets, MutablePmfBatchView out, LogMass log_mass) {
+  const long long i = warp_index();
+  const int lane = threadIdx.x & 31;
+  if (i >= static_cast<long long>(out.count)) return;
+  const std::int64_t begin = offsets[i], m = offsets[i + 1] - begin;
+  double* w = out.weights + begin;
+  double top = -INFINITY;
+  for (std::int64_t k = lane; k < m; k += 32) top = fmax(top, w[k] = log_mass(i, k));
+  top = warp_max(top);
+  for (std::int64_t k = lane; k < m; k += 32) w[k] = exp(w[k] - top);
+  if (lane == 0) {
+    if (i == 0) out.offset[0] = 0;
+    out.offset[i + 1] = offsets[i + 1];
+    out.lo[i] = 0;
+    out.log_scale[i] = top;
+  }
+}
+
+struct BinomialBad {
+  const double* q;
+  __device__ bool operator()(long long i) const { return !(q[i] >= 0.0 && q[i] <= 1.0); }
+};
+struct BinomialMass {
+  const std::int64_t* n;
+  const double* q;
+  __device__ double operator()(long long i, std::int64_t k) const { return detail::binomial_log_mass(n[i], k, q[i]); }
+};
+struct BetaBinomialBad {
+  const double *a, *b;
+  __device__ bool operator()(long long i) const {
+    return !(a[i] > 0.0 && b[i] > 0.0 && isfinite(a[i]) && isfinite(b[i]));
+  }
+};
+struct BetaBinomialMass {
+  const std::int64_t* n;
+  const double *a, *b;
+  __device__ double operator()(long long i, std::int64_t k) const {
+    return detail::beta_binomial_log_mass(n[i], k, a[i], b[i]);
+  }
+};
+
+template <class Bad, class LogMass>
+Laws laws_from_parameters(const Column<std::int64_t>& n, Bad bad, LogMass log_mass, const char* who,
+                          const char* law) {
+  const std::size_t count = n.size();
+  auto lengths = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
+  auto offsets = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
+  auto report = Column<LengthReport>::allocate(Backend::cuda, 1, who);
+  init_report<<<1, 1>>>(report.data(), count);
+  lengths_kernel<<<thread_blocks(count + 1), block>>>(n.data(), count, lengths.data(), report.data(), bad);
+  launched();
+  const LengthReport r = scan_lengths(lengths.data(), offsets.data(), count, report.data());
+  if (r.first_bad < count) {
+    const auto i = static_cast<std::size_t>(r.first_bad);
+    std::int64_t ni = 0;
+    TALLY_CUDA_CHECK(cudaMemcpy(&ni, n.data() + i, sizeof ni, cudaMemcpyDeviceToHost));
+    tally::detail::fail<domain_error>(who, ": particle ", i, " asks for ", law, " with n = ", ni,
+                                      ni < 0 ? " (n must be >= 0)" : ni >= (std::int64_t{1} << 32) ? " (too large for a dense law)" : " and parameters outside their domain");
+  }
+  Laws out = Laws::allocate(Backend::cuda, count, static_cast<std::size_t>(r.total), r.longest, who);
+  if (count > 0) fill_kernel<<<warp_blocks(count), block>>>(offsets.data(), out.mutable_view(), log_mass);
+  launched();
+  return out;
+}
+
+// ---- per-law kernels ---------------------------------------------------------------------------------------------
+
+__global__ void broadcast_kernel(const double* w, std::int64_t m, std::int64_t lo, double log_scale,
+                                 MutablePmfBatchView out) {
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  const long long n = static_cast<long long>(out.count) * m;
+  for (long long j = thread_index(); j < n; j += stride) out.weights[j] = w[j % m];
+  for (long long i = thread_index(); i < static_cast<long long>(out.count); i += stride) {
+    if (i == 0) out.offset[0] = 0;
+    out.offset[i + 1] = (i + 1) * m;
+    out.lo[i] = lo;
+    out.log_scale[i] = log_scale;
+  }
+}
+
+__global__ void point_kernel(const std::int64_t* v, MutablePmfBatchView out) {
+  const long long i = thread_index();
+  if (i >= static_cast<long long>(out.count)) return;
+  if (i == 0) out.offset[0] = 0;
+  out.weights[i] = 1.0;
+  out.offset[i + 1] = i + 1;
+  out.lo[i] = v[i];
+  out.log_scale[i] = 0.0;
+}
+
+__global__ void negate_kernel(PmfBatchView x, MutablePmfBatchView out) {
+  const long long i = warp_index();
+  const int lane = threadIdx.x & 31;
+  if (i >= static_cast<long long>(x.count)) return;
+  const std::int64_t begin = x.offset[i], m = x.offset[i + 1] - begin;
+  for (std::int64_t k = lane; k < m; k += 32) out.weights[begin + m - 1 - k] = x.weights[begin + k];
+  if (lane == 0) {
+    if (i == 0) out.offset[0] = 0;
+    out.offset[i + 1] = x.offset[i + 1];
+    out.lo[i] = -(x.lo[i] + m - 1);
+    out.log_scale[i] = x.log_scale[i];
+  }
+}
+
+/// lengths[i] = lo_i + m_i (the thinning's support 0 .. hi_i), 0 for i = count.
+__global__ void thinned_lengths_kernel(PmfBatchView x, std::int64_t* lengths, LengthReport* r) {
+  const long long i = thread_index();
+  if (i > static_cast<long long>(x.count)) return;
+  if (i == static_cast<long long>(x.count)) {
+    lengths[i] = 0;
+    return;
+  }
+  const std::int64_t len = x.lo[i] + x.offset[i + 1] - x.offset[i];
+  if (x.lo[i] < 0) atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
+  lengths[i] = len > 0 ? len : 1;
+  atomicMax(&r->longest, static_cast<unsigned long long>(lengths[i]));
+}
+
+/// One warp per law; lane l computes r_k for k = l, l + 32, ... as the CPU does (the same order of terms).
+__global__ void thin_kernel(PmfBatchView x, double q, const std::int64_t* offsets, MutablePmfBatchView out) {
+  const long long i = warp_index();
+  const int lane = threadIdx.x & 31;
+  if (i >= static_cast<long long>(x.count)) return;
+  const std::int64_t lo = x.lo[i], m = x.offset[i + 1] - x.offset[i], at = offsets[i], len = offsets[i + 1] - at;
+  const double* w = x.weights + x.offset[i];
+  double top = 0.0;
+  for (std::int64_t k = lane; k < len; k += 32) {
+    double r = 0.0;
+    for (std::int64_t j = 0; j < m; ++j)
+      if (lo + j >= k && w[j] > 0.0) r += w[j] * exp(detail::binomial_log_mass(lo + j, k, q));
+    top = fmax(top, out.weights[at + k] = r);
+  }
+  top = warp_max(top);
+  for (std::int64_t k = lane; k < len; k += 32) out.weights[at + k] = top > 0.0 ? out.weights[at + k] / top : 0.0;
+  if (lane == 0) {
+    if (i == 0) out.offset[0] = 0;
+    out.offset[i + 1] = offsets[i + 1];
+    out.lo[i] = 0;
+    out.log_scale[i] = top > 0.0 ? x.log_scale[i] + log(top) : -INFINITY;
+  }
+}
+
+/// One warp per law: the CPU reference's loop (population_ops.cpp) with the sum taken by the warp.
+__global__ void thinning_kernel(PmfBatchView x, const std::int64_t* v, double q, MutablePmfBatchView out,
+                                double* log_likelihood) {
+  const long long i = warp_index();
+  const int lane = threadIdx.x & 31;
+  if (i >= static_cast<long long>(x.count)) return;
+  const std::int64_t begin = x.offset[i], m = x.offset[i + 1] - begin, lo = x.lo[i], vi = v[i];
+  const double* w = x.weights + begin;
+  double* o = out.weights + begin;
+  double top = -INFINITY;
+  for (std::int64_t k = lane; k < m; k += 32) {
+    const double l = w[k] > 0.0 ? log(w[k]) + detail::thinning_log_mass(lo + k, vi, q) : -INFINITY;
+    top = fmax(top, o[k] = l);
+  }
+  top = warp_max(top);
+  const bool dead = top == -INFINITY || x.log_scale[i] == -INFINITY;
+  double sum = 0.0;
+  for (std::int64_t k = lane; k < m; k += 32) sum += (o[k] = dead ? 0.0 : exp(o[k] - top));
+  sum = warp_sum(sum);
+  if (lane == 0) {
+    if (i == 0) out.offset[0] = 0;
+    out.offset[i + 1] = x.offset[i + 1];
+    out.lo[i] = lo;
+    out.log_scale[i] = dead ? -INFINITY : -log(sum);
+    log_likelihood[i] = dead ? -INFINITY : log_likelihood[i] + x.log_scale[i] + top + log(sum);
+  }
+}
+
+__global__ void log_mass_kernel(PmfBatchView x, const std::int64_t* v, double* log_likelihood) {
+  const long long i = thread_index();
+  if (i >= static_cast<long long>(x.count)) return;
+  const std::int64_t j = v[i] - x.lo[i], m = x.offset[i + 1] - x.offset[i];
+  const double w = j >= 0 && j < m ? x.weights[x.offset[i] + j] : 0.0;
+  log_likelihood[i] += w > 0.0 ? log(w) + x.log_scale[i] : -INFINITY;
+}
+
+/// One warp per law: law i of the result is law ancestors[i] of x, at the scanned offsets.
+__global__ void gather_laws_kernel(PmfBatchView x, const std::size_t* ancestors, const std::int64_t* offsets,
+                                   MutablePmfBatchView out) {
+  const long long i = warp_index();
+  const int lane = threadIdx.x & 31;
+  if (i >= static_cast<long long>(out.count)) return;
+  const std::size_t a = ancestors[i];
+  const std::int64_t from = x.offset[a], m = x.offset[a + 1] - from, to = offsets[i];
+  for (std::int64_t k = lane; k < m; k += 32) out.weights[to + k] = x.weights[from + k];
+  if (lane == 0) {
+    if (i == 0) out.offset[0] = 0;
+    out.offset[i + 1] = offsets[i + 1];
+    out.lo[i] = x.lo[a];
+    out.log_scale[i] = x.log_scale[a];
+  }
+}
+
+__global__ void gathered_lengths_kernel(const std::int64_t* offset, const std::size_t* ancestors, std::size_t count,
+                                        std::int64_t* lengths) {
+  const long long i = thread_index();
+  if (i > static_cast<long long>(count)) return;
+  lengths[i] = i == static_cast<long long>(count) ? 0 : offset[ancestors[i] + 1] - offset[ancestors[i]];
+}
+
+// ---- elementwise kernels -----------------------------------------------------------------------------------------
+
+template <class F>
+__global__ void each_kernel(std::size_t count, F f) {
+  const long long i = thread_index();
+  if (i < static_cast<long long>(count)) f(i);
+}
+
+template <class F>
+void each(std::size_t count, F f) {
+  if (count == 0) return;
+  each_kernel<<<thread_blocks(count), block>>>(count, f);
+  launched();
+}
+
+}  // namespace
+
+Laws broadcast(std::span<const double> w, std::int64_t lo, double log_scale, std::size_t count) {
+  constexpr const char* who = "tally::gpu::broadcast";
+  const auto m = static_cast<std::int64_t>(w.size());
+  auto weights = Column<double>::from_host(std::vector<double>(w.begin(), w.end()), Backend::cuda);
+  Laws out = Laws::allocate(Backend::cuda, count, count * w.size(), w.size(), who);
+  if (count > 0) {
+    const std::size_t n = count * w.size();
+    broadcast_kernel<<<static_cast<unsigned>(std::min<std::size_t>((n + block - 1) / block, 65536)), block>>>(
+        weights.data(), m, lo, log_scale, out.mutable_view());
+    launched();
+  }
+  return out;
+}
+
+Laws point_laws(const Column<std::int64_t>& v) {
+  Laws out = Laws::allocate(Backend::cuda, v.size(), v.size(), 1, "tally::gpu::point_laws");
+  if (v.size() > 0) point_kernel<<<thread_blocks(v.size()), block>>>(v.data(), out.mutable_view());
+  launched();
+  return out;
+}
+
+Laws binomial_laws(const Column<std::int64_t>& n, const Column<double>& q) {
+  return laws_from_parameters(n, BinomialBad{q.data()}, BinomialMass{n.data(), q.data()}, "tally::gpu::binomial_laws",
+                              "Binomial(n, q)");
+}
+
+Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b) {
+  return laws_from_parameters(n, BetaBinomialBad{a.data(), b.data()}, BetaBinomialMass{n.data(), a.data(), b.data()},
+                              "tally::gpu::beta_binomial_laws", "BetaBinomial(n, a, b)");
+}
+
+Column<double> hazard_probabilities(const Column<std::int64_t>& k, double c) {
+  auto out = Column<double>::allocate(Backend::cuda, k.size(), "tally::gpu::hazard_probabilities");
+  const std::int64_t* kp = k.data();
+  double* o = out.data();
+  each(k.size(), [=] __device__(long long i) { o[i] = -expm1(-c * static_cast<double>(kp[i])); });
+  return out;
+}
+
+Laws thin(const Laws& x, double q) {
+  constexpr const char* who = "tally::gpu::thin";
+  const std::size_t count = x.size();
+  auto lengths = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
+  auto offsets = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
+  auto report = Column<LengthReport>::allocate(Backend::cuda, 1, who);
+  init_report<<<1, 1>>>(report.data(), count);
+  thinned_lengths_kernel<<<thread_blocks(count + 1), block>>>(x.view(), lengths.data(), report.data());
+  launched();
+  const LengthReport r = scan_lengths(lengths.data(), offsets.data(), count, report.data());
+  if (r.first_bad < count)
+    tally::detail::fail<domain_error>(who, ": particle ", r.first_bad, "'s law has lo < 0: not a count");
+  Laws out = Laws::allocate(Backend::cuda, count, static_cast<std::size_t>(r.total), r.longest, who);
+  if (count > 0) thin_kernel<<<warp_blocks(count), block>>>(x.view(), q, offsets.data(), out.mutable_view());
+  launched();
+  return out;
+}
+
+Laws negate(const Laws& x) {
+  Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), "tally::gpu::negate");
+  if (x.size() > 0) negate_kernel<<<warp_blocks(x.size()), block>>>(x.view(), out.mutable_view());
+  launched();
+  return out;
+}
+
+Laws convolve(const Laws& x, const Laws& y) {
+  const std::size_t count = x.size();
+  Laws out = Laws::allocate(Backend::cuda, count, x.total() + y.total() - count,
+                            x.max_length() + y.max_length() - 1, "tally::gpu::convolve");
+  if (count > 0) cuda::convolve_batched_device(x.view(), y.view(), std::max(x.max_length(), y.max_length()), out.mutable_view());
+  return out;
+}
+
+Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& z, Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::condition_on_sum";
+  Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), who);
+  auto ll = Column<double>::allocate(Backend::cuda, x.size(), who);
+  if (x.size() > 0) cuda::condition_on_sum_batched_device(x.view(), y.view(), z.data(), out.mutable_view(), ll.data());
+  population_cuda::add_to(log_likelihood, ll);
+  return out;
+}
+
+Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood) {
+  Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), "tally::gpu::condition_on_thinning");
+  if (x.size() > 0)
+    thinning_kernel<<<warp_blocks(x.size()), block>>>(x.view(), v.data(), q, out.mutable_view(), log_likelihood.data());
+  launched();
+  return out;
+}
+
+void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& log_likelihood) {
+  if (x.size() > 0) log_mass_kernel<<<thread_blocks(x.size()), block>>>(x.view(), v.data(), log_likelihood.data());
+  launched();
+}
+
+void add_log_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood) {
+  const std::int64_t *xp = x.data(), *vp = v.data();
+  double* l = log_likelihood.data();
+  each(x.size(), [=] __device__(long long i) {
+    if (xp[i] != vp[i]) l[i] = -INFINITY;
+  });
+}
+
+void add_to(Column<double>& acc, const Column<double>& x) {
+  double* a = acc.data();
+  const double* xp = x.data();
+  each(x.size(), [=] __device__(long long i) { a[i] += xp[i]; });
+}
+
+Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter) {
+  auto out = Column<std::int64_t>::allocate(Backend::cuda, x.size(), "tally::gpu::sample");
+  if (x.size() > 0) cuda::sample_batched_device(x.view(), seed, counter, out.data());
+  return out;
+}
+
+Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter) {
+  auto out = Column<double>::allocate(Backend::cuda, a.size(), "tally::gpu::sample_beta");
+  const double *ap = a.data(), *bp = b.data();
+  double* o = out.data();
+  each(a.size(), [=] __device__(long long i) {
+    o[i] = detail::beta_draw(ap[i], bp[i], seed, static_cast<std::uint64_t>(i), counter);
+  });
+  return out;
+}
+
+Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const Column<std::int64_t>& y,
+                            std::int64_t b, std::int64_t c) {
+  constexpr const char* who = "tally::gpu::linear";
+  auto out = Column<std::int64_t>::allocate(Backend::cuda, x.size(), who);
+  auto overflow = filled(std::int64_t{-1}, 1);
+  const std::int64_t *xp = x.data(), *yp = y.data();
+  std::int64_t* o = out.data();
+  auto* flag = reinterpret_cast<unsigned long long*>(overflow.data());
+  each(x.size(), [=] __device__(long long i) {
+    const __int128 r = static_cast<__int128>(a) * xp[i] + static_cast<__int128>(b) * yp[i] + c;
+    if (r > INT64_MAX || r < INT64_MIN) atomicMin(flag, static_cast<unsigned long long>(i));
+    o[i] = static_cast<std::int64_t>(r);
+  });
+  const std::int64_t first = overflow.to_host()[0];
+  if (first >= 0) {
+    const std::int64_t xi = x.to_host()[std::size_t(first)], yi = y.to_host()[std::size_t(first)];
+    tally::detail::fail<overflow_error>(who, ": particle ", first, ": ", a, " * ", xi, " + ", b, " * ", yi, " + ", c,
+                                        " overflows the 64-bit integer range");
+  }
+  return out;
+}
+
+Column<std::int64_t> filled(std::int64_t v, std::size_t count) {
+  auto out = Column<std::int64_t>::allocate(Backend::cuda, count, "tally::gpu::filled");
+  std::int64_t* o = out.data();
+  each(count, [=] __device__(long long i) { o[i] = v; });
+  return out;
+}
+
+Column<double> filled(double v, std::size_t count) {
+  auto out = Column<double>::allocate(Backend::cuda, count, "tally::gpu::filled");
+  double* o = out.data();
+  each(count, [=] __device__(long long i) { o[i] = v; });
+  return out;
+}
+
+void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t>& n, const Column<std::int64_t>& k) {
+  double *ap = a.data(), *bp = b.data();
+  const std::int64_t *np = n.data(), *kp = k.data();
+  each(a.size(), [=] __device__(long long i) {
+    ap[i] += static_cast<double>(kp[i]);
+    bp[i] += static_cast<double>(np[i] - kp[i]);
+  });
+}
+
+Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::size_t>& ancestors) {
+  auto out = Column<std::int64_t>::allocate(Backend::cuda, ancestors.size(), "tally::gpu::gather");
+  const std::int64_t* xp = x.data();
+  const std::size_t* ap = ancestors.data();
+  std::int64_t* o = out.data();
+  each(ancestors.size(), [=] __device__(long long i) { o[i] = xp[ap[i]]; });
+  return out;
+}
+
+Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancestors) {
+  auto out = Column<double>::allocate(Backend::cuda, ancestors.size(), "tally::gpu::gather");
+  const double* xp = x.data();
+  const std::size_t* ap = ancestors.data();
+  double* o = out.data();
+  each(ancestors.size(), [=] __device__(long long i) { o[i] = xp[ap[i]]; });
+  return out;
+}
+
+Laws gather(const Laws& x, const Column<std::size_t>& ancestors) {
+  constexpr const char* who = "tally::gpu::gather";
+  const std::size_t count = ancestors.size();
+  auto lengths = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
+  auto offsets = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
+  auto report = Column<LengthReport>::allocate(Backend::cuda, 1, who);
+  gathered_lengths_kernel<<<thread_blocks(count + 1), block>>>(x.view().offset, ancestors.data(), count, lengths.data());
+  launched();
+  const LengthReport r = scan_lengths(lengths.data(), offsets.data(), count, report.data());
+  Laws out = Laws::allocate(Backend::cuda, count, static_cast<std::size_t>(r.total), x.max_length(), who);
+  if (count > 0)
+    gather_laws_kernel<<<warp_blocks(count), block>>>(x.view(), ancestors.data(), offsets.data(), out.mutable_view());
+  launched();
+  return out;
+}
+
+Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
+                             WeightSummary& summary) {
+  constexpr const char* who = "tally::gpu::resample";
+  std::size_t bytes = 0;
+  cuda::resample_device(nullptr, bytes, log_w.data(), log_w.size(), kind, seed, counter, nullptr);
+  auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
+  auto ancestors = Column<std::size_t>::allocate(Backend::cuda, log_w.size(), who);
+  cuda::resample_device(temp.data(), bytes, log_w.data(), log_w.size(), kind, seed, counter, ancestors.data(), nullptr,
+                        &summary);
+  if (!(summary.max_log_weight > -INFINITY)) {  // every particle dead: no ancestors (the CPU form says the same)
+    summary = {-INFINITY, -INFINITY, 0.0};
+    return {};
+  }
+  return ancestors;
+}
+
+}  // namespace tally::gpu::population_cuda
