@@ -1,16 +1,21 @@
-// What the population and hmm examples share: a filter's evidence and resampling step, progress lines, options.
+// What the population, sir and hmm examples share: a filter's evidence and resampling step, summaries, options.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
+#include <numeric>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "smc.hpp"
+#include "tally/gpu/backend.hpp"
 #include "tally/runtime/graph.hpp"
+#include "tally/runtime/population.hpp"
 
 namespace tally::models {
 
@@ -47,28 +52,107 @@ struct FilterStats {
       ++resamplings;
     }
   }
+
+  /// The same for a Population: with the step's observations in its log-weights, resample when ESS < P/2 (the
+  /// last step: only summarize), adding the evidence increment.
+  void end_of_step(runtime::Population& pop, bool last) {
+    const runtime::Population::Step s = pop.resample(last ? 0.0 : 0.5);
+    min_ess = steps++ == 0 ? s.ess : std::min(min_ess, s.ess);
+    if (last || s.resampled) log_evidence += s.log_mean_weight;
+    if (s.resampled) ++resamplings;
+  }
 };
 
-/// The options both examples take: --particles, --seed, --device cpu|gpu, --plot.
+/// A weighted summary of integer values: the mean and the 5% and 95% quantiles.
+struct Band {
+  double mean = 0, lo = 0, hi = 0;
+};
+
+/// The Band of values under (unnormalized) log-weights, in O(P + range) by a histogram when the values span at
+/// most 4P integers (counts do), else by sorting. All weights -inf: the unweighted band.
+inline Band weighted_band(const std::vector<std::int64_t>& values, std::vector<double> log_weights) {
+  double top = *std::max_element(log_weights.begin(), log_weights.end());
+  if (top == -std::numeric_limits<double>::infinity()) {
+    std::fill(log_weights.begin(), log_weights.end(), 0.0);
+    top = 0.0;
+  }
+  std::vector<double> w(values.size());
+  double total = 0;
+  for (std::size_t i = 0; i < w.size(); ++i) total += (w[i] = std::exp(log_weights[i] - top));
+  const auto [lo_it, hi_it] = std::minmax_element(values.begin(), values.end());
+  const std::int64_t lo = *lo_it, span = *hi_it - lo + 1;
+  std::vector<std::pair<std::int64_t, double>> mass;  // (value, weight) in increasing value
+  if (span <= static_cast<std::int64_t>(4 * values.size())) {
+    std::vector<double> h(static_cast<std::size_t>(span), 0.0);
+    for (std::size_t i = 0; i < w.size(); ++i) h[static_cast<std::size_t>(values[i] - lo)] += w[i];
+    for (std::int64_t v = 0; v < span; ++v)
+      if (h[std::size_t(v)] > 0) mass.emplace_back(lo + v, h[std::size_t(v)]);
+  } else {
+    std::vector<std::size_t> order(values.size());
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
+    for (std::size_t k : order) mass.emplace_back(values[k], w[k]);
+  }
+  Band b;
+  double cum = 0;
+  bool have_lo = false, have_hi = false;
+  for (const auto& [v, x] : mass) {
+    b.mean += x / total * double(v);
+    cum += x / total;
+    if (!have_lo && cum >= 0.05) b.lo = double(v), have_lo = true;
+    if (!have_hi && cum >= 0.95) b.hi = double(v), have_hi = true;
+  }
+  if (!have_hi) b.hi = double(mass.back().first);  // rounding: cum stopped a hair below 0.95
+  return b;
+}
+
+/// The options the examples take: --particles, --seed, --device cpu|gpu, --plot, --runs.
 struct FilterOptions {
   std::size_t particles = 1024;
   std::uint64_t seed = 1;
   std::string device = "cpu", plot;
+  int runs = 1;
 
   void add_to(CLI::App& app) {
     app.add_option("--particles", particles, "particles of each filter")->check(CLI::Range(1, 1 << 22));
-    app.add_option("--seed", seed, "seed of the filters");
-    app.add_option("--device", device, "cpu, or gpu (device populations are not built yet)")
+    app.add_option("--seed", seed, "seed of the filters (run r uses seed + r)");
+    app.add_option("--device", device, "where the particle populations run: cpu (one core) or gpu (CUDA)")
         ->check(CLI::IsMember({"cpu", "gpu"}));
     app.add_option("--plot", plot, "PNG file for a plot (needs gnuplot; none by default)");
+    app.add_option("--runs", runs, "independent runs of each filter (the log-evidence's spread)")
+        ->check(CLI::Range(1, 100000));
   }
-  /// True, after saying why on stderr, when --device gpu asks for what is not built yet.
-  bool device_refused() const {
-    if (device != "gpu") return false;
-    std::fprintf(stderr, "--device gpu: device populations (issue 7) are not built yet; run with --device cpu\n");
-    return true;
-  }
+  gpu::Backend backend() const { return device == "gpu" ? gpu::Backend::cuda : gpu::Backend::cpu; }
 };
+
+/// Mean and standard deviation of the finite values (sd 0 for fewer than two), and how many were -inf.
+struct Spread {
+  double mean = 0, sd = 0;
+  std::size_t finite = 0, failed = 0;
+};
+inline Spread spread(const std::vector<double>& x) {
+  Spread s;
+  for (double v : x)
+    if (std::isfinite(v)) s.mean += v, ++s.finite;
+    else ++s.failed;
+  if (s.finite == 0) return s;
+  s.mean /= double(s.finite);
+  for (double v : x)
+    if (std::isfinite(v)) s.sd += (v - s.mean) * (v - s.mean);
+  s.sd = s.finite > 1 ? std::sqrt(s.sd / double(s.finite - 1)) : 0.0;
+  return s;
+}
+
+/// One machine-readable line per filter for scripts/bench-populations:
+/// RESULT model=... method=... device=... particles=P runs=R steps=T mean=... sd=... failed=... seconds_per_step=...
+inline void print_result(const char* model, const char* method, const FilterOptions& o, std::size_t steps,
+                         const std::vector<double>& evidence, double seconds) {
+  const Spread s = spread(evidence);
+  std::printf("RESULT model=%s method=%s device=%s particles=%zu runs=%zu steps=%zu mean=%.6f sd=%.6f failed=%zu "
+              "seconds_per_step=%.6g\n",
+              model, method, o.device.c_str(), o.particles, evidence.size(), steps, s.mean, s.sd, s.failed,
+              seconds / double(evidence.size() * steps));
+}
 
 /// The lines comparing the filters' estimates with the exact log-evidence.
 inline void print_estimates(const std::vector<std::pair<const char*, const FilterStats*>>& runs, double exact,

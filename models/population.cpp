@@ -17,7 +17,9 @@
 #include "tally/runtime/graph.hpp"
 
 using namespace tally;
+using tally::runtime::Count;
 using tally::runtime::Graph;
+using tally::runtime::Population;
 using tally::runtime::Variable;
 
 namespace {
@@ -29,9 +31,7 @@ struct Model {
 };
 
 /// A summary of N_t given y_0..y_t: mean and 5% / 95% quantiles.
-struct Band {
-  double mean = 0, lo = 0, hi = 0;
-};
+using models::Band;
 
 struct Run : models::FilterStats {
   double log_bound = 0;  // exact run: first-order bound on |log-evidence error| from truncation, sum_t e_t / p_t
@@ -54,28 +54,6 @@ std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> simulate(const M
 
 /// Mean and 5% / 95% quantiles of a law.
 Band band(const Pmf& law) { return {mean(law), double(quantile(law, 0.05)), double(quantile(law, 0.95))}; }
-
-/// Weighted mean and 5% / 95% quantiles of integer values under (unnormalized) log-weights.
-Band band(const std::vector<std::int64_t>& values, const std::vector<double>& log_weights) {
-  const double m = *std::max_element(log_weights.begin(), log_weights.end());
-  std::vector<std::size_t> order(values.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
-  double total = 0;
-  for (double l : log_weights) total += std::exp(l - m);
-  Band b;
-  double cum = 0;
-  bool lo = false, hi = false;
-  for (std::size_t k : order) {
-    const double w = std::exp(log_weights[k] - m) / total, v = double(values[k]);
-    b.mean += w * v;
-    cum += w;
-    if (!lo && cum >= 0.05) b.lo = v, lo = true;
-    if (!hi && cum >= 0.95) b.hi = v, hi = true;
-  }
-  if (!hi) b.hi = double(values[order.back()]);
-  return b;
-}
 
 /// An independent check of the exact run, by the forward recursion over N in [0, n_max] in long double:
 /// a_0(n) = Pois(n; lambda0) Bin(y_0; n, p), a_t(m) = sum_n a_{t-1}(n) K(n, m) Bin(y_t; m, p) with the season's
@@ -136,54 +114,75 @@ Run exact_run(const Model& m, const std::vector<std::int64_t>& y) {
   return out;
 }
 
-/// End of season t for a P-particle filter: summarize `state` under the log-weights, then the evidence and
-/// resampling step (models::FilterStats::end_of_step).
-void end_of_season(Graph& g, Run& out, const std::vector<std::int64_t>& state, bool last) {
-  out.seasons.push_back(band(state, g.log_weights()));
-  out.end_of_step(g, last);
+/// End of season t for a P-particle filter: summarize N_t under the log-weights (copied to the host), then the
+/// evidence and resampling step (models::FilterStats::end_of_step).
+void end_of_season(Population& pop, Run& out, const Count& N, bool last) {
+  out.seasons.push_back(models::weighted_band(pop.value(N), pop.log_weights()));
+  out.end_of_step(pop, last);
 }
 
 /// The delayed-sampling particle filter: per particle, S_t, I_t, N_t stay marginalized given the realized
-/// N_{t-1}, so the weight is the exact p(y_t | N_{t-1}) and N_t is then drawn from its exact posterior
-/// p(N_t | N_{t-1}, y_t) (the locally optimal proposal). Realizing N_t is what an engine does when the program
-/// reads the state; left unrealized, every particle would be the exact run above, with equal weights.
-Run delayed_filter(const Model& m, const std::vector<std::int64_t>& y, std::size_t P, std::uint64_t seed) {
+/// N_{t-1}, so the weight is the exact p(y_t | N_{t-1}) (one skew-free pass over N_t's law: condition_on_thinning)
+/// and N_t is then drawn from its exact posterior p(N_t | N_{t-1}, y_t) (the locally optimal proposal). Realizing
+/// N_t is what an engine does when the program reads the state; left unrealized, every particle would be the
+/// exact run above, with equal weights. Each operation is one or a few kernel launches for all P particles on the
+/// device (--device gpu), or a loop on one core.
+Run delayed_filter(const Model& m, const std::vector<std::int64_t>& y, std::size_t P, std::uint64_t seed,
+                   gpu::Backend where) {
   const auto start = std::chrono::steady_clock::now();
-  Graph g(P, seed);
+  Population pop(P, seed, where);
   Run out;
-  Variable N = g.assume(Poisson(m.lambda0));
+  Count N = pop.assume(Poisson(m.lambda0));
   for (std::size_t t = 0; t < y.size(); ++t) {
-    if (t > 0) N = g.add(g.assume(N, Thinning(m.phi)), g.assume(Poisson(m.iota)));
-    g.observe(g.assume(N, Thinning(m.p)), y[t]);
-    end_of_season(g, out, g.value(N), t + 1 == y.size());
+    if (t > 0) N = pop.add(pop.binomial(N, m.phi), pop.assume(Poisson(m.iota)));
+    pop.observe(pop.binomial(N, m.p), y[t]);
+    pop.realize(N);
+    end_of_season(pop, out, N, t + 1 == y.size());
     models::progress("delayed sampling", "season", t, y.size(), start);
   }
   out.seconds = models::seconds_since(start);
   return out;
 }
 
-/// The bootstrap filter: N_0, S_t, I_t and N_t drawn forward by value(); y_t observed as a thinning of the realized
-/// N_t, which adds log Binomial(y_t; N_t, p) to the weight.
-Run bootstrap_filter(const Model& m, const std::vector<std::int64_t>& y, std::size_t P, std::uint64_t seed) {
+/// The bootstrap filter: N_0, S_t, I_t and so N_t drawn forward; y_t observed as a thinning of the realized N_t,
+/// which adds log Binomial(y_t; N_t, p) to the weight.
+Run bootstrap_filter(const Model& m, const std::vector<std::int64_t>& y, std::size_t P, std::uint64_t seed,
+                     gpu::Backend where) {
   const auto start = std::chrono::steady_clock::now();
-  Graph g(P, seed);
+  Population pop(P, seed, where);
   Run out;
-  Variable N = g.assume(Poisson(m.lambda0));
-  std::vector<std::int64_t> state = g.value(N);
+  Count N = pop.assume(Poisson(m.lambda0));
+  pop.realize(N);
   for (std::size_t t = 0; t < y.size(); ++t) {
     if (t > 0) {
-      const Variable S = g.assume(N, Thinning(m.phi)), I = g.assume(Poisson(m.iota));
-      g.value(S);
-      g.value(I);
-      N = g.add(S, I);
-      state = g.value(N);
+      const Count S = pop.binomial(N, m.phi), I = pop.assume(Poisson(m.iota));
+      pop.realize(S);
+      pop.realize(I);
+      N = pop.add(S, I);
     }
-    g.observe(g.assume(N, Thinning(m.p)), y[t]);
-    end_of_season(g, out, state, t + 1 == y.size());
+    pop.observe(pop.binomial(N, m.p), y[t]);
+    end_of_season(pop, out, N, t + 1 == y.size());
     models::progress("bootstrap", "season", t, y.size(), start);
   }
   out.seconds = models::seconds_since(start);
   return out;
+}
+
+/// Bytes per particle of the delayed-sampling program's live nodes in the middle of a season (after the sum is
+/// convolved and conditioned, before N_t is drawn), for the memory report.
+void print_memory(const Model& m, const std::vector<std::int64_t>& y, const models::FilterOptions& o) {
+  Population pop(o.particles, o.seed, o.backend());
+  Count N = pop.assume(Poisson(m.lambda0));
+  pop.observe(pop.binomial(N, m.p), y[0]);
+  pop.realize(N);
+  N = pop.add(pop.binomial(N, m.phi), pop.assume(Poisson(m.iota)));
+  pop.observe(pop.binomial(N, m.p), y.size() > 1 ? y[1] : y[0]);
+  std::printf("memory of the delayed-sampling program (%zu particles on the %s), live nodes mid-season:\n",
+              o.particles, o.device.c_str());
+  for (const runtime::NodeMemory& n : pop.memory())
+    std::printf("  %-22s %12zu bytes  %8.1f bytes per particle\n", n.name.c_str(), n.bytes, n.bytes_per_particle);
+  std::printf("  %-22s %12zu bytes  %8.1f bytes per particle (with the log-weights)\n", "total", pop.bytes(),
+              double(pop.bytes()) / double(o.particles));
 }
 
 bool plot(const std::vector<std::int64_t>& y, const std::vector<std::int64_t>& truth, const Run& exact,
@@ -227,8 +226,9 @@ int main(int argc, char** argv) {
   app.add_option("--phi", m.phi, "survival probability")->check(CLI::Range(0.0, 1.0));
   app.add_option("--iota", m.iota, "immigrants ~ Poisson(iota)")->check(CLI::Range(1e-9, 1e6));
   app.add_option("--p", m.p, "detection probability")->check(CLI::Range(0.0, 1.0));
+  bool memory = false;
+  app.add_flag("--memory", memory, "print the bytes per particle of each live node of the delayed-sampling program");
   CLI11_PARSE(app, argc, argv);
-  if (options.device_refused()) return 2;
   try {
     const auto [y, truth] = simulate(m, seasons, data_seed);
     std::printf("Population: N_0 ~ Poisson(%g), S_t ~ Binomial(N_{t-1}, %g), I_t ~ Poisson(%g), N_t = S_t + I_t,\n"
@@ -253,9 +253,30 @@ int main(int argc, char** argv) {
                 "(%.3f s)\n",
                 static_cast<long long>(n_max), check, exact.log_evidence - static_cast<double>(check),
                 models::seconds_since(t0));
-    const Run delayed = delayed_filter(m, y, options.particles, options.seed);
-    const Run boot = bootstrap_filter(m, y, options.particles, options.seed);
+    if (memory) print_memory(m, y, options);
+    std::vector<Run> delayed_runs, boot_runs;
+    std::vector<double> delayed_evidence, boot_evidence;
+    double delayed_seconds = 0, boot_seconds = 0;
+    for (int r = 0; r < options.runs; ++r) {
+      const std::uint64_t seed = options.seed + static_cast<std::uint64_t>(r);
+      delayed_runs.push_back(delayed_filter(m, y, options.particles, seed, options.backend()));
+      boot_runs.push_back(bootstrap_filter(m, y, options.particles, seed, options.backend()));
+      delayed_evidence.push_back(delayed_runs.back().log_evidence);
+      boot_evidence.push_back(boot_runs.back().log_evidence);
+      delayed_seconds += delayed_runs.back().seconds;
+      boot_seconds += boot_runs.back().seconds;
+    }
+    const Run& delayed = delayed_runs.front();
+    const Run& boot = boot_runs.front();
     models::print_estimates({{"delayed sampling", &delayed}, {"bootstrap", &boot}}, exact.log_evidence, options);
+    if (options.runs > 1) {
+      const models::Spread d = models::spread(delayed_evidence), b = models::spread(boot_evidence);
+      std::printf("over %d runs (seeds %llu ..): delayed sampling %.6f sd %.6f, bootstrap %.6f sd %.6f; exact %.6f\n",
+                  options.runs, static_cast<unsigned long long>(options.seed), d.mean, d.sd, b.mean, b.sd,
+                  exact.log_evidence);
+    }
+    models::print_result("population", "delayed", options, y.size(), delayed_evidence, delayed_seconds);
+    models::print_result("population", "bootstrap", options, y.size(), boot_evidence, boot_seconds);
     std::printf("\nN_t given y_0..y_t: mean [5%%, 95%%]\n  %3s %4s %5s  %-22s %-22s %-22s\n", "t", "y", "N", "exact",
                 "delayed sampling", "bootstrap");
     for (std::size_t t = 0; t < y.size(); ++t) {

@@ -40,9 +40,15 @@ void realize(PopulationState& s, const Node& x);
 void set_realized(PopulationState& s, const Node& x, gpu::Column<std::int64_t> values,
                   const gpu::Laws* operand_posterior = nullptr);
 
-/// The laws of a marginalized count (a sum is convolved here, once).
+/// The laws of a marginalized count (a sum is convolved here, once; its operands' laws are kept only while an
+/// operand lives to be conditioned on the sum).
 const gpu::Laws& laws_of(const Node& x) {
   if (!x->laws) x->laws = std::make_shared<const gpu::Laws>(gpu::convolve(*x->operand_laws[0], *x->operand_laws[1]));
+  if (x->relation == Relation::sum && x->parent[0].expired() && x->parent[1].expired()) {
+    x->operand_laws[0].reset();
+    x->operand_laws[1].reset();
+    x->relation = Relation::none;
+  }
   return *x->laws;
 }
 
