@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "filter.hpp"
 #include "smc.hpp"
 #include "tally/distributions/binomial.hpp"
 #include "tally/distributions/sample.hpp"
@@ -26,7 +27,8 @@ using tally::models::close_gnuplot;
 using tally::models::gnuplot_quote;
 using tally::models::open_gnuplot;
 using tally::runtime::Beta;
-using tally::runtime::Graph;
+using tally::runtime::Count;
+using tally::runtime::Population;
 
 namespace {
 
@@ -61,27 +63,9 @@ struct RunResult {
   double seconds = 0;
 };
 
-/// Weighted mean and 5% / 95% quantiles of integer values under (unnormalized) log-weights.
 Band band(const std::vector<std::int64_t>& values, const std::vector<double>& log_weights) {
-  const double m = *std::max_element(log_weights.begin(), log_weights.end());
-  std::vector<double> w(values.size());
-  double total = 0;
-  for (std::size_t i = 0; i < w.size(); ++i) total += (w[i] = std::exp(log_weights[i] - m));
-  std::vector<std::size_t> order(values.size());
-  std::iota(order.begin(), order.end(), std::size_t{0});
-  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
-  Band b;
-  double cum = 0;
-  bool have_lo = false, have_hi = false;
-  for (std::size_t k : order) {
-    const double v = static_cast<double>(values[k]);
-    b.mean += w[k] / total * v;
-    cum += w[k] / total;
-    if (!have_lo && cum >= 0.05) b.lo = v, have_lo = true;
-    if (!have_hi && cum >= 0.95) b.hi = v, have_hi = true;
-  }
-  if (!have_hi) b.hi = static_cast<double>(values[order.back()]);  // rounding: cum stopped a hair below 0.95
-  return b;
+  const models::Band b = models::weighted_band(values, log_weights);
+  return {b.mean, b.lo, b.hi};
 }
 
 DayStats initial_stats(const Outbreak& data) {
@@ -89,128 +73,90 @@ DayStats initial_stats(const Outbreak& data) {
   return {{s0, s0, s0}, {0, 0, 0}, 0};
 }
 
-/// The probability that a susceptible pupil meets an infected one during a day.
-double contact_probability(double lambda, std::int64_t infected, std::int64_t pupils) {
-  return -std::expm1(-lambda * static_cast<double>(infected) / static_cast<double>(pupils));
-}
-
-/// tau_i ~ Binomial(S_i, 1 - exp(-lambda I_i / N)) for each particle, drawn from `streams(i)`. Particles share
-/// (S, I) pairs (after resampling, and I is observed), so each pair's pmf is built once.
-template <class Streams>
-std::vector<std::int64_t> contacts(const std::vector<std::int64_t>& S, const std::vector<std::int64_t>& I,
-                                   const Outbreak& data, double lambda, Streams streams) {
-  std::map<std::pair<std::int64_t, std::int64_t>, Pmf> laws;
-  std::vector<std::int64_t> tau(S.size());
-  for (std::size_t i = 0; i < S.size(); ++i) {
-    auto it = laws.find({S[i], I[i]});
-    if (it == laws.end())
-      it = laws.emplace(std::pair{S[i], I[i]}, to_pmf(Binomial(S[i], contact_probability(lambda, I[i], data.pupils))))
-               .first;
-    tau[i] = sample(it->second, streams(i));
-  }
-  return tau;
-}
-
-/// The end of day t, shared by both filters: add the day's log-evidence increment (or record that every particle
-/// died), summarize the weighted S and R, and resample S, I, R systematically. Returns the ancestors, or nullopt
-/// when every weight is zero.
-std::optional<std::vector<std::size_t>> end_of_day(RunResult& out, std::size_t t, const std::vector<double>& lw,
-                                                   std::vector<std::int64_t>& S, std::vector<std::int64_t>& I,
-                                                   std::vector<std::int64_t>& R, RandomStream& resampler) {
-  const double increment = models::log_mean_exp(lw);
-  if (increment == neg_inf) {
+/// The end of day t, shared by both filters: summarize the weighted S and R (copied to the host), then resample
+/// every live node of the population systematically and add the day's log-evidence increment. False (and the day
+/// recorded) when every particle has weight zero.
+bool end_of_day(RunResult& out, std::size_t t, Population& pop, const Count& S, const Count& R) {
+  const std::vector<double> lw = pop.log_weights();
+  const runtime::Population::Step step = pop.resample(1.0);
+  if (step.log_mean_weight == neg_inf) {
     out.log_evidence = neg_inf;
     out.failed_day = t;
-    return std::nullopt;
+    return false;
   }
-  out.log_evidence += increment;
-  out.days.push_back({band(S, lw), band(R, lw), models::effective_sample_size(lw)});
-  auto ancestors = models::systematic_resample(lw, resampler.uniform());
-  S = models::select(S, ancestors);
-  I = models::select(I, ancestors);
-  R = models::select(R, ancestors);
-  return ancestors;
+  out.log_evidence += step.log_mean_weight;
+  out.days.push_back({band(pop.value(S), lw), band(pop.value(R), lw), step.ess});
+  return true;
 }
 
 /// The delayed-sampling filter: delta and gamma stay Beta (conjugate), new and rec stay beta-binomial until
-/// I(t) - I(t-1) = new - rec is observed; tally then enumerates the difference exactly and conditions on it.
-RunResult delayed_filter(const Outbreak& data, std::size_t P, std::uint64_t seed, double lambda) {
+/// I(t) - I(t-1) = new - rec is observed; tally then weighs each particle by the exact P(new - rec = change) (one
+/// skew diagonal, no convolution) and draws new and rec from their exact joint posterior, which updates the Betas.
+/// The contacts tau ~ Binomial(S, 1 - exp(-lambda I / N)) are drawn (a chain binomial).
+RunResult delayed_filter(const Outbreak& data, std::size_t P, std::uint64_t seed, double lambda, gpu::Backend where) {
   const auto start = std::chrono::steady_clock::now();
-  Graph g(P, seed);
-  const auto delta = g.assume(Beta(2, 2));  // the probability that a contact infects
-  const auto gamma = g.assume(Beta(2, 2));  // the daily probability of recovery
-  std::vector<std::int64_t> S(P, data.pupils - data.infected0), I(P, data.infected0), R(P, 0);
-  RandomStream resampler(seed, P);  // streams 0 .. P-1 are the particles'
+  Population pop(P, seed, where);
+  const auto delta = pop.assume(Beta(2, 2));  // the probability that a contact infects
+  const auto gamma = pop.assume(Beta(2, 2));  // the daily probability of recovery
+  Count S = pop.constant(data.pupils - data.infected0), I = pop.constant(data.infected0), R = pop.constant(0);
+  const double c = lambda / static_cast<double>(data.pupils);
   RunResult out;
   out.days.push_back(initial_stats(data));
   for (std::size_t t = 1; t <= data.days(); ++t) {
-    const auto tau = contacts(S, I, data, lambda, [&](std::size_t i) -> RandomStream& { return g.stream(i); });
-    const auto n = g.binomial(tau, delta);  // new infections
-    const auto r = g.binomial(I, gamma);    // recoveries
-    const auto d = g.subtract(n, r);
-    std::vector<std::int64_t> change(P);
-    for (std::size_t i = 0; i < P; ++i) change[i] = data.infected(t) - I[i];
-    g.observe(d, change);
-    const auto news = g.value(n);
-    const auto recs = g.value(r);  // tied to new by the observation: rec = new - change
-    for (std::size_t i = 0; i < P; ++i) {
-      S[i] -= news[i];
-      I[i] += news[i] - recs[i];
-      R[i] += recs[i];
-    }
-    const auto ancestors = end_of_day(out, t, g.log_weights(), S, I, R, resampler);
-    if (!ancestors) break;
-    g.resample(*ancestors);
-    g.reset_log_weights();
+    const Count tau = pop.chain_binomial(S, I, c);
+    pop.realize(tau);
+    const Count n = pop.binomial(tau, delta);  // new infections
+    const Count r = pop.binomial(I, gamma);    // recoveries
+    const Count d = pop.subtract(n, r);
+    pop.observe(d, pop.subtract(pop.constant(data.infected(t)), I));  // new and rec drawn given d
+    S = pop.subtract(S, n);
+    I = pop.add(I, d);
+    R = pop.add(R, r);
+    if (!end_of_day(out, t, pop, S, R)) break;
   }
   if (out.failed_day == 0) {
     // exact Rao-Blackwellized posterior means: the mean of each particle's Beta, averaged (equal weights)
-    for (const auto& b : g.beta(delta)) out.delta_mean += runtime::mean(b) / static_cast<double>(P);
-    for (const auto& b : g.beta(gamma)) out.gamma_mean += runtime::mean(b) / static_cast<double>(P);
+    for (const auto& b : pop.beta(delta)) out.delta_mean += runtime::mean(b) / static_cast<double>(P);
+    for (const auto& b : pop.beta(gamma)) out.gamma_mean += runtime::mean(b) / static_cast<double>(P);
+    const auto last = pop.value(I);
     for (std::size_t i = 0; i < P; ++i)
-      if (I[i] != data.infected(data.days()))
+      if (last[i] != data.infected(data.days()))
         std::fprintf(stderr, "warning: particle %zu has I = %lld, not the observed %lld\n", i,
-                     static_cast<long long>(I[i]), static_cast<long long>(data.infected(data.days())));
+                     static_cast<long long>(last[i]), static_cast<long long>(data.infected(data.days())));
   }
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.seconds = models::seconds_since(start);
   return out;
 }
 
-/// The bootstrap filter: every variable sampled forward, weight 1 if the simulated I(t) equals the data, else 0.
-RunResult bootstrap_filter(const Outbreak& data, std::size_t P, std::uint64_t seed, double lambda) {
+/// The bootstrap filter: every variable drawn forward (delta and gamma too), weight 1 if the simulated I(t) equals
+/// the data, else 0.
+RunResult bootstrap_filter(const Outbreak& data, std::size_t P, std::uint64_t seed, double lambda, gpu::Backend where) {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<RandomStream> streams;
-  for (std::size_t i = 0; i < P; ++i) streams.emplace_back(seed, i);
-  RandomStream resampler(seed, P);
-  std::vector<double> delta(P), gamma(P);
-  for (std::size_t i = 0; i < P; ++i) {
-    delta[i] = runtime::sample(Beta(2, 2), streams[i]);
-    gamma[i] = runtime::sample(Beta(2, 2), streams[i]);
-  }
-  std::vector<std::int64_t> S(P, data.pupils - data.infected0), I(P, data.infected0), R(P, 0);
-  std::vector<double> lw(P);
+  Population pop(P, seed, where);
+  const auto delta = pop.assume(Beta(2, 2)), gamma = pop.assume(Beta(2, 2));
+  pop.realize(delta);
+  pop.realize(gamma);
+  Count S = pop.constant(data.pupils - data.infected0), I = pop.constant(data.infected0), R = pop.constant(0);
+  const double c = lambda / static_cast<double>(data.pupils);
   RunResult out;
   out.days.push_back(initial_stats(data));
   for (std::size_t t = 1; t <= data.days(); ++t) {
-    const auto tau = contacts(S, I, data, lambda, [&](std::size_t i) -> RandomStream& { return streams[i]; });
-    for (std::size_t i = 0; i < P; ++i) {
-      const std::int64_t news = sample(to_pmf(Binomial(tau[i], delta[i])), streams[i]);
-      const std::int64_t recs = sample(to_pmf(Binomial(I[i], gamma[i])), streams[i]);
-      S[i] -= news;
-      I[i] += news - recs;
-      R[i] += recs;
-      lw[i] = I[i] == data.infected(t) ? 0.0 : neg_inf;
-    }
-    const auto ancestors = end_of_day(out, t, lw, S, I, R, resampler);
-    if (!ancestors) break;
-    delta = models::select(delta, *ancestors);
-    gamma = models::select(gamma, *ancestors);
+    const Count tau = pop.chain_binomial(S, I, c);
+    pop.realize(tau);
+    const Count n = pop.binomial(tau, delta), r = pop.binomial(I, gamma);  // Binomial(tau_i, delta_i), ...
+    pop.realize(n);
+    pop.realize(r);
+    S = pop.subtract(S, n);
+    I = pop.add(I, pop.subtract(n, r));
+    R = pop.add(R, r);
+    pop.observe(I, data.infected(t));
+    if (!end_of_day(out, t, pop, S, R)) break;
   }
   if (out.failed_day == 0) {
-    out.delta_mean = std::accumulate(delta.begin(), delta.end(), 0.0) / static_cast<double>(P);
-    out.gamma_mean = std::accumulate(gamma.begin(), gamma.end(), 0.0) / static_cast<double>(P);
+    for (double v : pop.value(delta)) out.delta_mean += v / static_cast<double>(P);
+    for (double v : pop.value(gamma)) out.gamma_mean += v / static_cast<double>(P);
   }
-  out.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.seconds = models::seconds_since(start);
   return out;
 }
 
@@ -306,12 +252,13 @@ Summary summarize(const std::vector<RunResult>& runs) {
 
 /// Runs both filters `runs` times on `data` and prints the log-evidence table; returns the delayed runs.
 std::pair<std::vector<RunResult>, std::vector<RunResult>> compare(const Outbreak& data, std::size_t particles,
-                                                                  std::uint64_t seed, int runs, double lambda) {
+                                                                  std::uint64_t seed, int runs, double lambda,
+                                                                  gpu::Backend where) {
   std::vector<RunResult> delayed, bootstrap;
   for (int k = 0; k < runs; ++k) {
     const std::uint64_t s = seed + static_cast<std::uint64_t>(k);
-    delayed.push_back(delayed_filter(data, particles, s, lambda));
-    bootstrap.push_back(bootstrap_filter(data, particles, s, lambda));
+    delayed.push_back(delayed_filter(data, particles, s, lambda, where));
+    bootstrap.push_back(bootstrap_filter(data, particles, s, lambda, where));
     if (runs > 1)
       std::fprintf(stderr, "days 1..%zu, run %d/%d (seed %llu): delayed sampling %s (%.2f s), bootstrap %s (%.2f s)\n",
                    data.days(), k + 1, runs, static_cast<unsigned long long>(s), outcome(delayed.back()).c_str(),
@@ -369,6 +316,9 @@ int main(int argc, char** argv) {
   app.add_option("--lambda", lambda, "contact rate: a susceptible meets an infected with prob 1 - exp(-lambda I/N)")
       ->check(CLI::Range(1e-9, 1e6));
   app.add_option("--plot", plot_path, "PNG file for the plot");
+  std::string device = "cpu";
+  app.add_option("--device", device, "where the particle populations run: cpu (one core) or gpu (CUDA)")
+      ->check(CLI::IsMember({"cpu", "gpu"}));
   app.add_option("--days", days, "fit only the first DAYS observations (1 to 14)")->check(CLI::Range(1, 14));
   std::size_t compare_days = 3;
   int compare_runs = 40;
@@ -384,10 +334,22 @@ int main(int argc, char** argv) {
                 static_cast<long long>(data.pupils), static_cast<long long>(data.infected0), data.days());
     std::printf("per day: tau ~ Binomial(S, 1 - exp(-%g I/N)) contacts (sampled), new ~ Binomial(tau, delta),\n"
                 "rec ~ Binomial(I, gamma), delta, gamma ~ Beta(2, 2); observed I(t) - I(t-1) = new - rec\n"
-                "%zu particles, systematic resampling every day, seed %llu\n\n",
-                lambda, particles, static_cast<unsigned long long>(seed));
+                "%zu particles on the %s, systematic resampling every day, seed %llu\n\n",
+                lambda, particles, device.c_str(), static_cast<unsigned long long>(seed));
 
-    auto [delayed, bootstrap] = compare(data, particles, seed, runs, lambda);
+    models::FilterOptions options;
+    options.particles = particles;
+    options.seed = seed;
+    options.device = device;
+    auto [delayed, bootstrap] = compare(data, particles, seed, runs, lambda, options.backend());
+    const std::pair<const char*, const std::vector<RunResult>*> methods[] = {{"delayed", &delayed},
+                                                                             {"bootstrap", &bootstrap}};
+    for (const auto& [name, results] : methods) {
+      std::vector<double> evidence;
+      double seconds = 0;
+      for (const RunResult& r : *results) evidence.push_back(r.log_evidence), seconds += r.seconds;
+      models::print_result("sir", name, options, data.days(), evidence, seconds);
+    }
     print_run("Delayed sampling (tally: delta, gamma, new, rec marginalized; new - rec enumerated exactly)", data,
               delayed.front());
     print_run("Bootstrap filter (everything sampled; weight 1 if the simulated I(t) equals the data, else 0)", data,
@@ -398,7 +360,7 @@ int main(int argc, char** argv) {
       early.in_bed.resize(compare_days);
       std::printf("The same comparison on the first %zu days only, where the bootstrap filter can survive:\n",
                   compare_days);
-      compare(early, particles, seed, compare_runs, lambda);
+      compare(early, particles, seed, compare_runs, lambda, options.backend());
     }
 
     if (delayed.front().failed_day != 0)
