@@ -1,4 +1,5 @@
 // The CUDA forms of the population operations: one warp per law, one thread per particle, CUB for the scans.
+#include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
@@ -523,16 +524,24 @@ Laws gather(const Laws& x, const Column<std::size_t>& ancestors) {
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
                              WeightSummary& summary) {
   constexpr const char* who = "tally::gpu::resample";
+  {  // every particle dead (all -inf): the resampler's weights e^{l - max} would be NaN; no ancestors then
+    std::size_t max_bytes = 0;
+    auto top = Column<double>::allocate(Backend::cuda, 1, who);
+    const auto n = static_cast<long long>(log_w.size());
+    TALLY_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, max_bytes, log_w.data(), top.data(), n));
+    auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(max_bytes, 1), who);
+    TALLY_CUDA_CHECK(cub::DeviceReduce::Max(temp.data(), max_bytes, log_w.data(), top.data(), n));
+    if (!(top.to_host()[0] > -INFINITY)) {
+      summary = {-INFINITY, -INFINITY, 0.0};
+      return {};
+    }
+  }
   std::size_t bytes = 0;
   cuda::resample_device(nullptr, bytes, log_w.data(), log_w.size(), kind, seed, counter, nullptr);
   auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
   auto ancestors = Column<std::size_t>::allocate(Backend::cuda, log_w.size(), who);
   cuda::resample_device(temp.data(), bytes, log_w.data(), log_w.size(), kind, seed, counter, ancestors.data(), nullptr,
                         &summary);
-  if (!(summary.max_log_weight > -INFINITY)) {  // every particle dead: no ancestors (the CPU form says the same)
-    summary = {-INFINITY, -INFINITY, 0.0};
-    return {};
-  }
   return ancestors;
 }
 

@@ -12,6 +12,7 @@
 #include "tally/gpu/population_arrays.hpp"
 #include "tally/gpu/resample.hpp"
 #include "tally/runtime/conjugate.hpp"
+#include "tally/runtime/graph.hpp"  // usage_error
 
 namespace tally::runtime {
 
