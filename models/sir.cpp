@@ -46,9 +46,7 @@ struct Outbreak {
 };
 
 /// A particle summary of one compartment on one day: weighted mean and 5% / 95% quantiles.
-struct Band {
-  double mean = 0, lo = 0, hi = 0;
-};
+using models::Band;
 
 struct DayStats {
   Band S, R;
@@ -62,11 +60,6 @@ struct RunResult {
   std::vector<DayStats> days;  // days 0 .. T (day 0 is the known initial state)
   double seconds = 0;
 };
-
-Band band(const std::vector<std::int64_t>& values, const std::vector<double>& log_weights) {
-  const models::Band b = models::weighted_band(values, log_weights);
-  return {b.mean, b.lo, b.hi};
-}
 
 DayStats initial_stats(const Outbreak& data) {
   const auto s0 = static_cast<double>(data.pupils - data.infected0);
@@ -85,7 +78,7 @@ bool end_of_day(RunResult& out, std::size_t t, Population& pop, const Count& S, 
     return false;
   }
   out.log_evidence += step.log_mean_weight;
-  out.days.push_back({band(pop.value(S), lw), band(pop.value(R), lw), step.ess});
+  out.days.push_back({models::weighted_band(pop.value(S), lw), models::weighted_band(pop.value(R), lw), step.ess});
   return true;
 }
 

@@ -1,4 +1,4 @@
-// Particle-filter helpers for the models: stable log-mean-exp, effective sample size, systematic resampling.
+// Particle-filter helpers for the models: stable log-mean-exp and effective sample size.
 #pragma once
 
 #include <algorithm>
@@ -47,45 +47,6 @@ inline double effective_sample_size(const std::vector<double>& log_weights) {
     s2 += e * e;
   }
   return s * s / s2;
-}
-
-/// Systematic resampling: P ancestors (non-decreasing), ancestor j being the particle whose cumulative normalized
-/// weight interval holds (j + u) / P. u must be in (0, 1) (one uniform for all P draws). Particles of weight zero
-/// (log-weight -inf) are never chosen. Throws std::invalid_argument when every log-weight is -inf (nothing to
-/// resample: the caller reports a log-evidence of -inf), or on NaN/+inf weights or u outside (0, 1).
-inline std::vector<std::size_t> systematic_resample(const std::vector<double>& log_weights, double u) {
-  const double m = detail::max_log_weight(log_weights, "systematic_resample");
-  if (m == -std::numeric_limits<double>::infinity())
-    throw std::invalid_argument("systematic_resample: every log-weight is -inf");
-  if (!(u > 0.0 && u < 1.0)) throw std::invalid_argument("systematic_resample: u is not in (0, 1)");
-  const std::size_t P = log_weights.size();
-  std::vector<double> cum(P);
-  double total = 0.0;
-  std::size_t last = 0;  // the last particle of positive weight
-  for (std::size_t i = 0; i < P; ++i) {
-    const double e = std::exp(log_weights[i] - m);  // in [0, 1], and 1 at the largest
-    if (e > 0.0) last = i;
-    total += e;
-    cum[i] = total;
-  }
-  std::vector<std::size_t> ancestors(P);
-  std::size_t i = 0;
-  for (std::size_t j = 0; j < P; ++j) {
-    const double target = (static_cast<double>(j) + u) / static_cast<double>(P) * total;
-    // the first i with cum[i] >= target: cum[i - 1] < target <= cum[i], so particle i has positive weight
-    while (i < last && cum[i] < target) ++i;
-    ancestors[j] = i;
-  }
-  return ancestors;
-}
-
-/// out[j] = v[ancestors[j]].
-template <class T>
-std::vector<T> select(const std::vector<T>& v, const std::vector<std::size_t>& ancestors) {
-  std::vector<T> out;
-  out.reserve(ancestors.size());
-  for (std::size_t a : ancestors) out.push_back(v.at(a));
-  return out;
 }
 
 }  // namespace tally::models
