@@ -1,14 +1,17 @@
 // The CUDA forms of the population operations: one warp per law, one thread per particle, CUB for the scans.
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
+#include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "cuda_check.cuh"
 #include "population_cuda.hpp"
 #include "population_math.hpp"
+#include "resample_check.hpp"
 #include "tally/gpu/convolve_batched.hpp"
 #include "tally/gpu/sample_batched.hpp"
 
@@ -521,17 +524,36 @@ Laws gather(const Laws& x, const Column<std::size_t>& ancestors) {
   return out;
 }
 
+namespace {
+/// A log-weight for the guard's maximum: NaN counts as +inf.
+struct NanAsInfinity {
+  __device__ double operator()(double l) const { return isnan(l) ? INFINITY : l; }
+};
+struct Larger {
+  __device__ double operator()(double a, double b) const { return a < b ? b : a; }
+};
+}  // namespace
+
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
                              WeightSummary& summary) {
   constexpr const char* who = "tally::gpu::resample";
-  {  // every particle dead (all -inf): the resampler's weights e^{l - max} would be NaN; no ancestors then
+  {  // the largest log-weight, with NaN read as +inf: +inf means a NaN or +inf weight (the host check names the
+     // particle, as the CPU path does); -inf means every particle is dead, and there are no ancestors then. The
+     // identity is -inf: cub::DeviceReduce::Max starts from lowest() = -DBL_MAX, which would call a dead
+     // population alive and hand the resampler all -inf weights (it then writes no ancestors at all).
     std::size_t max_bytes = 0;
     auto top = Column<double>::allocate(Backend::cuda, 1, who);
     const auto n = static_cast<long long>(log_w.size());
-    TALLY_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, max_bytes, log_w.data(), top.data(), n));
+    const auto guarded = thrust::make_transform_iterator(log_w.data(), NanAsInfinity{});
+    TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, max_bytes, guarded, top.data(), n, Larger{}, -INFINITY));
     auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(max_bytes, 1), who);
-    TALLY_CUDA_CHECK(cub::DeviceReduce::Max(temp.data(), max_bytes, log_w.data(), top.data(), n));
-    if (!(top.to_host()[0] > -INFINITY)) {
+    TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), max_bytes, guarded, top.data(), n, Larger{}, -INFINITY));
+    const double largest = top.to_host()[0];
+    if (largest == INFINITY) {
+      const std::vector<double> host = log_w.to_host();
+      detail::check_log_weights(host, who);
+    }
+    if (!(largest > -INFINITY)) {
       summary = {-INFINITY, -INFINITY, 0.0};
       return {};
     }

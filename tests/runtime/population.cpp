@@ -302,6 +302,33 @@ TEST_CASE("resampling copies whole laws by ancestor, by the weights, and resets 
   CHECK(Population::live_nodes() == live);
 }
 
+TEST_CASE("a population whose every particle has weight zero resamples to -inf, on the host and the device",
+          "[population][device]") {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<gpu::Backend> places{gpu::Backend::cpu};
+  if (gpu::cuda_available()) places.push_back(gpu::Backend::cuda);
+  else WARN("device half skipped: " << gpu::device_description());
+  for (const gpu::Backend where : places)
+    for (std::uint64_t seed = 1; seed <= 4; ++seed) {  // repeated: device pool memory is reused, not zeroed
+      INFO((where == gpu::Backend::cpu ? "host" : "device") << ", seed " << seed);
+      const std::size_t P = 3000;
+      Population pop(P, seed, where);
+      Count x = pop.assume(Poisson(3));
+      Count y = pop.binomial(x, 0.5);
+      pop.observe(y, 1);  // live particles: an ordinary weight
+      REQUIRE(pop.resample(1.0).log_mean_weight > -inf);
+      Count c = pop.constant(5);
+      pop.observe(c, 6);  // impossible in every particle
+      const Population::Step step = pop.resample(1.0);
+      CHECK(step.log_mean_weight == -inf);
+      CHECK(step.ess == 0.0);
+      CHECK_FALSE(step.resampled);
+      for (const double l : pop.log_weights()) REQUIRE(l == -inf);
+      const std::vector<std::int64_t> v = pop.value(x);  // still usable: draws within x's support
+      CHECK(std::all_of(v.begin(), v.end(), [](std::int64_t k) { return k >= 1; }));
+    }
+}
+
 TEST_CASE("population errors: shapes, domains, handles, devices", "[population]") {
   CHECK_THROWS_AS(Population(0, 1), tally::shape_error);
   Population pop(4, 1);
