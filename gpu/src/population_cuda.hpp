@@ -1,9 +1,17 @@
 // Private: the CUDA forms of population_ops (population_ops_cuda.cu; throwing stubs in population_none.cpp).
 #pragma once
 
+#include "tally/gpu/population_chain.hpp"
 #include "tally/gpu/population_ops.hpp"
 
 namespace tally::gpu::population_cuda {
+// population_chain_cuda.cu
+Laws markov_step(const Laws& x, const Table& t);
+Laws markov_rows(const Column<std::int64_t>& x, const Table& t);
+Laws condition_on_markov(const Laws& x, const Table& t, const Column<std::int64_t>& y, Column<double>& log_likelihood);
+Laws condition_on_poisson(const Laws& x, const Table& rates, const Column<std::int64_t>& v,
+                          Column<double>& log_likelihood);
+// population_ops_cuda.cu
 Laws broadcast(std::span<const double> w, std::int64_t lo, double log_scale, std::size_t count);
 Laws point_laws(const Column<std::int64_t>& v);
 Laws binomial_laws(const Column<std::int64_t>& n, const Column<double>& q);

@@ -79,6 +79,22 @@ TALLY_HOST_DEVICE inline double beta_draw(double a, double b, std::uint64_t seed
   return x / (x + y);
 }
 
+/// log Poisson(v; r) = v log r - r - log v!, -inf for v < 0; r = 0 is the point mass at 0.
+TALLY_HOST_DEVICE inline double poisson_log_mass(std::int64_t v, double r) {
+  if (v < 0) return -INFINITY;
+  if (r <= 0.0) return v == 0 ? 0.0 : -INFINITY;
+  const double vd = static_cast<double>(v);
+  return vd * ::log(r) - r - ::lgamma(vd + 1.0);
+}
+
+/// log T_{k y} of a row-major K x C table, -inf off its entries or where T_{k y} = 0.
+TALLY_HOST_DEVICE inline double table_log_entry(const double* t, std::int64_t rows, std::int64_t cols, std::int64_t k,
+                                                std::int64_t y) {
+  if (k < 0 || k >= rows || y < 0 || y >= cols) return -INFINITY;
+  const double e = t[k * cols + y];
+  return e > 0.0 ? ::log(e) : -INFINITY;
+}
+
 /// One term of condition_on_thinning: log Binomial(v; k, q) for the parent value k (-inf for k < v).
 TALLY_HOST_DEVICE inline double thinning_log_mass(std::int64_t k, std::int64_t v, double q) {
   return binomial_log_mass(k, v, q);

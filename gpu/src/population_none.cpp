@@ -21,6 +21,14 @@ namespace {
   throw cuda_error(std::string("tally::gpu::") + who + ": tally was built without CUDA");
 }
 }  // namespace
+Laws markov_step(const Laws&, const Table&) { none("markov_step"); }
+Laws markov_rows(const Column<std::int64_t>&, const Table&) { none("markov_rows"); }
+Laws condition_on_markov(const Laws&, const Table&, const Column<std::int64_t>&, Column<double>&) {
+  none("condition_on_markov");
+}
+Laws condition_on_poisson(const Laws&, const Table&, const Column<std::int64_t>&, Column<double>&) {
+  none("condition_on_poisson");
+}
 Laws broadcast(std::span<const double>, std::int64_t, double, std::size_t) { none("broadcast"); }
 Laws point_laws(const Column<std::int64_t>&) { none("point_laws"); }
 Laws binomial_laws(const Column<std::int64_t>&, const Column<double>&) { none("binomial_laws"); }

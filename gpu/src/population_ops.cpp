@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "population_reference.hpp"
 #include "population_cuda.hpp"
 #include "population_math.hpp"
 #include "tally/gpu/convolve_batched.hpp"
@@ -16,15 +17,8 @@ namespace {
 
 constexpr double neg_inf = -std::numeric_limits<double>::infinity();
 
-/// shape_error unless a and b have the same size and place.
-template <class A, class B>
-void same_shape(const A& a, const B& b, const char* who) {
-  if (a.size() != b.size() || a.where() != b.where())
-    tally::detail::fail<shape_error>(who, ": operands of ", a.size(), " and ", b.size(), " particles",
-                                     a.where() != b.where() ? " in different memories (host and device)" : "");
-}
-
-bool on_device(Backend where) { return where == Backend::cuda; }
+using detail::on_device;
+using detail::same_shape;
 
 /// A law per particle from its log masses l_i(k), k = 0 .. n_i: weights e^{l - M_i}, log_scale M_i.
 template <class LogMass>
@@ -194,32 +188,10 @@ Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double 
   same_shape(x, v, who);
   same_shape(x, log_likelihood, who);
   if (on_device(x.where())) return population_cuda::condition_on_thinning(x, v, q, log_likelihood);
-  Laws out = Laws::allocate(Backend::cpu, x.size(), x.total(), x.max_length(), who);
-  const PmfBatch& a = x.host();
-  PmfBatch& b = out.host();
-  b.offset = a.offset;
-  b.lo = a.lo;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto begin = static_cast<std::size_t>(a.offset[i]), m = a.length(i);
-    double top = neg_inf;
-    for (std::size_t k = 0; k < m; ++k) {
-      const double w = a.weights[begin + k];
-      const double l =
-          w > 0.0 ? std::log(w) + detail::thinning_log_mass(a.lo[i] + std::int64_t(k), v.host()[i], q) : neg_inf;
-      top = std::max(top, b.weights[begin + k] = l);
-    }
-    if (top == neg_inf || a.log_scale[i] == neg_inf) {  // impossible here, or a particle already dead
-      std::fill_n(b.weights.begin() + static_cast<std::ptrdiff_t>(begin), m, 0.0);
-      b.log_scale[i] = neg_inf;
-      log_likelihood.host()[i] = neg_inf;
-      continue;
-    }
-    double sum = 0;
-    for (std::size_t k = 0; k < m; ++k) sum += (b.weights[begin + k] = std::exp(b.weights[begin + k] - top));
-    b.log_scale[i] = -std::log(sum);
-    log_likelihood.host()[i] += a.log_scale[i] + top + std::log(sum);
-  }
-  return out;
+  const std::vector<std::int64_t>& observed = v.host();
+  return detail::condition_by(
+      x, [&](std::size_t i, std::int64_t k) { return detail::thinning_log_mass(k, observed[i], q); }, log_likelihood,
+      who);
 }
 
 void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& log_likelihood) {

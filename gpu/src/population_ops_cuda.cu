@@ -10,6 +10,7 @@
 
 #include "cuda_check.cuh"
 #include "population_cuda.hpp"
+#include "population_kernels.cuh"
 #include "population_math.hpp"
 #include "resample_check.hpp"
 #include "tally/gpu/convolve_batched.hpp"
@@ -17,36 +18,14 @@
 
 namespace tally::gpu::population_cuda {
 
+using namespace kernels;
+
 namespace {
-
-constexpr int block = detail::population_block;
-constexpr unsigned full_warp = 0xffffffffu;
-
-/// Blocks for one thread per particle, and for one warp per law (block / 32 laws a block).
-unsigned thread_blocks(std::size_t n) { return static_cast<unsigned>(std::max<std::size_t>(1, (n + block - 1) / block)); }
-unsigned warp_blocks(std::size_t n) {
-  constexpr std::size_t laws_per_block = block / 32;
-  return static_cast<unsigned>(std::max<std::size_t>(1, (n + laws_per_block - 1) / laws_per_block));
-}
-
-__device__ inline double warp_max(double v) {
-  for (int d = 16; d >= 1; d /= 2) v = fmax(v, __shfl_xor_sync(full_warp, v, d));
-  return v;
-}
-__device__ inline double warp_sum(double v) {
-  for (int d = 16; d >= 1; d /= 2) v += __shfl_xor_sync(full_warp, v, d);
-  return v;
-}
-/// The law (warp) and lane of this thread.
-__device__ inline long long warp_index() { return (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; }
-__device__ inline long long thread_index() { return static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; }
 
 template <class T>
 void check_same(const Column<T>& c, std::size_t count, const char* who) {
   if (c.size() != count) tally::detail::fail<shape_error>(who, ": ", c.size(), " values for ", count, " particles");
 }
-
-void launched() { TALLY_CUDA_CHECK(cudaGetLastError()); }
 
 // ---- laws from parameters: lengths, their scan and total (read back), then the weights -----------------------
 
@@ -244,33 +223,12 @@ __global__ void thin_kernel(PmfBatchView x, double q, const std::int64_t* offset
   }
 }
 
-/// One warp per law: the CPU reference's loop (population_ops.cpp) with the sum taken by the warp.
-__global__ void thinning_kernel(PmfBatchView x, const std::int64_t* v, double q, MutablePmfBatchView out,
-                                double* log_likelihood) {
-  const long long i = warp_index();
-  const int lane = threadIdx.x & 31;
-  if (i >= static_cast<long long>(x.count)) return;
-  const std::int64_t begin = x.offset[i], m = x.offset[i + 1] - begin, lo = x.lo[i], vi = v[i];
-  const double* w = x.weights + begin;
-  double* o = out.weights + begin;
-  double top = -INFINITY;
-  for (std::int64_t k = lane; k < m; k += 32) {
-    const double l = w[k] > 0.0 ? log(w[k]) + detail::thinning_log_mass(lo + k, vi, q) : -INFINITY;
-    top = fmax(top, o[k] = l);
-  }
-  top = warp_max(top);
-  const bool dead = top == -INFINITY || x.log_scale[i] == -INFINITY;
-  double sum = 0.0;
-  for (std::int64_t k = lane; k < m; k += 32) sum += (o[k] = dead ? 0.0 : exp(o[k] - top));
-  sum = warp_sum(sum);
-  if (lane == 0) {
-    if (i == 0) out.offset[0] = 0;
-    out.offset[i + 1] = x.offset[i + 1];
-    out.lo[i] = lo;
-    out.log_scale[i] = dead ? -INFINITY : -log(sum);
-    log_likelihood[i] = dead ? -INFINITY : log_likelihood[i] + x.log_scale[i] + top + log(sum);
-  }
-}
+/// log Binomial(v_i; k, q): the likelihood of an observed thinning v_i for the parent value k.
+struct ThinningLogLik {
+  const std::int64_t* v;
+  double q;
+  __device__ double operator()(long long i, std::int64_t k) const { return detail::thinning_log_mass(k, v[i], q); }
+};
 
 __global__ void log_mass_kernel(PmfBatchView x, const std::int64_t* v, double* log_likelihood) {
   const long long i = thread_index();
@@ -302,21 +260,6 @@ __global__ void gathered_lengths_kernel(const std::int64_t* offset, const std::s
   const long long i = thread_index();
   if (i > static_cast<long long>(count)) return;
   lengths[i] = i == static_cast<long long>(count) ? 0 : offset[ancestors[i] + 1] - offset[ancestors[i]];
-}
-
-// ---- elementwise kernels -----------------------------------------------------------------------------------------
-
-template <class F>
-__global__ void each_kernel(std::size_t count, F f) {
-  const long long i = thread_index();
-  if (i < static_cast<long long>(count)) f(i);
-}
-
-template <class F>
-void each(std::size_t count, F f) {
-  if (count == 0) return;
-  each_kernel<<<thread_blocks(count), block>>>(count, f);
-  launched();
 }
 
 }  // namespace
@@ -405,7 +348,8 @@ Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& 
 Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood) {
   Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), "tally::gpu::condition_on_thinning");
   if (x.size() > 0)
-    thinning_kernel<<<warp_blocks(x.size()), block>>>(x.view(), v.data(), q, out.mutable_view(), log_likelihood.data());
+    condition_kernel<<<warp_blocks(x.size()), block>>>(x.view(), ThinningLogLik{v.data(), q}, out.mutable_view(),
+                                                        log_likelihood.data());
   launched();
   return out;
 }

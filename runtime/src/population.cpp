@@ -62,6 +62,9 @@ void prune(PopulationState& s, const Node& x) {
 /// marginalized parent's laws, as the parent's new marginalized child); a marginalized node's child is pruned.
 void graft(PopulationState& s, const Node& x) {
   if (x->state == State::initialized) {
+    if (x->relation == Relation::emission)
+      throw usage_error("tally::runtime::Population: " + x->name + " (y | x ~ Poisson(r_x)) can only be observed: " +
+                        "its own law, a mixture of Poissons, is never built");
     Node p = std::move(x->initialized_parent);
     if (p->state != State::realized) prune(s, p);
     if (p->state == State::realized) {
@@ -110,6 +113,12 @@ void set_realized(PopulationState& s, const Node& x, gpu::Column<std::int64_t> v
       gpu::beta_update(rho->a, rho->b, x->trials, x->values);
       if (rho->child == x) rho->child.reset();
     }
+  } else if (x->relation == Relation::markov) {
+    if (Node p = x->parent[0].lock(); p && p->state == State::marginalized) {  // w_k T_{k, x}
+      auto ignored = scratch(s);
+      p->laws = std::make_shared<const gpu::Laws>(gpu::condition_on_markov(laws_of(p), *x->table, x->values, ignored));
+      if (p->child == x) p->child.reset();
+    }
   } else if (x->relation == Relation::sum) {
     Node o[2] = {x->parent[0].lock(), x->parent[1].lock()};
     const bool wanted[2] = {o[0] && o[0]->state != State::realized, o[1] && o[1]->state != State::realized};
@@ -136,9 +145,27 @@ void set_realized(PopulationState& s, const Node& x, gpu::Column<std::int64_t> v
   x->parent[0].reset();
   x->parent[1].reset();
   x->trials = {};
+  x->table.reset();
+}
+
+/// y | x ~ Poisson(r_x) observed at v: a marginalized x is conditioned exactly (its marginalized child pruned
+/// first) and the particles weighed by the mixture's likelihood; a realized x weighs them by Pois(v_i; r_{x_i}).
+void observe_emission(PopulationState& s, const Node& y, const gpu::Column<std::int64_t>& v) {
+  Node x = y->initialized_parent;
+  graft(s, x);  // an initialized x is marginalized; a marginalized x's child pruned (which may realize x)
+  if (x->state == State::realized)
+    gpu::condition_on_poisson(gpu::point_laws(x->values), *y->table, v, s.log_w);
+  else
+    x->laws = std::make_shared<const gpu::Laws>(gpu::condition_on_poisson(laws_of(x), *y->table, v, s.log_w));
+  y->initialized_parent.reset();
+  y->relation = Relation::none;
+  y->table.reset();
+  y->values = v.clone();
+  y->state = State::realized;
 }
 
 void observe(PopulationState& s, const Node& x, const gpu::Column<std::int64_t>& v) {
+  if (x->state == State::initialized && x->relation == Relation::emission) return observe_emission(s, x, v);
   if (x->state == State::initialized) {
     Node p = x->initialized_parent;
     if (p->state != State::realized) prune(s, p);  // may realize p
@@ -340,6 +367,46 @@ Count Population::binomial(const Count& n, const Probability& rho) {
   })
 }
 
+Count Population::assume(const Count& x, const MarkovStep& step) {
+  constexpr const char* who = "tally::runtime::Population::assume(MarkovStep)";
+  Node p = node_of(x, who);
+  TALLY_POPULATION_GUARD({
+    const Eigen::MatrixXd& t = step.transition;
+    std::vector<double> row_major;
+    row_major.reserve(std::size_t(t.size()));
+    for (Eigen::Index r = 0; r < t.rows(); ++r)
+      for (Eigen::Index c = 0; c < t.cols(); ++c) row_major.push_back(t(r, c));
+    auto table = std::make_shared<const gpu::Table>(
+        gpu::Table::from_host(row_major, std::size_t(t.rows()), std::size_t(t.cols()), where()));
+    graft(*state_, p);  // p's marginalized child pruned (which may realize p); an initialized p marginalized
+    Node y = make(*state_, "Markov step", State::marginalized);
+    if (p->state == State::realized) {
+      y->laws = std::make_shared<const gpu::Laws>(gpu::markov_rows(p->values, *table));
+      return Count(y);
+    }
+    y->laws = std::make_shared<const gpu::Laws>(gpu::markov_step(laws_of(p), *table));
+    y->relation = Relation::markov;
+    y->parent[0] = p;
+    y->table = std::move(table);
+    p->child = y;
+    return Count(y);
+  })
+}
+
+Count Population::assume(const Count& x, const IndexedPoisson& emission) {
+  Node p = node_of(x, "tally::runtime::Population::assume(IndexedPoisson)");
+  TALLY_POPULATION_GUARD({
+    const Eigen::VectorXd& r = emission.rates;
+    Node y = make(*state_, "IndexedPoisson", State::initialized);
+    y->initialized_parent = p;
+    y->relation = Relation::emission;
+    y->table = std::make_shared<const gpu::Table>(
+        gpu::Table::from_host(std::span<const double>(r.data(), std::size_t(r.size())), std::size_t(r.size()), 1,
+                              where()));
+    return Count(y);
+  })
+}
+
 Count Population::add(const Count& x, const Count& y) {
   Node a = node_of(x, "tally::runtime::Population::add"), b = node_of(y, "tally::runtime::Population::add");
   TALLY_POPULATION_GUARD({ return Count(combine(*state_, a, b, +1)); })
@@ -458,6 +525,7 @@ std::vector<NodeMemory> Population::memory() const {
     const Node n = w.lock();
     if (!n) continue;
     const std::size_t bytes = n->values.bytes() + n->rho.bytes() + n->a.bytes() + n->b.bytes() + n->trials.bytes() +
+                              (n->table ? n->table->values.bytes() : 0) +
                               laws_bytes(n->laws) + laws_bytes(n->operand_laws[0]) + laws_bytes(n->operand_laws[1]);
     out.push_back({n->name, bytes, double(bytes) / double(state_->particles)});
   }

@@ -8,6 +8,7 @@
 
 #include "tally/distributions/truncation.hpp"
 #include "tally/gpu/population_arrays.hpp"
+#include "tally/gpu/population_chain.hpp"
 
 namespace tally::runtime::detail {
 
@@ -20,7 +21,7 @@ inline std::atomic<std::int64_t> live_population_nodes{0};
 struct PopulationNode {
   enum class State { initialized, marginalized, realized };
   /// How a marginalized node hangs from its marginalized parent(s): conditions them when it is realized.
-  enum class Relation { none, thinning, beta, sum };
+  enum class Relation { none, thinning, beta, sum, markov, emission };
 
   State state = State::marginalized;
   bool is_probability = false;  ///< a Beta probability (a, b while marginalized; rho once realized)
@@ -42,6 +43,7 @@ struct PopulationNode {
   int sign = 1;                                        ///< +1: x + y, -1: x - y
   double q = 0;                                        ///< a thinning's probability
   gpu::Column<std::int64_t> trials;                    ///< a Beta child's n
+  std::shared_ptr<const gpu::Table> table;             ///< a Markov step's T, an emission's rates (immutable)
 
   PopulationNode() { ++live_population_nodes; }
   /// A long M-path held from its top is released iteratively, not by a deep recursion.

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tally/distributions/child_laws.hpp"
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/truncation.hpp"
 #include "tally/gpu/population_arrays.hpp"
@@ -54,7 +55,8 @@ struct NodeMemory {
 
 /// P particles running one program, in delayed sampling (Murray et al. 2018) with the ProbZelus discipline: every
 /// node is in one of three states,
-/// - initialized: a thinning y ~ Binomial(x, q) of a marginalized x, recorded only (it holds x);
+/// - initialized: a thinning y ~ Binomial(x, q) of a marginalized x, or an emission y ~ Poisson(r_x), recorded only
+///   (it holds x);
 /// - marginalized: P laws, its exact marginal given what was observed. A marginalized node may have one
 ///   marginalized child (the M-path), which it holds; the child knows its parents only weakly;
 /// - realized: P values;
@@ -66,10 +68,11 @@ struct NodeMemory {
 ///   independent of the other;
 /// - observe(x, v): adds \f$\log p(x = v \mid \text{observations so far})\f$ to each particle's log-weight, exactly:
 ///   for an initialized thinning, \f$\log \sum_n p(n) \binom{n}{v} q^v (1-q)^{n-v}\f$ and its parent conditioned
-///   (one kernel); for an unconvolved sum, the skew diagonal of its operands' outer product (no convolution);
+///   (one kernel), for an emission likewise with \f$\mathrm{Pois}(v; r_k)\f$; for an unconvolved sum, the skew diagonal of its operands' outer product (no convolution);
 ///   else the law's mass at v. x is then realized at v;
 /// - realize(x) / value(x): a draw from x's exact posterior (after pruning x's marginalized child);
-/// - realizing a node conditions its marginalized parent: a thinning's parent by condition_on_thinning, a Beta
+/// - realizing a node conditions its marginalized parent: a thinning's parent by condition_on_thinning, a Markov
+///   step's by \f$w_k T_{k, y}\f$, a Beta
 ///   parent by the conjugate update (a += k, b += n - k), and a sum's live operands are drawn from their exact
 ///   joint posterior given the sum (operand 0 from \f$p(x \mid x + y = z)\f$, operand 1 = z - x).
 /// Draws: particle i's draw number c (c counts the population's sampling operations) is made from
@@ -115,6 +118,16 @@ class Population {
   /// k ~ Binomial(n, rho): while rho is marginalized, k is its marginalized child with the BetaBinomial(n, a_i,
   /// b_i) laws (rho's previous child is pruned); once rho is realized, Binomial(n_i, rho_i). n is realized first.
   Count binomial(const Count& n, const Probability& rho);
+  /// y | x ~ Categorical(T_{x, .}), one step of a Markov chain (T: K x C, rows checked by MarkovStep): while x is
+  /// marginalized, y is its marginalized child with the laws \f$\mu_x^\top T\f$ (x's previous child pruned first);
+  /// once x is realized, the rows \f$T_{x_i, \cdot}\f$. Realizing y conditions a marginalized x
+  /// (\f$w_k T_{k, y}\f$). x's laws must lie on 0 .. K - 1 (tally::domain_error otherwise).
+  Count assume(const Count& x, const MarkovStep& step);
+  /// y | x ~ Poisson(r_x), an emission of a state x on 0 .. K - 1: recorded (initialized) until observed; then
+  /// observe(y, v) adds \f$\log \sum_k p(x = k \mid \ldots)\, \mathrm{Pois}(v; r_k)\f$ and conditions x exactly
+  /// (x stays marginalized), or, for a realized x, adds \f$\log \mathrm{Pois}(v; r_{x_i})\f$. Its own law (a mixture
+  /// of Poissons) is never built: any use of y but observe is a usage_error.
+  Count assume(const Count& x, const IndexedPoisson& emission);
   /// x + y and x - y: realized when both are; else a sum node over the operands' laws (a realized operand is a
   /// point mass). usage_error when x and y are the same node.
   Count add(const Count& x, const Count& y);

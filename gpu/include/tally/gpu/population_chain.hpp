@@ -1,0 +1,41 @@
+// Markov steps and indexed Poisson emissions of a population's laws on K states: a hidden Markov model's algebra.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "tally/gpu/population_arrays.hpp"
+
+namespace tally::gpu {
+
+/// A rows x cols matrix of doubles, row-major, where a population lives: a K x C transition matrix, or K rates as
+/// a K x 1 table. Immutable once made; particles share it (resampling never copies it).
+struct Table {
+  Column<double> values;
+  std::size_t rows = 0, cols = 0;
+  /// A copy of rows * cols row-major host values (tally::shape_error for another count or an empty table).
+  static Table from_host(std::span<const double> row_major, std::size_t rows, std::size_t cols, Backend where);
+  Backend where() const { return values.where(); }
+};
+
+// Like population_ops.hpp, every function runs where its operands live (the table must live there too:
+// tally::shape_error otherwise). Each law's support [lo_i, lo_i + m_i) must lie within the table's K = rows
+// states: tally::domain_error naming the first particle otherwise (device: a flag read back, one synchronization).
+// The caller validates the numbers (MarkovStep: rows stochastic; IndexedPoisson: rates >= 0 and finite).
+
+/// One Markov step of each law: \f$ \mu'_i(j) = \sum_k \mu_i(k)\, T_{kj} \f$ on j = 0 .. C-1 (lo 0, length C,
+/// rescaled to maximum 1 with log_scale_i + log of the maximum; no mass stays no mass). Sums in increasing k.
+Laws markov_step(const Laws& x, const Table& t);
+/// The laws of a step from realized states: \f$ \mu'_i = T_{x_i, \cdot} \f$ (0 <= x_i < K, else domain_error).
+Laws markov_rows(const Column<std::int64_t>& x, const Table& t);
+/// X_i given Y_i = y_i where \f$ Y \mid X = k \sim \mathrm{Categorical}(T_{k, \cdot}) \f$:
+/// \f$ w'_{i,k} \propto w_{i,k} T_{k, y_i} \f$, and \f$ \log \sum_k \mu_i(k) T_{k, y_i} \f$ added to
+/// log_likelihood (-inf for y_i outside 0 .. C-1).
+Laws condition_on_markov(const Laws& x, const Table& t, const Column<std::int64_t>& y, Column<double>& log_likelihood);
+/// X_i given V_i = v_i where \f$ V \mid X = k \sim \mathrm{Poisson}(r_k) \f$ (rates: K x 1):
+/// \f$ w'_{i,k} \propto w_{i,k}\, e^{-r_k} r_k^{v_i} / v_i! \f$, in logarithms (so tails far below the smallest
+/// double stay exact), and \f$ \log \sum_k \mu_i(k) \mathrm{Pois}(v_i; r_k) \f$ added to log_likelihood.
+Laws condition_on_poisson(const Laws& x, const Table& rates, const Column<std::int64_t>& v,
+                          Column<double>& log_likelihood);
+
+}  // namespace tally::gpu

@@ -1,0 +1,137 @@
+// Markov steps and Poisson emissions of population laws: the CPU reference and the dispatch to the CUDA forms.
+#include "tally/gpu/population_chain.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "population_cuda.hpp"
+#include "population_math.hpp"
+#include "population_reference.hpp"
+
+namespace tally::gpu {
+
+namespace {
+
+using detail::on_device;
+using detail::same_shape;
+
+void same_place(const Table& t, Backend where, const char* who) {
+  if (t.where() != where)
+    tally::detail::fail<shape_error>(who, ": the table and the particles are in different memories (host and device)");
+}
+
+/// domain_error unless every law's support [lo_i, lo_i + m_i) lies in 0 .. K - 1 (host laws).
+void check_states(const PmfBatch& x, std::size_t k, const char* who) {
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::int64_t lo = x.lo[i], hi = lo + static_cast<std::int64_t>(x.length(i)) - 1;
+    if (lo < 0 || hi >= static_cast<std::int64_t>(k))
+      tally::detail::fail<domain_error>(who, ": particle ", i, "'s law on ", lo, " .. ", hi, " leaves the ", k,
+                                        " states 0 .. ", k - 1, " of the table");
+  }
+}
+
+/// Host laws of length C each (lo 0), from an unnormalized row r_i(j) >= 0 per particle: max 1, log_scale_i plus
+/// the log of the maximum; no mass (or a dead log_scale) stays no mass.
+template <class Row>
+Laws rows_to_laws(std::size_t count, std::size_t c, Row row, const char* who) {
+  constexpr double neg_inf = -std::numeric_limits<double>::infinity();
+  Laws out = Laws::allocate(Backend::cpu, count, count * c, c, who);
+  PmfBatch& b = out.host();
+  std::vector<double> r(c);
+  for (std::size_t i = 0; i < count; ++i) {
+    const double scale = row(i, r);
+    const double top = *std::max_element(r.begin(), r.end());
+    b.offset[i + 1] = static_cast<std::int64_t>((i + 1) * c);
+    b.lo[i] = 0;
+    const bool dead = !(top > 0.0) || scale == neg_inf;
+    for (std::size_t j = 0; j < c; ++j) b.weights[i * c + j] = dead ? 0.0 : r[j] / top;
+    b.log_scale[i] = dead ? neg_inf : scale + std::log(top);
+  }
+  return out;
+}
+
+}  // namespace
+
+Table Table::from_host(std::span<const double> row_major, std::size_t rows, std::size_t cols, Backend where) {
+  if (rows == 0 || cols == 0 || row_major.size() != rows * cols)
+    tally::detail::fail<shape_error>("tally::gpu::Table::from_host: ", row_major.size(), " values for a ", rows, " x ",
+                                     cols, " table");
+  return {Column<double>::from_host(std::vector<double>(row_major.begin(), row_major.end()), where), rows, cols};
+}
+
+Laws markov_step(const Laws& x, const Table& t) {
+  constexpr const char* who = "tally::gpu::markov_step";
+  same_place(t, x.where(), who);
+  if (on_device(x.where())) return population_cuda::markov_step(x, t);
+  const PmfBatch& a = x.host();
+  check_states(a, t.rows, who);
+  const std::vector<double>& tv = t.values.host();
+  return rows_to_laws(
+      a.size(), t.cols,
+      [&](std::size_t i, std::vector<double>& r) {
+        const auto begin = static_cast<std::size_t>(a.offset[i]);
+        for (std::size_t j = 0; j < t.cols; ++j) {
+          double s = 0.0;  // \sum_k w_k T_{lo + k, j}, in increasing k (as the device sums)
+          for (std::size_t k = 0; k < a.length(i); ++k)
+            s += a.weights[begin + k] * tv[(static_cast<std::size_t>(a.lo[i]) + k) * t.cols + j];
+          r[j] = s;
+        }
+        return a.log_scale[i];
+      },
+      who);
+}
+
+Laws markov_rows(const Column<std::int64_t>& x, const Table& t) {
+  constexpr const char* who = "tally::gpu::markov_rows";
+  same_place(t, x.where(), who);
+  if (on_device(x.where())) return population_cuda::markov_rows(x, t);
+  const std::vector<std::int64_t>& s = x.host();
+  for (std::size_t i = 0; i < s.size(); ++i)
+    if (s[i] < 0 || s[i] >= static_cast<std::int64_t>(t.rows))
+      tally::detail::fail<domain_error>(who, ": particle ", i, "'s state ", s[i], " is not one of the ", t.rows,
+                                        " states 0 .. ", t.rows - 1, " of the table");
+  const std::vector<double>& tv = t.values.host();
+  return rows_to_laws(
+      s.size(), t.cols,
+      [&](std::size_t i, std::vector<double>& r) {
+        std::copy_n(tv.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(s[i]) * t.cols), t.cols,
+                    r.begin());
+        return 0.0;
+      },
+      who);
+}
+
+Laws condition_on_markov(const Laws& x, const Table& t, const Column<std::int64_t>& y, Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::condition_on_markov";
+  same_shape(x, y, who);
+  same_shape(x, log_likelihood, who);
+  same_place(t, x.where(), who);
+  if (on_device(x.where())) return population_cuda::condition_on_markov(x, t, y, log_likelihood);
+  check_states(x.host(), t.rows, who);
+  const double* tv = t.values.host().data();
+  const auto rows = static_cast<std::int64_t>(t.rows), cols = static_cast<std::int64_t>(t.cols);
+  const std::vector<std::int64_t>& observed = y.host();
+  return detail::condition_by(
+      x, [&](std::size_t i, std::int64_t k) { return detail::table_log_entry(tv, rows, cols, k, observed[i]); },
+      log_likelihood, who);
+}
+
+Laws condition_on_poisson(const Laws& x, const Table& rates, const Column<std::int64_t>& v,
+                          Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::condition_on_poisson";
+  same_shape(x, v, who);
+  same_shape(x, log_likelihood, who);
+  same_place(rates, x.where(), who);
+  if (rates.cols != 1) tally::detail::fail<shape_error>(who, ": rates must be a K x 1 table, not ", rates.rows, " x ", rates.cols);
+  if (on_device(x.where())) return population_cuda::condition_on_poisson(x, rates, v, log_likelihood);
+  check_states(x.host(), rates.rows, who);
+  const std::vector<double>& r = rates.values.host();
+  const std::vector<std::int64_t>& observed = v.host();
+  return detail::condition_by(
+      x, [&](std::size_t i, std::int64_t k) { return detail::poisson_log_mass(observed[i], r[std::size_t(k)]); },
+      log_likelihood, who);
+}
+
+}  // namespace tally::gpu

@@ -1,0 +1,153 @@
+// The CUDA forms of population_chain: one warp per law (its C entries, or its K terms, across the lanes).
+#include <cmath>
+#include <cstdint>
+
+#include "population_cuda.hpp"
+#include "population_kernels.cuh"
+#include "population_math.hpp"
+
+namespace tally::gpu::population_cuda {
+
+using namespace kernels;
+
+namespace {
+
+/// Flags (atomicMin) the first particle whose law's support [lo, lo + m) leaves the states 0 .. K - 1.
+__global__ void states_kernel(PmfBatchView x, std::int64_t k, unsigned long long* first_bad) {
+  const long long i = thread_index();
+  if (i >= static_cast<long long>(x.count)) return;
+  const std::int64_t lo = x.lo[i], hi = lo + (x.offset[i + 1] - x.offset[i]) - 1;
+  if (lo < 0 || hi >= k) atomicMin(first_bad, static_cast<unsigned long long>(i));
+}
+
+/// A first-bad flag on the device: count (no particle) until a kernel lowers it.
+Column<std::int64_t> flag(std::size_t count) { return population_cuda::filled(static_cast<std::int64_t>(count), 1); }
+unsigned long long* flag_data(Column<std::int64_t>& f) { return reinterpret_cast<unsigned long long*>(f.data()); }
+
+/// Reads the flag back (one synchronization): the first bad particle, or count.
+std::size_t first_bad(const Column<std::int64_t>& f) { return static_cast<std::size_t>(f.to_host()[0]); }
+
+void check_states(const Laws& x, std::size_t k, const char* who) {
+  auto bad = flag(x.size());
+  if (x.size() > 0) states_kernel<<<thread_blocks(x.size()), block>>>(x.view(), static_cast<std::int64_t>(k), flag_data(bad));
+  launched();
+  const std::size_t i = first_bad(bad);
+  if (i < x.size()) {
+    const gpu::PmfBatch h = x.to_host();  // only to name the law in the error
+    tally::detail::fail<domain_error>(who, ": particle ", i, "'s law on ", h.lo[i], " .. ",
+                                      h.lo[i] + static_cast<std::int64_t>(h.length(i)) - 1, " leaves the ", k,
+                                      " states 0 .. ", k - 1, " of the table");
+  }
+}
+
+/// Writes law i's C entries r_j (lane-strided, in `o`) rescaled to maximum 1, with log_scale `scale` + log max.
+__device__ inline void finish_row(long long i, int lane, std::int64_t c, double top_local, double scale,
+                                  MutablePmfBatchView out) {
+  const double top = warp_max(top_local);
+  const bool dead = !(top > 0.0) || scale == -INFINITY;
+  double* o = out.weights + i * c;
+  for (std::int64_t j = lane; j < c; j += 32) o[j] = dead ? 0.0 : o[j] / top;
+  if (lane == 0) {
+    if (i == 0) out.offset[0] = 0;
+    out.offset[i + 1] = (i + 1) * c;
+    out.lo[i] = 0;
+    out.log_scale[i] = dead ? -INFINITY : scale + log(top);
+  }
+}
+
+/// One warp per law: lane j computes \sum_k w_k T_{lo + k, j} for its columns j (the CPU loop's order in k).
+__global__ void markov_step_kernel(PmfBatchView x, const double* t, std::int64_t c, MutablePmfBatchView out) {
+  const long long i = warp_index();
+  const int lane = threadIdx.x & 31;
+  if (i >= static_cast<long long>(x.count)) return;
+  const std::int64_t begin = x.offset[i], m = x.offset[i + 1] - begin, lo = x.lo[i];
+  double top = 0.0;
+  for (std::int64_t j = lane; j < c; j += 32) {
+    double s = 0.0;
+    for (std::int64_t k = 0; k < m; ++k) s += x.weights[begin + k] * t[(lo + k) * c + j];
+    top = fmax(top, out.weights[i * c + j] = s);
+  }
+  finish_row(i, lane, c, top, x.log_scale[i], out);
+}
+
+/// One warp per particle: row T_{x_i, .}, or a flag when x_i is not a state.
+__global__ void markov_rows_kernel(const std::int64_t* x, std::size_t count, const double* t, std::int64_t rows,
+                                   std::int64_t c, MutablePmfBatchView out, unsigned long long* first_bad) {
+  const long long i = warp_index();
+  const int lane = threadIdx.x & 31;
+  if (i >= static_cast<long long>(count)) return;
+  const std::int64_t s = x[i];
+  const bool bad = s < 0 || s >= rows;
+  if (bad && lane == 0) atomicMin(first_bad, static_cast<unsigned long long>(i));
+  double top = 0.0;
+  for (std::int64_t j = lane; j < c; j += 32) top = fmax(top, out.weights[i * c + j] = bad ? 0.0 : t[s * c + j]);
+  finish_row(i, lane, c, top, 0.0, out);
+}
+
+struct MarkovLogLik {
+  const double* t;
+  std::int64_t rows, cols;
+  const std::int64_t* y;
+  __device__ double operator()(long long i, std::int64_t k) const {
+    return detail::table_log_entry(t, rows, cols, k, y[i]);
+  }
+};
+struct PoissonLogLik {
+  const double* rates;
+  const std::int64_t* v;
+  __device__ double operator()(long long i, std::int64_t k) const { return detail::poisson_log_mass(v[i], rates[k]); }
+};
+
+template <class LogLik>
+Laws condition(const Laws& x, LogLik log_lik, Column<double>& log_likelihood, const char* who) {
+  Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), who);
+  if (x.size() > 0)
+    condition_kernel<<<warp_blocks(x.size()), block>>>(x.view(), log_lik, out.mutable_view(), log_likelihood.data());
+  launched();
+  return out;
+}
+
+}  // namespace
+
+Laws markov_step(const Laws& x, const Table& t) {
+  constexpr const char* who = "tally::gpu::markov_step";
+  check_states(x, t.rows, who);
+  const auto c = static_cast<std::int64_t>(t.cols);
+  Laws out = Laws::allocate(Backend::cuda, x.size(), x.size() * t.cols, t.cols, who);
+  if (x.size() > 0) markov_step_kernel<<<warp_blocks(x.size()), block>>>(x.view(), t.values.data(), c, out.mutable_view());
+  launched();
+  return out;
+}
+
+Laws markov_rows(const Column<std::int64_t>& x, const Table& t) {
+  constexpr const char* who = "tally::gpu::markov_rows";
+  auto bad = flag(x.size());
+  Laws out = Laws::allocate(Backend::cuda, x.size(), x.size() * t.cols, t.cols, who);
+  if (x.size() > 0)
+    markov_rows_kernel<<<warp_blocks(x.size()), block>>>(x.data(), x.size(), t.values.data(),
+                                                         static_cast<std::int64_t>(t.rows),
+                                                         static_cast<std::int64_t>(t.cols), out.mutable_view(),
+                                                         flag_data(bad));
+  launched();
+  const std::size_t i = first_bad(bad);
+  if (i < x.size())
+    tally::detail::fail<domain_error>(who, ": particle ", i, "'s state ", x.to_host()[i], " is not one of the ",
+                                      t.rows, " states 0 .. ", t.rows - 1, " of the table");
+  return out;
+}
+
+Laws condition_on_markov(const Laws& x, const Table& t, const Column<std::int64_t>& y, Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::condition_on_markov";
+  check_states(x, t.rows, who);
+  const MarkovLogLik lik{t.values.data(), static_cast<std::int64_t>(t.rows), static_cast<std::int64_t>(t.cols), y.data()};
+  return condition(x, lik, log_likelihood, who);
+}
+
+Laws condition_on_poisson(const Laws& x, const Table& rates, const Column<std::int64_t>& v,
+                          Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::condition_on_poisson";
+  check_states(x, rates.rows, who);
+  return condition(x, PoissonLogLik{rates.values.data(), v.data()}, log_likelihood, who);
+}
+
+}  // namespace tally::gpu::population_cuda

@@ -1,0 +1,89 @@
+// Private: what the population kernels share: launch shapes, warp reductions, elementwise launches, and the
+// conditioning of one law per warp on an observation by a per-value likelihood.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda_check.cuh"
+#include "population_math.hpp"
+#include "tally/gpu/pmf_batch.hpp"
+
+namespace tally::gpu::population_cuda::kernels {
+
+inline constexpr int block = detail::population_block;
+inline constexpr unsigned full_warp = 0xffffffffu;
+
+/// Blocks for one thread per particle, and for one warp per law (block / 32 laws a block).
+inline unsigned thread_blocks(std::size_t n) {
+  return static_cast<unsigned>(std::max<std::size_t>(1, (n + block - 1) / block));
+}
+inline unsigned warp_blocks(std::size_t n) {
+  constexpr std::size_t laws_per_block = block / 32;
+  return static_cast<unsigned>(std::max<std::size_t>(1, (n + laws_per_block - 1) / laws_per_block));
+}
+
+__device__ inline double warp_max(double v) {
+  for (int d = 16; d >= 1; d /= 2) v = fmax(v, __shfl_xor_sync(full_warp, v, d));
+  return v;
+}
+__device__ inline double warp_sum(double v) {
+  for (int d = 16; d >= 1; d /= 2) v += __shfl_xor_sync(full_warp, v, d);
+  return v;
+}
+/// The law (warp) and lane of this thread.
+__device__ inline long long warp_index() { return (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; }
+__device__ inline long long thread_index() { return static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; }
+
+inline void launched() { TALLY_CUDA_CHECK(cudaGetLastError()); }
+
+template <class F>
+__global__ void each_kernel(std::size_t count, F f) {
+  const long long i = thread_index();
+  if (i < static_cast<long long>(count)) f(i);
+}
+
+/// f(i) for i < count, one thread each.
+template <class F>
+void each(std::size_t count, F f) {
+  if (count == 0) return;
+  each_kernel<<<thread_blocks(count), block>>>(count, f);
+  launched();
+}
+
+/// One warp per law i: \f$ w'_{i,k} \propto w_{i,k}\, e^{\ell(i, lo_i + k)} \f$ (max 1 again, log_scale the
+/// normalizer) and \f$ \log L_i = \mathrm{log\_scale}_i + \log \sum_k w_{i,k} e^{\ell(i, lo_i + k)} \f$ added to
+/// log_likelihood: the CPU loop of population_condition.hpp, its sums taken by the warp. A dead particle or an
+/// impossible observation leaves no mass (log_scale -inf) and adds -inf. `log_lik(i, k)` is a device functor.
+template <class LogLik>
+__global__ void condition_kernel(PmfBatchView x, LogLik log_lik, MutablePmfBatchView out, double* log_likelihood) {
+  const long long i = warp_index();
+  const int lane = threadIdx.x & 31;
+  if (i >= static_cast<long long>(x.count)) return;
+  const std::int64_t begin = x.offset[i], m = x.offset[i + 1] - begin, lo = x.lo[i];
+  const double* w = x.weights + begin;
+  double* o = out.weights + begin;
+  double top = -INFINITY;
+  for (std::int64_t k = lane; k < m; k += 32) {
+    const double l = w[k] > 0.0 ? log(w[k]) + log_lik(i, lo + k) : -INFINITY;
+    top = fmax(top, o[k] = l);
+  }
+  top = warp_max(top);
+  const bool dead = top == -INFINITY || x.log_scale[i] == -INFINITY;
+  double sum = 0.0;
+  for (std::int64_t k = lane; k < m; k += 32) sum += (o[k] = dead ? 0.0 : exp(o[k] - top));
+  sum = warp_sum(sum);
+  if (lane == 0) {
+    if (i == 0) out.offset[0] = 0;
+    out.offset[i + 1] = x.offset[i + 1];
+    out.lo[i] = lo;
+    out.log_scale[i] = dead ? -INFINITY : -log(sum);
+    log_likelihood[i] = dead ? -INFINITY : log_likelihood[i] + x.log_scale[i] + top + log(sum);
+  }
+}
+
+}  // namespace tally::gpu::population_cuda::kernels

@@ -1,0 +1,250 @@
+// Markov steps and Poisson emissions of population laws: the CPU reference against the one-law algebra
+// (marginal and condition of child_laws / condition.hpp), errors, and the device against the host.
+#include <catch2/catch.hpp>
+#include <Eigen/Core>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "gpu/device.hpp"
+#include "tally/distributions/condition.hpp"
+#include "tally/error.hpp"
+#include "tally/gpu/population_chain.hpp"
+#include "tally/gpu/population_ops.hpp"
+
+using namespace tally;
+using gpu::Backend;
+
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+constexpr std::size_t K = 4, C = 5;  // a K x C transition (C > K: y on more values than x; fine for one step)
+
+/// A random row-stochastic K x C matrix, some entries exactly 0.
+Eigen::MatrixXd random_transition(std::mt19937_64& gen, std::size_t rows, std::size_t cols) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  Eigen::MatrixXd t(rows, cols);
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < cols; ++c) t(r, c) = u(gen) < 0.2 ? 0.0 : u(gen);
+    t(r, std::size_t(gen() % cols)) += 0.5;  // no zero row
+    t.row(r) /= t.row(r).sum();
+  }
+  return t;
+}
+
+std::vector<double> row_major(const Eigen::MatrixXd& t) {
+  std::vector<double> v;
+  for (Eigen::Index r = 0; r < t.rows(); ++r)
+    for (Eigen::Index c = 0; c < t.cols(); ++c) v.push_back(t(r, c));
+  return v;
+}
+
+/// P random laws inside 0 .. K - 1: random lo and length, weights with zeros, log-scales in [-5, 5]; every 7th
+/// particle dead (no mass).
+gpu::PmfBatch random_laws(std::mt19937_64& gen, std::size_t p) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  gpu::PmfBatch b;
+  for (std::size_t i = 0; i < p; ++i) {
+    const auto lo = static_cast<std::int64_t>(gen() % K);
+    const std::size_t m = 1 + gen() % (K - std::size_t(lo));
+    std::vector<double> w(m);
+    for (double& x : w) x = u(gen) < 0.25 ? 0.0 : u(gen);
+    w[gen() % m] = 1.0;
+    b.push_back(w, lo, i % 7 == 3 ? -inf : 10.0 * u(gen) - 5.0);
+  }
+  return b;
+}
+
+Pmf law(const gpu::PmfBatch& b, std::size_t i) {
+  const auto w = b[i];
+  return Pmf(b.lo[i], Eigen::Map<const Eigen::VectorXd>(w.data(), Eigen::Index(w.size())), b.log_scale[i]);
+}
+
+/// log mu_i(k) of a batch law (-inf off its support or at weight 0).
+double log_at(const gpu::PmfBatch& b, std::size_t i, std::int64_t k) {
+  const std::int64_t j = k - b.lo[i];
+  if (j < 0 || j >= std::int64_t(b.length(i))) return -inf;
+  const double w = b.weights[std::size_t(b.offset[i] + j)];
+  return w > 0.0 ? std::log(w) + b.log_scale[i] : -inf;
+}
+
+bool close(double a, double b, double tol) {
+  if (a == b) return true;  // both -inf included
+  return std::isfinite(a) && std::isfinite(b) && std::abs(a - b) <= tol * std::max(1.0, std::abs(b));
+}
+
+/// Law i of `got` equals `want` (log masses within tol, the same support of positive mass).
+void check_law(const gpu::PmfBatch& got, std::size_t i, const Pmf& want, std::int64_t lo, std::int64_t hi, double tol) {
+  for (std::int64_t k = lo; k <= hi; ++k) {
+    const double g = log_at(got, i, k), w = log_pdf(want, k);
+    INFO("value " << k << ": " << g << " against " << w);
+    REQUIRE(close(g, w, tol));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("population Markov steps and emissions match the one-law algebra", "[population]") {
+  std::mt19937_64 gen(20261121);
+  const std::size_t P = 200;
+  const gpu::PmfBatch x = random_laws(gen, P);
+  const Eigen::MatrixXd t = random_transition(gen, K, C);
+  const Eigen::VectorXd rates = (Eigen::VectorXd(K) << 0.0, 1.5, 40.0, 900.0).finished();  // a point mass at 0 too
+  const gpu::Laws laws = gpu::Laws::from_host(x, Backend::cpu);
+  const gpu::Table table = gpu::Table::from_host(row_major(t), K, C, Backend::cpu);
+  const gpu::Table rate_table = gpu::Table::from_host(std::vector<double>(rates.data(), rates.data() + K), K, 1, Backend::cpu);
+
+  SECTION("one step: mu^T T") {
+    const gpu::PmfBatch y = gpu::markov_step(laws, table).to_host();
+    REQUIRE(y.size() == P);
+    for (std::size_t i = 0; i < P; ++i) {
+      INFO("particle " << i);
+      if (x.log_scale[i] == -inf) {
+        CHECK(y.log_scale[i] == -inf);
+        continue;
+      }
+      check_law(y, i, marginal(law(x, i), MarkovStep(t)), -1, std::int64_t(C), 1e-13);
+    }
+  }
+  SECTION("rows of realized states") {
+    std::vector<std::int64_t> s(P);
+    for (auto& v : s) v = std::int64_t(gen() % K);
+    const gpu::PmfBatch y = gpu::markov_rows(gpu::Column<std::int64_t>::host_values(s), table).to_host();
+    for (std::size_t i = 0; i < P; ++i)
+      for (std::size_t j = 0; j < C; ++j) {
+        INFO("particle " << i << ", column " << j);
+        REQUIRE(close(log_at(y, i, std::int64_t(j)), t(s[i], Eigen::Index(j)) > 0 ? std::log(t(s[i], Eigen::Index(j))) : -inf, 1e-14));
+      }
+  }
+  SECTION("conditioned on a Markov child and on a Poisson emission") {
+    std::vector<std::int64_t> y(P), v(P);
+    for (std::size_t i = 0; i < P; ++i) {
+      y[i] = std::int64_t(gen() % (C + 1)) - (i % 11 == 0 ? 1 : 0);  // some off the table: impossible
+      v[i] = std::int64_t(gen() % 60) + (i % 13 == 0 ? 800 : 0);      // far tails
+    }
+    auto ll_markov = gpu::filled(0.25, P, Backend::cpu), ll_poisson = gpu::filled(0.0, P, Backend::cpu);
+    const gpu::PmfBatch a =
+        gpu::condition_on_markov(laws, table, gpu::Column<std::int64_t>::host_values(y), ll_markov).to_host();
+    const gpu::PmfBatch b =
+        gpu::condition_on_poisson(laws, rate_table, gpu::Column<std::int64_t>::host_values(v), ll_poisson).to_host();
+    for (std::size_t i = 0; i < P; ++i) {
+      INFO("particle " << i << ", y " << y[i] << ", v " << v[i]);
+      if (x.log_scale[i] == -inf) {  // a dead particle stays dead
+        CHECK(ll_markov.host()[i] == -inf);
+        CHECK(ll_poisson.host()[i] == -inf);
+        CHECK(a.log_scale[i] == -inf);
+        CHECK(b.log_scale[i] == -inf);
+        continue;
+      }
+      const Conditioned cm = condition(law(x, i), MarkovStep(t), y[i]);
+      const Conditioned cp = condition(law(x, i), IndexedPoisson(rates), v[i]);
+      REQUIRE(close(ll_markov.host()[i], cm.log_likelihood == -inf ? -inf : 0.25 + cm.log_likelihood, 1e-12));
+      REQUIRE(close(ll_poisson.host()[i], cp.log_likelihood, 1e-12));
+      if (cm.posterior) check_law(a, i, *cm.posterior, -1, std::int64_t(K), 1e-12);
+      else CHECK(a.log_scale[i] == -inf);
+      // the Poisson posterior in long double logarithms (the one-law posterior flushes masses below about
+      // 1e-300 relative to its largest to zero; the population keeps them)
+      std::vector<long double> post(K, -HUGE_VALL);
+      long double top = -HUGE_VALL, sum = 0;
+      for (std::size_t k = 0; k < K; ++k) {
+        const double lk = log_at(x, i, std::int64_t(k));
+        if (lk == -inf) continue;
+        const long double r = rates[Eigen::Index(k)], vv = v[i];
+        post[k] = lk + (r == 0 ? (v[i] == 0 ? 0.0L : -HUGE_VALL) : vv * std::log(r) - r - std::lgamma(vv + 1));
+        top = std::max(top, post[k]);
+      }
+      if (top == -HUGE_VALL) {  // impossible: no mass left
+        CHECK(ll_poisson.host()[i] == -inf);
+        CHECK(b.log_scale[i] == -inf);
+        continue;
+      }
+      for (std::size_t k = 0; k < K; ++k) sum += std::exp(post[k] - top);
+      for (std::size_t k = 0; k < K; ++k) {
+        const double want = post[k] == -HUGE_VALL ? -inf : double(post[k] - top - std::log(sum));
+        INFO("state " << k << ": " << log_at(b, i, std::int64_t(k)) << " against " << want);
+        if (want < -708.0) {  // below the normal doubles relative to the largest: subnormal or zero weights
+          REQUIRE(log_at(b, i, std::int64_t(k)) < -700.0);
+          continue;
+        }
+        REQUIRE(close(log_at(b, i, std::int64_t(k)), want, 1e-12));
+      }
+      INFO("log-likelihood " << ll_poisson.host()[i] << " against " << double(top + std::log(sum)));
+      REQUIRE(close(ll_poisson.host()[i], double(top + std::log(sum)), 1e-12));
+    }
+  }
+  SECTION("errors name the particle and the states") {
+    gpu::PmfBatch wide = x;
+    wide.lo[5] = std::int64_t(K) - 1;  // law 5 now reaches past state K - 1 (its length is >= 1)
+    if (wide.length(5) == 1) wide.lo[5] = -1;
+    const gpu::Laws bad = gpu::Laws::from_host(wide, Backend::cpu);
+    CHECK_THROWS_WITH(gpu::markov_step(bad, table), Catch::Contains("particle 5") && Catch::Contains("states"));
+    auto ll = gpu::filled(0.0, P, Backend::cpu);
+    const auto zeros = gpu::filled(std::int64_t{0}, P, Backend::cpu);
+    CHECK_THROWS_AS(gpu::condition_on_markov(bad, table, zeros, ll), tally::domain_error);
+    CHECK_THROWS_AS(gpu::condition_on_poisson(bad, rate_table, zeros, ll), tally::domain_error);
+    std::vector<std::int64_t> s(P, 1);
+    s[9] = std::int64_t(K);
+    CHECK_THROWS_WITH(gpu::markov_rows(gpu::Column<std::int64_t>::host_values(s), table),
+                      Catch::Contains("particle 9") && Catch::Contains("state 4"));
+    CHECK_THROWS_AS(gpu::condition_on_poisson(laws, table, zeros, ll), tally::shape_error);  // rates not K x 1
+    CHECK_THROWS_AS(gpu::Table::from_host(std::vector<double>(3, 0.5), 2, 2, Backend::cpu), tally::shape_error);
+    CHECK_THROWS_AS(gpu::condition_on_markov(laws, table, gpu::filled(std::int64_t{0}, P - 1, Backend::cpu), ll),
+                    tally::shape_error);
+  }
+}
+
+TEST_CASE("population Markov steps and emissions on the device match the host", "[population][device]") {
+  if (tally::test::skip_without_device()) return;
+  std::random_device seed_source;  // fresh inputs each run; the seed is printed on failure
+  const std::uint64_t seed = (std::uint64_t(seed_source()) << 32) | seed_source();
+  INFO("seed " << seed);
+  std::mt19937_64 gen(seed);
+  const std::size_t P = 5000;
+  const gpu::PmfBatch x = random_laws(gen, P);
+  const Eigen::MatrixXd t = random_transition(gen, K, C);
+  const std::vector<double> rates{0.0, 3.0, 25.0, 400.0};
+  std::vector<std::int64_t> s(P), y(P), v(P);
+  for (std::size_t i = 0; i < P; ++i) {
+    s[i] = std::int64_t(gen() % K);
+    y[i] = std::int64_t(gen() % (C + 1)) - 1;
+    v[i] = std::int64_t(gen() % 500);
+  }
+  auto run = [&](Backend where) {
+    const gpu::Laws laws = gpu::Laws::from_host(x, where);
+    const gpu::Table table = gpu::Table::from_host(row_major(t), K, C, where);
+    const gpu::Table rate_table = gpu::Table::from_host(rates, K, 1, where);
+    auto ll_m = gpu::filled(0.0, P, where), ll_p = gpu::filled(-1.0, P, where);
+    std::vector<gpu::PmfBatch> out;
+    out.push_back(gpu::markov_step(laws, table).to_host());
+    out.push_back(gpu::markov_rows(gpu::Column<std::int64_t>::from_host(s, where), table).to_host());
+    out.push_back(gpu::condition_on_markov(laws, table, gpu::Column<std::int64_t>::from_host(y, where), ll_m).to_host());
+    out.push_back(gpu::condition_on_poisson(laws, rate_table, gpu::Column<std::int64_t>::from_host(v, where), ll_p).to_host());
+    return std::make_tuple(out, ll_m.to_host(), ll_p.to_host());
+  };
+  const auto [host, host_m, host_p] = run(Backend::cpu);
+  const auto [device, device_m, device_p] = run(Backend::cuda);
+  for (std::size_t op = 0; op < host.size(); ++op) {
+    INFO("operation " << op);
+    REQUIRE(host[op].offset == device[op].offset);
+    REQUIRE(host[op].lo == device[op].lo);
+    for (std::size_t k = 0; k < host[op].weights.size(); ++k) REQUIRE(std::abs(host[op].weights[k] - device[op].weights[k]) <= 1e-13);
+    for (std::size_t i = 0; i < P; ++i) REQUIRE(close(host[op].log_scale[i], device[op].log_scale[i], 1e-12));
+  }
+  for (std::size_t i = 0; i < P; ++i) {
+    INFO("particle " << i);
+    REQUIRE(close(host_m[i], device_m[i], 1e-12));
+    REQUIRE(close(host_p[i], device_p[i], 1e-12));
+  }
+  gpu::PmfBatch wide = x;  // the device's errors: the same as the host's
+  wide.lo[17] = -1;
+  CHECK_THROWS_WITH(gpu::markov_step(gpu::Laws::from_host(wide, Backend::cuda), gpu::Table::from_host(row_major(t), K, C, Backend::cuda)),
+                    Catch::Contains("particle 17"));
+  s[123] = -2;
+  CHECK_THROWS_WITH(gpu::markov_rows(gpu::Column<std::int64_t>::from_host(s, Backend::cuda),
+                                     gpu::Table::from_host(row_major(t), K, C, Backend::cuda)),
+                    Catch::Contains("particle 123"));
+  CHECK_THROWS_AS(gpu::markov_step(gpu::Laws::from_host(x, Backend::cuda), gpu::Table::from_host(row_major(t), K, C, Backend::cpu)),
+                  tally::shape_error);
+}
