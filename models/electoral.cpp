@@ -1,5 +1,10 @@
 // Electoral votes: the exact law of a candidate's total over 51 winner-take-all units, by the runtime's dense
 // convolutions and by subset-sum enumeration (weighted_bernoulli_sum), which must agree; and -inf at once for 537.
+// Then "conditioned on the total": a Population of P particles (--particles, --seed, --device cpu|gpu) keeps each
+// unit X_i ~ votes_i * Bernoulli(win_i) marginalized, adds them up (convolutions) and observes T = sum_i X_i = k
+// (--given, default the majority 270): every particle's log-weight becomes log P(T = k), checked against the
+// enumeration, and each particle draws (X_1..X_n) from its exact joint posterior given T = k; the fraction of
+// particles in which a big unit was won is checked against the exact P(X_i = votes_i | T = k) by a z-score.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -16,14 +21,18 @@
 
 #include "tally/distributions/bernoulli.hpp"
 #include "tally/distributions/weighted_bernoulli_sum.hpp"
+#include "tally/error.hpp"
 #include "gnuplot.hpp"
 #include "tally/runtime/graph.hpp"
+#include "tally/runtime/population.hpp"
 
 using namespace tally;
 using tally::models::close_gnuplot;
 using tally::models::gnuplot_quote;
 using tally::models::open_gnuplot;
+using tally::runtime::Count;
 using tally::runtime::Graph;
+using tally::runtime::Population;
 using tally::runtime::Variable;
 
 #ifndef TALLY_ELECTORAL_DATA
@@ -136,11 +145,121 @@ bool plot(const SparsePmf& d, std::int64_t majority, double win, const std::stri
   return close_gnuplot(gp, path);
 }
 
+/// Unit i's law votes_i * Bernoulli(win_i): mass 1 - win at 0 and win at votes, zeros between (the Pmf trims the
+/// end zeros when win is 0 or 1).
+Pmf unit_law(std::int64_t votes, double win) {
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(votes + 1);
+  w[0] = 1.0 - win;
+  w[votes] = win;
+  return Pmf(0, std::move(w));
+}
+
+/// What the "conditioned on the total" section found.
+struct Conditioned {
+  double log_weight_error = 0;  // max over particles of |log-weight - log P(T = k)| / max(1, |log P(T = k)|)
+  double max_abs_z = std::numeric_limits<double>::quiet_NaN();  // NaN when k is unreachable (nothing to compare)
+  bool sums_ok = true;                                           // every particle's units add up to k
+  double seconds = 0;                                            // the population part
+};
+
+/// The units given T = k, by a population: X_i ~ votes_i Bernoulli(win_i) stay marginalized, T is built by pop.add
+/// (pairwise, a balanced tree of sums: the same law as a chain, with about log2 n levels of P laws held instead of
+/// n), observe(T, k) adds log P(T = k) to every particle's log-weight (the skew diagonal of the root's operands)
+/// and realizes T, which draws each sum's operands from p(x | x + y = z) down the tree: (X_1..X_n) from their
+/// exact joint posterior. The particles are then equally weighted, so the fraction in which unit i was won
+/// estimates, with standard error sqrt(p (1 - p) / P),
+///   P(X_i = votes_i | T = k) = win_i P(R_i = k - votes_i) / P(T = k),   R_i = T - X_i (the other units),
+/// where R_i's law is enumerated by weighted_bernoulli_sum without unit i.
+Conditioned conditioned_on_total(const Units& u, const SparsePmf& law, std::int64_t k, std::size_t particles,
+                                 std::uint64_t seed, const std::string& device, int group) {
+  Conditioned out;
+  const std::size_t n = u.votes.size();
+  auto start = std::chrono::steady_clock::now();
+  Population pop(particles, seed, device == "gpu" ? gpu::Backend::cuda : gpu::Backend::cpu);
+  std::vector<Count> units;
+  for (std::size_t i = 0; i < n; ++i) units.push_back(pop.assume(unit_law(u.votes[i], u.win[i])));
+  std::vector<Count> level = units;
+  while (level.size() > 1) {
+    std::vector<Count> next;
+    for (std::size_t j = 0; j + 1 < level.size(); j += 2) next.push_back(pop.add(level[j], level[j + 1]));
+    if (level.size() % 2 == 1) next.push_back(level.back());
+    level = std::move(next);
+  }
+  const std::size_t held = pop.bytes();
+  pop.observe(level[0], k);
+  const std::vector<double> lw = pop.log_weights();
+  std::vector<std::vector<std::int64_t>> drawn(n);
+  for (std::size_t i = 0; i < n; ++i) drawn[i] = pop.value(units[i]);
+  out.seconds = seconds_since(start);
+
+  const double exact = log_pdf(law, k);  // log P(T = k), -inf off the support
+  const auto [lw_min, lw_max] = std::minmax_element(lw.begin(), lw.end());
+  double difference = 0;  // the log-weight farthest from the exact value, minus it
+  for (double l : lw) {
+    const bool both_inf = l == exact && std::isinf(exact);  // -inf - -inf would be NaN
+    const double d = both_inf ? 0.0 : l - exact;
+    if (!(std::abs(d) <= std::abs(difference))) difference = d;
+  }
+  out.log_weight_error = std::abs(difference) / std::max(1.0, std::abs(exact));  // inf when one side is -inf
+  std::printf("conditioned on the total: %zu particles on the %s (seed %llu), each unit assume(votes_i * "
+              "Bernoulli(win_i)),\nall added by Population::add (kept marginalized: convolutions), then "
+              "observe(total = %lld); %.1f MB of laws held before it\n",
+              particles, device.c_str(), static_cast<unsigned long long>(seed), static_cast<long long>(k),
+              static_cast<double>(held) / 1e6);
+  std::printf("  log-weight of every particle (min, max) %.15g, %.15g\n", *lw_min, *lw_max);
+  std::printf("  exact log P(total = %lld) (enumeration)  %.15g\n", static_cast<long long>(k), exact);
+  std::printf("  difference (log-weight - exact, the largest) %+.3e, relative to max(1, |exact|) %.3e\n",
+              difference, out.log_weight_error);
+  if (exact == -std::numeric_limits<double>::infinity()) {
+    std::printf("  total = %lld is not reachable (no set of units has exactly that many votes): P = 0, so every\n"
+                "  log-weight must be -inf, and there is no posterior to compare\n",
+                static_cast<long long>(k));
+  } else {
+    start = std::chrono::steady_clock::now();
+    std::vector<std::size_t> order(n);
+    for (std::size_t i = 0; i < n; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return u.votes[a] > u.votes[b]; });
+    order.resize(std::min<std::size_t>(n, 10));
+    std::printf("  %-5s %5s %8s %13s %9s %13s %8s\n", "unit", "votes", "P(won)", "P(won | T=k)", "s.e.", "exact",
+                "z");
+    out.max_abs_z = 0;
+    for (std::size_t i : order) {
+      std::vector<std::int64_t> rest_votes;
+      std::vector<double> rest_win;
+      for (std::size_t j = 0; j < n; ++j)
+        if (j != i) rest_votes.push_back(u.votes[j]), rest_win.push_back(u.win[j]);
+      const SparsePmf rest = weighted_bernoulli_sum(rest_votes, rest_win, group);
+      const double p =  // clamped: a certain unit may round to 1 + 1e-16
+          std::clamp(std::exp(std::log(u.win[i]) + log_pdf(rest, k - u.votes[i]) - exact), 0.0, 1.0);
+      const auto won = std::count(drawn[i].begin(), drawn[i].end(), u.votes[i]);
+      const double estimate = static_cast<double>(won) / static_cast<double>(particles);
+      const double se = std::sqrt(p * (1 - p) / static_cast<double>(particles));
+      const double z = se > 0 ? (estimate - p) / se : (estimate == p ? 0.0 : std::numeric_limits<double>::infinity());
+      out.max_abs_z = std::max(out.max_abs_z, std::abs(z));
+      std::printf("  %-5s %5lld %8.3f %13.4f %9.4f %13.6f %+8.2f\n", u.names[i].c_str(),
+                  static_cast<long long>(u.votes[i]), u.win[i], estimate, se, p, z);
+    }
+    for (std::size_t s = 0; s < particles; ++s) {
+      std::int64_t sum = 0;
+      for (std::size_t i = 0; i < n; ++i) sum += drawn[i][s];
+      out.sums_ok = out.sums_ok && sum == k;
+    }
+    std::printf("  every particle's units add up to %lld: %s; exact posteriors (without particles) in %.2f ms\n",
+                static_cast<long long>(k), out.sums_ok ? "yes" : "NO", 1e3 * seconds_since(start));
+  }
+  std::printf("  time of the population (build, observe, values to the host): %.2f ms\n", 1e3 * out.seconds);
+  std::printf("RESULT model=electoral device=%s particles=%zu seconds=%.6g max_abs_z=%.3f\n", device.c_str(),
+              particles, out.seconds, out.max_abs_z);
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"tally example: the law of a candidate's electoral votes (51 units, illustrative win probabilities), "
-               "by dense convolution in the runtime and by subset-sum enumeration, which must agree"};
+               "by dense convolution in the runtime and by subset-sum enumeration, which must agree; then, "
+               "conditioned on the total (--given), a particle population's log-weight and posterior per unit "
+               "against the exact ones"};
   std::string data = TALLY_ELECTORAL_DATA, plot_path;
   int group = 16;  // 2^16 subsets per group on the CPU, folded; 24 sends 2^24 per group to a GPU if there is one
   app.add_option("--data", data, "CSV of unit,electoral_votes,win_probability")->capture_default_str();
@@ -148,6 +267,19 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 36))
       ->capture_default_str();
   app.add_option("--plot", plot_path, "PNG file for a plot of the pmf (needs gnuplot; none by default)");
+  std::size_t particles = 4096;
+  std::uint64_t seed = 1;
+  std::string device = "cpu";
+  std::int64_t given = 0;
+  app.add_option("--particles", particles, "particles of the population conditioned on the total")
+      ->check(CLI::Range(1, 1 << 22))
+      ->capture_default_str();
+  app.add_option("--seed", seed, "seed of the population's draws")->capture_default_str();
+  app.add_option("--device", device, "where the population runs: cpu (one core) or gpu (CUDA)")
+      ->check(CLI::IsMember({"cpu", "gpu"}))
+      ->capture_default_str();
+  const CLI::Option* given_option = app.add_option(
+      "--given", given, "the observed total k of the population section (default: the majority, total/2 + 1)");
   CLI11_PARSE(app, argc, argv);
   try {
     const Units u = load(data);
@@ -206,7 +338,20 @@ int main(int argc, char** argv) {
 
     if (!plot_path.empty() && plot(sparse, majority, upper_tail(sparse, majority), plot_path))
       std::printf("plot: %s\n", plot_path.c_str());
+    std::printf("\n");
+    const std::int64_t k = given_option->count() > 0 ? given : majority;
+    const Conditioned conditioned = conditioned_on_total(u, sparse, k, particles, seed, device, group);
     bool ok = true;
+    if (!(conditioned.log_weight_error <= 1e-9)) {
+      std::fprintf(stderr, "error: the population's log-weights differ from log P(total = %lld) by %.3e (relative)\n",
+                   static_cast<long long>(k), conditioned.log_weight_error);
+      ok = false;
+    }
+    if (conditioned.max_abs_z > 6 || !conditioned.sums_ok) {
+      std::fprintf(stderr, "error: the particles' posterior is off (largest |z| %.2f; units add up to k: %s)\n",
+                   conditioned.max_abs_z, conditioned.sums_ok ? "yes" : "no");
+      ok = false;
+    }
     if (!(worst <= 1e-12)) {
       std::fprintf(stderr, "error: the two laws differ by %.3e > 1e-12\n", worst);
       ok = false;
@@ -222,6 +367,10 @@ int main(int argc, char** argv) {
       ok = false;
     }
     return ok ? 0 : 1;
+  } catch (const cuda_error& e) {
+    std::fprintf(stderr, "error: --device %s: %s (--device cpu runs the population on the host)\n", device.c_str(),
+                 e.what());
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -14,7 +14,6 @@
 
 #include "smc.hpp"
 #include "tally/gpu/backend.hpp"
-#include "tally/runtime/graph.hpp"
 #include "tally/runtime/population.hpp"
 
 namespace tally::models {
@@ -38,23 +37,9 @@ struct FilterStats {
   std::size_t steps = 0;
   double seconds = 0;
 
-  /// The end of a step, with the step's observations in g's log-weights: the ESS is recorded; at the last step the
-  /// evidence gains \f$\log \frac1P \sum_i w_i\f$, else, when the ESS is below P/2, g is resampled by weight (which
-  /// adds the same increment and resets the weights).
-  void end_of_step(runtime::Graph& g, bool last) {
-    const auto& lw = g.log_weights();
-    const double ess = effective_sample_size(lw);
-    min_ess = steps++ == 0 ? ess : std::min(min_ess, ess);
-    if (last) {
-      log_evidence += log_mean_exp(lw);
-    } else if (ess < 0.5 * double(g.particles())) {
-      log_evidence += g.resample_by_weight().log_mean_weight;
-      ++resamplings;
-    }
-  }
-
-  /// The same for a Population: with the step's observations in its log-weights, resample when ESS < P/2 (the
-  /// last step: only summarize), adding the evidence increment.
+  /// The end of a step, with the step's observations in the population's log-weights: the ESS is recorded; at
+  /// the last step the evidence gains \f$\log \frac1P \sum_i w_i\f$ (summarized only), else, when the ESS is below
+  /// P/2, the population is resampled (systematic), which adds the same increment and resets the weights.
   void end_of_step(runtime::Population& pop, bool last) {
     const runtime::Population::Step s = pop.resample(last ? 0.0 : 0.5);
     min_ess = steps++ == 0 ? s.ess : std::min(min_ess, s.ess);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "tally/distributions/poisson.hpp"
 #include "tally/distributions/sample.hpp"
 #include "tally/runtime/graph.hpp"
+#include "tally/runtime/population.hpp"
 
 using namespace tally;
 using tally::runtime::Graph;
@@ -116,12 +118,11 @@ Run exact_run(const Model& m, const std::vector<std::int64_t>& y) {
   return out;
 }
 
-/// End of step t of a P-particle filter: the weighted state frequencies, and resampling by weight when the ESS
-/// is below P/2 (adding log (1/P) sum_i w_i to the evidence); at the last step the final log-mean-weight.
-void end_of_step(Graph& g, Run& out, const std::vector<std::int64_t>& state, bool last) {
-  const auto& lw = g.log_weights();
+/// The weighted frequencies of the particles' states x_t under their current log-weights.
+Probs weighted_states(const std::vector<std::int64_t>& state, const std::vector<double>& lw) {
   const double m = *std::max_element(lw.begin(), lw.end());
   Probs f(K, 0.0);
+  if (m == -std::numeric_limits<double>::infinity()) return f;
   double total = 0;
   for (std::size_t i = 0; i < lw.size(); ++i) {
     const double w = std::exp(lw[i] - m);
@@ -129,29 +130,29 @@ void end_of_step(Graph& g, Run& out, const std::vector<std::int64_t>& state, boo
     total += w;
   }
   for (double& v : f) v /= total;
-  out.filtered.push_back(f);
-  out.end_of_step(g, last);
+  return f;
 }
 
-/// The two particle filters, which differ only in when x_t is drawn:
-/// - delayed sampling (`delayed`): per particle, x_t stays marginalized given the realized x_{t-1}, the weight is
-///   the exact p(y_t | x_{t-1}) = sum_j T_{x_{t-1} j} Pois(y_t; r_j), then x_t is drawn from its exact posterior
-///   (value), the locally optimal proposal. Left unrealized, every particle would be the exact run.
-/// - bootstrap: x_t drawn forward by value() first, so that y_t, observed as an IndexedPoisson child of the
-///   realized x_t, adds log Pois(y_t; r_{x_t}) to the weight.
-Run particle_filter(const Model& m, const std::vector<std::int64_t>& y, std::size_t P, std::uint64_t seed,
-                    bool delayed) {
+/// The two particle filters on a Population (host or device), which differ only in when x_t is drawn:
+/// - delayed sampling (`delayed`): x_t = MarkovStep(T) of the realized x_{t-1} stays marginalized, so observing
+///   y_t weighs each particle by the exact p(y_t | x_{t-1}) = sum_j T_{x_{t-1} j} Pois(y_t; r_j) and conditions
+///   x_t; then x_t is drawn from that posterior (the locally optimal proposal). Left undrawn, every particle would
+///   be the exact run.
+/// - bootstrap: x_t drawn forward first, so that observing y_t adds log Pois(y_t; r_{x_t}).
+/// Resampling (systematic) when ESS < P/2; `summaries`: the weighted state frequencies per step (host copies).
+Run particle_filter(const Model& m, const std::vector<std::int64_t>& y, const models::FilterOptions& o,
+                    std::uint64_t seed, bool delayed, bool summaries) {
   const auto start = std::chrono::steady_clock::now();
-  Graph g(P, seed);
+  runtime::Population pop(o.particles, seed, o.backend());
   Run out;
-  Variable x = g.assume(Categorical(m.init));
+  runtime::Count x = pop.assume(Categorical(m.init));
   for (std::size_t t = 0; t < y.size(); ++t) {
-    if (t > 0) x = g.assume(x, MarkovStep(m.T));
-    std::vector<std::int64_t> state;
-    if (!delayed) state = g.value(x);
-    g.observe(g.assume(x, IndexedPoisson(m.rates)), y[t]);
-    if (delayed) state = g.value(x);
-    end_of_step(g, out, state, t + 1 == y.size());
+    if (t > 0) x = pop.assume(x, MarkovStep(m.T));
+    if (!delayed) pop.realize(x);
+    pop.observe(pop.assume(x, IndexedPoisson(m.rates)), y[t]);
+    if (delayed) pop.realize(x);
+    if (summaries) out.filtered.push_back(weighted_states(pop.value(x), pop.log_weights()));
+    out.end_of_step(pop, t + 1 == y.size());
     models::progress(delayed ? "delayed sampling" : "bootstrap", "step", t, y.size(), start);
   }
   out.seconds = models::seconds_since(start);
@@ -192,11 +193,6 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "steps T of synthetic data")->check(CLI::Range(1, 1000000));
   app.add_option("--data-seed", data_seed, "seed of the synthetic data");
   CLI11_PARSE(app, argc, argv);
-  if (options.device == "gpu" || options.runs != 1) {
-    std::fprintf(stderr, "hmm runs one filter of each kind on the CPU path (Graph): populations have no Markov step "
-                         "yet, so --device gpu and --runs are not available here\n");
-    return 2;
-  }
   try {
     const auto [y, x] = simulate(m, steps, data_seed);
     std::printf("HMM: K = 3 states, rates (2, 10, 25), init (0.5, 0.3, 0.2), T = [.85 .10 .05; .10 .80 .10; "
@@ -225,10 +221,42 @@ int main(int argc, char** argv) {
                 exact.log_bound, max_prob_diff,
                 is_exact ? "exact (the chain stays marginalized: delayed sampling runs the forward algorithm)"
                          : "NOT exact");
-    const Run delayed = particle_filter(m, y, options.particles, options.seed, true);
-    const Run boot = particle_filter(m, y, options.particles, options.seed, false);
+    {  // the same on a population of one particle where the filters run (host or device): nothing drawn
+      const auto start = std::chrono::steady_clock::now();
+      runtime::Population pop(1, options.seed, options.backend());
+      runtime::Count state = pop.assume(Categorical(m.init));
+      for (std::size_t t = 0; t < y.size(); ++t) {
+        if (t > 0) state = pop.assume(state, MarkovStep(m.T));
+        pop.observe(pop.assume(state, IndexedPoisson(m.rates)), y[t]);
+      }
+      const double lw = pop.log_weights()[0];
+      std::printf("delayed sampling, Population on the %s, 1 particle: log-evidence %.12f  (%.4f s; difference %.3e)\n",
+                  options.device.c_str(), lw, models::seconds_since(start), lw - static_cast<double>(fwd));
+    }
+    const Run delayed = particle_filter(m, y, options, options.seed, true, true);
+    const Run boot = particle_filter(m, y, options, options.seed, false, true);
+    std::printf("\nparticle filters on the %s:\n", options.device.c_str());
     models::print_estimates({{"delayed sampling", &delayed}, {"bootstrap", &boot}}, static_cast<double>(fwd),
                             options);
+    {  // the estimates' spread (and the benchmark's RESULT lines): runs with seeds seed .. seed + runs - 1, with
+       // nothing copied to the host but each step's weight summary
+      std::vector<double> evidence[2];
+      double seconds[2] = {0, 0};
+      for (int r = 0; r < options.runs; ++r)
+        for (int f = 0; f < 2; ++f) {
+          const Run run = particle_filter(m, y, options, options.seed + std::uint64_t(r), f == 0, false);
+          evidence[f].push_back(run.log_evidence);
+          seconds[f] += run.seconds;
+        }
+      std::printf("over %d runs (exact %.6f):\n", options.runs, static_cast<double>(fwd));
+      for (int f = 0; f < 2; ++f) {
+        const models::Spread s = models::spread(evidence[f]);
+        std::printf("  %-16s mean %.6f  sd %.6f  (mean - exact %+.6f)  %.3f s per run\n",
+                    f == 0 ? "delayed sampling" : "bootstrap", s.mean, s.sd, s.mean - static_cast<double>(fwd),
+                    seconds[f] / options.runs);
+        models::print_result("hmm", f == 0 ? "delayed" : "bootstrap", options, y.size(), evidence[f], seconds[f]);
+      }
+    }
 
     std::printf("\nfiltered P(x_t = k | y_0..y_t) at a few steps: forward algorithm vs tally (exact run)\n");
     for (std::size_t t : {std::size_t{0}, y.size() / 4, y.size() / 2, y.size() - 1}) {

@@ -432,3 +432,36 @@ TEST_CASE("a population on the device agrees with the host", "[population][devic
     for (std::size_t i = 0; i < h.size(); ++i) REQUIRE(close_relative(h.log_scale[i], d.log_scale[i], 1e-9));
   }
 }
+
+TEST_CASE("a population too big for the device says how many particles would fit", "[population][device]") {
+  if (tally::test::skip_without_device()) return;
+  const std::size_t free = gpu::device_free_bytes();
+  REQUIRE(free > 0);
+  // the log-weights alone (8 bytes a particle) of free / 4 particles take twice the free memory
+  try {
+    Population too_big(free / 4, 1, gpu::Backend::cuda);
+    FAIL("a population of " << free / 4 << " particles fitted in " << free << " free bytes");
+  } catch (const tally::device_memory_error& e) {
+    INFO(e.what());
+    CHECK_THAT(std::string(e.what()), Catch::Contains("particles would fit"));
+    CHECK(e.requested >= free);
+  }
+  // one that fits (log-weights an eighth of the free memory), then a law per particle that does not: the error
+  // counts what the population holds, and the population stays usable
+  const auto live = Population::live_nodes();
+  {
+    const std::size_t P = free / 64;
+    Population pop(P, 1, gpu::Backend::cuda);
+    try {
+      pop.assume(Poisson(1000));  // about 400 weights a particle: 50 times the free memory
+      FAIL("laws of " << P << " particles fitted");
+    } catch (const tally::device_memory_error& e) {
+      INFO(e.what());
+      CHECK_THAT(std::string(e.what()), Catch::Contains("The population holds") && Catch::Contains("would fit"));
+    }
+    Count c = pop.constant(2);
+    CHECK(pop.memory().size() == 1);
+    CHECK(pop.bytes() == 16 * P);  // the log-weights and c's values
+  }
+  CHECK(Population::live_nodes() == live);
+}
