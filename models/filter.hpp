@@ -36,6 +36,10 @@ struct FilterStats {
   double min_ess = 0;
   std::size_t steps = 0;
   double seconds = 0;
+  std::size_t state_bytes = 0;  ///< the most the population held when noted (for the bandwidth bound)
+
+  /// Notes what the population holds now (the models call it just after each observation, the step's peak).
+  void note_bytes(const runtime::Population& pop) { state_bytes = std::max(state_bytes, pop.bytes()); }
 
   /// The end of a step, with the step's observations in the population's log-weights: the ESS is recorded; at
   /// the last step the evidence gains \f$\log \frac1P \sum_i w_i\f$ (summarized only), else, when the ESS is below
@@ -130,13 +134,14 @@ inline Spread spread(const std::vector<double>& x) {
 
 /// One machine-readable line per filter for scripts/bench-populations:
 /// RESULT model=... method=... device=... particles=P runs=R steps=T mean=... sd=... failed=... seconds_per_step=...
+/// state_bytes=... (the most a population held just after an observation: what a step reads and writes at least)
 inline void print_result(const char* model, const char* method, const FilterOptions& o, std::size_t steps,
-                         const std::vector<double>& evidence, double seconds) {
+                         const std::vector<double>& evidence, double seconds, std::size_t state_bytes) {
   const Spread s = spread(evidence);
   std::printf("RESULT model=%s method=%s device=%s particles=%zu runs=%zu steps=%zu mean=%.6f sd=%.6f failed=%zu "
-              "seconds_per_step=%.6g\n",
+              "seconds_per_step=%.6g state_bytes=%zu\n",
               model, method, o.device.c_str(), o.particles, evidence.size(), steps, s.mean, s.sd, s.failed,
-              seconds / double(evidence.size() * steps));
+              seconds / double(evidence.size() * steps), state_bytes);
 }
 
 /// The lines comparing the filters' estimates with the exact log-evidence.

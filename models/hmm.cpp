@@ -150,6 +150,7 @@ Run particle_filter(const Model& m, const std::vector<std::int64_t>& y, const mo
     if (t > 0) x = pop.assume(x, MarkovStep(m.T));
     if (!delayed) pop.realize(x);
     pop.observe(pop.assume(x, IndexedPoisson(m.rates)), y[t]);
+    out.note_bytes(pop);
     if (delayed) pop.realize(x);
     if (summaries) out.filtered.push_back(weighted_states(pop.value(x), pop.log_weights()));
     out.end_of_step(pop, t + 1 == y.size());
@@ -242,11 +243,13 @@ int main(int argc, char** argv) {
        // nothing copied to the host but each step's weight summary
       std::vector<double> evidence[2];
       double seconds[2] = {0, 0};
+      std::size_t bytes[2] = {0, 0};
       for (int r = 0; r < options.runs; ++r)
         for (int f = 0; f < 2; ++f) {
           const Run run = particle_filter(m, y, options, options.seed + std::uint64_t(r), f == 0, false);
           evidence[f].push_back(run.log_evidence);
           seconds[f] += run.seconds;
+          bytes[f] = std::max(bytes[f], run.state_bytes);
         }
       std::printf("over %d runs (exact %.6f):\n", options.runs, static_cast<double>(fwd));
       for (int f = 0; f < 2; ++f) {
@@ -254,7 +257,8 @@ int main(int argc, char** argv) {
         std::printf("  %-16s mean %.6f  sd %.6f  (mean - exact %+.6f)  %.3f s per run\n",
                     f == 0 ? "delayed sampling" : "bootstrap", s.mean, s.sd, s.mean - static_cast<double>(fwd),
                     seconds[f] / options.runs);
-        models::print_result("hmm", f == 0 ? "delayed" : "bootstrap", options, y.size(), evidence[f], seconds[f]);
+        models::print_result("hmm", f == 0 ? "delayed" : "bootstrap", options, y.size(), evidence[f], seconds[f],
+                             bytes[f]);
       }
     }
 

@@ -136,6 +136,7 @@ Run delayed_filter(const Model& m, const std::vector<std::int64_t>& y, std::size
   for (std::size_t t = 0; t < y.size(); ++t) {
     if (t > 0) N = pop.add(pop.binomial(N, m.phi), pop.assume(Poisson(m.iota)));
     pop.observe(pop.binomial(N, m.p), y[t]);
+    out.note_bytes(pop);
     pop.realize(N);
     end_of_season(pop, out, N, t + 1 == y.size());
     models::progress("delayed sampling", "season", t, y.size(), start);
@@ -161,6 +162,7 @@ Run bootstrap_filter(const Model& m, const std::vector<std::int64_t>& y, std::si
       N = pop.add(S, I);
     }
     pop.observe(pop.binomial(N, m.p), y[t]);
+    out.note_bytes(pop);
     end_of_season(pop, out, N, t + 1 == y.size());
     models::progress("bootstrap", "season", t, y.size(), start);
   }
@@ -275,8 +277,15 @@ int main(int argc, char** argv) {
                   options.runs, static_cast<unsigned long long>(options.seed), d.mean, d.sd, b.mean, b.sd,
                   exact.log_evidence);
     }
-    models::print_result("population", "delayed", options, y.size(), delayed_evidence, delayed_seconds);
-    models::print_result("population", "bootstrap", options, y.size(), boot_evidence, boot_seconds);
+    auto most_bytes = [](const std::vector<Run>& runs) {
+      std::size_t b = 0;
+      for (const Run& r : runs) b = std::max(b, r.state_bytes);
+      return b;
+    };
+    models::print_result("population", "delayed", options, y.size(), delayed_evidence, delayed_seconds,
+                         most_bytes(delayed_runs));
+    models::print_result("population", "bootstrap", options, y.size(), boot_evidence, boot_seconds,
+                         most_bytes(boot_runs));
     std::printf("\nN_t given y_0..y_t: mean [5%%, 95%%]\n  %3s %4s %5s  %-22s %-22s %-22s\n", "t", "y", "N", "exact",
                 "delayed sampling", "bootstrap");
     for (std::size_t t = 0; t < y.size(); ++t) {

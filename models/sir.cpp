@@ -59,6 +59,7 @@ struct RunResult {
   double delta_mean = 0, gamma_mean = 0;
   std::vector<DayStats> days;  // days 0 .. T (day 0 is the known initial state)
   double seconds = 0;
+  std::size_t state_bytes = 0;  // the most the population held just after a day's observation
 };
 
 DayStats initial_stats(const Outbreak& data) {
@@ -102,6 +103,7 @@ RunResult delayed_filter(const Outbreak& data, std::size_t P, std::uint64_t seed
     const Count r = pop.binomial(I, gamma);    // recoveries
     const Count d = pop.subtract(n, r);
     pop.observe(d, pop.subtract(pop.constant(data.infected(t)), I));  // new and rec drawn given d
+    out.state_bytes = std::max(out.state_bytes, pop.bytes());
     S = pop.subtract(S, n);
     I = pop.add(I, d);
     R = pop.add(R, r);
@@ -143,6 +145,7 @@ RunResult bootstrap_filter(const Outbreak& data, std::size_t P, std::uint64_t se
     I = pop.add(I, pop.subtract(n, r));
     R = pop.add(R, r);
     pop.observe(I, data.infected(t));
+    out.state_bytes = std::max(out.state_bytes, pop.bytes());
     if (!end_of_day(out, t, pop, S, R)) break;
   }
   if (out.failed_day == 0) {
@@ -340,8 +343,10 @@ int main(int argc, char** argv) {
     for (const auto& [name, results] : methods) {
       std::vector<double> evidence;
       double seconds = 0;
-      for (const RunResult& r : *results) evidence.push_back(r.log_evidence), seconds += r.seconds;
-      models::print_result("sir", name, options, data.days(), evidence, seconds);
+      std::size_t bytes = 0;
+      for (const RunResult& r : *results)
+        evidence.push_back(r.log_evidence), seconds += r.seconds, bytes = std::max(bytes, r.state_bytes);
+      models::print_result("sir", name, options, data.days(), evidence, seconds, bytes);
     }
     print_run("Delayed sampling (tally: delta, gamma, new, rec marginalized; new - rec enumerated exactly)", data,
               delayed.front());

@@ -47,9 +47,12 @@ Laws Laws::allocate(Backend where, std::size_t count, std::size_t total, std::si
 PmfBatch Laws::to_host() const {
   if (where_ == Backend::cpu) return host_;
   PmfBatch out;
-  out.weights = weights_.to_host();
-  out.weights.resize(total_);
   out.offset = offset_.to_host();
+  // only the weights in use: after a conditioning the laws may be shorter than the room allocated (total_ is an
+  // upper bound), and the rest of it was never written
+  const auto used = static_cast<std::size_t>(out.offset.empty() ? 0 : out.offset.back());
+  out.weights.resize(used);
+  if (used > 0) detail::device_copy(out.weights.data(), weights_.data(), used * sizeof(double), 1);
   out.lo = lo_.to_host();
   out.log_scale = log_scale_.to_host();
   return out;

@@ -458,6 +458,7 @@ Laws gather(const Laws& x, const Column<std::size_t>& ancestors) {
   auto lengths = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
   auto offsets = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
   auto report = Column<LengthReport>::allocate(Backend::cuda, 1, who);
+  init_report<<<1, 1>>>(report.data(), count);  // scan_lengths reads the whole report back
   gathered_lengths_kernel<<<thread_blocks(count + 1), block>>>(x.view().offset, ancestors.data(), count, lengths.data());
   launched();
   const LengthReport r = scan_lengths(lengths.data(), offsets.data(), count, report.data());
