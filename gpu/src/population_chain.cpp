@@ -26,9 +26,7 @@ void same_place(const Table& t, Backend where, const char* who) {
 void check_states(const PmfBatch& x, std::size_t k, const char* who) {
   for (std::size_t i = 0; i < x.size(); ++i) {
     const std::int64_t lo = x.lo[i], hi = lo + static_cast<std::int64_t>(x.length(i)) - 1;
-    if (lo < 0 || hi >= static_cast<std::int64_t>(k))
-      tally::detail::fail<domain_error>(who, ": particle ", i, "'s law on ", lo, " .. ", hi, " leaves the ", k,
-                                        " states 0 .. ", k - 1, " of the table");
+    if (lo < 0 || hi >= static_cast<std::int64_t>(k)) detail::fail_states(who, i, lo, hi, k);
   }
 }
 
@@ -89,9 +87,7 @@ Laws markov_rows(const Column<std::int64_t>& x, const Table& t) {
   if (on_device(x.where())) return population_cuda::markov_rows(x, t);
   const std::vector<std::int64_t>& s = x.host();
   for (std::size_t i = 0; i < s.size(); ++i)
-    if (s[i] < 0 || s[i] >= static_cast<std::int64_t>(t.rows))
-      tally::detail::fail<domain_error>(who, ": particle ", i, "'s state ", s[i], " is not one of the ", t.rows,
-                                        " states 0 .. ", t.rows - 1, " of the table");
+    if (s[i] < 0 || s[i] >= static_cast<std::int64_t>(t.rows)) detail::fail_state(who, i, s[i], t.rows);
   const std::vector<double>& tv = t.values.host();
   return rows_to_laws(
       s.size(), t.cols,

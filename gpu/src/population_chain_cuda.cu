@@ -5,6 +5,7 @@
 #include "population_cuda.hpp"
 #include "population_kernels.cuh"
 #include "population_math.hpp"
+#include "population_reference.hpp"
 
 namespace tally::gpu::population_cuda {
 
@@ -20,23 +21,14 @@ __global__ void states_kernel(PmfBatchView x, std::int64_t k, unsigned long long
   if (lo < 0 || hi >= k) atomicMin(first_bad, static_cast<unsigned long long>(i));
 }
 
-/// A first-bad flag on the device: count (no particle) until a kernel lowers it.
-Column<std::int64_t> flag(std::size_t count) { return population_cuda::filled(static_cast<std::int64_t>(count), 1); }
-unsigned long long* flag_data(Column<std::int64_t>& f) { return reinterpret_cast<unsigned long long*>(f.data()); }
-
-/// Reads the flag back (one synchronization): the first bad particle, or count.
-std::size_t first_bad(const Column<std::int64_t>& f) { return static_cast<std::size_t>(f.to_host()[0]); }
-
 void check_states(const Laws& x, std::size_t k, const char* who) {
-  auto bad = flag(x.size());
-  if (x.size() > 0) states_kernel<<<thread_blocks(x.size()), block>>>(x.view(), static_cast<std::int64_t>(k), flag_data(bad));
+  FirstBad bad(x.size());
+  if (x.size() > 0) states_kernel<<<thread_blocks(x.size()), block>>>(x.view(), static_cast<std::int64_t>(k), bad.data());
   launched();
-  const std::size_t i = first_bad(bad);
+  const std::size_t i = bad.read();
   if (i < x.size()) {
     const gpu::PmfBatch h = x.to_host();  // only to name the law in the error
-    tally::detail::fail<domain_error>(who, ": particle ", i, "'s law on ", h.lo[i], " .. ",
-                                      h.lo[i] + static_cast<std::int64_t>(h.length(i)) - 1, " leaves the ", k,
-                                      " states 0 .. ", k - 1, " of the table");
+    detail::fail_states(who, i, h.lo[i], h.lo[i] + static_cast<std::int64_t>(h.length(i)) - 1, k);
   }
 }
 
@@ -121,18 +113,16 @@ Laws markov_step(const Laws& x, const Table& t) {
 
 Laws markov_rows(const Column<std::int64_t>& x, const Table& t) {
   constexpr const char* who = "tally::gpu::markov_rows";
-  auto bad = flag(x.size());
+  FirstBad bad(x.size());
   Laws out = Laws::allocate(Backend::cuda, x.size(), x.size() * t.cols, t.cols, who);
   if (x.size() > 0)
     markov_rows_kernel<<<warp_blocks(x.size()), block>>>(x.data(), x.size(), t.values.data(),
                                                          static_cast<std::int64_t>(t.rows),
                                                          static_cast<std::int64_t>(t.cols), out.mutable_view(),
-                                                         flag_data(bad));
+                                                         bad.data());
   launched();
-  const std::size_t i = first_bad(bad);
-  if (i < x.size())
-    tally::detail::fail<domain_error>(who, ": particle ", i, "'s state ", x.to_host()[i], " is not one of the ",
-                                      t.rows, " states 0 .. ", t.rows - 1, " of the table");
+  const std::size_t i = bad.read();
+  if (i < x.size()) detail::fail_state(who, i, x.to_host()[i], t.rows);
   return out;
 }
 

@@ -248,8 +248,8 @@ Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const
   for (std::size_t i = 0; i < x.size(); ++i) {
     const tally::detail::int128 r = tally::detail::int128{a} * x.host()[i] + tally::detail::int128{b} * y.host()[i] + c;
     if (r > std::numeric_limits<std::int64_t>::max() || r < std::numeric_limits<std::int64_t>::min())
-      tally::detail::fail<overflow_error>(who, ": ", a, " * ", x.host()[i], " + ", b, " * ", y.host()[i], " + ", c,
-                                          " overflows the 64-bit integer range");
+      tally::detail::fail<overflow_error>(who, ": particle ", i, ": ", a, " * ", x.host()[i], " + ", b, " * ",
+                                          y.host()[i], " + ", c, " overflows the 64-bit integer range");
     out[i] = static_cast<std::int64_t>(r);
   }
   return Column<std::int64_t>::host_values(std::move(out));

@@ -393,18 +393,18 @@ Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const
                             std::int64_t b, std::int64_t c) {
   constexpr const char* who = "tally::gpu::linear";
   auto out = Column<std::int64_t>::allocate(Backend::cuda, x.size(), who);
-  auto overflow = filled(std::int64_t{-1}, 1);
+  FirstBad overflow(x.size());
   const std::int64_t *xp = x.data(), *yp = y.data();
   std::int64_t* o = out.data();
-  auto* flag = reinterpret_cast<unsigned long long*>(overflow.data());
+  unsigned long long* flag = overflow.data();
   each(x.size(), [=] __device__(long long i) {
     const __int128 r = static_cast<__int128>(a) * xp[i] + static_cast<__int128>(b) * yp[i] + c;
     if (r > INT64_MAX || r < INT64_MIN) atomicMin(flag, static_cast<unsigned long long>(i));
     o[i] = static_cast<std::int64_t>(r);
   });
-  const std::int64_t first = overflow.to_host()[0];
-  if (first >= 0) {
-    const std::int64_t xi = x.to_host()[std::size_t(first)], yi = y.to_host()[std::size_t(first)];
+  const std::size_t first = overflow.read();
+  if (first < x.size()) {
+    const std::int64_t xi = x.to_host()[first], yi = y.to_host()[first];
     tally::detail::fail<overflow_error>(who, ": particle ", first, ": ", a, " * ", xi, " + ", b, " * ", yi, " + ", c,
                                         " overflows the 64-bit integer range");
   }

@@ -1,5 +1,5 @@
-// Private: what the CPU references of the population operations share: shape checks, and conditioning each
-// particle's law on an observation by a per-value likelihood.
+// Private: what the CPU references of the population operations share: shape checks and errors, and conditioning
+// each particle's law on an observation by a per-value likelihood.
 #pragma once
 
 #include <algorithm>
@@ -21,6 +21,16 @@ void same_shape(const A& a, const B& b, const char* who) {
 }
 
 inline bool on_device(Backend where) { return where == Backend::cuda; }
+
+/// The errors of population_chain (host and device alike): a law leaving the table's k states, a state not one.
+[[noreturn]] inline void fail_states(const char* who, std::size_t i, std::int64_t lo, std::int64_t hi, std::size_t k) {
+  tally::detail::fail<domain_error>(who, ": particle ", i, "'s law on ", lo, " .. ", hi, " leaves the ", k,
+                                    " states 0 .. ", k - 1, " of the table");
+}
+[[noreturn]] inline void fail_state(const char* who, std::size_t i, std::int64_t s, std::size_t k) {
+  tally::detail::fail<domain_error>(who, ": particle ", i, "'s state ", s, " is not one of the ", k, " states 0 .. ",
+                                    k - 1, " of the table");
+}
 
 /// Law i becomes \f$ w'_{i,k} \propto w_{i,k}\, e^{\ell(i, lo_i + k)} \f$ (max 1 again, log_scale the normalizer)
 /// and \f$ \log L_i = \mathrm{log\_scale}_i + \log \sum_k w_{i,k} e^{\ell(i, lo_i + k)} \f$ is added to

@@ -11,6 +11,7 @@
 #include "tally/distributions.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu/backend.hpp"
+#include "tally/gpu/population_ops.hpp"
 #include "tally/runtime/graph.hpp"
 #include "tally/runtime/population.hpp"
 
@@ -464,4 +465,19 @@ TEST_CASE("a population too big for the device says how many particles would fit
     CHECK(pop.bytes() == 16 * P);  // the log-weights and c's values
   }
   CHECK(Population::live_nodes() == live);
+}
+
+TEST_CASE("an integer overflow in a population names its first particle, on the host and the device",
+          "[population][device]") {
+  std::vector<gpu::Backend> places{gpu::Backend::cpu};
+  if (gpu::cuda_available()) places.push_back(gpu::Backend::cuda);
+  else WARN("device half skipped: " << gpu::device_description());
+  for (const gpu::Backend where : places) {
+    INFO((where == gpu::Backend::cpu ? "host" : "device"));
+    std::vector<std::int64_t> x(1000, 3);
+    x[417] = x[901] = std::numeric_limits<std::int64_t>::max() / 2 + 1;  // 2 x overflows from here
+    const auto cx = gpu::Column<std::int64_t>::from_host(x, where), ones = gpu::filled(std::int64_t{1}, 1000, where);
+    CHECK_THROWS_WITH(gpu::linear(cx, 2, ones, 0, 0), Catch::Contains("particle 417") && Catch::Contains("overflows"));
+    CHECK(gpu::linear(ones, 2, ones, -1, 5).to_host() == std::vector<std::int64_t>(1000, 6));
+  }
 }
