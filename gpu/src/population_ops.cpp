@@ -226,6 +226,18 @@ Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t cou
   return Column<std::int64_t>::host_values(cpu::sample_batched(x.host(), seed, counter));
 }
 
+double gamma_variate(double shape, std::uint64_t seed, std::uint64_t particle, std::uint64_t counter) {
+  tally::detail::check_positive(shape, "tally::gpu::gamma_variate", "shape");
+  int next = 0;
+  return detail::gamma_draw(shape, seed, particle, counter, next);
+}
+
+double beta_variate(double a, double b, std::uint64_t seed, std::uint64_t particle, std::uint64_t counter) {
+  tally::detail::check_positive(a, "tally::gpu::beta_variate", "a");
+  tally::detail::check_positive(b, "tally::gpu::beta_variate", "b");
+  return detail::beta_draw(a, b, seed, particle, counter);
+}
+
 Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter) {
   constexpr const char* who = "tally::gpu::sample_beta";
   same_shape(a, b, who);
@@ -272,6 +284,7 @@ void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t
   same_shape(a, k, who);
   if (on_device(a.where())) return population_cuda::beta_update(a, b, n, k);
   for (std::size_t i = 0; i < a.size(); ++i) {
+    if (k.host()[i] < 0 || k.host()[i] > n.host()[i]) continue;  // an impossible count: the particle's weight is 0
     a.host()[i] += static_cast<double>(k.host()[i]);
     b.host()[i] += static_cast<double>(n.host()[i] - k.host()[i]);
   }

@@ -429,6 +429,7 @@ void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t
   double *ap = a.data(), *bp = b.data();
   const std::int64_t *np = n.data(), *kp = k.data();
   each(a.size(), [=] __device__(long long i) {
+    if (kp[i] < 0 || kp[i] > np[i]) return;  // an impossible count: the particle's weight is 0
     ap[i] += static_cast<double>(kp[i]);
     bp[i] += static_cast<double>(np[i] - kp[i]);
   });

@@ -13,4 +13,9 @@ std::vector<std::int64_t> sample_batched(const PmfBatch& pmfs, std::uint64_t see
   return out;
 }
 
+std::int64_t sample_one(std::span<const double> w, std::int64_t lo, std::uint64_t seed, std::uint64_t index,
+                        std::uint64_t counter) {
+  return lo + detail::lane_segment_draw(w, philox_uniform(seed, index, counter));
+}
+
 }  // namespace tally::gpu::cpu

@@ -4,11 +4,13 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "dependence.hpp"
 #include "node.hpp"
 #include "support.hpp"
 #include "tally/error.hpp"
+#include "tally/gpu/population_ops.hpp"
 
 namespace tally::runtime {
 
@@ -16,29 +18,78 @@ using detail::Node;
 using detail::State;
 
 namespace {
-template <class T>
-Batch<T> batch_of(const std::vector<T>& v) {
-  return Batch<T>::make(v.size(), [&](std::size_t i) { return v[i]; });
+constexpr std::uint64_t resampling_key = 0x7265'7361'6d70'6c65ull;  // "resample": apart from the graph's draws
+
+gpu::Backend resolve(Device d, std::size_t particles) {
+  switch (d) {
+    case Device::cpu: return gpu::Backend::cpu;
+    case Device::cuda:
+      if (!gpu::cuda_available())
+        tally::detail::fail<cuda_error>("tally::runtime::Graph: Device::cuda asked for, but ", gpu::device_description());
+      return gpu::Backend::cuda;
+    case Device::automatic: break;
+  }
+  return gpu::cuda_available() && particles >= automatic_cuda_particles ? gpu::Backend::cuda : gpu::Backend::cpu;
 }
-template <class T>
-std::vector<T> vector_of(const Batch<T>& b) {
-  std::vector<T> v;
-  v.reserve(b.size());
-  for (std::size_t i = 0; i < b.size(); ++i) v.push_back(b[i]);
-  return v;
+
+/// A device allocation that failed, said again with how many particles would fit: the graph holds `held` bytes,
+/// and this step asked for `e.requested` more.
+[[noreturn]] void out_of_memory(const detail::Context& c, const device_memory_error& e, std::size_t held) {
+  const double P = static_cast<double>(c.particles);
+  const double per_particle = (static_cast<double>(held) + static_cast<double>(e.requested)) / P;
+  const double fit = std::floor((static_cast<double>(e.free) + static_cast<double>(held)) / per_particle);
+  throw device_memory_error(
+      tally::detail::message("tally::runtime::Graph of ", c.particles, " particles: ", e.what(), ". The graph holds ",
+                             held, " bytes (", static_cast<double>(held) / P, " per particle); with this step it needs about ",
+                             per_particle, " bytes per particle, so about ", fit, " particles would fit"),
+      e.requested, e.free);
 }
+
+template <class F>
+auto guarded(const detail::Context& c, std::size_t held, F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const device_memory_error& e) {
+    out_of_memory(c, e, held);
+  }
+}
+
+/// Records what the runtime samples while one observation computes (Context::report), and stops at scope exit.
+struct Recording {
+  explicit Recording(detail::Context& c) : ctx(c) { ctx.report = &sampled; }
+  ~Recording() { ctx.report = nullptr; }
+  Recording(const Recording&) = delete;
+  Recording& operator=(const Recording&) = delete;
+  detail::Context& ctx;
+  std::vector<Sampled> sampled;
+};
 }  // namespace
 
-Graph::Graph(std::size_t particles, std::uint64_t seed, Truncation t) {
+Graph::Graph(std::size_t particles, std::uint64_t seed, Truncation t) : Graph(particles, seed, Device::automatic, t) {}
+
+Graph::Graph(std::size_t particles, std::uint64_t seed, Device device, Truncation t) {
   if (particles == 0) tally::detail::fail<domain_error>("tally::runtime::Graph: particles must be >= 1");
-  context_ = std::make_shared<detail::Context>(particles, seed, t);
+  context_ = std::make_shared<detail::Context>(particles, seed, resolve(device, particles), t);
 }
 
 std::size_t Graph::particles() const { return context_->particles; }
+gpu::Backend Graph::backend() const { return context_->where; }
+void Graph::strict(bool on) { context_->strict = on; }
+bool Graph::strict() const { return context_->strict; }
 const Truncation& Graph::truncation() const { return context_->truncation; }
-RandomStream& Graph::stream(std::size_t i) { return context_->streams.at(i); }
-const std::vector<double>& Graph::log_weights() const { return context_->log_weight; }
-void Graph::reset_log_weights() { std::fill(context_->log_weight.begin(), context_->log_weight.end(), 0.0); }
+RandomStream& Graph::stream(std::size_t i) {
+  if (i >= particles()) tally::detail::fail<domain_error>("tally::runtime::Graph::stream: particle ", i, " of ", particles());
+  constexpr std::uint64_t engine_key = 0x656e'6769'6e65ull;  // "engine": apart from the graph's own draws
+  auto& s = context_->streams;
+  if (s.empty()) {
+    s.reserve(particles());
+    for (std::size_t k = 0; k < particles(); ++k) s.emplace_back(context_->seed ^ engine_key, k);
+  }
+  return s[i];
+}
+std::vector<double> Graph::log_weights() const { return context_->log_weight.to_host(); }
+const gpu::Column<double>& Graph::log_weight_column() const { return context_->log_weight; }
+void Graph::reset_log_weights() { context_->log_weight = gpu::filled(0.0, particles(), context_->where); }
 std::int64_t Graph::live_nodes() { return Node::live(); }
 
 template <class Handle>
@@ -46,6 +97,24 @@ std::shared_ptr<Node> Graph::node_of(const Handle& x, const char* who) const {
   if (!x.node_) tally::detail::fail<usage_error>(who, ": the variable handle is empty (default-constructed or moved from)");
   if (x.node_->context != context_) tally::detail::fail<usage_error>(who, ": the variable belongs to another Graph");
   return x.node_;
+}
+
+void Graph::name(const Variable& x, std::string name) { node_of(x, "name")->name = std::move(name); }
+void Graph::name(const Continuous& x, std::string name) { node_of(x, "name")->name = std::move(name); }
+
+Variable Graph::constant(std::int64_t v) { return constant(std::vector<std::int64_t>(particles(), v)); }
+Variable Graph::constant(const std::vector<std::int64_t>& v) {
+  if (v.size() != particles())
+    tally::detail::fail<shape_error>("tally::runtime::Graph::constant: ", v.size(), " values for ", particles(), " particles");
+  return constant(gpu::Column<std::int64_t>::from_host(v, context_->where));
+}
+Variable Graph::constant(gpu::Column<std::int64_t> v) {
+  if (v.size() != particles())
+    tally::detail::fail<shape_error>("tally::runtime::Graph::constant: ", v.size(), " values for ", particles(), " particles");
+  if (v.where() != context_->where) v = gpu::Column<std::int64_t>::from_host(v.to_host(), context_->where);
+  auto n = std::make_shared<Node>(context_, detail::DiscreteRoot{Pmf::point(0)}, State::realized);
+  n->value = detail::make_values(std::move(v));
+  return Variable(n);
 }
 
 Variable Graph::assume(const Pmf& prior) {
@@ -99,20 +168,22 @@ Variable Graph::subtract(const Variable& x, const Variable& y) {
 Continuous Graph::assume(const Beta& law) {
   auto n = std::make_shared<Node>(context_, detail::ContinuousRoot{detail::ContinuousRoot::beta}, State::marginalized);
   n->continuous = std::make_unique<Node::ContinuousState>();
-  n->continuous->beta = Batch<Beta>::filled(particles(), law);
+  n->continuous->params.a = gpu::filled(law.alpha, particles(), context_->where);
+  n->continuous->params.b = gpu::filled(law.beta, particles(), context_->where);
   return Continuous(n);
 }
 Continuous Graph::assume(const Gamma& law) {
   auto n = std::make_shared<Node>(context_, detail::ContinuousRoot{detail::ContinuousRoot::gamma}, State::marginalized);
   n->continuous = std::make_unique<Node::ContinuousState>();
-  n->continuous->gamma = Batch<Gamma>::filled(particles(), law);
+  n->continuous->params.a = gpu::filled(law.shape, particles(), context_->where);
+  n->continuous->params.b = gpu::filled(law.rate, particles(), context_->where);
   return Continuous(n);
 }
 Continuous Graph::assume(const Dirichlet& law) {
   auto n = std::make_shared<Node>(context_, detail::ContinuousRoot{detail::ContinuousRoot::dirichlet},
                                   State::marginalized);
   n->continuous = std::make_unique<Node::ContinuousState>();
-  n->continuous->dirichlet = Batch<Dirichlet>::filled(particles(), law);
+  n->continuous->params.dirichlet = Batch<Dirichlet>::filled(particles(), law);
   return Continuous(n);
 }
 
@@ -133,7 +204,7 @@ Variable Graph::binomial(const std::vector<std::int64_t>& n, const Continuous& r
   if (n.size() != particles())
     tally::detail::fail<shape_error>("tally::runtime::Graph::binomial: ", n.size(), " trial counts for ", particles(), " particles");
   for (auto k : n) tally::detail::check_count(k, "tally::runtime::Graph::binomial", "number of trials n");
-  detail::CountChild c{detail::CountChild::binomial, batch_of(n), 0.0};
+  detail::CountChild c{detail::CountChild::binomial, detail::make_values(*context_, n), 0.0, 1.0};
   auto node = std::make_shared<Node>(context_, std::move(c), State::initialized);
   node->parents[0] = std::move(p);
   return Variable(node);
@@ -143,16 +214,17 @@ Variable Graph::negative_binomial(double r, const Continuous& rho) {
   auto p = node_of(rho, "negative_binomial");
   require_family(*p, detail::ContinuousRoot::beta, "negative_binomial", "Beta");
   tally::detail::check_positive(r, "tally::runtime::Graph::negative_binomial", "r");
-  auto node = std::make_shared<Node>(context_, detail::CountChild{detail::CountChild::negative_binomial, {}, r},
+  auto node = std::make_shared<Node>(context_, detail::CountChild{detail::CountChild::negative_binomial, {}, r, 1.0},
                                      State::initialized);
   node->parents[0] = std::move(p);
   return Variable(node);
 }
 
-Variable Graph::poisson(const Continuous& lambda) {
+Variable Graph::poisson(const Continuous& lambda, double a) {
   auto p = node_of(lambda, "poisson");
   require_family(*p, detail::ContinuousRoot::gamma, "poisson", "Gamma");
-  auto node = std::make_shared<Node>(context_, detail::CountChild{detail::CountChild::poisson, {}, 0.0}, State::initialized);
+  tally::detail::check_positive(a, "tally::runtime::Graph::poisson", "scale a");
+  auto node = std::make_shared<Node>(context_, detail::CountChild{detail::CountChild::poisson, {}, 0.0, a}, State::initialized);
   node->parents[0] = std::move(p);
   return Variable(node);
 }
@@ -161,25 +233,90 @@ Variable Graph::categorical(const Continuous& pi) {
   auto p = node_of(pi, "categorical");
   require_family(*p, detail::ContinuousRoot::dirichlet, "categorical", "Dirichlet");
   auto node =
-      std::make_shared<Node>(context_, detail::CountChild{detail::CountChild::categorical, {}, 0.0}, State::initialized);
+      std::make_shared<Node>(context_, detail::CountChild{detail::CountChild::categorical, {}, 0.0, 1.0}, State::initialized);
   node->parents[0] = std::move(p);
   return Variable(node);
 }
 
-std::vector<double> Graph::observe(const Variable& x, std::int64_t v) {
+namespace {
+/// x's values where the graph keeps them, x realized first (drawn from its exact posterior) if it is not.
+const detail::Values& realized(Node& n) {
+  detail::graft(n);
+  if (n.state == State::marginalized) detail::sample(n);
+  return n.value;
+}
+/// A Variable that the engine needs realized as a parameter: sampled as a Fallback::parent_realized if not.
+const detail::Values& realized_parameter(Node& n) {
+  if (n.state != State::realized) {
+    detail::graft(n);
+    if (n.state == State::marginalized) detail::fallback(n, Fallback::parent_realized);
+  }
+  return realized(n);
+}
+}  // namespace
+
+Variable Graph::binomial(const Variable& x, const std::vector<double>& p) {
+  if (p.size() != particles())
+    tally::detail::fail<shape_error>("tally::runtime::Graph::binomial: ", p.size(), " probabilities for ", particles(), " particles");
+  return binomial(x, gpu::Column<double>::from_host(p, context_->where));
+}
+
+Variable Graph::binomial(const Variable& x, const gpu::Column<double>& p) {
+  constexpr const char* who = "tally::runtime::Graph::binomial";
+  auto n = node_of(x, "binomial");
+  if (p.size() != particles())
+    tally::detail::fail<shape_error>(who, ": ", p.size(), " probabilities for ", particles(), " particles");
+  auto q = std::make_shared<gpu::Column<double>>(p.where() == context_->where ? p.clone()
+                                                                               : gpu::Column<double>::from_host(p.to_host(), context_->where));
+  if (q->where() == gpu::Backend::cpu)
+    for (double v : q->host()) tally::detail::check_probability(v, who, "p");
+  realized_parameter(*n);
+  auto node = std::make_shared<Node>(context_, detail::PerParticleBinomial{std::move(q)}, State::initialized);
+  node->parents[0] = std::move(n);
+  return Variable(node);
+}
+
+Variable Graph::binomial(const Variable& x, const Continuous& rho) {
+  auto p = node_of(rho, "binomial");
+  require_family(*p, detail::ContinuousRoot::beta, "binomial", "Beta");
+  const detail::Values& n = realized_parameter(*node_of(x, "binomial"));
+  if (context_->where == gpu::Backend::cpu)
+    for (std::size_t i = 0; i < particles(); ++i)
+      tally::detail::check_count(n[i], "tally::runtime::Graph::binomial", "number of trials n");
+  detail::CountChild c{detail::CountChild::binomial, n, 0.0, 1.0};
+  auto node = std::make_shared<Node>(context_, std::move(c), State::initialized);
+  node->parents[0] = std::move(p);
+  return Variable(node);
+}
+
+Observation Graph::observe(const Variable& x, std::int64_t v) {
+  auto n = node_of(x, "observe");
   return observe(x, std::vector<std::int64_t>(particles(), v));
 }
 
-std::vector<double> Graph::observe(const Variable& x, const std::vector<std::int64_t>& v) {
-  auto n = node_of(x, "observe");
+Observation Graph::observe(const Variable& x, const std::vector<std::int64_t>& v) {
   if (v.size() != particles())
     tally::detail::fail<shape_error>("tally::runtime::Graph::observe: ", v.size(), " values for ", particles(), " particles");
+  auto n = node_of(x, "observe");
+  return observe(x, constant(v));
+}
+
+Observation Graph::observe(const Variable& x, const Variable& v) {
+  auto n = node_of(x, "observe");
+  auto nv = node_of(v, "observe");
+  if (n == nv) tally::detail::fail<usage_error>("tally::runtime::Graph::observe: a variable observed at itself");
   if (n->state == State::realized)
-    tally::detail::fail<usage_error>("tally::runtime::Graph::observe: the variable is already realized (value ",
-                                     n->value[0], " in particle 0); observe each variable once, before value()");
-  const auto values = batch_of(v);
-  if (auto impossible = detail::observe_outside_support(*n, values)) return std::move(*impossible);
-  return detail::observe(*n, values);
+    tally::detail::fail<usage_error>("tally::runtime::Graph::observe: ", n->name,
+                                     " is already realized; observe each variable once, before value()");
+  return guarded(*context_, bytes(), [&] {
+    const detail::Values values = realized(*nv);
+    Recording recording(*context_);
+    if (context_->where == gpu::Backend::cpu)
+      if (auto impossible = detail::observe_outside_support(*n, values))
+        return Observation(std::move(*impossible), Exactness{});
+    auto [loglik, error] = detail::observe(*n, values);
+    return Observation(std::move(loglik), Exactness{std::move(recording.sampled), error});
+  });
 }
 
 bool Graph::in_support(const Variable& x, std::int64_t v) const {
@@ -189,26 +326,54 @@ bool Graph::in_support(const Variable& x, std::int64_t v) const {
 
 std::vector<std::int64_t> Graph::value(const Variable& x) {
   auto n = node_of(x, "value");
-  detail::graft(*n);
-  if (n->state == State::marginalized) detail::sample(*n);
-  return vector_of(n->value);
+  return guarded(*context_, bytes(), [&] { return detail::to_vector(realized(*n)); });
+}
+
+gpu::Column<std::int64_t> Graph::values(const Variable& x) {
+  auto n = node_of(x, "values");
+  return guarded(*context_, bytes(), [&] { return (*realized(*n)).clone(); });
+}
+
+void Graph::realize(const Variable& x) {
+  auto n = node_of(x, "realize");
+  guarded(*context_, bytes(), [&] { realized(*n); });
+}
+
+void Graph::realize(const Continuous& x) {
+  auto n = node_of(x, "realize");
+  if (n->state != State::realized) detail::sample_continuous(*n);
 }
 
 std::vector<Pmf> Graph::marginal(const Variable& x) {
   auto n = node_of(x, "marginal");
-  detail::graft(*n);
+  guarded(*context_, bytes(), [&] { detail::graft(*n); });
   if (n->state == State::realized) {
     std::vector<Pmf> out;
-    for (std::size_t i = 0; i < particles(); ++i) out.push_back(Pmf::point(n->value[i]));
+    for (std::int64_t v : detail::to_vector(n->value)) out.push_back(Pmf::point(v));
     return out;
   }
-  return vector_of(n->marginal);
+  return detail::to_pmfs(detail::law(*n));
 }
 
 std::vector<Eigen::VectorXd> Graph::value(const Continuous& x) {
   auto n = node_of(x, "value");
   if (n->state != State::realized) detail::sample_continuous(*n);
-  return vector_of(n->continuous->value);
+  const auto& c = *n->continuous;
+  std::vector<Eigen::VectorXd> out;
+  if (std::get<detail::ContinuousRoot>(n->kind).family == detail::ContinuousRoot::dirichlet) {
+    for (std::size_t i = 0; i < particles(); ++i) out.push_back(c.vector[i]);
+    return out;
+  }
+  for (double v : c.scalar.to_host()) out.push_back(Eigen::VectorXd::Constant(1, v));
+  return out;
+}
+
+std::vector<double> Graph::scalar_value(const Continuous& x) {
+  auto n = node_of(x, "scalar_value");
+  if (std::get<detail::ContinuousRoot>(n->kind).family == detail::ContinuousRoot::dirichlet)
+    tally::detail::fail<usage_error>("tally::runtime::Graph::scalar_value: ", n->name, " is a Dirichlet variable (use value)");
+  if (n->state != State::realized) detail::sample_continuous(*n);
+  return n->continuous->scalar.to_host();
 }
 
 namespace {
@@ -223,17 +388,28 @@ const Node& unrealized(const std::shared_ptr<Node>& n, const char* who) {
 std::vector<Beta> Graph::beta(const Continuous& x) {
   const auto node = node_of(x, "beta");
   require_family(*node, detail::ContinuousRoot::beta, "beta", "Beta");  // before grafting: a refused query changes nothing
-  return vector_of(unrealized(node, "beta").continuous->beta);
+  const auto& p = unrealized(node, "beta").continuous->params;
+  const auto a = p.a.to_host(), b = p.b.to_host();
+  std::vector<Beta> out;
+  for (std::size_t i = 0; i < a.size(); ++i) out.emplace_back(a[i], b[i]);
+  return out;
 }
 std::vector<Gamma> Graph::gamma(const Continuous& x) {
   const auto node = node_of(x, "gamma");
   require_family(*node, detail::ContinuousRoot::gamma, "gamma", "Gamma");  // before grafting: a refused query changes nothing
-  return vector_of(unrealized(node, "gamma").continuous->gamma);
+  const auto& p = unrealized(node, "gamma").continuous->params;
+  const auto a = p.a.to_host(), b = p.b.to_host();
+  std::vector<Gamma> out;
+  for (std::size_t i = 0; i < a.size(); ++i) out.emplace_back(a[i], b[i]);
+  return out;
 }
 std::vector<Dirichlet> Graph::dirichlet(const Continuous& x) {
   const auto node = node_of(x, "dirichlet");
   require_family(*node, detail::ContinuousRoot::dirichlet, "dirichlet", "Dirichlet");  // before grafting: a refused query changes nothing
-  return vector_of(unrealized(node, "dirichlet").continuous->dirichlet);
+  const auto& p = unrealized(node, "dirichlet").continuous->params;
+  std::vector<Dirichlet> out;
+  for (std::size_t i = 0; i < particles(); ++i) out.push_back(p.dirichlet[i]);
+  return out;
 }
 
 std::vector<std::vector<std::size_t>> Graph::touches(const std::vector<Variable>& observations,
@@ -254,16 +430,21 @@ std::vector<std::vector<std::size_t>> Graph::touches(const std::vector<Variable>
   return detail::touches(o, v, method);
 }
 
-Graph::Resampling Graph::resample_by_weight(gpu::Resampler kind) {
-  const auto& lw = context_->log_weight;
-  if (std::all_of(lw.begin(), lw.end(), [](double l) { return l == -std::numeric_limits<double>::infinity(); }))
-    return {-std::numeric_limits<double>::infinity(), 0.0, {}};
-  constexpr std::uint64_t resampling_key = 0x7265'7361'6d70'6c65ull;  // "resample": apart from particle streams
-  gpu::WeightSummary summary{};  // from the resampler's own passes over the weights: no second pass
-  auto ancestors = gpu::resample(lw, kind, context_->seed ^ resampling_key, context_->resamplings++, &summary);
-  resample(ancestors);
+Graph::Resampling Graph::resample_by_weight(gpu::Resampler kind) { return resample_by_weight(1.0, kind); }
+
+Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kind) {
+  return guarded(*context_, bytes(), [&]() -> Resampling {
+  gpu::WeightSummary summary{};
+  auto ancestors = gpu::resample(context_->log_weight, kind, context_->seed ^ resampling_key, context_->resamplings++, summary);
+  const double log_mean = summary.log_sum - std::log(static_cast<double>(particles()));
+  if (ancestors.size() == 0) return {-std::numeric_limits<double>::infinity(), 0.0, {}};  // every particle impossible
+  if (threshold < 1.0 && !(summary.ess < threshold * static_cast<double>(particles()))) return {log_mean, summary.ess, {}};
+  gather(ancestors);
   reset_log_weights();
-  return {summary.log_sum - std::log(static_cast<double>(particles())), summary.ess, std::move(ancestors)};
+  std::vector<std::size_t> host;
+  if (ancestors.where() == gpu::Backend::cpu) host = std::move(ancestors.host());
+  return {log_mean, summary.ess, std::move(host)};
+  });
 }
 
 void Graph::resample(const std::vector<std::size_t>& ancestors) {
@@ -272,23 +453,67 @@ void Graph::resample(const std::vector<std::size_t>& ancestors) {
                                      particles(), " particles");
   for (std::size_t a : ancestors)
     if (a >= particles()) tally::detail::fail<domain_error>("tally::runtime::Graph::resample: ancestor ", a, " out of range");
+  gather(gpu::Column<std::size_t>::from_host(ancestors, context_->where));
+  context_->log_weight = detail::gather(context_->log_weight, gpu::Column<std::size_t>::from_host(ancestors, context_->where));
+}
+
+void Graph::gather(const gpu::Column<std::size_t>& a) {
+  // laws and values shared between nodes (an operand's laws, a count's trials) are gathered once and stay shared
+  std::map<const void*, detail::Laws> laws;
+  std::map<const void*, detail::Values> values;
+  auto gather_laws = [&](detail::Laws& l) {
+    if (l.empty()) return;
+    if (!l.device) {
+      l = detail::gather(l, a);
+      return;
+    }
+    auto [it, fresh] = laws.try_emplace(l.device.get());
+    if (fresh) it->second = detail::gather(l, a);
+    l = it->second;
+  };
+  auto gather_values = [&](detail::Values& v) {
+    if (v.empty()) return;
+    auto [it, fresh] = values.try_emplace(v.column.get());
+    if (fresh) it->second = detail::gather(v, a);
+    v = it->second;
+  };
   for (Node* n = context_->first_live; n != nullptr; n = n->next_live) {
-    n->marginal.select(ancestors);
-    n->value.select(ancestors);
-    n->tie_c.select(ancestors);
+    gather_laws(n->marginal);
+    gather_values(n->value);
+    gather_values(n->tie_c);
     if (auto* c = n->continuous.get()) {
-      c->beta.select(ancestors);
-      c->gamma.select(ancestors);
-      c->dirichlet.select(ancestors);
-      c->value.select(ancestors);
+      c->params.a = detail::gather(c->params.a, a);
+      c->params.b = detail::gather(c->params.b, a);
+      if (!c->params.dirichlet.empty()) c->params.dirichlet.select(a.to_host());
+      c->scalar = detail::gather(c->scalar, a);
+      if (!c->vector.empty()) c->vector.select(a.to_host());
     }
     if (n->operands)
-      for (auto& o : *n->operands) o.select(ancestors);
-    if (auto* c = std::get_if<detail::CountChild>(&n->kind)) c->trials.select(ancestors);
+      for (auto& o : *n->operands) gather_laws(o);
+    if (auto* c = std::get_if<detail::CountChild>(&n->kind)) gather_values(c->trials);
+    if (auto* b = std::get_if<detail::PerParticleBinomial>(&n->kind))
+      b->p = std::make_shared<const gpu::Column<double>>(detail::gather(*b->p, a));
   }
-  std::vector<double> w(particles());
-  for (std::size_t i = 0; i < particles(); ++i) w[i] = context_->log_weight[ancestors[i]];
-  context_->log_weight = std::move(w);
+}
+
+std::vector<NodeMemory> Graph::memory() const {
+  std::vector<NodeMemory> out;
+  const double P = static_cast<double>(particles());
+  for (Node* n = context_->first_live; n != nullptr; n = n->next_live) {
+    std::size_t b = n->marginal.bytes() + (n->value.empty() ? 0 : n->value.column->bytes()) +
+                    (n->tie_c.empty() ? 0 : n->tie_c.column->bytes());
+    if (n->operands) b += (*n->operands)[0].bytes() + (*n->operands)[1].bytes();
+    if (auto* c = n->continuous.get())
+      b += c->params.a.bytes() + c->params.b.bytes() + c->scalar.bytes();
+    out.push_back({n->name, b, static_cast<double>(b) / P});
+  }
+  return out;
+}
+
+std::size_t Graph::bytes() const {
+  std::size_t total = context_->log_weight.bytes();
+  for (const auto& m : memory()) total += m.bytes;
+  return total;
 }
 
 }  // namespace tally::runtime

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <string>
 #include <cstdint>
 #include <memory>
 #include <variant>
@@ -11,18 +12,14 @@
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/sample.hpp"
 #include "tally/distributions/truncation.hpp"
+#include "state.hpp"
 #include "tally/runtime/batch.hpp"
 #include "tally/runtime/conjugate.hpp"
+#include "tally/runtime/observation.hpp"
 
 namespace tally::runtime::detail {
 
-/// y = a x + c, a != 0.
-struct AffineLaw {
-  std::int64_t a, c;
-};
 
-/// The law of a discrete child given its discrete parent.
-using ChildLaw = std::variant<Thinning, ScaledPoisson, IndexedPoisson, MarkovStep, AffineLaw>;
 
 // ---- What a node is given its parents: a closed set of cases ----------------------------------------------------
 /// A discrete variable with constant parameters.
@@ -32,6 +29,10 @@ struct DiscreteRoot {
 /// A discrete child of one discrete parent (parents[0]).
 struct DiscreteChild {
   ChildLaw law;
+};
+/// Binomial(x_i, p_i) with per-particle p (parents[0] = x, realized before the node is made).
+struct PerParticleBinomial {
+  std::shared_ptr<const gpu::Column<double>> p;
 };
 /// parents[0] + sign * parents[1] for independent operands.
 struct Sum {
@@ -51,24 +52,26 @@ struct ContinuousRoot {
 /// Poisson(lambda), Categorical(pi).
 struct CountChild {
   enum Family { binomial, negative_binomial, poisson, categorical } family;
-  Batch<std::int64_t> trials;  // n of a Binomial, one per particle
-  double successes = 0;        // r of a NegativeBinomial
+  Values trials;           // n of a Binomial, one per particle
+  double successes = 0;    // r of a NegativeBinomial
+  double scale = 1.0;      // a of a Poisson(a lambda)
 };
-using Kind = std::variant<DiscreteRoot, DiscreteChild, Sum, JointSum, ContinuousRoot, CountChild>;
+using Kind = std::variant<DiscreteRoot, DiscreteChild, PerParticleBinomial, Sum, JointSum, ContinuousRoot, CountChild>;
 
 enum class State { initialized, marginalized, realized };
 
 class Node;
 
-/// What all nodes of one program share: the number of particles, their random streams and log-weights.
-struct Context {
-  Context(std::size_t particles, std::uint64_t seed, Truncation truncation);
-  std::size_t particles;
-  std::vector<RandomStream> streams;  // particle i draws from stream i
-  std::vector<double> log_weight;
-  Truncation truncation;
-  std::uint64_t seed;              // the program's seed (particle i's stream is (seed, i))
+/// What all nodes of one program share: the number of particles, where their state lives, the draws so far,
+/// the log-weights, and the report of the observation being computed.
+struct Context : Place {
+  Context(std::size_t particles, std::uint64_t seed, gpu::Backend where, Truncation truncation);
+  std::vector<RandomStream> streams;  // particle i's stream for the engine's own draws (made on first use)
+  gpu::Column<double> log_weight;
   std::uint64_t resamplings = 0;   // Graph::resample_by_weight calls so far: the counter of their uniforms
+  std::uint64_t made = 0;          // nodes made so far (their default names #k)
+  bool strict = false;
+  std::vector<Sampled>* report = nullptr;  // while an observation computes: what the runtime sampled
   Node* first_live = nullptr;  // every live node of this context, linked through Node::next_live
 };
 
@@ -104,21 +107,23 @@ class Node : public std::enable_shared_from_this<Node> {
   std::shared_ptr<Node> tied;                    // owning: Y = tie_a X + tie_c after an observed sum
   Node* tied_to = nullptr;                       // raw: the X whose realization realizes this node
   std::int64_t tie_a = 0;
-  Batch<std::int64_t> tie_c;
+  Values tie_c;
 
-  Batch<Pmf> marginal;        // discrete, marginalized
-  Batch<std::int64_t> value;  // discrete, realized
+  /// discrete, marginalized: the laws (empty for a sum not yet convolved, and for a node tied to another, whose
+  /// laws follow its partner's: see law())
+  Laws marginal;
+  Values value;  // discrete, realized
+  std::string name;  // for reports: Graph::name, or "#k"
 
   /// The state only continuous nodes have, on the heap so that discrete nodes stay small.
   struct ContinuousState {
-    Batch<Beta> beta;  // parameters (one family used)
-    Batch<Gamma> gamma;
-    Batch<Dirichlet> dirichlet;
-    Batch<Eigen::VectorXd> value;  // realized (length 1 for Beta and Gamma)
+    Params params;                 // the posterior parameters while marginalized (one family used)
+    gpu::Column<double> scalar;    // realized Beta or Gamma
+    Batch<Eigen::VectorXd> vector; // realized Dirichlet
   };
   std::unique_ptr<ContinuousState> continuous;
   /// Sum nodes only: the operands' laws when the sum was marginalized (so a dropped operand does not matter).
-  std::unique_ptr<std::array<Batch<Pmf>, 2>> operands;
+  std::unique_ptr<std::array<Laws, 2>> operands;
 
   Node* prev_live = nullptr;  // the context's intrusive list of live nodes (for resampling)
   Node* next_live = nullptr;
@@ -132,14 +137,30 @@ class Node : public std::enable_shared_from_this<Node> {
 // ---- The delayed-sampling operations (delayed_sampling.cpp) -----------------------------------------------------
 /// Make n marginalized with no marginalized child (or realized): Murray et al.'s graft.
 void graft(Node& n);
+/// n's laws (a sum's convolution is made here on first use; a tied node's are its partner's, mapped).
+const Laws& law(Node& n);
 /// Realize n with one value per particle (n must be a marginalized node without a marginalized child).
-void realize(Node& n, const Batch<std::int64_t>& values);
+void realize(Node& n, const Values& values);
 /// Realize n by sampling from its marginal.
 void sample(Node& n);
 /// Realize a continuous n by sampling from its parameters.
 void sample_continuous(Node& n);
-/// graft, add log P(n = v) to each particle's weight, realize n = v; returns the per-particle log-likelihoods.
-std::vector<double> observe(Node& n, const Batch<std::int64_t>& values);
+
+// ---- Counts of conjugate parents (conjugate_state.cpp) ------------------------------------------------------------
+/// The laws of a count c given its parameter rho (marginalized: the compound law; realized: the plain family).
+Laws count_laws(Place& at, const CountChild& c, Node& rho);
+/// Adds log P(c = v) with rho integrated out (or known), in closed form.
+void add_count_log_likelihood(Place& at, const CountChild& c, Node& rho, const Values& v, LogLikelihood& ll);
+/// The conjugate update of a marginalized rho by c = v (particles with impossible values keep their parameters).
+void conjugate_update(Place& at, const CountChild& c, Node& rho, const Values& v);
+/// Draws a continuous node's values from its parameters (the graph's next draw) and drops the parameters.
+void draw_continuous(Place& at, Node& rho);
+/// A fallback the runtime is about to take: sampling n for `reason`. Strict mode throws inexact_error here (before
+/// anything is drawn); otherwise the sampling is recorded in the current observation's report.
+void fallback(Node& n, Fallback reason);
+/// graft, add log P(n = v) to each particle's weight, realize n = v; returns the per-particle log-likelihoods and
+/// the largest error bound of the laws they were read from.
+std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values);
 
 // ---- Reachability (reachability.cpp) --------------------------------------------------------------------------
 /// Calls f(u) for every node u that n's law depends on directly: its owning parents (while initialized), its raw

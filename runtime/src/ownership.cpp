@@ -2,6 +2,7 @@
 #include <atomic>
 
 #include "node.hpp"
+#include "tally/gpu/population_ops.hpp"
 
 namespace tally::runtime::detail {
 namespace {
@@ -10,13 +11,13 @@ std::atomic<std::int64_t> live_nodes{0};
 thread_local std::vector<std::shared_ptr<Node>>* graveyard = nullptr;
 }  // namespace
 
-Context::Context(std::size_t n, std::uint64_t program_seed, Truncation t)
-    : particles(n), log_weight(n, 0.0), truncation(t), seed(program_seed) {
-  streams.reserve(n);
-  for (std::size_t i = 0; i < n; ++i) streams.emplace_back(program_seed, i);
-}
+Context::Context(std::size_t n, std::uint64_t program_seed, gpu::Backend backend, Truncation t)
+    : Place{n, backend, t, program_seed, 0}, log_weight(gpu::filled(0.0, n, backend)) {}
 
-Node::Node(std::shared_ptr<Context> c, Kind k, State s) : context(std::move(c)), kind(std::move(k)), state(s) {
+Node::Node(std::shared_ptr<Context> c, Kind k, State s)
+    : context(std::move(c)), kind(std::move(k)), state(s) {
+  name = std::to_string(context->made++);
+  name.insert(name.begin(), '#');
   next_live = context->first_live;
   if (next_live) next_live->prev_live = this;
   context->first_live = this;

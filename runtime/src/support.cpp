@@ -2,6 +2,8 @@
 // impossible-observation check that uses them before anything is grafted.
 #include "support.hpp"
 
+#include "tally/gpu/population_ops.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <limits>
@@ -184,7 +186,7 @@ Maybe affine_set(const SupportSet& a, std::int64_t m, std::int64_t c, Work& work
 bool leaf_known(const Node& n) {
   if (!n.discrete()) return false;
   if (n.state == State::realized) return !n.value.empty();
-  if (n.state == State::marginalized) return !n.marginal.empty();
+  if (n.state == State::marginalized) return !n.marginal.host.empty();  // device laws: not read back here
   return std::holds_alternative<DiscreteRoot>(n.kind);
 }
 
@@ -193,13 +195,12 @@ Maybe leaf_support(const Node& n, Work& work) {
   const std::size_t P = n.context->particles;
   if (!leaf_known(n)) return std::nullopt;
   if (n.state == State::realized) {
-    std::vector<std::int64_t> values;
-    for (std::size_t i = 0; i < P; ++i) values.push_back(n.value[i]);
-    return point_set(std::move(values));
+    return point_set(to_vector(n.value));
   }
   if (n.state == State::marginalized) {
-    std::int64_t lo = n.marginal[0].lo(), hi = n.marginal[0].hi();
-    for (std::size_t i = 1; i < P; ++i) lo = std::min(lo, n.marginal[i].lo()), hi = std::max(hi, n.marginal[i].hi());
+    const Batch<Pmf>& m = n.marginal.host;
+    std::int64_t lo = m[0].lo(), hi = m[0].hi();
+    for (std::size_t i = 1; i < P; ++i) lo = std::min(lo, m[i].lo()), hi = std::max(hi, m[i].hi());
     return interval_set(lo, hi);
   }
   const Pmf& prior = std::get<DiscreteRoot>(n.kind).prior;  // its first and last entries are positive
@@ -307,7 +308,7 @@ std::optional<SupportSet> structural_support(Node& n) {
   return std::move(known.at(&n));
 }
 
-std::optional<std::vector<double>> observe_outside_support(Node& n, const Batch<std::int64_t>& values) {
+std::optional<gpu::Column<double>> observe_outside_support(Node& n, const Values& values) {
   if (n.state != State::initialized) return std::nullopt;  // a marginal exists: it answers at once
   const auto s = structural_support(n);
   if (!s) return std::nullopt;
@@ -315,8 +316,8 @@ std::optional<std::vector<double>> observe_outside_support(Node& n, const Batch<
   for (std::size_t i = 0; i < ctx.particles; ++i)
     if (s->contains(values[i])) return std::nullopt;
   const auto keep = n.shared_from_this();
-  std::vector<double> loglik(ctx.particles, -std::numeric_limits<double>::infinity());
-  for (std::size_t i = 0; i < ctx.particles; ++i) ctx.log_weight[i] += loglik[i];
+  auto loglik = gpu::filled(-std::numeric_limits<double>::infinity(), ctx.particles, ctx.where);
+  gpu::add_to(ctx.log_weight, loglik);
   n.parents = {};  // a realized node owns nothing
   n.state = State::realized;
   n.value = values;

@@ -45,6 +45,6 @@ std::optional<SupportSet> structural_support(Node& n);
 /// the values at once, without grafting (no dense pmf is built, nothing is conditioned: n's parents keep their
 /// laws, as an impossible particle's posterior does not matter). Returns the log-likelihoods (all -inf) then, and
 /// nullopt, having changed nothing, otherwise: the usual path also gives -inf wherever a value is impossible.
-std::optional<std::vector<double>> observe_outside_support(Node& n, const Batch<std::int64_t>& values);
+std::optional<gpu::Column<double>> observe_outside_support(Node& n, const Values& values);
 
 }  // namespace tally::runtime::detail

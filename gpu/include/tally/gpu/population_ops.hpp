@@ -61,6 +61,10 @@ Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t cou
 Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed,
                            std::uint64_t counter);
 
+/// The host draws behind sample_beta, one particle at a time: a Gamma(shape, 1) variate (Marsaglia and Tsang) and
+/// a Beta(a, b) variate on the uniforms philox_uniform(seed, particle, counter * 256 + j), j < 256.
+double gamma_variate(double shape, std::uint64_t seed, std::uint64_t particle, std::uint64_t counter);
+double beta_variate(double a, double b, std::uint64_t seed, std::uint64_t particle, std::uint64_t counter);
 /// r_i = a x_i + b y_i + c, or tally::overflow_error when some r_i leaves int64 (device: a flag, read back: one
 /// synchronization).
 Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const Column<std::int64_t>& y,
@@ -68,7 +72,8 @@ Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const
 /// P copies of v.
 Column<std::int64_t> filled(std::int64_t v, std::size_t count, Backend where);
 Column<double> filled(double v, std::size_t count, Backend where);
-/// The conjugate update of Beta(a_i, b_i) by k_i successes in n_i trials: a_i += k_i, b_i += n_i - k_i.
+/// The conjugate update of Beta(a_i, b_i) by k_i successes in n_i trials: a_i += k_i, b_i += n_i - k_i (nothing
+/// where k_i is outside 0 .. n_i: an impossible count, whose particle has weight 0).
 void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t>& n, const Column<std::int64_t>& k);
 
 /// Resampling by ancestors: out_i = x_{ancestors_i}.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "tally/gpu/pmf_batch.hpp"
@@ -26,6 +27,12 @@ std::vector<std::int64_t> sample_batched(const PmfBatch& pmfs, std::uint64_t see
 
 namespace cpu {
 std::vector<std::int64_t> sample_batched(const PmfBatch& pmfs, std::uint64_t seed, std::uint64_t counter);
+/// The draw of pmf `index` of a batch by the rule above, for one pmf w_k exp(s) on lo, lo + 1, ... held elsewhere
+/// (w non-empty, >= 0): lo + j with u = philox_uniform(seed, index, counter). A w of all zeros draws lo. The same
+/// value as sample_batched gives for that pmf at that index (the runtime's host laws draw with it, so that they
+/// and device laws give the same values for the same seed).
+std::int64_t sample_one(std::span<const double> w, std::int64_t lo, std::uint64_t seed, std::uint64_t index,
+                        std::uint64_t counter);
 }  // namespace cpu
 
 namespace cuda {

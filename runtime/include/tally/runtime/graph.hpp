@@ -5,14 +5,17 @@
 #include <cstdint>
 #include <memory>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "tally/distributions/child_laws.hpp"
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/sample.hpp"
 #include "tally/distributions/truncation.hpp"
+#include "tally/gpu/population_arrays.hpp"
 #include "tally/gpu/resample.hpp"
 #include "tally/runtime/conjugate.hpp"
+#include "tally/runtime/observation.hpp"
 
 namespace tally::runtime {
 
@@ -51,6 +54,23 @@ class Continuous {
   std::shared_ptr<detail::Node> node_;
 };
 
+/// Where a graph keeps its particles' laws and values.
+enum class Device {
+  cpu,        ///< host memory: each particle's law a tally::Pmf, computed by the distributions' algebra
+  cuda,       ///< device memory: each node's P laws in one batch, computed by tally::gpu's array operations
+  automatic,  ///< cuda when a device is present (gpu::cuda_available()) and particles >= automatic_cuda_particles
+};
+/// Below this many particles a graph on `automatic` stays on the CPU: a step's launches (a few microseconds each)
+/// cost more than the host's loops (bench/RESULTS.md, "One engine").
+inline constexpr std::size_t automatic_cuda_particles = 4096;
+
+/// What one live variable of a graph holds (Graph::memory).
+struct NodeMemory {
+  std::string name;
+  std::size_t bytes;
+  double bytes_per_particle;
+};
+
 /// How Graph::touches answers (every method gives the same answer; `search` and `closure` are for tests and
 /// benchmarks, and for callers who know their graphs):
 enum class DependenceMethod {
@@ -79,8 +99,17 @@ inline constexpr std::size_t dependence_closure_nodes_per_pair = 64;
 /// Above this the closure's two bit matrices (2 x N^2 / 8 bytes: 64 MiB at 16384) are not worth their memory.
 inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 
-/// One probabilistic program over P particles (P = 1: the ordinary single graph). Every variable's state is a
-/// batch of P laws or values, and each call below acts on all particles at once.
+/// One probabilistic program over P particles (P = 1: the ordinary single graph), on the CPU or on a GPU. Every
+/// variable's state is a batch of P laws or values, kept where the graph's Device keeps them, and each call below
+/// acts on all particles at once. The algorithm is the same on both devices (runtime/src/delayed_sampling.cpp); the
+/// state operations dispatch once (runtime/src/state.cpp): host laws are tally::Pmf with the distributions'
+/// algebra and error bounds, device laws are tally::gpu batches. Operations without a device kernel (scaled and
+/// indexed Poisson marginals, affine maps with |a| > 1, joint sums of a variable and its child, Gamma and
+/// Dirichlet parents) run on the host for a CUDA graph, their laws copied there and back: the same results.
+///
+/// Draws: the k-th draw of the graph (any variable's sampling) gives particle i the uniform
+/// philox_uniform(seed, i, k) and inverts the law by gpu::sample_batched's rule, so a CPU graph and a CUDA graph
+/// give the same values for the same seed (up to ties within the rounding of the laws' sums, about 1e-15).
 ///
 /// Delayed sampling (Murray et al. 2018): `assume` only records a variable; `observe`, `value` and `marginal`
 /// graft it onto a marginalized path and compute exactly:
@@ -92,15 +121,31 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// of x (y ~ Binomial(x, q), y = x + 1, ...), the pair is enumerated jointly over x, exactly. Otherwise, when x and
 /// y share an uninstantiated ancestor (found by reachability), that ancestor is realized (sampled from its exact
 /// posterior) before the convolution: never a silently wrong convolution. Observing z conditions x on the skew
-/// diagonal, and ties y = z - x (y is realized with x).
+/// diagonal, and ties y = z - x (y is realized with x). Observing a sum that was never needed as a law takes the
+/// skew diagonal of its operands' outer product directly (no convolution); observing an initialized child of a
+/// marginalized or realized parent (Binomial(x, q), Poisson(a x), Poisson(rates[x]), Categorical(T[x])) conditions
+/// the parent directly, without building the child's law.
+/// Every sampling the runtime does on its own (Fallback) is reported by the next observation's exactness() while
+/// that observation computes, and refused in strict mode.
 /// Impossible observations give that particle a log-weight of -inf; the graph stays usable.
 /// Observations beyond the truncated tail of an unbounded law also read -inf: tighten Truncation (the third
 /// constructor argument, e.g. {1e-300}) where such data are expected. A Graph is not thread-safe.
 class Graph {
  public:
-  /// particles >= 1; particle i draws from RandomStream(seed, i).
+  /// particles >= 1 (domain_error otherwise); Device::automatic.
   explicit Graph(std::size_t particles = 1, std::uint64_t seed = 1, Truncation truncation = {});
+  /// Device::cuda without a usable device: tally::cuda_error.
+  Graph(std::size_t particles, std::uint64_t seed, Device device, Truncation truncation = {});
   std::size_t particles() const;
+  /// Where the laws and values live (automatic resolved).
+  gpu::Backend backend() const;
+  /// Strict mode: any fallback the runtime would take (see Fallback) throws inexact_error naming the variable
+  /// instead of sampling it. Off by default.
+  void strict(bool on);
+  bool strict() const;
+  /// Names x in reports and errors (exactness, memory); variables are "#k" otherwise.
+  void name(const Variable& x, std::string name);
+  void name(const Continuous& x, std::string name);
 
   // ---- discrete variables ----
   /// x ~ prior (constant parameters); any family with to_pmf works: assume(Binomial(100, 0.3)).
@@ -111,11 +156,25 @@ class Graph {
   {
     return assume(to_pmf(law, truncation()));
   }
+  /// A realized count: v in every particle, or v[i] in particle i (per-particle values the engine computed).
+  Variable constant(std::int64_t v);
+  Variable constant(const std::vector<std::int64_t>& v);
+  Variable constant(gpu::Column<std::int64_t> v);
   /// y | x ~ law: Binomial(x, q), Poisson(a x), Poisson(rates[x]), Categorical(T[x]).
   Variable assume(const Variable& x, const Thinning& law);
   Variable assume(const Variable& x, const ScaledPoisson& law);
   Variable assume(const Variable& x, const IndexedPoisson& law);
   Variable assume(const Variable& x, const MarkovStep& law);
+  /// Binomial(x, q) (the same as assume(x, Thinning(q))).
+  Variable binomial(const Variable& x, double q) { return assume(x, Thinning(q)); }
+  /// Binomial(x_i, p_i) with per-particle probabilities the engine computed (from realized values, say:
+  /// gpu::hazard_probabilities(values(I), c) for an epidemic's chain binomial), where the graph keeps its state
+  /// (a host vector is copied there). x is realized first if it is not (Fallback::parent_realized), so the laws
+  /// are Binomial(x_i, p_i) at once. p_i in [0, 1], one per particle (domain_error, shape_error).
+  Variable binomial(const Variable& x, const std::vector<double>& p);
+  Variable binomial(const Variable& x, const gpu::Column<double>& p);
+  /// Binomial(x, rho) with rho a Beta variable: x is realized first (Fallback::parent_realized) when it is not.
+  Variable binomial(const Variable& x, const Continuous& rho);
   /// a x + c (a != 0), and x + y, x - y.
   Variable affine(const Variable& x, std::int64_t a, std::int64_t c);
   Variable add(const Variable& x, const Variable& y);
@@ -131,8 +190,9 @@ class Graph {
   Variable bernoulli(const Continuous& rho) { return binomial(1, rho); }
   /// k ~ NegativeBinomial(r, rho) (failures before the r-th success), rho ~ Beta.
   Variable negative_binomial(double r, const Continuous& rho);
-  /// c ~ Poisson(lambda), lambda ~ Gamma.
-  Variable poisson(const Continuous& lambda);
+  /// c ~ Poisson(a lambda), lambda ~ Gamma(k, theta), a > 0: the marginal is NegativeBinomial(k, theta / (theta
+  /// + a)) and observing c = x gives lambda | c ~ Gamma(k + x, theta + a).
+  Variable poisson(const Continuous& lambda, double a = 1.0);
   /// c ~ Categorical(pi), pi ~ Dirichlet.
   Variable categorical(const Continuous& pi);
 
@@ -143,9 +203,14 @@ class Graph {
   /// dense pmf (which may not fit: 10^6 B_1 + 3 * 10^6 B_2 spans 4 * 10^6 + 1 integers for 4 possible values) and
   /// without conditioning x's parents (every particle is dead). Otherwise, when some value is possible, the usual
   /// path runs for all particles and gives -inf to the impossible ones.
-  std::vector<double> observe(const Variable& x, std::int64_t v);
+  /// The Observation says, besides the log-likelihoods, whether they are exact given the past and, if not, which
+  /// variables were sampled to compute them and why.
+  Observation observe(const Variable& x, std::int64_t v);
   /// Observes x = v[i] in particle i.
-  std::vector<double> observe(const Variable& x, const std::vector<std::int64_t>& v);
+  Observation observe(const Variable& x, const std::vector<std::int64_t>& v);
+  /// Observes x = v in each particle, v a variable of this graph (realized first if it is not: a draw, not a
+  /// fallback: the engine asked for it).
+  Observation observe(const Variable& x, const Variable& v);
   /// The structural check: false only when x = v is impossible in every particle, whatever is observed later.
   /// It reads the graph's structure and marginalizes, samples and caches nothing: the support of a root is the
   /// points of positive mass of its prior, of a x + c and of x +- y the image and the sumset of their operands'
@@ -155,10 +220,17 @@ class Graph {
   bool in_support(const Variable& x, std::int64_t v) const;
   /// x's value in each particle, drawn from its exact posterior if x is not yet realized.
   std::vector<std::int64_t> value(const Variable& x);
+  /// The same values where the graph keeps them (device memory for a CUDA graph: no copy to the host).
+  gpu::Column<std::int64_t> values(const Variable& x);
+  /// Realizes x (draws it from its exact posterior where it is not yet realized) and copies nothing back.
+  void realize(const Variable& x);
+  void realize(const Continuous& x);
   /// x's law in each particle (a point mass once realized).
   std::vector<Pmf> marginal(const Variable& x);
   /// A continuous variable's value per particle (drawn if needed): rho for Beta/Gamma, pi for Dirichlet.
   std::vector<Eigen::VectorXd> value(const Continuous& x);
+  /// The scalar value of a Beta or Gamma variable per particle (drawn if needed); usage_error for a Dirichlet.
+  std::vector<double> scalar_value(const Continuous& x);
   /// The posterior parameters per particle; usage_error if realized or of another family. As for marginal(), a
   /// marginalized child that absorbed observations is realized first, so that the parameters reflect them.
   std::vector<Beta> beta(const Continuous& x);
@@ -188,8 +260,11 @@ class Graph {
                                                 const std::vector<Continuous>& parameters,
                                                 DependenceMethod method = DependenceMethod::automatic) const;
 
-  /// The accumulated log-weight of each particle: the sum of its observations' log-likelihoods.
-  const std::vector<double>& log_weights() const;
+  /// The accumulated log-weight of each particle: the sum of its observations' log-likelihoods (a copy to the
+  /// host for a CUDA graph).
+  std::vector<double> log_weights() const;
+  /// The same where they live.
+  const gpu::Column<double>& log_weight_column() const;
   /// Sets every log-weight to 0 (after resampling).
   void reset_log_weights();
   /// Resampling: particle i becomes a copy of particle ancestors[i], in every live variable (size P each).
@@ -200,12 +275,20 @@ class Graph {
     double ess;                           ///< effective sample size of the weights before resampling
     std::vector<std::size_t> ancestors;   ///< empty when nothing was resampled
   };
-  /// Resamples by the particles' own log-weights (tally::gpu::resample: on the GPU for large P; `kind` systematic
-  /// or multinomial, uniforms philox_uniform(seed ^ key, j, k) for the k-th call, apart from the particles'
-  /// streams), then resets the log-weights to 0. When every log-weight is -inf (every particle impossible), nothing
-  /// changes and log_mean_weight is -inf.
+  /// Resamples by the particles' own log-weights (tally::gpu::resample, where the state lives, the device's fused
+  /// resampler for a CUDA graph; `kind` systematic or multinomial, uniforms philox_uniform(seed ^ key, j, k) for
+  /// the k-th call, apart from the particles' draws), then resets the log-weights to 0. When every log-weight is
+  /// -inf (every particle impossible), nothing changes and log_mean_weight is -inf.
   Resampling resample_by_weight(gpu::Resampler kind = gpu::Resampler::systematic);
-  /// Particle i's random stream (for the engine's own draws, reproducibly).
+  /// The same only when the effective sample size is below threshold x P (threshold 1: always, 0: never); else
+  /// the weights are only summarized (ancestors empty) and kept. A CUDA graph copies nothing back but the summary
+  /// (the ancestors stay on the device: `ancestors` is empty there).
+  Resampling resample_by_weight(double threshold, gpu::Resampler kind = gpu::Resampler::systematic);
+  /// Every live variable's state: bytes and bytes per particle (laws: 8 per weight and 24 per law; values: 8).
+  std::vector<NodeMemory> memory() const;
+  /// All live variables' bytes, with the log-weights.
+  std::size_t bytes() const;
+  /// Particle i's random stream (for the engine's own draws, reproducibly; apart from the graph's draws).
   RandomStream& stream(std::size_t i);
   const Truncation& truncation() const;
 
@@ -216,6 +299,8 @@ class Graph {
   /// The node behind a handle, or usage_error (empty handle, another graph's variable).
   template <class Handle>
   std::shared_ptr<detail::Node> node_of(const Handle& x, const char* who) const;
+  /// Every live variable's state by ancestors (resampling, where the state lives).
+  void gather(const gpu::Column<std::size_t>& ancestors);
   std::shared_ptr<detail::Context> context_;
 };
 

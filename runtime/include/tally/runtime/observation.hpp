@@ -1,0 +1,81 @@
+// What an observation returns: each particle's log-likelihood, and whether it is exact given the past.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "tally/gpu/population_arrays.hpp"
+
+namespace tally::runtime {
+
+/// Why the runtime had to sample (realize) a variable instead of keeping it marginalized.
+enum class Fallback {
+  /// The operands of a sum x + y share a marginalized ancestor (found by reachability): x + y is not a convolution
+  /// of independent laws, so the ancestor was drawn from its exact posterior first.
+  shared_ancestor,
+  /// A marginalized variable with a marginalized child was given another child (Murray et al.'s prune): the old
+  /// child was drawn, so that the variable keeps one marginalized child.
+  pruned,
+  /// A family needed the value of its parameter: the count n of Binomial(n, rho) with rho a Beta variable, the n
+  /// of Binomial(n, p) with per-particle p, or a variable tied by an observed sum that took a new child.
+  parent_realized,
+};
+
+/// The name of a fallback, as in the messages ("shared ancestor", ...).
+const char* to_string(Fallback f);
+
+/// One variable the runtime sampled to go on.
+struct Sampled {
+  std::string variable;  ///< its name (Graph::name), or "#k" (the k-th variable of the graph)
+  Fallback reason;
+};
+
+/// Whether an observation's log-likelihood is exact given the past (everything observed and drawn before it).
+struct Exactness {
+  /// The variables sampled while this observation was computed, in the order they were drawn; empty when the
+  /// log-likelihood is exact (up to the truncation below).
+  std::vector<Sampled> sampled;
+  /// A bound on the relative error of the likelihood from truncated tails of unbounded laws (the largest over
+  /// the particles): 0 where every law involved is bounded. These bounds are those of tally::Pmf.
+  double truncation_error = 0.0;
+  bool exact() const { return sampled.empty(); }
+  /// One line: "exact" or "sampled x (shared ancestor), y (pruned)".
+  std::string describe() const;
+};
+
+/// Thrown in strict mode (Graph::strict) instead of sampling: which variable would have been sampled and why.
+/// The graph is unchanged by the refused step and stays usable.
+struct inexact_error : std::runtime_error {
+  inexact_error(const std::string& what, std::vector<Sampled> would_sample)
+      : std::runtime_error(what), sampled(std::move(would_sample)) {}
+  std::vector<Sampled> sampled;
+};
+
+/// The result of Graph::observe: log P(x = v | everything before) for each particle (already added to the
+/// log-weights), kept where the graph's backend keeps it (device memory for a CUDA graph: nothing is copied back
+/// until a value is read), and the exactness report.
+class Observation {
+ public:
+  Observation() = default;
+  Observation(gpu::Column<double> log_likelihood, Exactness exactness)
+      : column_(std::make_shared<gpu::Column<double>>(std::move(log_likelihood))),
+        exactness_(std::move(exactness)) {}
+  std::size_t size() const { return column_ ? column_->size() : 0; }
+  /// Particle i's log-likelihood (the first read of a device column copies it to the host once).
+  double operator[](std::size_t i) const { return log_likelihoods().at(i); }
+  const std::vector<double>& log_likelihoods() const;
+  /// The column where it lives (for engines that keep working on the device).
+  const gpu::Column<double>& column() const { return *column_; }
+  const Exactness& exactness() const { return exactness_; }
+  bool exact() const { return exactness_.exact(); }
+
+ private:
+  std::shared_ptr<gpu::Column<double>> column_;
+  mutable std::shared_ptr<const std::vector<double>> host_;
+  Exactness exactness_;
+};
+
+}  // namespace tally::runtime

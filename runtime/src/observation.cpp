@@ -1,0 +1,38 @@
+// Observation and its exactness report: lazy host copies of a device column, and the report's words.
+#include "tally/runtime/observation.hpp"
+
+namespace tally::runtime {
+
+const char* to_string(Fallback f) {
+  switch (f) {
+    case Fallback::shared_ancestor: return "shared ancestor of a sum's operands";
+    case Fallback::pruned: return "pruned: its parent took another child";
+    case Fallback::parent_realized: return "a parameter that had to be realized";
+  }
+  return "?";
+}
+
+std::string Exactness::describe() const {
+  if (sampled.empty()) return "exact";
+  std::string s = "sampled ";
+  for (std::size_t i = 0; i < sampled.size(); ++i) {
+    if (i > 0) s += ", ";
+    s += sampled[i].variable + " (" + to_string(sampled[i].reason) + ")";
+  }
+  return s;
+}
+
+const std::vector<double>& Observation::log_likelihoods() const {
+  if (!host_) {
+    if (!column_) {
+      host_ = std::make_shared<const std::vector<double>>();
+    } else if (column_->where() == gpu::Backend::cpu) {
+      return column_->host();
+    } else {
+      host_ = std::make_shared<const std::vector<double>>(column_->to_host());
+    }
+  }
+  return *host_;
+}
+
+}  // namespace tally::runtime

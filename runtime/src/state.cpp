@@ -1,0 +1,380 @@
+// The one dispatch point of the runtime's state operations: host laws by the distributions' algebra (per particle,
+// with Pmf's error bounds), device laws by tally::gpu's batched operations; what has no kernel is staged on the host.
+#include "state.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "tally/distributions/algebra.hpp"
+#include "tally/distributions/condition.hpp"
+#include "tally/error.hpp"
+#include "tally/gpu/population_ops.hpp"
+#include "tally/gpu/sample_batched.hpp"
+
+namespace tally::runtime::detail {
+namespace {
+
+constexpr double neg_inf = -std::numeric_limits<double>::infinity();
+
+template <class... F>
+struct overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+overloaded(F...) -> overloaded<F...>;
+
+// ---- staging between device batches and host Pmfs -------------------------------------------------------------
+Batch<Pmf> host_laws(const Laws& x) {
+  if (!x.device) return x.host;
+  const auto v = to_pmfs(x);
+  return Batch<Pmf>::make(v.size(), [&](std::size_t i) { return v[i]; });
+}
+
+/// Host Pmfs as laws where `at` keeps them (a device batch carries the largest error bound).
+Laws place(const Place& at, Batch<Pmf> host) {
+  Laws out;
+  if (!at.device()) {
+    out.host = std::move(host);
+    return out;
+  }
+  gpu::PmfBatch batch;
+  double error = 0.0;
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    const Pmf& p = host[i];
+    batch.push_back(std::span<const double>(p.weights().data(), static_cast<std::size_t>(p.size())), p.lo(),
+                    p.log_scale());
+    error = std::max(error, p.error_bound());
+  }
+  out.device = std::make_shared<const gpu::Laws>(gpu::Laws::from_host(std::move(batch), at.where));
+  out.device_error = error;
+  return out;
+}
+
+Laws device_laws(gpu::Laws laws, double error) {
+  Laws out;
+  out.device = std::make_shared<const gpu::Laws>(std::move(laws));
+  out.device_error = error;
+  return out;
+}
+
+template <class Make>
+Laws host_map(const Place& at, Make make) {
+  return place(at, Batch<Pmf>::make(at.particles, make));
+}
+
+Pmf affine_pmf(const Pmf& x, std::int64_t a, std::int64_t c, const Truncation& t) {
+  if (a == 1) return shift(x, c);
+  if (a == -1) return shift(negate(x), c);
+  return to_dense(affine(x, a, c), t);
+}
+
+Pmf push_pmf(const Pmf& x, const ChildLaw& law, const Truncation& t) {
+  return std::visit(overloaded{[&](const Thinning& k) { return marginal(x, k); },
+                               [&](const ScaledPoisson& k) { return marginal(x, k, t); },
+                               [&](const IndexedPoisson& k) { return marginal(x, k, t); },
+                               [&](const MarkovStep& k) { return marginal(x, k); },
+                               [&](const AffineLaw& k) { return affine_pmf(x, k.a, k.c, t); }},
+                    law);
+}
+
+Conditioned pull_pmf(const Pmf& x, const ChildLaw& law, std::int64_t y) {
+  return std::visit(overloaded{[&](const AffineLaw& k) { return condition_affine(x, k.a, k.c, y); },
+                               [&](const auto& k) { return condition(x, k, y); }},
+                    law);
+}
+
+gpu::Table markov_table(const Eigen::MatrixXd& t, gpu::Backend where) {
+  // Eigen is column-major; the table is row-major
+  std::vector<double> rows(static_cast<std::size_t>(t.size()));
+  for (Eigen::Index r = 0; r < t.rows(); ++r)
+    for (Eigen::Index c = 0; c < t.cols(); ++c) rows[static_cast<std::size_t>(r * t.cols() + c)] = t(r, c);
+  return gpu::Table::from_host(rows, static_cast<std::size_t>(t.rows()), static_cast<std::size_t>(t.cols()), where);
+}
+
+/// y, or -y in `storage` (sign < 0).
+const gpu::Laws& signed_laws(const gpu::Laws& y, int sign, gpu::Laws& storage) {
+  if (sign > 0) return y;
+  storage = gpu::negate(y);
+  return storage;
+}
+
+/// Host log-likelihoods added into ll (staged for a device graph).
+void add_host(LogLikelihood& ll, const std::vector<double>& values) {
+  if (ll.values.where() == gpu::Backend::cpu) {
+    for (std::size_t i = 0; i < values.size(); ++i) ll.values.host()[i] += values[i];
+    return;
+  }
+  gpu::add_to(ll.values, gpu::Column<double>::from_host(values, ll.values.where()));
+}
+
+}  // namespace
+
+// ---- Laws, Values ---------------------------------------------------------------------------------------------
+double Laws::error() const {
+  if (device) return device_error;
+  double e = 0.0;
+  for (std::size_t i = 0; i < host.size(); ++i) e = std::max(e, host[i].error_bound());
+  return e;
+}
+
+std::size_t Laws::bytes() const {
+  if (device) return device->bytes();
+  std::size_t b = 0;
+  for (std::size_t i = 0; i < host.size(); ++i) b += 8 * static_cast<std::size_t>(host[i].size()) + 24;
+  return b;
+}
+
+Values make_values(const Place& at, const std::vector<std::int64_t>& v) {
+  return make_values(gpu::Column<std::int64_t>::from_host(v, at.where));
+}
+Values make_values(gpu::Column<std::int64_t> v) {
+  return Values{std::make_shared<const gpu::Column<std::int64_t>>(std::move(v))};
+}
+Values filled_values(const Place& at, std::int64_t v) { return make_values(gpu::filled(v, at.particles, at.where)); }
+std::vector<std::int64_t> to_vector(const Values& v) { return v.column->to_host(); }
+
+Values linear(const Values& x, std::int64_t a, const Values& y, std::int64_t b, std::int64_t c) {
+  if (y.empty()) {
+    const auto zero = gpu::filled(std::int64_t{0}, x.column->size(), x.column->where());
+    return make_values(gpu::linear(*x, a, zero, 0, c));
+  }
+  return make_values(gpu::linear(*x, a, *y, b, c));
+}
+
+LogLikelihood zero_log_likelihood(const Place& at) { return {gpu::filled(0.0, at.particles, at.where), 0.0}; }
+
+// ---- laws ---------------------------------------------------------------------------------------------------
+Laws prior(const Place& at, const Pmf& law) {
+  Laws out;
+  if (!at.device()) {
+    out.host = Batch<Pmf>::filled(at.particles, law);
+    return out;
+  }
+  return device_laws(gpu::broadcast(std::span<const double>(law.weights().data(), static_cast<std::size_t>(law.size())),
+                                    law.lo(), law.log_scale(), at.particles, at.where),
+                     law.error_bound());
+}
+
+Laws points(const Place& at, const Values& v) {
+  if (at.device()) return device_laws(gpu::point_laws(*v), 0.0);
+  Laws out;
+  out.host = Batch<Pmf>::make(at.particles, [&](std::size_t i) { return Pmf::point(v[i]); });
+  return out;
+}
+
+Laws push(Place& at, const Laws& x, const ChildLaw& law) {
+  if (x.device) {
+    if (auto* t = std::get_if<Thinning>(&law)) return device_laws(gpu::thin(*x.device, t->keep), x.device_error);
+    if (auto* m = std::get_if<MarkovStep>(&law))
+      return device_laws(gpu::markov_step(*x.device, markov_table(m->transition, at.where)), x.device_error);
+    if (auto* f = std::get_if<AffineLaw>(&law); f && (f->a == 1 || f->a == -1))
+      return affine(at, x, f->a, filled_values(at, f->c));
+    // scaled and indexed Poisson mixtures, |a| > 1: staged on the host
+  }
+  const auto h = host_laws(x);
+  return host_map(at, [&](std::size_t i) { return push_pmf(h[i], law, at.truncation); });
+}
+
+Laws push_realized(Place& at, const Values& x, const ChildLaw& law) {
+  if (at.device()) {
+    if (auto* t = std::get_if<Thinning>(&law)) return binomial_laws(at, x, gpu::filled(t->keep, at.particles, at.where));
+    if (auto* m = std::get_if<MarkovStep>(&law))
+      return device_laws(gpu::markov_rows(*x, markov_table(m->transition, at.where)), 0.0);
+    if (auto* f = std::get_if<AffineLaw>(&law)) return points(at, linear(x, f->a, {}, 0, f->c));
+    return push(at, points(at, x), law);
+  }
+  return host_map(at, [&](std::size_t i) { return push_pmf(Pmf::point(x[i]), law, at.truncation); });
+}
+
+Laws binomial_laws(const Place& at, const Values& n, const gpu::Column<double>& p) {
+  if (at.device()) return device_laws(gpu::binomial_laws(*n, p), 0.0);
+  return host_map(at, [&](std::size_t i) { return push_pmf(Pmf::point(n[i]), Thinning(p.host()[i]), at.truncation); });
+}
+
+Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, LogLikelihood& ll) {
+  if (x.device) {
+    ll.error = std::max(ll.error, x.device_error);
+    if (auto* t = std::get_if<Thinning>(&law))
+      return device_laws(gpu::condition_on_thinning(*x.device, *y, t->keep, ll.values), x.device_error);
+    if (auto* m = std::get_if<MarkovStep>(&law))
+      return device_laws(gpu::condition_on_markov(*x.device, markov_table(m->transition, at.where), *y, ll.values),
+                         x.device_error);
+    if (auto* r = std::get_if<IndexedPoisson>(&law)) {
+      const auto rates = gpu::Table::from_host(std::span<const double>(r->rates.data(), static_cast<std::size_t>(r->rates.size())),
+                                               static_cast<std::size_t>(r->rates.size()), 1, at.where);
+      return device_laws(gpu::condition_on_poisson(*x.device, rates, *y, ll.values), x.device_error);
+    }
+  }
+  const auto h = host_laws(x);
+  const auto yv = to_vector(y);
+  std::vector<double> add(at.particles);
+  auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {
+    Conditioned c = pull_pmf(h[i], law, yv[i]);
+    add[i] = c.log_likelihood;
+    ll.error = std::max(ll.error, c.log_likelihood_error);
+    return c.posterior ? std::move(*c.posterior) : h[i];  // impossible: the weight says so; the law stays
+  });
+  add_host(ll, add);
+  return place(at, std::move(out));
+}
+
+Laws sum(Place& at, const Laws& x, const Laws& y, int sign) {
+  if (x.device && y.device) {
+    const double e = x.device_error + y.device_error + x.device_error * y.device_error;
+    gpu::Laws negated;
+    return device_laws(gpu::convolve(*x.device, signed_laws(*y.device, sign, negated)), e);
+  }
+  return host_map(at, [&](std::size_t i) { return sign > 0 ? tally::sum(x.host[i], y.host[i]) : difference(x.host[i], y.host[i]); });
+}
+
+Laws condition_on_sum(Place& at, const Laws& x, const Laws& y, int sign, const Values& z, LogLikelihood& ll) {
+  if (x.device && y.device) {
+    const double e = x.device_error + y.device_error + x.device_error * y.device_error;
+    ll.error = std::max(ll.error, e);
+    gpu::Laws negated;
+    return device_laws(gpu::condition_on_sum(*x.device, signed_laws(*y.device, sign, negated), *z, ll.values), e);
+  }
+  std::vector<double> add(at.particles);
+  auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {
+    Conditioned c = sign > 0 ? condition_on_sum(x.host[i], y.host[i], z[i]) : condition_on_difference(x.host[i], y.host[i], z[i]);
+    add[i] = c.log_likelihood;
+    ll.error = std::max(ll.error, c.log_likelihood_error);
+    return c.posterior ? std::move(*c.posterior) : x.host[i];
+  });
+  add_host(ll, add);
+  return place(at, std::move(out));
+}
+
+Laws affine(Place& at, const Laws& x, std::int64_t a, const Values& c) {
+  if (x.device && (a == 1 || a == -1)) {
+    // a shift by c_i is a convolution with the point mass at c_i
+    gpu::Laws negated;
+    const gpu::Laws& base = signed_laws(*x.device, static_cast<int>(a), negated);
+    return device_laws(gpu::convolve(base, gpu::point_laws(*c)), x.device_error);
+  }
+  const auto h = host_laws(x);
+  const auto cv = to_vector(c);
+  return host_map(at, [&](std::size_t i) { return affine_pmf(h[i], a, cv[i], at.truncation); });
+}
+
+/// For each x in the support of X, the law of Y given x, signed and shifted into the law of z; mixed by P(X = x).
+Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y) {
+  const auto h = host_laws(x);
+  return host_map(at, [&](std::size_t i) {
+    const Pmf& px = h[i];
+    std::vector<std::pair<double, Pmf>> parts;  // (weight of x, law of z given x)
+    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = std::numeric_limits<std::int64_t>::min();
+    double error = 0.0;
+    for (std::int64_t v = px.lo(); v <= px.hi(); ++v) {
+      const double wx = px.weights()[v - px.lo()];
+      if (wx == 0.0) continue;
+      Pmf z = affine_pmf(push_pmf(Pmf::point(v), law, at.truncation), sign_y, sign_x * v, at.truncation);
+      lo = std::min(lo, z.lo());
+      hi = std::max(hi, z.hi());
+      error = std::max(error, z.error_bound());
+      parts.emplace_back(wx, std::move(z));
+    }
+    Eigen::VectorXd w = Eigen::VectorXd::Zero(hi - lo + 1);
+    for (const auto& [wx, z] : parts) w.segment(z.lo() - lo, z.size()) += z.weights() * (wx * std::exp(z.log_scale()));
+    return Pmf(lo, std::move(w), px.log_scale(), px.error_bound() + error);
+  });
+}
+
+/// X given s_x X + s_y Y = z: posterior proportional to P(X = x) P(Y = s_y (z - s_x x) | X = x).
+Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y, const Values& z,
+                            LogLikelihood& ll) {
+  const auto h = host_laws(x);
+  const auto zv = to_vector(z);
+  std::vector<double> add(at.particles);
+  auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {
+    const Pmf& px = h[i];
+    Eigen::VectorXd lw(px.size());
+    double error = px.error_bound();
+    for (std::int64_t v = px.lo(); v <= px.hi(); ++v) {
+      const Pmf y = push_pmf(Pmf::point(v), law, at.truncation);
+      error = std::max(error, px.error_bound() + y.error_bound());
+      lw[v - px.lo()] = std::log(px.weights()[v - px.lo()]) + log_pdf(y, sign_y * (zv[i] - sign_x * v));
+    }
+    ll.error = std::max(ll.error, error);
+    const double m = lw.maxCoeff();
+    if (m == neg_inf) {
+      add[i] = neg_inf;
+      return px;  // impossible: the weight says so
+    }
+    add[i] = px.log_scale() + m + std::log((lw.array() - m).exp().sum());
+    return Pmf::from_log(px.lo(), lw, px.error_bound()).normalized();
+  });
+  add_host(ll, add);
+  return place(at, std::move(out));
+}
+
+void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood& ll) {
+  if (x.device) {
+    ll.error = std::max(ll.error, x.device_error);
+    gpu::add_log_mass(*x.device, *v, ll.values);
+    return;
+  }
+  for (std::size_t i = 0; i < at.particles; ++i) {
+    ll.values.host()[i] += log_pdf(x.host[i], v[i]);
+    ll.error = std::max(ll.error, x.host[i].error_bound());
+  }
+}
+
+void add_log_equal(const Values& x, const Values& v, LogLikelihood& ll) { gpu::add_log_equal(*x, *v, ll.values); }
+
+Values sample(Place& at, const Laws& x) {
+  const std::uint64_t k = at.draws++;
+  if (x.device) return make_values(gpu::sample(*x.device, at.seed, k));
+  std::vector<std::int64_t> out(at.particles);
+  for (std::size_t i = 0; i < at.particles; ++i) {
+    const Pmf& p = x.host[i];
+    out[i] = gpu::cpu::sample_one(std::span<const double>(p.weights().data(), static_cast<std::size_t>(p.size())),
+                                  p.lo(), at.seed, i, k);
+  }
+  return make_values(gpu::Column<std::int64_t>::host_values(std::move(out)));
+}
+
+std::vector<Pmf> to_pmfs(const Laws& x) {
+  std::vector<Pmf> out;
+  if (!x.device) {
+    out.reserve(x.host.size());
+    for (std::size_t i = 0; i < x.host.size(); ++i) out.push_back(x.host[i]);
+    return out;
+  }
+  const gpu::PmfBatch b = x.device->to_host();
+  out.reserve(b.size());
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    const auto w = b[i];
+    if (b.log_scale[i] == neg_inf || std::none_of(w.begin(), w.end(), [](double v) { return v > 0.0; })) {
+      out.push_back(Pmf::point(b.lo[i]));  // a particle of weight zero: any law will do
+      continue;
+    }
+    Eigen::VectorXd weights = Eigen::Map<const Eigen::VectorXd>(w.data(), static_cast<Eigen::Index>(w.size()));
+    out.emplace_back(b.lo[i], std::move(weights), b.log_scale[i], x.device_error);
+  }
+  return out;
+}
+
+Laws gather(const Laws& x, const gpu::Column<std::size_t>& ancestors) {
+  Laws out = x;
+  if (x.device) {
+    out.device = std::make_shared<const gpu::Laws>(gpu::gather(*x.device, ancestors));
+    return out;
+  }
+  std::vector<std::size_t> a = ancestors.host();
+  out.host.select(a);
+  return out;
+}
+
+Values gather(const Values& x, const gpu::Column<std::size_t>& ancestors) {
+  if (x.empty()) return x;
+  return make_values(gpu::gather(*x, ancestors));
+}
+
+gpu::Column<double> gather(const gpu::Column<double>& x, const gpu::Column<std::size_t>& ancestors) {
+  if (x.size() == 0) return {};
+  return gpu::gather(x, ancestors);
+}
+
+}  // namespace tally::runtime::detail

@@ -1,0 +1,123 @@
+// Private: a node's per-particle state where the graph keeps it (host or device), and the one dispatch point of the
+// array operations the delayed-sampling algorithm performs on it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <variant>
+#include <vector>
+
+#include "tally/distributions/child_laws.hpp"
+#include "tally/distributions/pmf.hpp"
+#include "tally/distributions/truncation.hpp"
+#include "tally/gpu/population_arrays.hpp"
+#include "tally/gpu/population_chain.hpp"
+#include "tally/runtime/batch.hpp"
+#include "tally/runtime/conjugate.hpp"
+
+namespace tally::runtime::detail {
+
+/// y = a x + c, a != 0.
+struct AffineLaw {
+  std::int64_t a, c;
+};
+
+/// The law of a discrete child given its discrete parent.
+using ChildLaw = std::variant<Thinning, ScaledPoisson, IndexedPoisson, MarkovStep, AffineLaw>;
+
+/// Where a graph's state lives and what its operations need: the number of particles, the backend, the
+/// truncation, and the draws so far (the k-th draw of the graph uses philox_uniform(seed, i, k) in particle i).
+struct Place {
+  std::size_t particles = 1;
+  gpu::Backend where = gpu::Backend::cpu;
+  Truncation truncation;
+  std::uint64_t seed = 1;
+  std::uint64_t draws = 0;
+  bool device() const { return where == gpu::Backend::cuda; }
+};
+
+/// P laws of a marginalized count: tally::Pmf per particle on the host (with its own error bound), or one batch in
+/// device memory with one bound for all (the largest; the same propagation rules as Pmf's).
+struct Laws {
+  Batch<Pmf> host;
+  std::shared_ptr<const gpu::Laws> device;
+  double device_error = 0.0;
+  bool empty() const { return host.empty() && !device; }
+  void clear() {
+    host.clear();
+    device.reset();
+    device_error = 0.0;
+  }
+  /// The largest error bound of the laws.
+  double error() const;
+  std::size_t bytes() const;
+};
+
+/// P integers (realized values, per-particle constants) where the graph keeps them; immutable, shared by copies.
+struct Values {
+  std::shared_ptr<const gpu::Column<std::int64_t>> column;
+  bool empty() const { return !column; }
+  /// Host values only (a CPU graph).
+  std::int64_t operator[](std::size_t i) const { return column->host()[i]; }
+  const gpu::Column<std::int64_t>& operator*() const { return *column; }
+};
+
+/// Per-particle conjugate parameters: Beta(a, b) or Gamma(shape a, rate b) as two columns where the graph keeps
+/// them, or Dirichlet(alpha) on the host.
+struct Params {
+  gpu::Column<double> a, b;
+  Batch<Dirichlet> dirichlet;
+};
+
+/// A log-likelihood per particle where the graph keeps it, and the largest relative error bound of the likelihoods
+/// (from truncated laws).
+struct LogLikelihood {
+  gpu::Column<double> values;
+  double error = 0.0;
+};
+
+// ---- values -------------------------------------------------------------------------------------------------
+Values make_values(const Place& at, const std::vector<std::int64_t>& v);
+Values make_values(gpu::Column<std::int64_t> v);
+Values filled_values(const Place& at, std::int64_t v);
+std::vector<std::int64_t> to_vector(const Values& v);
+/// a x_i + b y_i + c (y may be empty when b = 0); tally::overflow_error outside int64.
+Values linear(const Values& x, std::int64_t a, const Values& y, std::int64_t b, std::int64_t c);
+LogLikelihood zero_log_likelihood(const Place& at);
+
+// ---- laws ---------------------------------------------------------------------------------------------------
+/// P copies of one law.
+Laws prior(const Place& at, const Pmf& law);
+/// Point masses at v_i.
+Laws points(const Place& at, const Values& v);
+/// The law of a child y | x ~ law of marginalized x (push) or of realized x (push_realized).
+Laws push(Place& at, const Laws& x, const ChildLaw& law);
+Laws push_realized(Place& at, const Values& x, const ChildLaw& law);
+/// Binomial(n_i, p_i).
+Laws binomial_laws(const Place& at, const Values& n, const gpu::Column<double>& p);
+/// X | Y = y_i for the child Y | X ~ law; adds log P(Y = y_i) to ll.
+Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, LogLikelihood& ll);
+/// X + sign Y for independent X, Y.
+Laws sum(Place& at, const Laws& x, const Laws& y, int sign);
+/// X | X + sign Y = z_i; adds log P(X + sign Y = z_i) to ll.
+Laws condition_on_sum(Place& at, const Laws& x, const Laws& y, int sign, const Values& z, LogLikelihood& ll);
+/// a X + c_i (a = +-1: a shift; otherwise a sparse image made dense).
+Laws affine(Place& at, const Laws& x, std::int64_t a, const Values& c);
+/// s_x X + s_y Y for Y | X ~ law, enumerated over X; and X given that sum = z_i (adding its log-likelihood).
+Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y);
+Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y, const Values& z,
+                            LogLikelihood& ll);
+/// Adds log P(X_i = v_i) to ll.
+void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood& ll);
+/// Adds 0 where x_i = v_i, -inf elsewhere.
+void add_log_equal(const Values& x, const Values& v, LogLikelihood& ll);
+/// One draw per particle (the graph's next draw).
+Values sample(Place& at, const Laws& x);
+/// The laws as Pmfs on the host (a law with no mass, a particle of weight zero, reads as a point mass at its lo).
+std::vector<Pmf> to_pmfs(const Laws& x);
+/// Resampling: law / value i becomes that of ancestors[i].
+Laws gather(const Laws& x, const gpu::Column<std::size_t>& ancestors);
+Values gather(const Values& x, const gpu::Column<std::size_t>& ancestors);
+gpu::Column<double> gather(const gpu::Column<double>& x, const gpu::Column<std::size_t>& ancestors);
+
+}  // namespace tally::runtime::detail
