@@ -242,7 +242,10 @@ const Laws& law(Node& n) {
     return n.marginal;
   }
   if (!n.marginal.empty()) return n.marginal;
-  if (n.operands) {  // a sum's convolution, made once
+  if (!n.tie_base.empty()) {  // its partner died while tied
+    n.marginal = affine(*n.context, n.tie_base, n.tie_a, n.tie_c);
+    n.tie_base.clear();
+  } else if (n.operands) {  // a sum's convolution, made once
     n.marginal = sum(*n.context, (*n.operands)[0], (*n.operands)[1], std::get<Sum>(n.kind).sign);
   }
   return n.marginal;
@@ -349,10 +352,10 @@ std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values) {
       return done();
     }
     if (parent.state == State::marginalized && parent.tied_to == nullptr) {
-      attach(parent, n, 0);
-      n.state = State::marginalized;
+      // computed before anything changes: a refused law (a thinning of a possibly negative count) leaves the graph
+      Laws posterior = condition(ctx, law(parent), std::get<DiscreteChild>(n.kind).law, values, ll);
+      parent.marginal = std::move(posterior);
       n.parents = {};
-      condition_parents(n, values, &ll);
       set_realized(n, values);
       return done();
     }

@@ -481,6 +481,7 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
     gather_laws(n->marginal);
     gather_values(n->value);
     gather_values(n->tie_c);
+    gather_laws(n->tie_base);
     if (auto* c = n->continuous.get()) {
       c->params.a = detail::gather(c->params.a, a);
       c->params.b = detail::gather(c->params.b, a);

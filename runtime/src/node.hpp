@@ -108,6 +108,7 @@ class Node : public std::enable_shared_from_this<Node> {
   Node* tied_to = nullptr;                       // raw: the X whose realization realizes this node
   std::int64_t tie_a = 0;
   Values tie_c;
+  Laws tie_base;  // X's laws when X died while tied (this node's laws are then a tie_base + c)
 
   /// discrete, marginalized: the laws (empty for a sum not yet convolved, and for a node tied to another, whose
   /// laws follow its partner's: see law())

@@ -31,7 +31,10 @@ Node::~Node() {
   if (mchild)
     for (auto& m : mchild->mparents)
       if (m == this) m = nullptr;
-  if (tied && tied->tied_to == this) tied->tied_to = nullptr;
+  if (tied && tied->tied_to == this) {  // the partner keeps X's laws, to map them when asked (nothing computed here)
+    tied->tied_to = nullptr;
+    tied->tie_base = std::move(marginal);
+  }
   // Owned nodes are released by the outermost destructor, one at a time: dropping the last handle to a chain of
   // any length uses constant stack.
   std::vector<std::shared_ptr<Node>> pending;

@@ -67,6 +67,8 @@ class Observation {
   /// Particle i's log-likelihood (the first read of a device column copies it to the host once).
   double operator[](std::size_t i) const { return log_likelihoods().at(i); }
   const std::vector<double>& log_likelihoods() const;
+  /// The log-likelihoods as a host vector (so that `std::vector<double> ll = g.observe(x, v);` reads as before).
+  operator const std::vector<double>&() const { return log_likelihoods(); }
   /// The column where it lives (for engines that keep working on the device).
   const gpu::Column<double>& column() const { return *column_; }
   const Exactness& exactness() const { return exactness_; }
