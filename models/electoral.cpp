@@ -1,6 +1,6 @@
 // Electoral votes: the exact law of a candidate's total over 51 winner-take-all units, by the runtime's dense
 // convolutions and by subset-sum enumeration (weighted_bernoulli_sum), which must agree; and -inf at once for 537.
-// Then "conditioned on the total": a Population of P particles (--particles, --seed, --device cpu|gpu) keeps each
+// Then "conditioned on the total": a Graph of P particles (--particles, --seed, --device cpu|gpu) keeps each
 // unit X_i ~ votes_i * Bernoulli(win_i) marginalized, adds them up (convolutions) and observes T = sum_i X_i = k
 // (--given, default the majority 270): every particle's log-weight becomes log P(T = k), checked against the
 // enumeration, and each particle draws (X_1..X_n) from its exact joint posterior given T = k; the fraction of
@@ -24,15 +24,15 @@
 #include "tally/error.hpp"
 #include "gnuplot.hpp"
 #include "tally/runtime/graph.hpp"
-#include "tally/runtime/population.hpp"
+#include "tally/runtime/graph.hpp"
 
 using namespace tally;
 using tally::models::close_gnuplot;
 using tally::models::gnuplot_quote;
 using tally::models::open_gnuplot;
-using tally::runtime::Count;
+using tally::runtime::Variable;
 using tally::runtime::Graph;
-using tally::runtime::Population;
+using tally::runtime::Graph;
 using tally::runtime::Variable;
 
 #ifndef TALLY_ELECTORAL_DATA
@@ -175,12 +175,12 @@ Conditioned conditioned_on_total(const Units& u, const SparsePmf& law, std::int6
   Conditioned out;
   const std::size_t n = u.votes.size();
   auto start = std::chrono::steady_clock::now();
-  Population pop(particles, seed, device == "gpu" ? gpu::Backend::cuda : gpu::Backend::cpu);
-  std::vector<Count> units;
+  Graph pop(particles, seed, device == "gpu" ? runtime::Device::cuda : runtime::Device::cpu);
+  std::vector<Variable> units;
   for (std::size_t i = 0; i < n; ++i) units.push_back(pop.assume(unit_law(u.votes[i], u.win[i])));
-  std::vector<Count> level = units;
+  std::vector<Variable> level = units;
   while (level.size() > 1) {
-    std::vector<Count> next;
+    std::vector<Variable> next;
     for (std::size_t j = 0; j + 1 < level.size(); j += 2) next.push_back(pop.add(level[j], level[j + 1]));
     if (level.size() % 2 == 1) next.push_back(level.back());
     level = std::move(next);
@@ -202,7 +202,7 @@ Conditioned conditioned_on_total(const Units& u, const SparsePmf& law, std::int6
   }
   out.log_weight_error = std::abs(difference) / std::max(1.0, std::abs(exact));  // inf when one side is -inf
   std::printf("conditioned on the total: %zu particles on the %s (seed %llu), each unit assume(votes_i * "
-              "Bernoulli(win_i)),\nall added by Population::add (kept marginalized: convolutions), then "
+              "Bernoulli(win_i)),\nall added by Graph::add (kept marginalized: convolutions), then "
               "observe(total = %lld); %.1f MB of laws held before it\n",
               particles, device.c_str(), static_cast<unsigned long long>(seed), static_cast<long long>(k),
               static_cast<double>(held) / 1e6);

@@ -14,7 +14,7 @@
 
 #include "smc.hpp"
 #include "tally/gpu/backend.hpp"
-#include "tally/runtime/population.hpp"
+#include "tally/runtime/graph.hpp"
 
 namespace tally::models {
 
@@ -39,13 +39,13 @@ struct FilterStats {
   std::size_t state_bytes = 0;  ///< the most the population held when noted (for the bandwidth bound)
 
   /// Notes what the population holds now (the models call it just after each observation, the step's peak).
-  void note_bytes(const runtime::Population& pop) { state_bytes = std::max(state_bytes, pop.bytes()); }
+  void note_bytes(const runtime::Graph& pop) { state_bytes = std::max(state_bytes, pop.bytes()); }
 
   /// The end of a step, with the step's observations in the population's log-weights: the ESS is recorded; at
   /// the last step the evidence gains \f$\log \frac1P \sum_i w_i\f$ (summarized only), else, when the ESS is below
   /// P/2, the population is resampled (systematic), which adds the same increment and resets the weights.
-  void end_of_step(runtime::Population& pop, bool last) {
-    const runtime::Population::Step s = pop.resample(last ? 0.0 : 0.5);
+  void end_of_step(runtime::Graph& pop, bool last) {
+    const runtime::Graph::Resampling s = pop.resample_by_weight(last ? 0.0 : 0.5);
     min_ess = steps++ == 0 ? s.ess : std::min(min_ess, s.ess);
     if (last || s.resampled) log_evidence += s.log_mean_weight;
     if (s.resampled) ++resamplings;
@@ -111,7 +111,7 @@ struct FilterOptions {
     app.add_option("--runs", runs, "independent runs of each filter (the log-evidence's spread)")
         ->check(CLI::Range(1, 100000));
   }
-  gpu::Backend backend() const { return device == "gpu" ? gpu::Backend::cuda : gpu::Backend::cpu; }
+  runtime::Device backend() const { return device == "gpu" ? runtime::Device::cuda : runtime::Device::cpu; }
 };
 
 /// Mean and standard deviation of the finite values (sd 0 for fewer than two), and how many were -inf.

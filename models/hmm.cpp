@@ -16,7 +16,7 @@
 #include "tally/distributions/poisson.hpp"
 #include "tally/distributions/sample.hpp"
 #include "tally/runtime/graph.hpp"
-#include "tally/runtime/population.hpp"
+#include "tally/runtime/graph.hpp"
 
 using namespace tally;
 using tally::runtime::Graph;
@@ -133,7 +133,7 @@ Probs weighted_states(const std::vector<std::int64_t>& state, const std::vector<
   return f;
 }
 
-/// The two particle filters on a Population (host or device), which differ only in when x_t is drawn:
+/// The two particle filters on a Graph of P particles (host or device), which differ only in when x_t is drawn:
 /// - delayed sampling (`delayed`): x_t = MarkovStep(T) of the realized x_{t-1} stays marginalized, so observing
 ///   y_t weighs each particle by the exact p(y_t | x_{t-1}) = sum_j T_{x_{t-1} j} Pois(y_t; r_j) and conditions
 ///   x_t; then x_t is drawn from that posterior (the locally optimal proposal). Left undrawn, every particle would
@@ -143,9 +143,9 @@ Probs weighted_states(const std::vector<std::int64_t>& state, const std::vector<
 Run particle_filter(const Model& m, const std::vector<std::int64_t>& y, const models::FilterOptions& o,
                     std::uint64_t seed, bool delayed, bool summaries) {
   const auto start = std::chrono::steady_clock::now();
-  runtime::Population pop(o.particles, seed, o.backend());
+  runtime::Graph pop(o.particles, seed, o.backend());
   Run out;
-  runtime::Count x = pop.assume(Categorical(m.init));
+  runtime::Variable x = pop.assume(Categorical(m.init));
   for (std::size_t t = 0; t < y.size(); ++t) {
     if (t > 0) x = pop.assume(x, MarkovStep(m.T));
     if (!delayed) pop.realize(x);
@@ -224,14 +224,14 @@ int main(int argc, char** argv) {
                          : "NOT exact");
     {  // the same on a population of one particle where the filters run (host or device): nothing drawn
       const auto start = std::chrono::steady_clock::now();
-      runtime::Population pop(1, options.seed, options.backend());
-      runtime::Count state = pop.assume(Categorical(m.init));
+      runtime::Graph pop(1, options.seed, options.backend());
+      runtime::Variable state = pop.assume(Categorical(m.init));
       for (std::size_t t = 0; t < y.size(); ++t) {
         if (t > 0) state = pop.assume(state, MarkovStep(m.T));
         pop.observe(pop.assume(state, IndexedPoisson(m.rates)), y[t]);
       }
       const double lw = pop.log_weights()[0];
-      std::printf("delayed sampling, Population on the %s, 1 particle: log-evidence %.12f  (%.4f s; difference %.3e)\n",
+      std::printf("delayed sampling, Graph on the %s, 1 particle: log-evidence %.12f  (%.4f s; difference %.3e)\n",
                   options.device.c_str(), lw, models::seconds_since(start), lw - static_cast<double>(fwd));
     }
     const Run delayed = particle_filter(m, y, options, options.seed, true, true);

@@ -17,9 +17,9 @@
 #include "tally/runtime/graph.hpp"
 
 using namespace tally;
-using tally::runtime::Count;
 using tally::runtime::Graph;
-using tally::runtime::Population;
+using tally::runtime::Graph;
+using tally::runtime::Variable;
 using tally::runtime::Variable;
 
 namespace {
@@ -116,7 +116,7 @@ Run exact_run(const Model& m, const std::vector<std::int64_t>& y) {
 
 /// End of season t for a P-particle filter: summarize N_t under the log-weights (copied to the host), then the
 /// evidence and resampling step (models::FilterStats::end_of_step).
-void end_of_season(Population& pop, Run& out, const Count& N, bool last) {
+void end_of_season(Graph& pop, Run& out, const Variable& N, bool last) {
   out.seasons.push_back(models::weighted_band(pop.value(N), pop.log_weights()));
   out.end_of_step(pop, last);
 }
@@ -128,11 +128,11 @@ void end_of_season(Population& pop, Run& out, const Count& N, bool last) {
 /// exact run above, with equal weights. Each operation is one or a few kernel launches for all P particles on the
 /// device (--device gpu), or a loop on one core.
 Run delayed_filter(const Model& m, const std::vector<std::int64_t>& y, std::size_t P, std::uint64_t seed,
-                   gpu::Backend where) {
+                   runtime::Device where) {
   const auto start = std::chrono::steady_clock::now();
-  Population pop(P, seed, where);
+  Graph pop(P, seed, where);
   Run out;
-  Count N = pop.assume(Poisson(m.lambda0));
+  Variable N = pop.assume(Poisson(m.lambda0));
   for (std::size_t t = 0; t < y.size(); ++t) {
     if (t > 0) N = pop.add(pop.binomial(N, m.phi), pop.assume(Poisson(m.iota)));
     pop.observe(pop.binomial(N, m.p), y[t]);
@@ -148,15 +148,15 @@ Run delayed_filter(const Model& m, const std::vector<std::int64_t>& y, std::size
 /// The bootstrap filter: N_0, S_t, I_t and so N_t drawn forward; y_t observed as a thinning of the realized N_t,
 /// which adds log Binomial(y_t; N_t, p) to the weight.
 Run bootstrap_filter(const Model& m, const std::vector<std::int64_t>& y, std::size_t P, std::uint64_t seed,
-                     gpu::Backend where) {
+                     runtime::Device where) {
   const auto start = std::chrono::steady_clock::now();
-  Population pop(P, seed, where);
+  Graph pop(P, seed, where);
   Run out;
-  Count N = pop.assume(Poisson(m.lambda0));
+  Variable N = pop.assume(Poisson(m.lambda0));
   pop.realize(N);
   for (std::size_t t = 0; t < y.size(); ++t) {
     if (t > 0) {
-      const Count S = pop.binomial(N, m.phi), I = pop.assume(Poisson(m.iota));
+      const Variable S = pop.binomial(N, m.phi), I = pop.assume(Poisson(m.iota));
       pop.realize(S);
       pop.realize(I);
       N = pop.add(S, I);
@@ -173,8 +173,8 @@ Run bootstrap_filter(const Model& m, const std::vector<std::int64_t>& y, std::si
 /// Bytes per particle of the delayed-sampling program's live nodes in the middle of a season (after the sum is
 /// convolved and conditioned, before N_t is drawn), for the memory report.
 void print_memory(const Model& m, const std::vector<std::int64_t>& y, const models::FilterOptions& o) {
-  Population pop(o.particles, o.seed, o.backend());
-  Count N = pop.assume(Poisson(m.lambda0));
+  Graph pop(o.particles, o.seed, o.backend());
+  Variable N = pop.assume(Poisson(m.lambda0));
   pop.observe(pop.binomial(N, m.p), y[0]);
   pop.realize(N);
   N = pop.add(pop.binomial(N, m.phi), pop.assume(Poisson(m.iota)));

@@ -20,6 +20,7 @@
 #include "tally/distributions/sample.hpp"
 #include "tally/runtime/conjugate.hpp"
 #include "gnuplot.hpp"
+#include "tally/gpu/population_ops.hpp"
 #include "tally/runtime/graph.hpp"
 
 using namespace tally;
@@ -27,8 +28,9 @@ using tally::models::close_gnuplot;
 using tally::models::gnuplot_quote;
 using tally::models::open_gnuplot;
 using tally::runtime::Beta;
-using tally::runtime::Count;
-using tally::runtime::Population;
+
+using tally::runtime::Graph;
+using tally::runtime::Variable;
 
 namespace {
 
@@ -70,9 +72,9 @@ DayStats initial_stats(const Outbreak& data) {
 /// The end of day t, shared by both filters: summarize the weighted S and R (copied to the host), then resample
 /// every live node of the population systematically and add the day's log-evidence increment. False (and the day
 /// recorded) when every particle has weight zero.
-bool end_of_day(RunResult& out, std::size_t t, Population& pop, const Count& S, const Count& R) {
+bool end_of_day(RunResult& out, std::size_t t, Graph& pop, const Variable& S, const Variable& R) {
   const std::vector<double> lw = pop.log_weights();
-  const runtime::Population::Step step = pop.resample(1.0);
+  const Graph::Resampling step = pop.resample_by_weight(1.0);
   if (step.log_mean_weight == neg_inf) {
     out.log_evidence = neg_inf;
     out.failed_day = t;
@@ -87,21 +89,22 @@ bool end_of_day(RunResult& out, std::size_t t, Population& pop, const Count& S, 
 /// I(t) - I(t-1) = new - rec is observed; tally then weighs each particle by the exact P(new - rec = change) (one
 /// skew diagonal, no convolution) and draws new and rec from their exact joint posterior, which updates the Betas.
 /// The contacts tau ~ Binomial(S, 1 - exp(-lambda I / N)) are drawn (a chain binomial).
-RunResult delayed_filter(const Outbreak& data, std::size_t P, std::uint64_t seed, double lambda, gpu::Backend where) {
+RunResult delayed_filter(const Outbreak& data, std::size_t P, std::uint64_t seed, double lambda, runtime::Device where) {
   const auto start = std::chrono::steady_clock::now();
-  Population pop(P, seed, where);
+  Graph pop(P, seed, where);
   const auto delta = pop.assume(Beta(2, 2));  // the probability that a contact infects
   const auto gamma = pop.assume(Beta(2, 2));  // the daily probability of recovery
-  Count S = pop.constant(data.pupils - data.infected0), I = pop.constant(data.infected0), R = pop.constant(0);
+  Variable S = pop.constant(data.pupils - data.infected0), I = pop.constant(data.infected0), R = pop.constant(0);
   const double c = lambda / static_cast<double>(data.pupils);
   RunResult out;
   out.days.push_back(initial_stats(data));
   for (std::size_t t = 1; t <= data.days(); ++t) {
-    const Count tau = pop.chain_binomial(S, I, c);
+    // the chain binomial: each susceptible escapes each of I infectious contacts at rate c
+    const Variable tau = pop.binomial(S, gpu::hazard_probabilities(pop.values(I), c));
     pop.realize(tau);
-    const Count n = pop.binomial(tau, delta);  // new infections
-    const Count r = pop.binomial(I, gamma);    // recoveries
-    const Count d = pop.subtract(n, r);
+    const Variable n = pop.binomial(tau, delta);  // new infections
+    const Variable r = pop.binomial(I, gamma);    // recoveries
+    const Variable d = pop.subtract(n, r);
     pop.observe(d, pop.subtract(pop.constant(data.infected(t)), I));  // new and rec drawn given d
     out.state_bytes = std::max(out.state_bytes, pop.bytes());
     S = pop.subtract(S, n);
@@ -125,20 +128,21 @@ RunResult delayed_filter(const Outbreak& data, std::size_t P, std::uint64_t seed
 
 /// The bootstrap filter: every variable drawn forward (delta and gamma too), weight 1 if the simulated I(t) equals
 /// the data, else 0.
-RunResult bootstrap_filter(const Outbreak& data, std::size_t P, std::uint64_t seed, double lambda, gpu::Backend where) {
+RunResult bootstrap_filter(const Outbreak& data, std::size_t P, std::uint64_t seed, double lambda, runtime::Device where) {
   const auto start = std::chrono::steady_clock::now();
-  Population pop(P, seed, where);
+  Graph pop(P, seed, where);
   const auto delta = pop.assume(Beta(2, 2)), gamma = pop.assume(Beta(2, 2));
   pop.realize(delta);
   pop.realize(gamma);
-  Count S = pop.constant(data.pupils - data.infected0), I = pop.constant(data.infected0), R = pop.constant(0);
+  Variable S = pop.constant(data.pupils - data.infected0), I = pop.constant(data.infected0), R = pop.constant(0);
   const double c = lambda / static_cast<double>(data.pupils);
   RunResult out;
   out.days.push_back(initial_stats(data));
   for (std::size_t t = 1; t <= data.days(); ++t) {
-    const Count tau = pop.chain_binomial(S, I, c);
+    // the chain binomial: each susceptible escapes each of I infectious contacts at rate c
+    const Variable tau = pop.binomial(S, gpu::hazard_probabilities(pop.values(I), c));
     pop.realize(tau);
-    const Count n = pop.binomial(tau, delta), r = pop.binomial(I, gamma);  // Binomial(tau_i, delta_i), ...
+    const Variable n = pop.binomial(tau, delta), r = pop.binomial(I, gamma);  // Binomial(tau_i, delta_i), ...
     pop.realize(n);
     pop.realize(r);
     S = pop.subtract(S, n);
@@ -149,8 +153,8 @@ RunResult bootstrap_filter(const Outbreak& data, std::size_t P, std::uint64_t se
     if (!end_of_day(out, t, pop, S, R)) break;
   }
   if (out.failed_day == 0) {
-    for (double v : pop.value(delta)) out.delta_mean += v / static_cast<double>(P);
-    for (double v : pop.value(gamma)) out.gamma_mean += v / static_cast<double>(P);
+    for (double v : pop.scalar_value(delta)) out.delta_mean += v / static_cast<double>(P);
+    for (double v : pop.scalar_value(gamma)) out.gamma_mean += v / static_cast<double>(P);
   }
   out.seconds = models::seconds_since(start);
   return out;
@@ -249,7 +253,7 @@ Summary summarize(const std::vector<RunResult>& runs) {
 /// Runs both filters `runs` times on `data` and prints the log-evidence table; returns the delayed runs.
 std::pair<std::vector<RunResult>, std::vector<RunResult>> compare(const Outbreak& data, std::size_t particles,
                                                                   std::uint64_t seed, int runs, double lambda,
-                                                                  gpu::Backend where) {
+                                                                  runtime::Device where) {
   std::vector<RunResult> delayed, bootstrap;
   for (int k = 0; k < runs; ++k) {
     const std::uint64_t s = seed + static_cast<std::uint64_t>(k);

@@ -131,6 +131,7 @@ bool condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
           [&](Sum& s) {
             Node* x = n.mparents[0];
             Node* y = n.mparents[1];
+            if (!x && !y && !ll) return;  // both operands gone: nothing to condition
             const auto& ops = *n.operands;
             // X | X + sY = z from the operands' laws (kept in n, so a dropped operand does not matter)
             LogLikelihood& sk = sink();

@@ -114,6 +114,7 @@ Variable Graph::constant(gpu::Column<std::int64_t> v) {
   if (v.where() != context_->where) v = gpu::Column<std::int64_t>::from_host(v.to_host(), context_->where);
   auto n = std::make_shared<Node>(context_, detail::DiscreteRoot{Pmf::point(0)}, State::realized);
   n->value = detail::make_values(std::move(v));
+  n->computed = true;
   return Variable(n);
 }
 
@@ -139,8 +140,20 @@ Variable Graph::assume(const Variable& x, const IndexedPoisson& law) {
 }
 Variable Graph::assume(const Variable& x, const MarkovStep& law) { return Variable(child(context_, node_of(x, "assume"), law)); }
 
+namespace {
+/// A realized constant a x + b y + c, made at once from realized operands (no law is built).
+std::shared_ptr<Node> realized_linear(const std::shared_ptr<detail::Context>& ctx, const Node& x, std::int64_t a,
+                                      const Node* y, std::int64_t b, std::int64_t c) {
+  auto n = std::make_shared<Node>(ctx, detail::DiscreteRoot{Pmf::point(0)}, State::realized);
+  n->value = detail::linear(x.value, a, y ? y->value : detail::Values{}, b, c);
+  n->computed = true;
+  return n;
+}
+}  // namespace
+
 Variable Graph::affine(const Variable& x, std::int64_t a, std::int64_t c) {
   if (a == 0) return assume(Pmf::point(c));
+  if (auto n = node_of(x, "affine"); n->state == State::realized) return Variable(realized_linear(context_, *n, a, nullptr, 0, c));
   return Variable(child(context_, node_of(x, "affine"), detail::AffineLaw{a, c}));
 }
 
@@ -156,12 +169,16 @@ std::shared_ptr<Node> sum_node(const std::shared_ptr<detail::Context>& ctx, std:
 Variable Graph::add(const Variable& x, const Variable& y) {
   auto nx = node_of(x, "add"), ny = node_of(y, "add");
   if (nx == ny) return affine(x, 2, 0);  // x + x = 2x, exactly
+  if (nx->state == State::realized && ny->state == State::realized)
+    return Variable(realized_linear(context_, *nx, 1, ny.get(), 1, 0));
   return Variable(sum_node(context_, nx, ny, +1));
 }
 
 Variable Graph::subtract(const Variable& x, const Variable& y) {
   auto nx = node_of(x, "subtract"), ny = node_of(y, "subtract");
   if (nx == ny) return assume(Pmf::point(0));
+  if (nx->state == State::realized && ny->state == State::realized)
+    return Variable(realized_linear(context_, *nx, 1, ny.get(), -1, 0));
   return Variable(sum_node(context_, nx, ny, -1));
 }
 
@@ -305,10 +322,18 @@ Observation Graph::observe(const Variable& x, const Variable& v) {
   auto n = node_of(x, "observe");
   auto nv = node_of(v, "observe");
   if (n == nv) tally::detail::fail<usage_error>("tally::runtime::Graph::observe: a variable observed at itself");
-  if (n->state == State::realized)
+  if (n->state == State::realized && !n->computed)
     tally::detail::fail<usage_error>("tally::runtime::Graph::observe: ", n->name,
                                      " is already realized; observe each variable once, before value()");
   return guarded(*context_, bytes(), [&] {
+    if (n->state == State::realized) {  // a computed constant (a bootstrap filter's simulated count): 0 or -inf
+      const detail::Values values = realized(*nv);
+      detail::LogLikelihood ll = detail::zero_log_likelihood(*context_);
+      detail::add_log_equal(n->value, values, ll);
+      gpu::add_to(context_->log_weight, ll.values);
+      n->computed = false;
+      return Observation(std::move(ll.values), Exactness{});
+    }
     const detail::Values values = realized(*nv);
     Recording recording(*context_);
     if (context_->where == gpu::Backend::cpu)
@@ -443,7 +468,7 @@ Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kin
   reset_log_weights();
   std::vector<std::size_t> host;
   if (ancestors.where() == gpu::Backend::cpu) host = std::move(ancestors.host());
-  return {log_mean, summary.ess, std::move(host)};
+  return {log_mean, summary.ess, std::move(host), true};
   });
 }
 

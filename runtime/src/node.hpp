@@ -115,6 +115,7 @@ class Node : public std::enable_shared_from_this<Node> {
   Laws marginal;
   Values value;  // discrete, realized
   std::string name;  // for reports: Graph::name, or "#k"
+  bool computed = false;  // realized as a constant or from realized operands, never observed (observable once)
 
   /// The state only continuous nodes have, on the heap so that discrete nodes stay small.
   struct ContinuousState {

@@ -206,6 +206,10 @@ class Graph {
   /// The Observation says, besides the log-likelihoods, whether they are exact given the past and, if not, which
   /// variables were sampled to compute them and why.
   Observation observe(const Variable& x, std::int64_t v);
+  /// x may be a realized variable computed from constants and realized values (constant(), or add/subtract/affine
+  /// of realized operands: a bootstrap filter's simulated count), observed once: log-likelihood 0 where x_i = v_i
+  /// and -inf elsewhere. Observing any other realized variable (observed before, or drawn by value()) is a
+  /// usage_error.
   /// Observes x = v[i] in particle i.
   Observation observe(const Variable& x, const std::vector<std::int64_t>& v);
   /// Observes x = v in each particle, v a variable of this graph (realized first if it is not: a draw, not a
@@ -273,7 +277,8 @@ class Graph {
   struct Resampling {
     double log_mean_weight;               ///< \f$\log \frac1P \sum_i e^{\ell_i}\f$: the log-evidence increment
     double ess;                           ///< effective sample size of the weights before resampling
-    std::vector<std::size_t> ancestors;   ///< empty when nothing was resampled
+    std::vector<std::size_t> ancestors;   ///< empty when nothing was resampled (and on a CUDA graph)
+    bool resampled = false;               ///< whether the particles were resampled
   };
   /// Resamples by the particles' own log-weights (tally::gpu::resample, where the state lives, the device's fused
   /// resampler for a CUDA graph; `kind` systematic or multinomial, uniforms philox_uniform(seed ^ key, j, k) for
