@@ -284,6 +284,17 @@ void graft(Node& root) {
     }
     if (!expanded) {
       prepare_sum(*v);
+      if (std::holds_alternative<Sum>(v->kind)) {
+        // operands with a common uninstantiated ancestor: that ancestor is drawn first (before grafting the
+        // operands would prune one of them instead), so that the operands are independent given it
+        while (Node* a = shared_ancestor(*v->parents[0], *v->parents[1])) {
+          const auto hold = a->shared_from_this();
+          graft(*a);
+          if (a->state != State::marginalized) continue;
+          fallback(*a, Fallback::shared_ancestor);
+          a->discrete() ? sample(*a) : sample_continuous(*a);
+        }
+      }
       stack.push_back({v, true, requester});
       for (auto& p : v->parents)
         if (p) stack.push_back({p, false, v.get()});

@@ -1,0 +1,291 @@
+// The one engine: the exactness report and strict mode, and the same programs on the CPU and the GPU (same draws).
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gpu/device.hpp"
+#include "tally/distributions.hpp"
+#include "tally/error.hpp"
+#include "tally/gpu/sample_batched.hpp"
+#include "tally/runtime/graph.hpp"
+
+using namespace tally;
+using namespace tally::runtime;
+
+namespace {
+
+/// x ~ Binomial(20, 0.5); y ~ Binomial(x, 0.3); w ~ Binomial(x, 0.6); z = y + w: y and w share x.
+struct SharedAncestor {
+  Variable x, y, w, z;
+  explicit SharedAncestor(Graph& g) {
+    x = g.assume(Binomial(20, 0.5));
+    g.name(x, "x");
+    y = g.assume(x, Thinning(0.3));
+    w = g.assume(x, Thinning(0.6));
+    z = g.add(y, w);
+  }
+};
+
+std::vector<Device> devices() {
+  std::vector<Device> d{Device::cpu};
+  if (gpu::cuda_available()) d.push_back(Device::cuda);
+  else WARN("device half skipped: " << gpu::device_description());
+  return d;
+}
+
+const char* name(Device d) { return d == Device::cpu ? "cpu" : "cuda"; }
+
+}  // namespace
+
+TEST_CASE("exactness: tree-shaped programs are exact, with their truncation bound", "[runtime][engine]") {
+  for (const Device d : devices()) {
+    for (const std::size_t P : {std::size_t{1}, std::size_t{64}}) {
+      INFO(name(d) << ", P = " << P);
+      const auto live = Graph::live_nodes();
+      {
+        Graph g(P, 3, d);
+        g.strict(true);  // nothing may be sampled
+        Variable X = g.assume(Poisson(50.0));
+        const std::int64_t y[] = {10, 12, 9, 14};
+        for (int t = 0; t < 4; ++t) {
+          if (t > 0) X = g.add(g.binomial(X, 0.26), g.assume(Poisson(30.0 + t)));
+          const Observation o = g.observe(g.binomial(X, 0.2), y[t]);
+          REQUIRE(o.exact());
+          CHECK(o.exactness().describe() == "exact");
+          CHECK(o.exactness().truncation_error > 0.0);  // Poisson laws are truncated ...
+          CHECK(o.exactness().truncation_error < 1e-9);  // ... far below anything that matters
+          for (std::size_t i = 1; i < P; ++i) REQUIRE(o[i] == Approx(o[0]).epsilon(1e-12));
+        }
+      }
+      CHECK(Graph::live_nodes() == live);
+    }
+  }
+}
+
+TEST_CASE("exactness: a sum of two children of one parent names the sampled ancestor; strict mode throws",
+          "[runtime][engine]") {
+  for (const Device d : devices()) {
+    INFO(name(d));
+    const auto live = Graph::live_nodes();
+    {
+      Graph g(16, 5, d);
+      SharedAncestor p(g);
+      const Observation o = g.observe(p.z, 9);
+      REQUIRE_FALSE(o.exact());
+      REQUIRE(o.exactness().sampled.size() == 1);
+      CHECK(o.exactness().sampled[0].variable == "x");
+      CHECK(o.exactness().sampled[0].reason == Fallback::shared_ancestor);
+      CHECK_THAT(o.exactness().describe(), Catch::Contains("x (shared ancestor"));
+      // the fallback is honest: given the drawn x, the likelihood is that of Binomial(x, .3) + Binomial(x, .6)
+      const auto x = g.value(p.x);
+      for (std::size_t i = 0; i < 16; ++i) {
+        const Pmf law = sum(to_pmf(Binomial(x[i], 0.3)), to_pmf(Binomial(x[i], 0.6)));
+        REQUIRE(o[i] == Approx(log_pdf(law, 9)).epsilon(1e-9));
+      }
+    }
+    {
+      Graph g(16, 5, d);
+      g.strict(true);
+      SharedAncestor p(g);
+      try {
+        g.observe(p.z, 9);
+        FAIL("strict mode sampled");
+      } catch (const inexact_error& e) {
+        CHECK_THAT(std::string(e.what()), Catch::Contains("x") && Catch::Contains("shared ancestor"));
+        REQUIRE(e.sampled.size() == 1);
+        CHECK(e.sampled[0].variable == "x");
+      }
+      // nothing was drawn: x is still a law, and the graph goes on exactly
+      CHECK(g.marginal(p.x)[0].size() == 21);
+      const Observation o = g.observe(p.y, 4);
+      CHECK(o.exact());
+      CHECK(std::isfinite(o[0]));
+    }
+    CHECK(Graph::live_nodes() == live);
+  }
+}
+
+TEST_CASE("exactness: pruning a marginalized child for a new one is reported", "[runtime][engine]") {
+  Graph g(1, 2);
+  Variable x = g.assume(Poisson(6.0));
+  Variable y = g.assume(x, Thinning(0.5));
+  g.name(y, "y");
+  g.marginal(y);  // y joins x's M-path
+  Variable z = g.assume(x, Thinning(0.2));
+  const Observation o = g.observe(z, 1);
+  REQUIRE(o.exactness().sampled.size() == 1);
+  CHECK(o.exactness().sampled[0].variable == "y");
+  CHECK(o.exactness().sampled[0].reason == Fallback::pruned);
+  // observing y's sibling with nothing on the path is exact again
+  const Observation o2 = g.observe(g.assume(x, Thinning(0.4)), 2);
+  CHECK(o2.exact());
+}
+
+TEST_CASE("the CPU draws by sample_batched's rule: the k-th draw uses philox_uniform(seed, i, k)", "[runtime][engine]") {
+  const std::size_t P = 300;
+  Graph g(P, 77, Device::cpu);
+  const Pmf law = to_pmf(Binomial(40, 0.35));
+  Variable a = g.assume(law);
+  const auto first = g.value(a);  // the graph's draw number 0
+  gpu::PmfBatch batch;
+  for (std::size_t i = 0; i < P; ++i)
+    batch.push_back(std::span<const double>(law.weights().data(), std::size_t(law.size())), law.lo(), law.log_scale());
+  CHECK(first == gpu::cpu::sample_batched(batch, 77, 0));
+  const auto second = g.value(g.assume(law));
+  CHECK(second == gpu::cpu::sample_batched(batch, 77, 1));
+}
+
+namespace {
+
+/// What a random program did, step by step, in a form two devices can be compared on.
+struct Trace {
+  std::vector<std::string> events;              // the operation and, for refused ones, the exception's type
+  std::vector<std::vector<double>> likelihoods; // every observation's log-likelihoods
+  std::vector<std::vector<std::int64_t>> values;
+  std::vector<std::vector<double>> means;       // marginals' means
+};
+
+/// A random program of every node kind the engine has: roots, thinnings, scaled and indexed Poisson children,
+/// Markov steps, affine maps, sums and differences, Beta, Gamma and Dirichlet parents with their counts,
+/// observations (possible or not), values, marginals, dropped handles, resampling, strict mode switched on and off.
+Trace random_program(std::uint64_t program, Device d, std::size_t P) {
+  std::mt19937_64 gen(program);
+  std::uniform_int_distribution<int> pick(0, 99);
+  Trace tr;
+  Graph g(P, program, d);
+  std::vector<Variable> vars, states;
+  std::vector<Continuous> betas, gammas, dirichlets;
+  Eigen::MatrixXd T(3, 3);
+  T << .7, .2, .1, .1, .8, .1, .2, .2, .6;
+  Eigen::VectorXd rates(3);
+  rates << 1.0, 4.0, 9.0;
+  const int steps = 4 + pick(gen) % 14;
+  auto any = [&](std::vector<Variable>& v) -> Variable& { return v[static_cast<std::size_t>(pick(gen)) % v.size()]; };
+  for (int s = 0; s < steps; ++s) {
+    const int r = pick(gen);
+    std::string what;
+    try {
+      if (vars.empty() || r < 12) {
+        what = "root";
+        vars.push_back(r % 3 == 0 ? g.assume(Binomial(3 + r % 5, 0.4))
+                       : r % 3 == 1 ? g.assume(Poisson(1.0 + r % 3))
+                                    : g.assume(NegativeBinomial(2.0, 0.6)));
+      } else if (r < 24) {
+        what = "thinning";
+        vars.push_back(g.binomial(any(vars), 0.5));
+      } else if (r < 28) {
+        what = "scaled poisson";
+        vars.push_back(g.assume(any(vars), ScaledPoisson(0.7)));
+      } else if (r < 33) {
+        what = "markov";
+        if (states.empty()) states.push_back(g.assume(Categorical(Eigen::Vector3d(.5, .3, .2))));
+        states.push_back(g.assume(any(states), MarkovStep(T)));
+        if (r % 2) vars.push_back(g.assume(states.back(), IndexedPoisson(rates)));
+      } else if (r < 39) {
+        what = "affine";
+        vars.push_back(g.affine(any(vars), r % 2 ? 1 : -1, r % 3));
+      } else if (r < 52) {
+        what = "sum";
+        Variable a = any(vars), b = any(vars);
+        vars.push_back(r % 2 ? g.add(a, b) : g.subtract(a, b));
+      } else if (r < 60) {
+        what = "conjugate";
+        switch (r % 3) {
+          case 0:
+            if (betas.empty() || r % 2) betas.push_back(g.assume(Beta(2, 2)));
+            vars.push_back(r % 4 == 0 ? g.negative_binomial(3.0, betas.back()) : g.binomial(2 + r % 4, betas.back()));
+            break;
+          case 1:
+            if (gammas.empty() || r % 2) gammas.push_back(g.assume(Gamma(3, 1)));
+            vars.push_back(g.poisson(gammas.back(), 1.0 + r % 2));
+            break;
+          default:
+            if (dirichlets.empty() || r % 2) dirichlets.push_back(g.assume(Dirichlet(Eigen::Vector3d(1, 2, 3))));
+            vars.push_back(g.categorical(dirichlets.back()));
+        }
+      } else if (r < 76) {
+        what = "observe";
+        const Observation o = g.observe(any(vars), pick(gen) % 6);
+        tr.likelihoods.push_back(o.log_likelihoods());
+      } else if (r < 83) {
+        what = "value";
+        tr.values.push_back(g.value(any(vars)));
+      } else if (r < 89) {
+        what = "marginal";
+        std::vector<double> m;
+        for (const Pmf& p : g.marginal(any(vars))) m.push_back(mean(p));
+        tr.means.push_back(std::move(m));
+      } else if (r < 92 && !betas.empty()) {
+        what = "beta value";
+        tr.likelihoods.push_back(g.scalar_value(betas.back()));
+      } else if (r < 95) {
+        what = "resample";
+        g.resample_by_weight(0.9);
+        tr.likelihoods.push_back(g.log_weights());
+      } else if (r < 97) {
+        what = "strict";
+        g.strict(!g.strict());
+      } else {
+        what = "drop";
+        if (vars.size() > 1) vars.erase(vars.begin() + static_cast<std::ptrdiff_t>(pick(gen) % vars.size()));
+      }
+      tr.events.push_back(what);
+    } catch (const usage_error&) {
+      tr.events.push_back(what + ": usage_error");
+    } catch (const inexact_error&) {
+      tr.events.push_back(what + ": inexact_error");
+    } catch (const tally::domain_error&) {
+      tr.events.push_back(what + ": domain_error");
+    } catch (const tally::overflow_error&) {
+      tr.events.push_back(what + ": overflow_error");
+    }
+  }
+  tr.likelihoods.push_back(g.log_weights());
+  return tr;
+}
+
+bool close(double a, double b) {
+  if (a == b) return true;  // both -inf
+  return std::abs(a - b) <= 1e-9 * std::max(1.0, std::abs(a));
+}
+
+}  // namespace
+
+TEST_CASE("random programs of every node kind leak nothing on each device", "[runtime][engine]") {
+  for (const Device d : devices()) {
+    INFO(name(d));
+    const auto live = Graph::live_nodes();
+    const int programs = d == Device::cpu ? 2000 : 10000;
+    for (int p = 0; p < programs; ++p) random_program(static_cast<std::uint64_t>(p), d, p % 5 == 0 ? 8 : 1);
+    CHECK(Graph::live_nodes() == live);
+  }
+}
+
+TEST_CASE("random programs give the same draws and likelihoods on the CPU and the GPU", "[runtime][engine][device]") {
+  if (tally::test::skip_without_device()) return;
+  int compared = 0;
+  for (std::uint64_t p = 0; p < 400; ++p) {
+    const std::size_t P = p % 2 ? 16 : 1;
+    const Trace host = random_program(p, Device::cpu, P), device = random_program(p, Device::cuda, P);
+    std::ostringstream events;
+    for (const auto& e : host.events) events << e << "; ";
+    INFO("program " << p << " (P = " << P << "): " << events.str());
+    REQUIRE(host.events == device.events);
+    REQUIRE(host.values == device.values);
+    REQUIRE(host.likelihoods.size() == device.likelihoods.size());
+    for (std::size_t k = 0; k < host.likelihoods.size(); ++k)
+      for (std::size_t i = 0; i < host.likelihoods[k].size(); ++i) {
+        INFO("likelihoods " << k << ", particle " << i << ": " << host.likelihoods[k][i] << " vs " << device.likelihoods[k][i]);
+        REQUIRE(close(host.likelihoods[k][i], device.likelihoods[k][i]));
+      }
+    REQUIRE(host.means.size() == device.means.size());
+    for (std::size_t k = 0; k < host.means.size(); ++k)
+      for (std::size_t i = 0; i < host.means[k].size(); ++i) REQUIRE(close(host.means[k][i], device.means[k][i]));
+    ++compared;
+  }
+  CHECK(compared == 400);
+}
