@@ -248,6 +248,8 @@ const Laws& law(Node& n) {
     n.tie_base.clear();
   } else if (n.operands) {  // a sum's convolution, made once
     n.marginal = sum(*n.context, (*n.operands)[0], (*n.operands)[1], std::get<Sum>(n.kind).sign);
+    // with both operands gone nothing will be conditioned on the sum: their laws are not needed any more
+    if (!n.mparents[0] && !n.mparents[1]) n.operands.reset();
   }
   return n.marginal;
 }
@@ -298,6 +300,14 @@ void graft(Node& root) {
       stack.push_back({v, true, requester});
       for (auto& p : v->parents)
         if (p) stack.push_back({p, false, v.get()});
+      continue;
+    }
+    if (auto* sum_of = std::get_if<Sum>(&v->kind);
+        sum_of && v->parents[0]->state == State::realized && v->parents[1]->state == State::realized) {
+      // both operands realized: the sum is their sum, computed, not drawn
+      v->value = linear(v->parents[0]->value, 1, v->parents[1]->value, sum_of->sign, 0);
+      v->state = State::realized;
+      v->parents = {};
       continue;
     }
     if (std::holds_alternative<Sum>(v->kind)) {
@@ -360,6 +370,13 @@ std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values) {
       n.state = State::marginalized;
       n.parents = {};
       condition_parents(n, values, nullptr);  // the conjugate update (impossible values skipped)
+      set_realized(n, values);
+      return done();
+    }
+    if (parent.state == State::realized) {
+      // log P(y = v | x) for the realized x: the same conditioning on point masses (one pass, no child law)
+      condition(ctx, points(ctx, parent.value), std::get<DiscreteChild>(n.kind).law, values, ll);
+      n.parents = {};
       set_realized(n, values);
       return done();
     }

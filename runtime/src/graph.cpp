@@ -69,7 +69,14 @@ Graph::Graph(std::size_t particles, std::uint64_t seed, Truncation t) : Graph(pa
 
 Graph::Graph(std::size_t particles, std::uint64_t seed, Device device, Truncation t) {
   if (particles == 0) tally::detail::fail<domain_error>("tally::runtime::Graph: particles must be >= 1");
-  context_ = std::make_shared<detail::Context>(particles, seed, resolve(device, particles), t);
+  const gpu::Backend where = resolve(device, particles);
+  try {
+    context_ = std::make_shared<detail::Context>(particles, seed, where, t);
+  } catch (const device_memory_error& e) {  // the log-weights alone do not fit
+    detail::Context none(1, seed, gpu::Backend::cpu, t);
+    none.particles = particles;
+    out_of_memory(none, e, 0);
+  }
 }
 
 std::size_t Graph::particles() const { return context_->particles; }
@@ -307,14 +314,14 @@ Variable Graph::binomial(const Variable& x, const Continuous& rho) {
 }
 
 Observation Graph::observe(const Variable& x, std::int64_t v) {
-  auto n = node_of(x, "observe");
-  return observe(x, std::vector<std::int64_t>(particles(), v));
+  node_of(x, "observe");
+  return observe(x, constant(gpu::filled(v, particles(), context_->where)));
 }
 
 Observation Graph::observe(const Variable& x, const std::vector<std::int64_t>& v) {
   if (v.size() != particles())
     tally::detail::fail<shape_error>("tally::runtime::Graph::observe: ", v.size(), " values for ", particles(), " particles");
-  auto n = node_of(x, "observe");
+  node_of(x, "observe");
   return observe(x, constant(v));
 }
 

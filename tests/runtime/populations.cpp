@@ -466,11 +466,11 @@ TEST_CASE("a population too big for the device says how many particles would fit
     const std::size_t P = free / 64;
     Graph pop(P, 1, Device::cuda);
     try {
-      pop.assume(Poisson(1000));  // about 400 weights a particle: 50 times the free memory
+      pop.marginal(pop.assume(Poisson(1000)));  // about 400 weights a particle: 50 times the free memory
       FAIL("laws of " << P << " particles fitted");
     } catch (const tally::device_memory_error& e) {
       INFO(e.what());
-      CHECK_THAT(std::string(e.what()), Catch::Contains("The population holds") && Catch::Contains("would fit"));
+      CHECK_THAT(std::string(e.what()), Catch::Contains("The graph holds") && Catch::Contains("would fit"));
     }
     Variable c = pop.constant(2);
     CHECK(pop.memory().size() == 1);
