@@ -31,6 +31,7 @@ Laws placed(const Place& at, std::vector<Pmf> pmfs) {
   Laws out;
   out.device = std::make_shared<const gpu::Laws>(gpu::Laws::from_host(std::move(batch), at.where));
   out.device_error = error;
+  out.device_nonnegative = true;  // every count law of a conjugate parent is on [0, inf)
   return out;
 }
 
@@ -46,6 +47,7 @@ Laws count_laws(Place& at, const CountChild& c, Node& rho) {
     Laws out;
     out.device = std::make_shared<const gpu::Laws>(known ? gpu::binomial_laws(*c.trials, s.scalar)
                                                          : gpu::beta_binomial_laws(*c.trials, s.params.a, s.params.b));
+    out.device_nonnegative = true;
     return out;
   }
   const std::vector<double> a = known ? std::vector<double>{} : host(s.params.a), b = known ? std::vector<double>{} : host(s.params.b);

@@ -40,22 +40,39 @@ Laws place(const Place& at, Batch<Pmf> host) {
   }
   gpu::PmfBatch batch;
   double error = 0.0;
+  bool nonnegative = true;
   for (std::size_t i = 0; i < host.size(); ++i) {
     const Pmf& p = host[i];
     batch.push_back(std::span<const double>(p.weights().data(), static_cast<std::size_t>(p.size())), p.lo(),
                     p.log_scale());
     error = std::max(error, p.error_bound());
+    nonnegative = nonnegative && p.lo() >= 0;
   }
   out.device = std::make_shared<const gpu::Laws>(gpu::Laws::from_host(std::move(batch), at.where));
   out.device_error = error;
+  out.device_nonnegative = nonnegative;
   return out;
 }
 
-Laws device_laws(gpu::Laws laws, double error) {
+Laws device_laws(gpu::Laws laws, double error, bool nonnegative = false) {
   Laws out;
   out.device = std::make_shared<const gpu::Laws>(std::move(laws));
   out.device_error = error;
+  out.device_nonnegative = nonnegative;
   return out;
+}
+
+/// A thinning's or scaled Poisson's parent must be a count: device laws not known to be are read back (their lower
+/// bounds only) and checked, as the host's Pmf algebra checks them (tally::domain_error).
+void require_counts(const Laws& x, const char* who) {
+  if (!x.device || x.device_nonnegative) return;
+  const gpu::PmfBatchView v = x.device->view();
+  std::vector<std::int64_t> lo(v.count);
+  if (v.count > 0) gpu::detail::device_copy(lo.data(), v.lo, v.count * sizeof(std::int64_t), 1);
+  for (std::size_t i = 0; i < lo.size(); ++i)
+    if (lo[i] < 0)
+      tally::detail::fail<domain_error>(who, ": the parent must be a count >= 0, but particle ", i,
+                                        "'s support starts at ", lo[i]);
 }
 
 template <class Make>
@@ -153,7 +170,7 @@ Laws prior(const Place& at, const Pmf& law) {
   }
   return device_laws(gpu::broadcast(std::span<const double>(law.weights().data(), static_cast<std::size_t>(law.size())),
                                     law.lo(), law.log_scale(), at.particles, at.where),
-                     law.error_bound());
+                     law.error_bound(), law.lo() >= 0);
 }
 
 Laws points(const Place& at, const Values& v) {
@@ -165,9 +182,12 @@ Laws points(const Place& at, const Values& v) {
 
 Laws push(Place& at, const Laws& x, const ChildLaw& law) {
   if (x.device) {
-    if (auto* t = std::get_if<Thinning>(&law)) return device_laws(gpu::thin(*x.device, t->keep), x.device_error);
+    if (auto* t = std::get_if<Thinning>(&law)) {
+      require_counts(x, "tally::runtime: Binomial(x, q)");
+      return device_laws(gpu::thin(*x.device, t->keep), x.device_error, true);
+    }
     if (auto* m = std::get_if<MarkovStep>(&law))
-      return device_laws(gpu::markov_step(*x.device, markov_table(m->transition, at.where)), x.device_error);
+      return device_laws(gpu::markov_step(*x.device, markov_table(m->transition, at.where)), x.device_error, true);
     if (auto* f = std::get_if<AffineLaw>(&law); f && (f->a == 1 || f->a == -1))
       return affine(at, x, f->a, filled_values(at, f->c));
     // scaled and indexed Poisson mixtures, |a| > 1: staged on the host
@@ -180,7 +200,7 @@ Laws push_realized(Place& at, const Values& x, const ChildLaw& law) {
   if (at.device()) {
     if (auto* t = std::get_if<Thinning>(&law)) return binomial_laws(at, x, gpu::filled(t->keep, at.particles, at.where));
     if (auto* m = std::get_if<MarkovStep>(&law))
-      return device_laws(gpu::markov_rows(*x, markov_table(m->transition, at.where)), 0.0);
+      return device_laws(gpu::markov_rows(*x, markov_table(m->transition, at.where)), 0.0, true);
     if (auto* f = std::get_if<AffineLaw>(&law)) return points(at, linear(x, f->a, {}, 0, f->c));
     return push(at, points(at, x), law);
   }
@@ -188,22 +208,24 @@ Laws push_realized(Place& at, const Values& x, const ChildLaw& law) {
 }
 
 Laws binomial_laws(const Place& at, const Values& n, const gpu::Column<double>& p) {
-  if (at.device()) return device_laws(gpu::binomial_laws(*n, p), 0.0);
+  if (at.device()) return device_laws(gpu::binomial_laws(*n, p), 0.0, true);
   return host_map(at, [&](std::size_t i) { return push_pmf(Pmf::point(n[i]), Thinning(p.host()[i]), at.truncation); });
 }
 
 Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, LogLikelihood& ll) {
   if (x.device) {
     ll.error = std::max(ll.error, x.device_error);
-    if (auto* t = std::get_if<Thinning>(&law))
-      return device_laws(gpu::condition_on_thinning(*x.device, *y, t->keep, ll.values), x.device_error);
+    if (auto* t = std::get_if<Thinning>(&law)) {
+      require_counts(x, "tally::runtime: Binomial(x, q)");
+      return device_laws(gpu::condition_on_thinning(*x.device, *y, t->keep, ll.values), x.device_error, true);
+    }
     if (auto* m = std::get_if<MarkovStep>(&law))
       return device_laws(gpu::condition_on_markov(*x.device, markov_table(m->transition, at.where), *y, ll.values),
-                         x.device_error);
+                         x.device_error, true);
     if (auto* r = std::get_if<IndexedPoisson>(&law)) {
       const auto rates = gpu::Table::from_host(std::span<const double>(r->rates.data(), static_cast<std::size_t>(r->rates.size())),
                                                static_cast<std::size_t>(r->rates.size()), 1, at.where);
-      return device_laws(gpu::condition_on_poisson(*x.device, rates, *y, ll.values), x.device_error);
+      return device_laws(gpu::condition_on_poisson(*x.device, rates, *y, ll.values), x.device_error, true);
     }
   }
   const auto h = host_laws(x);
@@ -223,7 +245,8 @@ Laws sum(Place& at, const Laws& x, const Laws& y, int sign) {
   if (x.device && y.device) {
     const double e = x.device_error + y.device_error + x.device_error * y.device_error;
     gpu::Laws negated;
-    return device_laws(gpu::convolve(*x.device, signed_laws(*y.device, sign, negated)), e);
+    return device_laws(gpu::convolve(*x.device, signed_laws(*y.device, sign, negated)), e,
+                       sign > 0 && x.device_nonnegative && y.device_nonnegative);
   }
   return host_map(at, [&](std::size_t i) { return sign > 0 ? tally::sum(x.host[i], y.host[i]) : difference(x.host[i], y.host[i]); });
 }
@@ -233,7 +256,8 @@ Laws condition_on_sum(Place& at, const Laws& x, const Laws& y, int sign, const V
     const double e = x.device_error + y.device_error + x.device_error * y.device_error;
     ll.error = std::max(ll.error, e);
     gpu::Laws negated;
-    return device_laws(gpu::condition_on_sum(*x.device, signed_laws(*y.device, sign, negated), *z, ll.values), e);
+    return device_laws(gpu::condition_on_sum(*x.device, signed_laws(*y.device, sign, negated), *z, ll.values), e,
+                       x.device_nonnegative);
   }
   std::vector<double> add(at.particles);
   auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {

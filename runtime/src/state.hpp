@@ -42,11 +42,13 @@ struct Laws {
   Batch<Pmf> host;
   std::shared_ptr<const gpu::Laws> device;
   double device_error = 0.0;
+  bool device_nonnegative = false;  // device laws known to lie on [0, inf) without reading them back
   bool empty() const { return host.empty() && !device; }
   void clear() {
     host.clear();
     device.reset();
     device_error = 0.0;
+    device_nonnegative = false;
   }
   /// The largest error bound of the laws.
   double error() const;
