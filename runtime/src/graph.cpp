@@ -113,7 +113,9 @@ Variable Graph::constant(std::int64_t v) { return constant(std::vector<std::int6
 Variable Graph::constant(const std::vector<std::int64_t>& v) {
   if (v.size() != particles())
     tally::detail::fail<shape_error>("tally::runtime::Graph::constant: ", v.size(), " values for ", particles(), " particles");
-  return constant(gpu::Column<std::int64_t>::from_host(v, context_->where));
+  auto n = node_of(constant(gpu::Column<std::int64_t>::from_host(v, context_->where)), "constant");
+  n->value.nonnegative = std::all_of(v.begin(), v.end(), [](std::int64_t k) { return k >= 0; });
+  return Variable(n);
 }
 Variable Graph::constant(gpu::Column<std::int64_t> v) {
   if (v.size() != particles())

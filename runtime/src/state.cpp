@@ -143,20 +143,23 @@ std::size_t Laws::bytes() const {
 }
 
 Values make_values(const Place& at, const std::vector<std::int64_t>& v) {
-  return make_values(gpu::Column<std::int64_t>::from_host(v, at.where));
+  return make_values(gpu::Column<std::int64_t>::from_host(v, at.where),
+                     std::all_of(v.begin(), v.end(), [](std::int64_t k) { return k >= 0; }));
 }
-Values make_values(gpu::Column<std::int64_t> v) {
-  return Values{std::make_shared<const gpu::Column<std::int64_t>>(std::move(v))};
+Values make_values(gpu::Column<std::int64_t> v, bool nonnegative) {
+  return Values{std::make_shared<const gpu::Column<std::int64_t>>(std::move(v)), nonnegative};
 }
-Values filled_values(const Place& at, std::int64_t v) { return make_values(gpu::filled(v, at.particles, at.where)); }
+Values filled_values(const Place& at, std::int64_t v) {
+  return make_values(gpu::filled(v, at.particles, at.where), v >= 0);
+}
 std::vector<std::int64_t> to_vector(const Values& v) { return v.column->to_host(); }
 
 Values linear(const Values& x, std::int64_t a, const Values& y, std::int64_t b, std::int64_t c) {
   if (y.empty()) {
     const auto zero = gpu::filled(std::int64_t{0}, x.column->size(), x.column->where());
-    return make_values(gpu::linear(*x, a, zero, 0, c));
+    return make_values(gpu::linear(*x, a, zero, 0, c), x.nonnegative && a >= 0 && c >= 0);
   }
-  return make_values(gpu::linear(*x, a, *y, b, c));
+  return make_values(gpu::linear(*x, a, *y, b, c), x.nonnegative && y.nonnegative && a >= 0 && b >= 0 && c >= 0);
 }
 
 LogLikelihood zero_log_likelihood(const Place& at) { return {gpu::filled(0.0, at.particles, at.where), 0.0}; }
@@ -174,7 +177,7 @@ Laws prior(const Place& at, const Pmf& law) {
 }
 
 Laws points(const Place& at, const Values& v) {
-  if (at.device()) return device_laws(gpu::point_laws(*v), 0.0);
+  if (at.device()) return device_laws(gpu::point_laws(*v), 0.0, v.nonnegative);
   Laws out;
   out.host = Batch<Pmf>::make(at.particles, [&](std::size_t i) { return Pmf::point(v[i]); });
   return out;
@@ -349,7 +352,7 @@ void add_log_equal(const Values& x, const Values& v, LogLikelihood& ll) { gpu::a
 
 Values sample(Place& at, const Laws& x) {
   const std::uint64_t k = at.draws++;
-  if (x.device) return make_values(gpu::sample(*x.device, at.seed, k));
+  if (x.device) return make_values(gpu::sample(*x.device, at.seed, k), x.device_nonnegative);
   std::vector<std::int64_t> out(at.particles);
   for (std::size_t i = 0; i < at.particles; ++i) {
     const Pmf& p = x.host[i];
@@ -393,7 +396,7 @@ Laws gather(const Laws& x, const gpu::Column<std::size_t>& ancestors) {
 
 Values gather(const Values& x, const gpu::Column<std::size_t>& ancestors) {
   if (x.empty()) return x;
-  return make_values(gpu::gather(*x, ancestors));
+  return make_values(gpu::gather(*x, ancestors), x.nonnegative);
 }
 
 gpu::Column<double> gather(const gpu::Column<double>& x, const gpu::Column<std::size_t>& ancestors) {

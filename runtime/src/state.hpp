@@ -58,6 +58,7 @@ struct Laws {
 /// P integers (realized values, per-particle constants) where the graph keeps them; immutable, shared by copies.
 struct Values {
   std::shared_ptr<const gpu::Column<std::int64_t>> column;
+  bool nonnegative = false;  // known to be >= 0 in every particle (without reading device values back)
   bool empty() const { return !column; }
   /// Host values only (a CPU graph).
   std::int64_t operator[](std::size_t i) const { return column->host()[i]; }
@@ -80,7 +81,7 @@ struct LogLikelihood {
 
 // ---- values -------------------------------------------------------------------------------------------------
 Values make_values(const Place& at, const std::vector<std::int64_t>& v);
-Values make_values(gpu::Column<std::int64_t> v);
+Values make_values(gpu::Column<std::int64_t> v, bool nonnegative = false);
 Values filled_values(const Place& at, std::int64_t v);
 std::vector<std::int64_t> to_vector(const Values& v);
 /// a x_i + b y_i + c (y may be empty when b = 0); tally::overflow_error outside int64.
