@@ -34,23 +34,24 @@ gpu::Backend resolve(Device d, std::size_t particles) {
 
 /// A device allocation that failed, said again with how many particles would fit: the graph holds `held` bytes,
 /// and this step asked for `e.requested` more.
-[[noreturn]] void out_of_memory(const detail::Context& c, const device_memory_error& e, std::size_t held) {
-  const double P = static_cast<double>(c.particles);
+[[noreturn]] void out_of_memory(std::size_t particles, const device_memory_error& e, std::size_t held) {
+  const double P = static_cast<double>(particles);
   const double per_particle = (static_cast<double>(held) + static_cast<double>(e.requested)) / P;
   const double fit = std::floor((static_cast<double>(e.free) + static_cast<double>(held)) / per_particle);
   throw device_memory_error(
-      tally::detail::message("tally::runtime::Graph of ", c.particles, " particles: ", e.what(), ". The graph holds ",
+      tally::detail::message("tally::runtime::Graph of ", particles, " particles: ", e.what(), ". The graph holds ",
                              held, " bytes (", static_cast<double>(held) / P, " per particle); with this step it needs about ",
                              per_particle, " bytes per particle, so about ", fit, " particles would fit"),
       e.requested, e.free);
 }
 
+/// f(), with a device allocation that fails said again with what the graph holds (counted only then).
 template <class F>
-auto guarded(const detail::Context& c, std::size_t held, F f) -> decltype(f()) {
+auto guarded(const Graph& g, F f) -> decltype(f()) {
   try {
     return f();
   } catch (const device_memory_error& e) {
-    out_of_memory(c, e, held);
+    out_of_memory(g.particles(), e, g.bytes());
   }
 }
 
@@ -73,9 +74,7 @@ Graph::Graph(std::size_t particles, std::uint64_t seed, Device device, Truncatio
   try {
     context_ = std::make_shared<detail::Context>(particles, seed, where, t);
   } catch (const device_memory_error& e) {  // the log-weights alone do not fit
-    detail::Context none(1, seed, gpu::Backend::cpu, t);
-    none.particles = particles;
-    out_of_memory(none, e, 0);
+    out_of_memory(particles, e, 0);
   }
 }
 
@@ -287,12 +286,12 @@ Variable Graph::binomial(const Variable& x, const std::vector<double>& p) {
   return binomial(x, gpu::Column<double>::from_host(p, context_->where));
 }
 
-Variable Graph::binomial(const Variable& x, const gpu::Column<double>& p) {
+Variable Graph::binomial(const Variable& x, gpu::Column<double> p) {
   constexpr const char* who = "tally::runtime::Graph::binomial";
   auto n = node_of(x, "binomial");
   if (p.size() != particles())
     tally::detail::fail<shape_error>(who, ": ", p.size(), " probabilities for ", particles(), " particles");
-  auto q = std::make_shared<gpu::Column<double>>(p.where() == context_->where ? p.clone()
+  auto q = std::make_shared<gpu::Column<double>>(p.where() == context_->where ? std::move(p)
                                                                                : gpu::Column<double>::from_host(p.to_host(), context_->where));
   if (q->where() == gpu::Backend::cpu)
     for (double v : q->host()) tally::detail::check_probability(v, who, "p");
@@ -334,7 +333,7 @@ Observation Graph::observe(const Variable& x, const Variable& v) {
   if (n->state == State::realized && !n->computed)
     tally::detail::fail<usage_error>("tally::runtime::Graph::observe: ", n->name,
                                      " is already realized; observe each variable once, before value()");
-  return guarded(*context_, bytes(), [&] {
+  return guarded(*this, [&] {
     if (n->state == State::realized) {  // a computed constant (a bootstrap filter's simulated count): 0 or -inf
       const detail::Values values = realized(*nv);
       detail::LogLikelihood ll = detail::zero_log_likelihood(*context_);
@@ -360,17 +359,17 @@ bool Graph::in_support(const Variable& x, std::int64_t v) const {
 
 std::vector<std::int64_t> Graph::value(const Variable& x) {
   auto n = node_of(x, "value");
-  return guarded(*context_, bytes(), [&] { return detail::to_vector(realized(*n)); });
+  return guarded(*this, [&] { return detail::to_vector(realized(*n)); });
 }
 
-gpu::Column<std::int64_t> Graph::values(const Variable& x) {
+const gpu::Column<std::int64_t>& Graph::values(const Variable& x) {
   auto n = node_of(x, "values");
-  return guarded(*context_, bytes(), [&] { return (*realized(*n)).clone(); });
+  return guarded(*this, [&]() -> const gpu::Column<std::int64_t>& { return *realized(*n); });
 }
 
 void Graph::realize(const Variable& x) {
   auto n = node_of(x, "realize");
-  guarded(*context_, bytes(), [&] { realized(*n); });
+  guarded(*this, [&] { realized(*n); });
 }
 
 void Graph::realize(const Continuous& x) {
@@ -380,7 +379,7 @@ void Graph::realize(const Continuous& x) {
 
 std::vector<Pmf> Graph::marginal(const Variable& x) {
   auto n = node_of(x, "marginal");
-  guarded(*context_, bytes(), [&] { detail::graft(*n); });
+  guarded(*this, [&] { detail::graft(*n); });
   if (n->state == State::realized) {
     std::vector<Pmf> out;
     for (std::int64_t v : detail::to_vector(n->value)) out.push_back(Pmf::point(v));
@@ -467,7 +466,7 @@ std::vector<std::vector<std::size_t>> Graph::touches(const std::vector<Variable>
 Graph::Resampling Graph::resample_by_weight(gpu::Resampler kind) { return resample_by_weight(1.0, kind); }
 
 Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kind) {
-  return guarded(*context_, bytes(), [&]() -> Resampling {
+  return guarded(*this, [&]() -> Resampling {
   gpu::WeightSummary summary{};
   auto ancestors = gpu::resample(context_->log_weight, kind, context_->seed ^ resampling_key, context_->resamplings++, summary);
   const double log_mean = summary.log_sum - std::log(static_cast<double>(particles()));

@@ -155,10 +155,7 @@ Values filled_values(const Place& at, std::int64_t v) {
 std::vector<std::int64_t> to_vector(const Values& v) { return v.column->to_host(); }
 
 Values linear(const Values& x, std::int64_t a, const Values& y, std::int64_t b, std::int64_t c) {
-  if (y.empty()) {
-    const auto zero = gpu::filled(std::int64_t{0}, x.column->size(), x.column->where());
-    return make_values(gpu::linear(*x, a, zero, 0, c), x.nonnegative && a >= 0 && c >= 0);
-  }
+  if (y.empty()) return make_values(gpu::linear(*x, a, *x, 0, c), x.nonnegative && a >= 0 && c >= 0);
   return make_values(gpu::linear(*x, a, *y, b, c), x.nonnegative && y.nonnegative && a >= 0 && b >= 0 && c >= 0);
 }
 

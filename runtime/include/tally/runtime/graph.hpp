@@ -172,7 +172,7 @@ class Graph {
   /// (a host vector is copied there). x is realized first if it is not (Fallback::parent_realized), so the laws
   /// are Binomial(x_i, p_i) at once. p_i in [0, 1], one per particle (domain_error, shape_error).
   Variable binomial(const Variable& x, const std::vector<double>& p);
-  Variable binomial(const Variable& x, const gpu::Column<double>& p);
+  Variable binomial(const Variable& x, gpu::Column<double> p);
   /// Binomial(x, rho) with rho a Beta variable: x is realized first (Fallback::parent_realized) when it is not.
   Variable binomial(const Variable& x, const Continuous& rho);
   /// a x + c (a != 0), and x + y, x - y.
@@ -224,8 +224,9 @@ class Graph {
   bool in_support(const Variable& x, std::int64_t v) const;
   /// x's value in each particle, drawn from its exact posterior if x is not yet realized.
   std::vector<std::int64_t> value(const Variable& x);
-  /// The same values where the graph keeps them (device memory for a CUDA graph: no copy to the host).
-  gpu::Column<std::int64_t> values(const Variable& x);
+  /// The same values where the graph keeps them (device memory for a CUDA graph: no copy). The column is x's own
+  /// (realized values never change): valid while a handle to x lives.
+  const gpu::Column<std::int64_t>& values(const Variable& x);
   /// Realizes x (draws it from its exact posterior where it is not yet realized) and copies nothing back.
   void realize(const Variable& x);
   void realize(const Continuous& x);
