@@ -8,7 +8,7 @@
 #include <span>
 #include <vector>
 
-#include "gpu/src/scan_math.hpp"  // private: the draw rule itself, tested on hand-made inputs
+#include "gpu/src/scans/scan_math.hpp"  // private: the draw rule itself, tested on hand-made inputs
 #include "gpu/statistics.hpp"
 #include "reference.hpp"
 #include "tally/error.hpp"

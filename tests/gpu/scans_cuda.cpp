@@ -9,7 +9,7 @@
 #include <span>
 #include <vector>
 
-#include "gpu/src/scan_math.hpp"  // private: lane_segment_draw, the CPU's rule for one pmf and one uniform
+#include "gpu/src/scans/scan_math.hpp"  // private: lane_segment_draw, the CPU's rule for one pmf and one uniform
 #include "device.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu/backend.hpp"

@@ -23,7 +23,7 @@ enum class Resampler {
   /// C_{-1} = 0, where C_i are the prefix sums of the weights relative to the largest and W = C_{P-1} their total:
   /// so every position 0 .. P-1 is written once, a particle's number of offspring is within 1 of P w_i (up to the
   /// rounding of the sums), a particle of weight 0 gets none, and the ancestors come out in increasing order. The
-  /// sums are taken in tiles of 4096 particles, in the fixed order of gpu/src/resample_order.hpp (clamped at the
+  /// sums are taken in tiles of 4096 particles, in the fixed order of gpu/src/scans/resample_order.hpp (clamped at the
   /// tile borders so that neighbouring runs meet exactly), on the CPU and in the fused CUDA kernels alike.
   systematic,
   /// Ancestor j is the smallest i with \f$C_i > u_j C_{P-1}\f$, u_j = philox_uniform(seed, j, counter): P
@@ -61,7 +61,7 @@ enum class ResampleKernel {
   /// then the ancestors (reads l again, writes each position once, block by block, coalesced; a tile owning more
   /// than 4 T positions is spread over the whole grid by a fourth kernel, so one particle holding all the weight
   /// costs no more than spread weights). 24 P bytes: l read twice, ancestors written once. The scheme and the
-  /// order: gpu/src/resample_kernels.cuh and resample_order.hpp.
+  /// order: gpu/src/scans/resample_kernels.cuh and resample_order.hpp.
   fused,
   /// The CUB composition, kept as a baseline: DeviceReduce::Max (read back to the host), DeviceScan::InclusiveSum
   /// of e^{l - m} (a transform iterator; the prefix sums written out), then one kernel: systematic, each particle

@@ -10,7 +10,7 @@
 namespace tally::gpu {
 
 /// One draw from each pmf i of the batch by inversion, with u_i = philox_uniform(seed, i, counter), in the fixed
-/// "lane segment" order of gpu/src/scan_math.hpp. The weights w_0 .. w_{m-1} are read in tiles of 256 (32 lanes
+/// "lane segment" order of gpu/src/scans/scan_math.hpp. The weights w_0 .. w_{m-1} are read in tiles of 256 (32 lanes
 /// x 8: in tile t, lane l holds j = 256 t + 8 l + r, r < 8, and 0 past the end); s_l sums the lane's 8 weights in
 /// order, S_l is the Kogge-Stone inclusive scan of s_0 .. s_31 (rounds x_l += x_{l-d}, d = 1, 2, 4, 8, 16), E_l =
 /// S_{l-1} (E_0 = 0), the tiles are chained by carry_{t+1} = carry_t + S_31(t) from carry_0 = 0, and the prefix
