@@ -17,22 +17,7 @@ std::vector<double> host(const gpu::Column<double>& c) { return c.to_host(); }
 
 /// Host laws placed where the graph keeps them.
 Laws placed(const Place& at, std::vector<Pmf> pmfs) {
-  Laws l;
-  l.host = Batch<Pmf>::make(pmfs.size(), [&](std::size_t i) { return std::move(pmfs[i]); });
-  if (!at.device()) return l;
-  gpu::PmfBatch batch;
-  double error = 0.0;
-  for (std::size_t i = 0; i < l.host.size(); ++i) {
-    const Pmf& p = l.host[i];
-    batch.push_back(std::span<const double>(p.weights().data(), static_cast<std::size_t>(p.size())), p.lo(),
-                    p.log_scale());
-    error = std::max(error, p.error_bound());
-  }
-  Laws out;
-  out.device = std::make_shared<const gpu::Laws>(gpu::Laws::from_host(std::move(batch), at.where));
-  out.device_error = error;
-  out.device_nonnegative = true;  // every count law of a conjugate parent is on [0, inf)
-  return out;
+  return place(at, Batch<Pmf>::make(pmfs.size(), [&](std::size_t i) { return std::move(pmfs[i]); }));
 }
 
 /// A Poisson(a lambda) count's parameter seen as the rate a lambda: Gamma(k, theta / a).

@@ -31,7 +31,8 @@ Batch<Pmf> host_laws(const Laws& x) {
   return Batch<Pmf>::make(v.size(), [&](std::size_t i) { return v[i]; });
 }
 
-/// Host Pmfs as laws where `at` keeps them (a device batch carries the largest error bound).
+}  // namespace
+
 Laws place(const Place& at, Batch<Pmf> host) {
   Laws out;
   if (!at.device()) {
@@ -53,6 +54,8 @@ Laws place(const Place& at, Batch<Pmf> host) {
   out.device_nonnegative = nonnegative;
   return out;
 }
+
+namespace {
 
 Laws device_laws(gpu::Laws laws, double error, bool nonnegative = false) {
   Laws out;

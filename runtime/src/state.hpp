@@ -89,6 +89,8 @@ Values linear(const Values& x, std::int64_t a, const Values& y, std::int64_t b, 
 LogLikelihood zero_log_likelihood(const Place& at);
 
 // ---- laws ---------------------------------------------------------------------------------------------------
+/// Host Pmfs (one per particle) as laws where `at` keeps them (a device batch carries the largest error bound).
+Laws place(const Place& at, Batch<Pmf> host);
 /// P copies of one law.
 Laws prior(const Place& at, const Pmf& law);
 /// Point masses at v_i.
