@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <cstdlib>
 #include <map>
 
 #include "dependence.hpp"
@@ -28,6 +29,10 @@ gpu::Backend resolve(Device d, std::size_t particles) {
         tally::detail::fail<cuda_error>("tally::runtime::Graph: Device::cuda asked for, but ", gpu::device_description());
       return gpu::Backend::cuda;
     case Device::automatic: break;
+  }
+  if (const char* forced = std::getenv("TALLY_GRAPH_DEVICE"); forced != nullptr && gpu::cuda_available()) {
+    if (std::string(forced) == "cuda") return gpu::Backend::cuda;
+    if (std::string(forced) == "cpu") return gpu::Backend::cpu;
   }
   return gpu::cuda_available() && particles >= automatic_cuda_particles ? gpu::Backend::cuda : gpu::Backend::cpu;
 }

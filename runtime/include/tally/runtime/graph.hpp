@@ -58,7 +58,9 @@ class Continuous {
 enum class Device {
   cpu,        ///< host memory: each particle's law a tally::Pmf, computed by the distributions' algebra
   cuda,       ///< device memory: each node's P laws in one batch, computed by tally::gpu's array operations
-  automatic,  ///< cuda when a device is present (gpu::cuda_available()) and particles >= automatic_cuda_particles
+  automatic,  ///< cuda when a device is present (gpu::cuda_available()) and particles >= automatic_cuda_particles;
+              ///< the environment variable TALLY_GRAPH_DEVICE=cuda (or cpu) makes every automatic graph use that
+              ///< device whatever its size, where a device is present (so the tests run every program on the GPU)
 };
 /// Below this many particles a graph on `automatic` stays on the CPU: a step's launches (a few microseconds each)
 /// cost more than the host's loops (bench/RESULTS.md, "One engine").
