@@ -349,9 +349,8 @@ Observation Graph::observe(const Variable& x, const Variable& v) {
     }
     const detail::Values values = realized(*nv);
     Recording recording(*context_);
-    if (context_->where == gpu::Backend::cpu)
-      if (auto impossible = detail::observe_outside_support(*n, values))
-        return Observation(std::move(*impossible), Exactness{});
+    if (auto impossible = detail::observe_outside_support(*n, values))
+      return Observation(std::move(*impossible), Exactness{});
     auto [loglik, error] = detail::observe(*n, values);
     return Observation(std::move(loglik), Exactness{std::move(recording.sampled), error});
   });

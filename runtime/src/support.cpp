@@ -313,8 +313,9 @@ std::optional<gpu::Column<double>> observe_outside_support(Node& n, const Values
   const auto s = structural_support(n);
   if (!s) return std::nullopt;
   Context& ctx = *n.context;
+  const std::vector<std::int64_t> v = to_vector(values);  // (a device graph's values read back only here)
   for (std::size_t i = 0; i < ctx.particles; ++i)
-    if (s->contains(values[i])) return std::nullopt;
+    if (s->contains(v[i])) return std::nullopt;
   const auto keep = n.shared_from_this();
   auto loglik = gpu::filled(-std::numeric_limits<double>::infinity(), ctx.particles, ctx.where);
   gpu::add_to(ctx.log_weight, loglik);
