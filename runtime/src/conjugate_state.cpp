@@ -13,7 +13,22 @@
 namespace tally::runtime::detail {
 namespace {
 
-std::vector<double> host(const gpu::Column<double>& c) { return c.to_host(); }
+/// What the host loops below read of a count's parameter, per particle: the posterior parameters a, b (Beta or
+/// Gamma) while rho is marginalized, its scalar value once realized (Beta or Gamma), and the trials of a Binomial.
+struct HostParameters {
+  std::vector<double> a, b, value;
+  std::vector<std::int64_t> n;
+  HostParameters(const CountChild& c, const Node& rho) {
+    const auto& s = *rho.continuous;
+    if (rho.state != State::realized) {
+      a = s.params.a.to_host();
+      b = s.params.b.to_host();
+    } else if (c.family != CountChild::categorical) {
+      value = s.scalar.to_host();
+    }
+    if (c.family == CountChild::binomial) n = to_vector(c.trials);
+  }
+};
 
 /// Host laws placed where the graph keeps them.
 Laws placed(const Place& at, std::vector<Pmf> pmfs) {
@@ -35,9 +50,9 @@ Laws count_laws(Place& at, const CountChild& c, Node& rho) {
     out.device_nonnegative = true;
     return out;
   }
-  const std::vector<double> a = known ? std::vector<double>{} : host(s.params.a), b = known ? std::vector<double>{} : host(s.params.b);
-  const std::vector<double> value = known && c.family != CountChild::categorical ? host(s.scalar) : std::vector<double>{};
-  const std::vector<std::int64_t> n = c.family == CountChild::binomial ? to_vector(c.trials) : std::vector<std::int64_t>{};
+  const HostParameters p(c, rho);
+  const auto &a = p.a, &b = p.b, &value = p.value;
+  const auto& n = p.n;
   const Truncation& t = at.truncation;
   std::vector<Pmf> out;
   out.reserve(at.particles);
@@ -64,9 +79,9 @@ Laws count_laws(Place& at, const CountChild& c, Node& rho) {
 void add_count_log_likelihood(Place& at, const CountChild& c, Node& rho, const Values& v, LogLikelihood& ll) {
   const bool known = rho.state == State::realized;
   auto& s = *rho.continuous;
-  const std::vector<double> a = known ? std::vector<double>{} : host(s.params.a), b = known ? std::vector<double>{} : host(s.params.b);
-  const std::vector<double> value = known && c.family != CountChild::categorical ? host(s.scalar) : std::vector<double>{};
-  const std::vector<std::int64_t> n = c.family == CountChild::binomial ? to_vector(c.trials) : std::vector<std::int64_t>{};
+  const HostParameters p(c, rho);
+  const auto &a = p.a, &b = p.b, &value = p.value;
+  const auto& n = p.n;
   const std::vector<std::int64_t> k = to_vector(v);
   std::vector<double> add(at.particles);
   for (std::size_t i = 0; i < at.particles; ++i) {
@@ -86,7 +101,7 @@ void add_count_log_likelihood(Place& at, const CountChild& c, Node& rho, const V
         break;
     }
   }
-  gpu::add_to(ll.values, gpu::Column<double>::from_host(add, at.where));
+  add_host(ll, add);
 }
 
 void conjugate_update(Place& at, const CountChild& c, Node& rho, const Values& v) {
@@ -101,7 +116,7 @@ void conjugate_update(Place& at, const CountChild& c, Node& rho, const Values& v
       if (k[i] >= 0 && k[i] < p.dirichlet[i].alpha.size()) p.dirichlet[i] = posterior_categorical(p.dirichlet[i], k[i]);
     return;
   }
-  std::vector<double> a = host(p.a), b = host(p.b);
+  std::vector<double> a = p.a.to_host(), b = p.b.to_host();
   for (std::size_t i = 0; i < at.particles; ++i) {
     if (k[i] < 0) continue;  // an impossible value: the particle's weight is 0, its parameters stay
     if (c.family == CountChild::negative_binomial) {
@@ -123,7 +138,7 @@ void draw_continuous(Place& at, Node& rho) {
   switch (root.family) {
     case ContinuousRoot::beta: s.scalar = gpu::sample_beta(s.params.a, s.params.b, at.seed, k); break;
     case ContinuousRoot::gamma: {
-      const auto a = host(s.params.a), b = host(s.params.b);
+      const auto a = s.params.a.to_host(), b = s.params.b.to_host();
       std::vector<double> out(at.particles);
       for (std::size_t i = 0; i < at.particles; ++i) out[i] = gpu::gamma_variate(a[i], at.seed, i, k) / b[i];
       s.scalar = gpu::Column<double>::from_host(out, at.where);

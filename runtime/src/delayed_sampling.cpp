@@ -78,24 +78,26 @@ void marginalize(Node& n) {
   n.parents = {};  // ownership flips: the marginalized parents now own n
 }
 
-/// For a tie y = a x + c after an observed sum z: where z was impossible (log-likelihood -inf, host graphs), a
-/// possible value of z instead, so that the tie's constants stay in range (that particle's weight is 0 anyway).
-Values tie_constant(const Context& ctx, const Values& z, int sign, const LogLikelihood* ll, const Laws& x,
-                    const Laws& y, int sign_y) {
-  if (ctx.device() || ll == nullptr) return linear(z, sign, {}, 0, 0);
+/// For a tie y = sign (z - x) after an observed sum z = x + sign y: the constants sign z, except where z was
+/// impossible (log-likelihood -inf, host graphs), where a possible value of z keeps them in range (that particle's
+/// weight is 0 anyway).
+Values tie_constant(const Context& ctx, const Values& z, int sign, const LogLikelihood& ll, const Laws& x,
+                    const Laws& y) {
+  if (ctx.device()) return linear(z, sign, {}, 0, 0);
   std::vector<std::int64_t> c(ctx.particles);
   for (std::size_t i = 0; i < ctx.particles; ++i) {
     std::int64_t v = z[i];
-    if (ll->values.host()[i] == -std::numeric_limits<double>::infinity() && !x.host.empty() && !y.host.empty())
-      v = x.host[i].lo() + (sign_y > 0 ? y.host[i].lo() : -y.host[i].hi());
+    if (ll.values.host()[i] == -std::numeric_limits<double>::infinity() && !x.host.empty() && !y.host.empty())
+      v = x.host[i].lo() + (sign > 0 ? y.host[i].lo() : -y.host[i].hi());
     c[i] = sign * v;
   }
   return make_values(gpu::Column<std::int64_t>::host_values(std::move(c)));
 }
 
 /// Conditions n's marginalized parents on n = v (per particle) and detaches n from them. With ll, the conditioning
-/// also gives log P(n = v | ...) (added to *ll) where n's law is its parents' pushed forward; returns whether it did.
-bool condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
+/// also adds log P(n = v | ...) to *ll (the observe path takes this only where n's law is its parents' pushed
+/// forward: a discrete child, a sum, a joint sum).
+void condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
   // the parents stay alive through this function even if a tie below drops their last owner
   std::array<std::shared_ptr<Node>, 2> keep;
   for (std::size_t k = 0; k < 2; ++k)
@@ -107,7 +109,6 @@ bool condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
     if (scratch.values.size() == 0) scratch = zero_log_likelihood(ctx);
     return scratch;
   };
-  bool computed = false;
   std::visit(
       overloaded{
           [&](DiscreteRoot&) {}, [&](ContinuousRoot&) {}, [&](PerParticleBinomial&) {},
@@ -115,14 +116,12 @@ bool condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
             if (Node* x = n.mparents[0]) {
               x->marginal = condition(ctx, law(*x), c.law, v, sink());
               x->mchild.reset();
-              computed = ll != nullptr;
             }
           },
           [&](JointSum& j) {
             Node* x = n.mparents[0];
             if (!x) return;
             x->marginal = condition_on_joint_sum(ctx, law(*x), j.law, j.sign_x, j.sign_y, v, sink());
-            computed = ll != nullptr;
             // Y = s_y (z - s_x X) = -s_x s_y X + s_y z
             if (auto y = n.operand_y.lock(); y && y->state == State::initialized)
               tie(*x, *y, -j.sign_x * j.sign_y, linear(v, j.sign_y, {}, 0, 0));
@@ -136,10 +135,9 @@ bool condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
             // X | X + sY = z from the operands' laws (kept in n, so a dropped operand does not matter)
             LogLikelihood& sk = sink();
             Laws px = condition_on_sum(ctx, ops[0], ops[1], s.sign, v, sk);
-            computed = ll != nullptr;
             // Y = s (z - X) = -s X + s z
             const std::int64_t a = -s.sign;
-            Values c = tie_constant(ctx, v, s.sign, ll ? ll : &sk, ops[0], ops[1], s.sign);
+            Values c = tie_constant(ctx, v, s.sign, sk, ops[0], ops[1]);
             if (x) {
               x->marginal = std::move(px);
               x->mchild.reset();
@@ -161,7 +159,6 @@ bool condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
           }},
       n.kind);
   n.mparents = {};
-  return computed;
 }
 
 /// n takes its values: its parents conditioned (by condition_parents, before), its own state dropped, and a node
@@ -402,14 +399,7 @@ std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values) {
     realize(n, values);
     return done();
   }
-  if (through_parents) {
-    condition_parents(n, values, &ll);
-  } else if (std::holds_alternative<Sum>(n.kind) && n.operands) {
-    // a sum whose operands are both gone: the log-likelihood came from its law; nothing to condition
-    n.mparents = {};
-  } else {
-    condition_parents(n, values, nullptr);
-  }
+  condition_parents(n, values, through_parents ? &ll : nullptr);
   set_realized(n, values);
   return done();
 }

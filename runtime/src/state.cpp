@@ -25,10 +25,12 @@ template <class... F>
 overloaded(F...) -> overloaded<F...>;
 
 // ---- staging between device batches and host Pmfs -------------------------------------------------------------
-Batch<Pmf> host_laws(const Laws& x) {
+/// x's laws on the host: its own Pmfs (no copy), or device laws copied into `staged`.
+const Batch<Pmf>& host_laws(const Laws& x, Batch<Pmf>& staged) {
   if (!x.device) return x.host;
-  const auto v = to_pmfs(x);
-  return Batch<Pmf>::make(v.size(), [&](std::size_t i) { return v[i]; });
+  auto v = to_pmfs(x);
+  staged = Batch<Pmf>::make(v.size(), [&](std::size_t i) { return std::move(v[i]); });
+  return staged;
 }
 
 }  // namespace
@@ -119,7 +121,8 @@ const gpu::Laws& signed_laws(const gpu::Laws& y, int sign, gpu::Laws& storage) {
   return storage;
 }
 
-/// Host log-likelihoods added into ll (staged for a device graph).
+}  // namespace
+
 void add_host(LogLikelihood& ll, const std::vector<double>& values) {
   if (ll.values.where() == gpu::Backend::cpu) {
     for (std::size_t i = 0; i < values.size(); ++i) ll.values.host()[i] += values[i];
@@ -127,8 +130,6 @@ void add_host(LogLikelihood& ll, const std::vector<double>& values) {
   }
   gpu::add_to(ll.values, gpu::Column<double>::from_host(values, ll.values.where()));
 }
-
-}  // namespace
 
 // ---- Laws, Values ---------------------------------------------------------------------------------------------
 double Laws::error() const {
@@ -195,7 +196,8 @@ Laws push(Place& at, const Laws& x, const ChildLaw& law) {
       return affine(at, x, f->a, filled_values(at, f->c));
     // scaled and indexed Poisson mixtures, |a| > 1: staged on the host
   }
-  const auto h = host_laws(x);
+  Batch<Pmf> staged;
+  const Batch<Pmf>& h = host_laws(x, staged);
   return host_map(at, [&](std::size_t i) { return push_pmf(h[i], law, at.truncation); });
 }
 
@@ -231,7 +233,8 @@ Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, L
       return device_laws(gpu::condition_on_poisson(*x.device, rates, *y, ll.values), x.device_error, true);
     }
   }
-  const auto h = host_laws(x);
+  Batch<Pmf> staged;
+  const Batch<Pmf>& h = host_laws(x, staged);
   const auto yv = to_vector(y);
   std::vector<double> add(at.particles);
   auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {
@@ -280,14 +283,16 @@ Laws affine(Place& at, const Laws& x, std::int64_t a, const Values& c) {
     const gpu::Laws& base = signed_laws(*x.device, static_cast<int>(a), negated);
     return device_laws(gpu::convolve(base, gpu::point_laws(*c)), x.device_error);
   }
-  const auto h = host_laws(x);
+  Batch<Pmf> staged;
+  const Batch<Pmf>& h = host_laws(x, staged);
   const auto cv = to_vector(c);
   return host_map(at, [&](std::size_t i) { return affine_pmf(h[i], a, cv[i], at.truncation); });
 }
 
 /// For each x in the support of X, the law of Y given x, signed and shifted into the law of z; mixed by P(X = x).
 Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y) {
-  const auto h = host_laws(x);
+  Batch<Pmf> staged;
+  const Batch<Pmf>& h = host_laws(x, staged);
   return host_map(at, [&](std::size_t i) {
     const Pmf& px = h[i];
     std::vector<std::pair<double, Pmf>> parts;  // (weight of x, law of z given x)
@@ -311,7 +316,8 @@ Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int si
 /// X given s_x X + s_y Y = z: posterior proportional to P(X = x) P(Y = s_y (z - s_x x) | X = x).
 Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y, const Values& z,
                             LogLikelihood& ll) {
-  const auto h = host_laws(x);
+  Batch<Pmf> staged;
+  const Batch<Pmf>& h = host_laws(x, staged);
   const auto zv = to_vector(z);
   std::vector<double> add(at.particles);
   auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {

@@ -87,6 +87,8 @@ std::vector<std::int64_t> to_vector(const Values& v);
 /// a x_i + b y_i + c (y may be empty when b = 0); tally::overflow_error outside int64.
 Values linear(const Values& x, std::int64_t a, const Values& y, std::int64_t b, std::int64_t c);
 LogLikelihood zero_log_likelihood(const Place& at);
+/// Adds host log-likelihoods (one per particle) into ll, in place on the host, staged for a device graph.
+void add_host(LogLikelihood& ll, const std::vector<double>& values);
 
 // ---- laws ---------------------------------------------------------------------------------------------------
 /// Host Pmfs (one per particle) as laws where `at` keeps them (a device batch carries the largest error bound).
