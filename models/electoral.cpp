@@ -23,6 +23,7 @@
 #include "tally/distributions/weighted_bernoulli_sum.hpp"
 #include "tally/error.hpp"
 #include "gnuplot.hpp"
+#include "results.hpp"
 #include "tally/runtime/graph.hpp"
 #include "tally/runtime/graph.hpp"
 
@@ -169,9 +170,9 @@ struct Conditioned {
 /// exact joint posterior. The particles are then equally weighted, so the fraction in which unit i was won
 /// estimates, with standard error sqrt(p (1 - p) / P),
 ///   P(X_i = votes_i | T = k) = win_i P(R_i = k - votes_i) / P(T = k),   R_i = T - X_i (the other units),
-/// where R_i's law is enumerated by weighted_bernoulli_sum without unit i.
+/// where R_i's law is enumerated by weighted_bernoulli_sum without unit i. With results (--results), a RESULT line.
 Conditioned conditioned_on_total(const Units& u, const SparsePmf& law, std::int64_t k, std::size_t particles,
-                                 std::uint64_t seed, const std::string& device, int group) {
+                                 std::uint64_t seed, const std::string& device, int group, bool results) {
   Conditioned out;
   const std::size_t n = u.votes.size();
   auto start = std::chrono::steady_clock::now();
@@ -248,8 +249,9 @@ Conditioned conditioned_on_total(const Units& u, const SparsePmf& law, std::int6
                 static_cast<long long>(k), out.sums_ok ? "yes" : "NO", 1e3 * seconds_since(start));
   }
   std::printf("  time of the population (build, observe, values to the host): %.2f ms\n", 1e3 * out.seconds);
-  std::printf("RESULT model=electoral device=%s particles=%zu seconds=%.6g max_abs_z=%.3f\n", device.c_str(),
-              particles, out.seconds, out.max_abs_z);
+  if (results)
+    std::printf("RESULT model=electoral device=%s particles=%zu seconds=%.6g max_abs_z=%.3f\n", device.c_str(),
+                particles, out.seconds, out.max_abs_z);
   return out;
 }
 
@@ -280,6 +282,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   const CLI::Option* given_option = app.add_option(
       "--given", given, "the observed total k of the population section (default: the majority, total/2 + 1)");
+  bool results = false;
+  tally::models::add_results_flag(app, results);
   CLI11_PARSE(app, argc, argv);
   try {
     const Units u = load(data);
@@ -340,7 +344,7 @@ int main(int argc, char** argv) {
       std::printf("plot: %s\n", plot_path.c_str());
     std::printf("\n");
     const std::int64_t k = given_option->count() > 0 ? given : majority;
-    const Conditioned conditioned = conditioned_on_total(u, sparse, k, particles, seed, device, group);
+    const Conditioned conditioned = conditioned_on_total(u, sparse, k, particles, seed, device, group, results);
     bool ok = true;
     if (!(conditioned.log_weight_error <= 1e-9)) {
       std::fprintf(stderr, "error: the population's log-weights differ from log P(total = %lld) by %.3e (relative)\n",

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "results.hpp"
 #include "smc.hpp"
 #include "tally/gpu/backend.hpp"
 #include "tally/runtime/graph.hpp"
@@ -95,12 +96,13 @@ inline Band weighted_band(const std::vector<std::int64_t>& values, std::vector<d
   return b;
 }
 
-/// The options the examples take: --particles, --seed, --device cpu|gpu, --plot, --runs.
+/// The options the examples take: --particles, --seed, --device cpu|gpu, --plot, --runs, --results.
 struct FilterOptions {
   std::size_t particles = 1024;
   std::uint64_t seed = 1;
   std::string device = "cpu", plot;
   int runs = 1;
+  bool results = false;  ///< --results: print_result's machine-readable lines
 
   void add_to(CLI::App& app) {
     app.add_option("--particles", particles, "particles of each filter")->check(CLI::Range(1, 1 << 22));
@@ -110,6 +112,7 @@ struct FilterOptions {
     app.add_option("--plot", plot, "PNG file for a plot (needs gnuplot; none by default)");
     app.add_option("--runs", runs, "independent runs of each filter (the log-evidence's spread)")
         ->check(CLI::Range(1, 100000));
+    add_results_flag(app, results);
   }
   runtime::Device backend() const { return device == "gpu" ? runtime::Device::cuda : runtime::Device::cpu; }
 };
@@ -132,11 +135,12 @@ inline Spread spread(const std::vector<double>& x) {
   return s;
 }
 
-/// One machine-readable line per filter for scripts/bench-populations:
+/// One machine-readable line per filter for scripts/bench-populations, only with --results (o.results):
 /// RESULT model=... method=... device=... particles=P runs=R steps=T mean=... sd=... failed=... seconds_per_step=...
 /// state_bytes=... (the most a population held just after an observation: what a step reads and writes at least)
 inline void print_result(const char* model, const char* method, const FilterOptions& o, std::size_t steps,
                          const std::vector<double>& evidence, double seconds, std::size_t state_bytes) {
+  if (!o.results) return;
   const Spread s = spread(evidence);
   std::printf("RESULT model=%s method=%s device=%s particles=%zu runs=%zu steps=%zu mean=%.6f sd=%.6f failed=%zu "
               "seconds_per_step=%.6g state_bytes=%zu\n",

@@ -239,7 +239,7 @@ int main(int argc, char** argv) {
     std::printf("\nparticle filters on the %s:\n", options.device.c_str());
     models::print_estimates({{"delayed sampling", &delayed}, {"bootstrap", &boot}}, static_cast<double>(fwd),
                             options);
-    {  // the estimates' spread (and the benchmark's RESULT lines): runs with seeds seed .. seed + runs - 1, with
+    {  // the estimates' spread (and, with --results, the RESULT lines): runs with seeds seed .. seed + runs - 1, with
        // nothing copied to the host but each step's weight summary
       std::vector<double> evidence[2];
       double seconds[2] = {0, 0};

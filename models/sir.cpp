@@ -325,6 +325,8 @@ int main(int argc, char** argv) {
   app.add_option("--compare-days", compare_days, "also compare the filters on the first DAYS days (0: no)")
       ->check(CLI::Range(0, 14));
   app.add_option("--compare-runs", compare_runs, "runs of that comparison")->check(CLI::Range(2, 100000));
+  bool result_lines = false;  // --results
+  models::add_results_flag(app, result_lines);
   CLI11_PARSE(app, argc, argv);
 
   Outbreak data;
@@ -341,6 +343,7 @@ int main(int argc, char** argv) {
     options.particles = particles;
     options.seed = seed;
     options.device = device;
+    options.results = result_lines;
     auto [delayed, bootstrap] = compare(data, particles, seed, runs, lambda, options.backend());
     const std::pair<const char*, const std::vector<RunResult>*> methods[] = {{"delayed", &delayed},
                                                                              {"bootstrap", &bootstrap}};
