@@ -58,42 +58,13 @@ struct Band {
   double mean = 0, lo = 0, hi = 0;
 };
 
-/// The Band of values under (unnormalized) log-weights, in O(P + range) by a histogram when the values span at
-/// most 4P integers (counts do), else by sorting. All weights -inf: the unweighted band.
-inline Band weighted_band(const std::vector<std::int64_t>& values, std::vector<double> log_weights) {
-  double top = *std::max_element(log_weights.begin(), log_weights.end());
-  if (top == -std::numeric_limits<double>::infinity()) {
-    std::fill(log_weights.begin(), log_weights.end(), 0.0);
-    top = 0.0;
-  }
-  std::vector<double> w(values.size());
-  double total = 0;
-  for (std::size_t i = 0; i < w.size(); ++i) total += (w[i] = std::exp(log_weights[i] - top));
-  const auto [lo_it, hi_it] = std::minmax_element(values.begin(), values.end());
-  const std::int64_t lo = *lo_it, span = *hi_it - lo + 1;
-  std::vector<std::pair<std::int64_t, double>> mass;  // (value, weight) in increasing value
-  if (span <= static_cast<std::int64_t>(4 * values.size())) {
-    std::vector<double> h(static_cast<std::size_t>(span), 0.0);
-    for (std::size_t i = 0; i < w.size(); ++i) h[static_cast<std::size_t>(values[i] - lo)] += w[i];
-    for (std::int64_t v = 0; v < span; ++v)
-      if (h[std::size_t(v)] > 0) mass.emplace_back(lo + v, h[std::size_t(v)]);
-  } else {
-    std::vector<std::size_t> order(values.size());
-    std::iota(order.begin(), order.end(), std::size_t{0});
-    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return values[a] < values[b]; });
-    for (std::size_t k : order) mass.emplace_back(values[k], w[k]);
-  }
-  Band b;
-  double cum = 0;
-  bool have_lo = false, have_hi = false;
-  for (const auto& [v, x] : mass) {
-    b.mean += x / total * double(v);
-    cum += x / total;
-    if (!have_lo && cum >= 0.05) b.lo = double(v), have_lo = true;
-    if (!have_hi && cum >= 0.95) b.hi = double(v), have_hi = true;
-  }
-  if (!have_hi) b.hi = double(mass.back().first);  // rounding: cum stopped a hair below 0.95
-  return b;
+/// The Band of x under the population's current log-weights, summarized where the population lives
+/// (Graph::summarize: on the device for a GPU population, a few numbers copied back). All weights -inf: the
+/// unweighted band.
+inline Band weighted_band(runtime::Graph& pop, const runtime::Variable& x) {
+  static constexpr double band_probabilities[] = {0.05, 0.95};
+  const gpu::WeightedSummary s = pop.summarize(x, band_probabilities);
+  return {s.mean, static_cast<double>(s.quantiles[0]), static_cast<double>(s.quantiles[1])};
 }
 
 /// The options the examples take: --particles, --seed, --device cpu|gpu, --plot, --runs, --results.

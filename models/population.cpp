@@ -114,10 +114,10 @@ Run exact_run(const Model& m, const std::vector<std::int64_t>& y) {
   return out;
 }
 
-/// End of season t for a P-particle filter: summarize N_t under the log-weights (copied to the host), then the
-/// evidence and resampling step (models::FilterStats::end_of_step).
+/// End of season t for a P-particle filter: summarize N_t under the log-weights (where the population lives), then
+/// the evidence and resampling step (models::FilterStats::end_of_step).
 void end_of_season(Graph& pop, Run& out, const Variable& N, bool last) {
-  out.seasons.push_back(models::weighted_band(pop.value(N), pop.log_weights()));
+  out.seasons.push_back(models::weighted_band(pop, N));
   out.end_of_step(pop, last);
 }
 

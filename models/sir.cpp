@@ -69,11 +69,11 @@ DayStats initial_stats(const Outbreak& data) {
   return {{s0, s0, s0}, {0, 0, 0}, 0};
 }
 
-/// The end of day t, shared by both filters: summarize the weighted S and R (copied to the host), then resample
-/// every live node of the population systematically and add the day's log-evidence increment. False (and the day
-/// recorded) when every particle has weight zero.
+/// The end of day t, shared by both filters: summarize the weighted S and R (where the population lives: a few
+/// numbers copied back), then resample every live node of the population systematically and add the day's
+/// log-evidence increment. False (and the day recorded) when every particle has weight zero.
 bool end_of_day(RunResult& out, std::size_t t, Graph& pop, const Variable& S, const Variable& R) {
-  const std::vector<double> lw = pop.log_weights();
+  const models::Band s = models::weighted_band(pop, S), r = models::weighted_band(pop, R);
   const Graph::Resampling step = pop.resample_by_weight(1.0);
   if (step.log_mean_weight == neg_inf) {
     out.log_evidence = neg_inf;
@@ -81,7 +81,7 @@ bool end_of_day(RunResult& out, std::size_t t, Graph& pop, const Variable& S, co
     return false;
   }
   out.log_evidence += step.log_mean_weight;
-  out.days.push_back({models::weighted_band(pop.value(S), lw), models::weighted_band(pop.value(R), lw), step.ess});
+  out.days.push_back({s, r, step.ess});
   return true;
 }
 

@@ -1,5 +1,6 @@
-// Counts of conjugate parents on P particles: compound laws, closed-form evidence, conjugate updates and draws
-// (Beta-binomial on the device by tally::gpu; the other families on the host, staged for a CUDA graph).
+// Counts of conjugate parents on P particles: compound laws, closed-form evidence, conjugate updates and draws, by
+// tally::gpu's population operations where the graph keeps its state (what has no kernel is staged on the host:
+// the compound laws of unbounded counts, and everything of a Dirichlet, whose parameters live on the host).
 #include <cmath>
 #include <limits>
 
@@ -8,6 +9,7 @@
 #include "tally/distributions/categorical.hpp"
 #include "tally/distributions/negative_binomial.hpp"
 #include "tally/distributions/poisson.hpp"
+#include "tally/gpu/population_conjugate.hpp"
 #include "tally/gpu/population_ops.hpp"
 
 namespace tally::runtime::detail {
@@ -76,59 +78,52 @@ Laws count_laws(Place& at, const CountChild& c, Node& rho) {
   return placed(at, std::move(out));
 }
 
-void add_count_log_likelihood(Place& at, const CountChild& c, Node& rho, const Values& v, LogLikelihood& ll) {
+/// add_count_log_likelihood for every family but the categorical (whose Dirichlet lives on the host): by
+/// tally::gpu's population operations, where the graph keeps its columns (the same formulas on both).
+void add_count_log_likelihood_columns(const CountChild& c, Node& rho, const Values& v, LogLikelihood& ll) {
   const bool known = rho.state == State::realized;
   auto& s = *rho.continuous;
-  const HostParameters p(c, rho);
-  const auto &a = p.a, &b = p.b, &value = p.value;
-  const auto& n = p.n;
+  switch (c.family) {
+    case CountChild::binomial:
+      if (known) gpu::add_binomial_log_mass(*c.trials, s.scalar, *v, ll.values);
+      else gpu::add_beta_binomial_log_mass(*c.trials, s.params.a, s.params.b, *v, ll.values);
+      return;
+    case CountChild::negative_binomial:
+      if (known) gpu::add_negative_binomial_log_mass(c.successes, s.scalar, *v, ll.values);
+      else gpu::add_beta_negative_binomial_log_mass(c.successes, s.params.a, s.params.b, *v, ll.values);
+      return;
+    case CountChild::poisson:
+      if (known) gpu::add_poisson_log_mass(c.scale, s.scalar, *v, ll.values);
+      else gpu::add_gamma_poisson_log_mass(c.scale, s.params.a, s.params.b, *v, ll.values);
+      return;
+    case CountChild::categorical: break;
+  }
+}
+
+void add_count_log_likelihood(Place& at, const CountChild& c, Node& rho, const Values& v, LogLikelihood& ll) {
+  if (c.family != CountChild::categorical) return add_count_log_likelihood_columns(c, rho, v, ll);
+  // Categorical(pi): pi's Dirichlet parameters (or its realized vectors) live on the host
+  const bool known = rho.state == State::realized;
+  const auto& s = *rho.continuous;
   const std::vector<std::int64_t> k = to_vector(v);
   std::vector<double> add(at.particles);
-  for (std::size_t i = 0; i < at.particles; ++i) {
-    switch (c.family) {
-      case CountChild::binomial:
-        add[i] = known ? log_pdf(Binomial(n[i], value[i]), k[i]) : log_marginal_binomial(Beta(a[i], b[i]), n[i], k[i]);
-        break;
-      case CountChild::negative_binomial:
-        add[i] = known ? log_pdf(NegativeBinomial(c.successes, value[i]), k[i])
-                       : log_marginal_negative_binomial(Beta(a[i], b[i]), c.successes, k[i]);
-        break;
-      case CountChild::poisson:
-        add[i] = known ? log_pdf(Poisson(c.scale * value[i]), k[i]) : log_marginal_poisson(scaled(Gamma(a[i], b[i]), c.scale), k[i]);
-        break;
-      case CountChild::categorical:
-        add[i] = known ? log_pdf(Categorical(s.vector[i]), k[i]) : log_marginal_categorical(s.params.dirichlet[i], k[i]);
-        break;
-    }
-  }
+  for (std::size_t i = 0; i < at.particles; ++i)
+    add[i] = known ? log_pdf(Categorical(s.vector[i]), k[i]) : log_marginal_categorical(s.params.dirichlet[i], k[i]);
   add_host(ll, add);
 }
 
 void conjugate_update(Place& at, const CountChild& c, Node& rho, const Values& v) {
   auto& p = rho.continuous->params;
-  if (c.family == CountChild::binomial) {
-    gpu::beta_update(p.a, p.b, *c.trials, *v);  // where the graph keeps them
-    return;
+  // where the graph keeps them; particles with impossible values keep their parameters (their weight is 0)
+  switch (c.family) {
+    case CountChild::binomial: gpu::beta_update(p.a, p.b, *c.trials, *v); return;
+    case CountChild::negative_binomial: gpu::negative_binomial_update(p.a, p.b, c.successes, *v); return;
+    case CountChild::poisson: gpu::gamma_poisson_update(p.a, p.b, c.scale, *v); return;  // Gamma(k + x, theta + s)
+    case CountChild::categorical: break;
   }
   const std::vector<std::int64_t> k = to_vector(v);
-  if (c.family == CountChild::categorical) {
-    for (std::size_t i = 0; i < at.particles; ++i)
-      if (k[i] >= 0 && k[i] < p.dirichlet[i].alpha.size()) p.dirichlet[i] = posterior_categorical(p.dirichlet[i], k[i]);
-    return;
-  }
-  std::vector<double> a = p.a.to_host(), b = p.b.to_host();
-  for (std::size_t i = 0; i < at.particles; ++i) {
-    if (k[i] < 0) continue;  // an impossible value: the particle's weight is 0, its parameters stay
-    if (c.family == CountChild::negative_binomial) {
-      const Beta post = posterior_negative_binomial(Beta(a[i], b[i]), c.successes, k[i]);
-      a[i] = post.alpha, b[i] = post.beta;
-    } else {  // Poisson(s lambda): Gamma(k + x, theta + s)
-      a[i] += static_cast<double>(k[i]);
-      b[i] += c.scale;
-    }
-  }
-  p.a = gpu::Column<double>::from_host(a, at.where);
-  p.b = gpu::Column<double>::from_host(b, at.where);
+  for (std::size_t i = 0; i < at.particles; ++i)
+    if (k[i] >= 0 && k[i] < p.dirichlet[i].alpha.size()) p.dirichlet[i] = posterior_categorical(p.dirichlet[i], k[i]);
 }
 
 void draw_continuous(Place& at, Node& rho) {
@@ -137,13 +132,7 @@ void draw_continuous(Place& at, Node& rho) {
   const std::uint64_t k = at.draws++;
   switch (root.family) {
     case ContinuousRoot::beta: s.scalar = gpu::sample_beta(s.params.a, s.params.b, at.seed, k); break;
-    case ContinuousRoot::gamma: {
-      const auto a = s.params.a.to_host(), b = s.params.b.to_host();
-      std::vector<double> out(at.particles);
-      for (std::size_t i = 0; i < at.particles; ++i) out[i] = gpu::gamma_variate(a[i], at.seed, i, k) / b[i];
-      s.scalar = gpu::Column<double>::from_host(out, at.where);
-      break;
-    }
+    case ContinuousRoot::gamma: s.scalar = gpu::sample_gamma(s.params.a, s.params.b, at.seed, k); break;
     case ContinuousRoot::dirichlet:
       s.vector = Batch<Eigen::VectorXd>::make(at.particles, [&](std::size_t i) {
         const Eigen::VectorXd& alpha = s.params.dirichlet[i].alpha;

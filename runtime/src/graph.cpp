@@ -351,8 +351,12 @@ Observation Graph::observe(const Variable& x, const Variable& v) {
     Recording recording(*context_);
     if (auto impossible = detail::observe_outside_support(*n, values))
       return Observation(std::move(*impossible), Exactness{});
+    // the truncated laws this likelihood reads are found before observe() realizes n and cuts its edges
+    std::vector<std::string> truncated;
+    if (context_->truncating > 0) truncated = detail::truncated_ancestors(*n);
     auto [loglik, error] = detail::observe(*n, values);
-    return Observation(std::move(loglik), Exactness{std::move(recording.sampled), error});
+    if (error == 0.0) truncated.clear();
+    return Observation(std::move(loglik), Exactness{std::move(recording.sampled), error, std::move(truncated)});
   });
 }
 
@@ -369,6 +373,11 @@ std::vector<std::int64_t> Graph::value(const Variable& x) {
 const gpu::Column<std::int64_t>& Graph::values(const Variable& x) {
   auto n = node_of(x, "values");
   return guarded(*this, [&]() -> const gpu::Column<std::int64_t>& { return *realized(*n); });
+}
+
+gpu::WeightedSummary Graph::summarize(const Variable& x, std::span<const double> probabilities) {
+  auto n = node_of(x, "summarize");
+  return guarded(*this, [&] { return gpu::summarize(*realized(*n), context_->log_weight, probabilities); });
 }
 
 void Graph::realize(const Variable& x) {
@@ -478,9 +487,7 @@ Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kin
   if (threshold < 1.0 && !(summary.ess < threshold * static_cast<double>(particles()))) return {log_mean, summary.ess, {}};
   gather(ancestors);
   reset_log_weights();
-  std::vector<std::size_t> host;
-  if (ancestors.where() == gpu::Backend::cpu) host = std::move(ancestors.host());
-  return {log_mean, summary.ess, std::move(host), true};
+  return {log_mean, summary.ess, std::move(ancestors), true};
   });
 }
 

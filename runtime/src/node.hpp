@@ -70,6 +70,7 @@ struct Context : Place {
   gpu::Column<double> log_weight;
   std::uint64_t resamplings = 0;   // Graph::resample_by_weight calls so far: the counter of their uniforms
   std::uint64_t made = 0;          // nodes made so far (their default names #k)
+  std::uint64_t truncating = 0;    // nodes made so far whose own laws are truncated (see truncates())
   bool strict = false;
   std::vector<Sampled>* report = nullptr;  // while an observation computes: what the runtime sampled
   Node* first_live = nullptr;  // every live node of this context, linked through Node::next_live
@@ -181,5 +182,11 @@ void for_each_dependence_edge(const Node& n, F&& f) {
 std::vector<Node*> uninstantiated_ancestors(Node& n);
 /// A node of the first set that is also in the second, or nullptr.
 Node* shared_ancestor(Node& x, Node& y);
+/// Whether n's own law is cut where its tail mass falls below the truncation's tolerance when it is made: an
+/// unbounded prior, a Poisson child (scaled or indexed), a negative-binomial or Poisson count of a conjugate parent.
+bool truncates(const Node& n);
+/// The names of the nodes among n's uninstantiated ancestors (n included) whose laws are truncated, in the order
+/// found; after `limit` nodes visited the search stops and "..." ends the list.
+std::vector<std::string> truncated_ancestors(Node& n, std::size_t limit = 256);
 
 }  // namespace tally::runtime::detail

@@ -1,6 +1,8 @@
 // Observation and its exactness report: lazy host copies of a device column, and the report's words.
 #include "tally/runtime/observation.hpp"
 
+#include <sstream>
+
 namespace tally::runtime {
 
 const char* to_string(Fallback f) {
@@ -13,11 +15,17 @@ const char* to_string(Fallback f) {
 }
 
 std::string Exactness::describe() const {
-  if (sampled.empty()) return "exact";
-  std::string s = "sampled ";
+  std::string s = sampled.empty() ? "exact" : "sampled ";
   for (std::size_t i = 0; i < sampled.size(); ++i) {
     if (i > 0) s += ", ";
     s += sampled[i].variable + " (" + to_string(sampled[i].reason) + ")";
+  }
+  if (!truncated.empty()) {
+    s += "; truncated ";
+    for (std::size_t i = 0; i < truncated.size(); ++i) s += (i > 0 ? ", " : "") + truncated[i];
+    std::ostringstream bound;
+    bound << " (relative error <= " << truncation_error << ")";
+    s += bound.str();
   }
   return s;
 }

@@ -18,6 +18,7 @@ Node::Node(std::shared_ptr<Context> c, Kind k, State s)
     : context(std::move(c)), kind(std::move(k)), state(s) {
   name = std::to_string(context->made++);
   name.insert(name.begin(), '#');
+  if (truncates(*this)) ++context->truncating;
   next_live = context->first_live;
   if (next_live) next_live->prev_live = this;
   context->first_live = this;

@@ -22,6 +22,38 @@ std::vector<Node*> uninstantiated_ancestors(Node& n) {
   return found;
 }
 
+bool truncates(const Node& n) {
+  const auto poisson = [](const ChildLaw& law) {
+    return std::holds_alternative<ScaledPoisson>(law) || std::holds_alternative<IndexedPoisson>(law);
+  };
+  if (const auto* r = std::get_if<DiscreteRoot>(&n.kind)) return r->prior.error_bound() > 0.0;
+  if (const auto* c = std::get_if<DiscreteChild>(&n.kind)) return poisson(c->law);
+  if (const auto* j = std::get_if<JointSum>(&n.kind)) return poisson(j->law);
+  if (const auto* c = std::get_if<CountChild>(&n.kind))
+    return c->family == CountChild::negative_binomial || c->family == CountChild::poisson;
+  return false;
+}
+
+std::vector<std::string> truncated_ancestors(Node& n, std::size_t limit) {
+  std::vector<std::string> names;
+  std::vector<Node*> stack{&n};
+  std::unordered_set<Node*> seen{&n};
+  while (!stack.empty()) {
+    if (seen.size() > limit) {
+      names.emplace_back("...");
+      break;
+    }
+    Node* v = stack.back();
+    stack.pop_back();
+    if (v->state == State::realized) continue;
+    if (truncates(*v)) names.push_back(v->name);
+    for_each_dependence_edge(*v, [&](Node* u) {
+      if (seen.insert(u).second) stack.push_back(u);
+    });
+  }
+  return names;
+}
+
 Node* shared_ancestor(Node& x, Node& y) {
   const auto ax = uninstantiated_ancestors(x);
   const std::unordered_set<Node*> in_x(ax.begin(), ax.end());

@@ -1,5 +1,6 @@
 // The one dispatch point of the runtime's state operations: host laws by the distributions' algebra (per particle,
-// with Pmf's error bounds), device laws by tally::gpu's batched operations; what has no kernel is staged on the host.
+// with Pmf's error bounds), device laws by tally::gpu's batched operations (population_ops, population_chain,
+// population_children), each with a CPU reference of the same contract.
 #include "state.hpp"
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include "tally/distributions/algebra.hpp"
 #include "tally/distributions/condition.hpp"
 #include "tally/error.hpp"
+#include "tally/gpu/population_children.hpp"
 #include "tally/gpu/population_ops.hpp"
 #include "tally/gpu/sample_batched.hpp"
 
@@ -23,15 +25,6 @@ struct overloaded : F... {
 };
 template <class... F>
 overloaded(F...) -> overloaded<F...>;
-
-// ---- staging between device batches and host Pmfs -------------------------------------------------------------
-/// x's laws on the host: its own Pmfs (no copy), or device laws copied into `staged`.
-const Batch<Pmf>& host_laws(const Laws& x, Batch<Pmf>& staged) {
-  if (!x.device) return x.host;
-  auto v = to_pmfs(x);
-  staged = Batch<Pmf>::make(v.size(), [&](std::size_t i) { return std::move(v[i]); });
-  return staged;
-}
 
 }  // namespace
 
@@ -114,6 +107,35 @@ gpu::Table markov_table(const Eigen::MatrixXd& t, gpu::Backend where) {
   return gpu::Table::from_host(rows, static_cast<std::size_t>(t.rows()), static_cast<std::size_t>(t.cols()), where);
 }
 
+/// A child law as the population kernels evaluate it (its table, if any, placed where the particles are).
+gpu::ChildKernel child_kernel(const ChildLaw& law, gpu::Backend where) {
+  return std::visit(
+      overloaded{[&](const Thinning& k) { return gpu::ChildKernel::binomial(k.keep); },
+                 [&](const ScaledPoisson& k) { return gpu::ChildKernel::scaled_poisson(k.scale); },
+                 [&](const IndexedPoisson& k) {
+                   const auto K = static_cast<std::size_t>(k.rates.size());
+                   return gpu::ChildKernel::indexed_poisson(
+                       gpu::Table::from_host(std::span<const double>(k.rates.data(), K), K, 1, where));
+                 },
+                 [&](const MarkovStep& k) { return gpu::ChildKernel::categorical(markov_table(k.transition, where)); },
+                 [&](const AffineLaw& k) { return gpu::ChildKernel::affine(k.a, k.c); }},
+      law);
+}
+
+/// The error bound of a mixture over laws with bound e: the Poisson kinds drop at most the tolerance of each law.
+double mixed_error(const gpu::ChildKernel& k, double e, const Truncation& t) {
+  return k.poisson() ? e + t.tolerance * (1.0 + e) : e;
+}
+
+/// s_x X + s_y Y for a child Y | X of device laws X (gpu::mix), with its error bound.
+Laws device_mix(const Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y) {
+  const gpu::ChildKernel k = child_kernel(law, at.where);
+  const bool nonnegative = sign_x >= 0 && sign_y > 0 && (sign_x == 0 || x.device_nonnegative) &&
+                           (k.kind != gpu::ChildKernel::Kind::affine || (k.a > 0 && k.c >= 0 && x.device_nonnegative));
+  return device_laws(gpu::mix(*x.device, k, sign_x, sign_y, at.truncation.tolerance, at.truncation.max_size),
+                     mixed_error(k, x.device_error, at.truncation), nonnegative);
+}
+
 /// y, or -y in `storage` (sign < 0).
 const gpu::Laws& signed_laws(const gpu::Laws& y, int sign, gpu::Laws& storage) {
   if (sign > 0) return y;
@@ -192,12 +214,10 @@ Laws push(Place& at, const Laws& x, const ChildLaw& law) {
     }
     if (auto* m = std::get_if<MarkovStep>(&law))
       return device_laws(gpu::markov_step(*x.device, markov_table(m->transition, at.where)), x.device_error, true);
-    if (auto* f = std::get_if<AffineLaw>(&law); f && (f->a == 1 || f->a == -1))
-      return affine(at, x, f->a, filled_values(at, f->c));
-    // scaled and indexed Poisson mixtures, |a| > 1: staged on the host
+    if (auto* f = std::get_if<AffineLaw>(&law)) return affine(at, x, f->a, filled_values(at, f->c));
+    return device_mix(at, x, law, 0, 1);  // scaled and indexed Poisson mixtures
   }
-  Batch<Pmf> staged;
-  const Batch<Pmf>& h = host_laws(x, staged);
+  const Batch<Pmf>& h = x.host;
   return host_map(at, [&](std::size_t i) { return push_pmf(h[i], law, at.truncation); });
 }
 
@@ -232,9 +252,11 @@ Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, L
                                                static_cast<std::size_t>(r->rates.size()), 1, at.where);
       return device_laws(gpu::condition_on_poisson(*x.device, rates, *y, ll.values), x.device_error, true);
     }
+    // a scaled Poisson or an affine child: the likelihood p(y_i | k) per entry, exact
+    return device_laws(gpu::condition_on_mix(*x.device, child_kernel(law, at.where), 0, 1, *y, ll.values),
+                       x.device_error, x.device_nonnegative);
   }
-  Batch<Pmf> staged;
-  const Batch<Pmf>& h = host_laws(x, staged);
+  const Batch<Pmf>& h = x.host;
   const auto yv = to_vector(y);
   std::vector<double> add(at.particles);
   auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {
@@ -277,22 +299,23 @@ Laws condition_on_sum(Place& at, const Laws& x, const Laws& y, int sign, const V
 }
 
 Laws affine(Place& at, const Laws& x, std::int64_t a, const Values& c) {
-  if (x.device && (a == 1 || a == -1)) {
-    // a shift by c_i is a convolution with the point mass at c_i
-    gpu::Laws negated;
-    const gpu::Laws& base = signed_laws(*x.device, static_cast<int>(a), negated);
+  if (x.device) {
+    // a X by a sign, or by a sparse image made dense (|a| > 1); then the shift by c_i, a convolution with the point
+    // mass at c_i
+    gpu::Laws scaled;
+    if (a != 1 && a != -1) scaled = gpu::mix(*x.device, gpu::ChildKernel::affine(a, 0), 0, 1, at.truncation.tolerance, at.truncation.max_size);
+    const gpu::Laws& base = a == 1 || a == -1 ? signed_laws(*x.device, static_cast<int>(a), scaled) : scaled;
     return device_laws(gpu::convolve(base, gpu::point_laws(*c)), x.device_error);
   }
-  Batch<Pmf> staged;
-  const Batch<Pmf>& h = host_laws(x, staged);
+  const Batch<Pmf>& h = x.host;
   const auto cv = to_vector(c);
   return host_map(at, [&](std::size_t i) { return affine_pmf(h[i], a, cv[i], at.truncation); });
 }
 
 /// For each x in the support of X, the law of Y given x, signed and shifted into the law of z; mixed by P(X = x).
 Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y) {
-  Batch<Pmf> staged;
-  const Batch<Pmf>& h = host_laws(x, staged);
+  if (x.device) return device_mix(at, x, law, sign_x, sign_y);
+  const Batch<Pmf>& h = x.host;
   return host_map(at, [&](std::size_t i) {
     const Pmf& px = h[i];
     std::vector<std::pair<double, Pmf>> parts;  // (weight of x, law of z given x)
@@ -316,8 +339,12 @@ Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int si
 /// X given s_x X + s_y Y = z: posterior proportional to P(X = x) P(Y = s_y (z - s_x x) | X = x).
 Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y, const Values& z,
                             LogLikelihood& ll) {
-  Batch<Pmf> staged;
-  const Batch<Pmf>& h = host_laws(x, staged);
+  if (x.device) {  // p(y | k) evaluated exactly per entry: only X's own bound
+    ll.error = std::max(ll.error, x.device_error);
+    return device_laws(gpu::condition_on_mix(*x.device, child_kernel(law, at.where), sign_x, sign_y, *z, ll.values),
+                       x.device_error, x.device_nonnegative);
+  }
+  const Batch<Pmf>& h = x.host;
   const auto zv = to_vector(z);
   std::vector<double> add(at.particles);
   auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {

@@ -186,7 +186,7 @@ Maybe affine_set(const SupportSet& a, std::int64_t m, std::int64_t c, Work& work
 bool leaf_known(const Node& n) {
   if (!n.discrete()) return false;
   if (n.state == State::realized) return !n.value.empty();
-  if (n.state == State::marginalized) return !n.marginal.host.empty();  // device laws: not read back here
+  if (n.state == State::marginalized) return !n.marginal.empty();
   return std::holds_alternative<DiscreteRoot>(n.kind);
 }
 
@@ -196,6 +196,11 @@ Maybe leaf_support(const Node& n, Work& work) {
   if (!leaf_known(n)) return std::nullopt;
   if (n.state == State::realized) {
     return point_set(to_vector(n.value));
+  }
+  if (n.state == State::marginalized && n.marginal.device) {
+    const gpu::ValueRange r = gpu::support_range(*n.marginal.device);  // two numbers read back
+    if (r.empty()) return std::nullopt;                                 // every particle dead: anything goes
+    return interval_set(r.lo, r.hi);
   }
   if (n.state == State::marginalized) {
     const Batch<Pmf>& m = n.marginal.host;

@@ -1,5 +1,6 @@
 // The one engine: the exactness report and strict mode, and the same programs on the CPU and the GPU (same draws).
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -50,14 +51,26 @@ TEST_CASE("exactness: tree-shaped programs are exact, with their truncation boun
         Graph g(P, 3, d);
         g.strict(true);  // nothing may be sampled
         Variable X = g.assume(Poisson(50.0));
+        g.name(X, "X0");
         const std::int64_t y[] = {10, 12, 9, 14};
         for (int t = 0; t < 4; ++t) {
-          if (t > 0) X = g.add(g.binomial(X, 0.26), g.assume(Poisson(30.0 + t)));
+          std::string immigrants = "I";
+          immigrants += std::to_string(t);
+          if (t > 0) {
+            const Variable I = g.assume(Poisson(30.0 + t));
+            g.name(I, immigrants);
+            X = g.add(g.binomial(X, 0.26), I);
+          }
           const Observation o = g.observe(g.binomial(X, 0.2), y[t]);
           REQUIRE(o.exact());
-          CHECK(o.exactness().describe() == "exact");
+          CHECK_THAT(o.exactness().describe(), Catch::StartsWith("exact; truncated "));
           CHECK(o.exactness().truncation_error > 0.0);  // Poisson laws are truncated ...
           CHECK(o.exactness().truncation_error < 1e-9);  // ... far below anything that matters
+          // ... and named: the truncated laws still linked to the observation (this season's immigrants; X0 on
+          // the first), each once
+          const auto& cut = o.exactness().truncated;
+          CHECK(std::count(cut.begin(), cut.end(), t == 0 ? std::string("X0") : immigrants) == 1);
+          CHECK(cut.size() <= static_cast<std::size_t>(t + 1));
           for (std::size_t i = 1; i < P; ++i) REQUIRE(o[i] == Approx(o[0]).epsilon(1e-12));
         }
       }

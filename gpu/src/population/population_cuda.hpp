@@ -2,9 +2,14 @@
 #pragma once
 
 #include "tally/gpu/population_chain.hpp"
+#include "tally/gpu/population_children.hpp"
 #include "tally/gpu/population_ops.hpp"
 
 namespace tally::gpu::population_cuda {
+// population_children_cuda.cu
+Laws mix(const Laws& x, const ChildKernel& child, int sign_x, int sign_y, double tolerance, std::int64_t max_size);
+Laws condition_on_mix(const Laws& x, const ChildKernel& child, int sign_x, int sign_y, const Column<std::int64_t>& z,
+                      Column<double>& log_likelihood);
 // population_chain_cuda.cu
 Laws markov_step(const Laws& x, const Table& t);
 Laws markov_rows(const Column<std::int64_t>& x, const Table& t);
@@ -24,6 +29,7 @@ Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& 
 Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood);
 void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
 void add_log_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
+ValueRange support_range(const Laws& x);
 void add_to(Column<double>& acc, const Column<double>& x);
 Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter);
 Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter);
@@ -37,4 +43,20 @@ Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancest
 Laws gather(const Laws& x, const Column<std::size_t>& ancestors);
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
                              WeightSummary& summary);
+// population_conjugate_cuda.cu
+void add_beta_binomial_log_mass(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b,
+                                const Column<std::int64_t>& k, Column<double>& log_likelihood);
+void add_binomial_log_mass(const Column<std::int64_t>& n, const Column<double>& q, const Column<std::int64_t>& k,
+                           Column<double>& log_likelihood);
+void add_negative_binomial_log_mass(double r, const Column<double>& q, const Column<std::int64_t>& k,
+                                    Column<double>& log_likelihood);
+void add_beta_negative_binomial_log_mass(double r, const Column<double>& a, const Column<double>& b,
+                                         const Column<std::int64_t>& k, Column<double>& log_likelihood);
+void add_poisson_log_mass(double s, const Column<double>& lambda, const Column<std::int64_t>& k,
+                          Column<double>& log_likelihood);
+void add_gamma_poisson_log_mass(double s, const Column<double>& a, const Column<double>& b,
+                                const Column<std::int64_t>& k, Column<double>& log_likelihood);
+void negative_binomial_update(Column<double>& a, Column<double>& b, double r, const Column<std::int64_t>& k);
+void gamma_poisson_update(Column<double>& a, Column<double>& b, double s, const Column<std::int64_t>& k);
+Column<double> sample_gamma(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter);
 }  // namespace tally::gpu::population_cuda

@@ -29,6 +29,10 @@ Laws condition_on_markov(const Laws&, const Table&, const Column<std::int64_t>&,
 Laws condition_on_poisson(const Laws&, const Table&, const Column<std::int64_t>&, Column<double>&) {
   none("condition_on_poisson");
 }
+Laws mix(const Laws&, const ChildKernel&, int, int, double, std::int64_t) { none("mix"); }
+Laws condition_on_mix(const Laws&, const ChildKernel&, int, int, const Column<std::int64_t>&, Column<double>&) {
+  none("condition_on_mix");
+}
 Laws broadcast(std::span<const double>, std::int64_t, double, std::size_t) { none("broadcast"); }
 Laws point_laws(const Column<std::int64_t>&) { none("point_laws"); }
 Laws binomial_laws(const Column<std::int64_t>&, const Column<double>&) { none("binomial_laws"); }
@@ -41,6 +45,7 @@ Laws condition_on_sum(const Laws&, const Laws&, const Column<std::int64_t>&, Col
 Laws condition_on_thinning(const Laws&, const Column<std::int64_t>&, double, Column<double>&) { none("condition_on_thinning"); }
 void add_log_mass(const Laws&, const Column<std::int64_t>&, Column<double>&) { none("add_log_mass"); }
 void add_log_equal(const Column<std::int64_t>&, const Column<std::int64_t>&, Column<double>&) { none("add_log_equal"); }
+ValueRange support_range(const Laws&) { none("support_range"); }
 void add_to(Column<double>&, const Column<double>&) { none("add_to"); }
 Column<std::int64_t> sample(const Laws&, std::uint64_t, std::uint64_t) { none("sample"); }
 Column<double> sample_beta(const Column<double>&, const Column<double>&, std::uint64_t, std::uint64_t) { none("sample_beta"); }
@@ -52,5 +57,22 @@ Column<std::int64_t> gather(const Column<std::int64_t>&, const Column<std::size_
 Column<double> gather(const Column<double>&, const Column<std::size_t>&) { none("gather"); }
 Laws gather(const Laws&, const Column<std::size_t>&) { none("gather"); }
 Column<std::size_t> resample(const Column<double>&, Resampler, std::uint64_t, std::uint64_t, WeightSummary&) { none("resample"); }
+void add_beta_binomial_log_mass(const Column<std::int64_t>&, const Column<double>&, const Column<double>&,
+                                const Column<std::int64_t>&, Column<double>&) { none("add_beta_binomial_log_mass"); }
+void add_binomial_log_mass(const Column<std::int64_t>&, const Column<double>&, const Column<std::int64_t>&, Column<double>&) {
+  none("add_binomial_log_mass");
+}
+void add_negative_binomial_log_mass(double, const Column<double>&, const Column<std::int64_t>&, Column<double>&) {
+  none("add_negative_binomial_log_mass");
+}
+void add_beta_negative_binomial_log_mass(double, const Column<double>&, const Column<double>&, const Column<std::int64_t>&,
+                                         Column<double>&) { none("add_beta_negative_binomial_log_mass"); }
+void add_poisson_log_mass(double, const Column<double>&, const Column<std::int64_t>&, Column<double>&) { none("add_poisson_log_mass"); }
+void add_gamma_poisson_log_mass(double, const Column<double>&, const Column<double>&, const Column<std::int64_t>&, Column<double>&) {
+  none("add_gamma_poisson_log_mass");
+}
+void negative_binomial_update(Column<double>&, Column<double>&, double, const Column<std::int64_t>&) { none("negative_binomial_update"); }
+void gamma_poisson_update(Column<double>&, Column<double>&, double, const Column<std::int64_t>&) { none("gamma_poisson_update"); }
+Column<double> sample_gamma(const Column<double>&, const Column<double>&, std::uint64_t, std::uint64_t) { none("sample_gamma"); }
 }  // namespace population_cuda
 }  // namespace tally::gpu

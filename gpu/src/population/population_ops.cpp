@@ -207,6 +207,27 @@ void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& 
   }
 }
 
+ValueRange support_range(const Laws& x) {
+  if (on_device(x.where())) return population_cuda::support_range(x);
+  const PmfBatch& a = x.host();
+  ValueRange r{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min()};
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a.log_scale[i] == neg_inf) continue;
+    const auto begin = static_cast<std::size_t>(a.offset[i]), m = a.length(i);
+    for (std::size_t k = 0; k < m; ++k)
+      if (a.weights[begin + k] > 0.0) {
+        r.lo = std::min(r.lo, a.lo[i] + static_cast<std::int64_t>(k));
+        break;
+      }
+    for (std::size_t k = m; k-- > 0;)
+      if (a.weights[begin + k] > 0.0) {
+        r.hi = std::max(r.hi, a.lo[i] + static_cast<std::int64_t>(k));
+        break;
+      }
+  }
+  return r;
+}
+
 void add_log_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood) {
   same_shape(x, v, "tally::gpu::add_log_equal");
   same_shape(x, log_likelihood, "tally::gpu::add_log_equal");

@@ -4,6 +4,7 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -357,6 +358,40 @@ Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double 
 void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& log_likelihood) {
   if (x.size() > 0) log_mass_kernel<<<thread_blocks(x.size()), block>>>(x.view(), v.data(), log_likelihood.data());
   launched();
+}
+
+namespace {
+/// One warp per law: its first and last entries of positive weight, folded into r[0] (min) and r[1] (max).
+__global__ void support_range_kernel(PmfBatchView x, long long* r) {
+  const long long i = warp_index();
+  const int lane = threadIdx.x & 31;
+  if (i >= static_cast<long long>(x.count) || x.log_scale[i] == -INFINITY) return;
+  const std::int64_t begin = x.offset[i], m = x.offset[i + 1] - begin;
+  long long first = LLONG_MAX, last = LLONG_MIN;
+  for (std::int64_t k = lane; k < m; k += 32)
+    if (x.weights[begin + k] > 0.0) {
+      first = min(first, static_cast<long long>(k));
+      last = max(last, static_cast<long long>(k));
+    }
+  for (int d = 16; d >= 1; d /= 2) {
+    first = min(first, __shfl_xor_sync(full_warp, first, d));
+    last = max(last, __shfl_xor_sync(full_warp, last, d));
+  }
+  if (lane == 0 && first != LLONG_MAX) {
+    atomicMin(&r[0], static_cast<long long>(x.lo[i]) + first);
+    atomicMax(&r[1], static_cast<long long>(x.lo[i]) + last);
+  }
+}
+}  // namespace
+
+ValueRange support_range(const Laws& x) {
+  std::vector<std::int64_t> init{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min()};
+  auto r = Column<std::int64_t>::from_host(init, Backend::cuda);
+  if (x.size() > 0)
+    support_range_kernel<<<warp_blocks(x.size()), block>>>(x.view(), reinterpret_cast<long long*>(r.data()));
+  launched();
+  const auto h = r.to_host();
+  return {h[0], h[1]};
 }
 
 void add_log_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood) {

@@ -87,6 +87,7 @@ class Column {
 
   Backend where() const { return where_; }
   std::size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
   std::size_t bytes() const { return size_ * sizeof(T); }
   T* data() { return where_ == Backend::cpu ? host_.data() : static_cast<T*>(device_.get()); }
   const T* data() const { return where_ == Backend::cpu ? host_.data() : static_cast<const T*>(device_.get()); }

@@ -51,6 +51,13 @@ Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double 
 void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
 /// Adds 0 where x_i = v_i and -inf elsewhere (an observation of a realized value).
 void add_log_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
+/// The smallest and largest values of positive weight over every law (laws with no mass left out); lo > hi
+/// when no law has mass. Device: one pass, one warp per law, and the two numbers read back (one synchronization).
+struct ValueRange {
+  std::int64_t lo, hi;
+  bool empty() const { return lo > hi; }
+};
+ValueRange support_range(const Laws& x);
 /// acc_i += x_i.
 void add_to(Column<double>& acc, const Column<double>& x);
 

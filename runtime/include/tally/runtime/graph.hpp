@@ -4,6 +4,7 @@
 #include <Eigen/Core>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "tally/distributions/truncation.hpp"
 #include "tally/gpu/population_arrays.hpp"
 #include "tally/gpu/resample.hpp"
+#include "tally/gpu/summaries.hpp"
 #include "tally/runtime/conjugate.hpp"
 #include "tally/runtime/observation.hpp"
 
@@ -220,7 +222,8 @@ class Graph {
   /// The structural check: false only when x = v is impossible in every particle, whatever is observed later.
   /// It reads the graph's structure and marginalizes, samples and caches nothing: the support of a root is the
   /// points of positive mass of its prior, of a x + c and of x +- y the image and the sumset of their operands'
-  /// supports (bit-packed), of a realized variable its values and of a marginalized one the range of its marginals.
+  /// supports (bit-packed), of a realized variable its values and of a marginalized one the range of its marginals'
+  /// entries of positive mass (for a CUDA graph, found on the device: two numbers read back).
   /// Where that is not known (thinning, Poisson and Markov children, counts of conjugate parents, supports too
   /// large to enumerate cheaply), the answer is true: in_support is a necessary condition, never a sufficient one.
   bool in_support(const Variable& x, std::int64_t v) const;
@@ -229,6 +232,11 @@ class Graph {
   /// The same values where the graph keeps them (device memory for a CUDA graph: no copy). The column is x's own
   /// (realized values never change): valid while a handle to x lives.
   const gpu::Column<std::int64_t>& values(const Variable& x);
+  /// x's values (realized first, as value()) summarized under the particles' current log-weights where the graph
+  /// keeps them (tally::gpu::summarize): the weighted mean, the effective sample size and the weighted quantiles
+  /// at `probabilities`. A CUDA graph copies back those few numbers, not P values. Summarize before resampling:
+  /// resampling moves the values and resets the weights.
+  gpu::WeightedSummary summarize(const Variable& x, std::span<const double> probabilities);
   /// Realizes x (draws it from its exact posterior where it is not yet realized) and copies nothing back.
   void realize(const Variable& x);
   void realize(const Continuous& x);
@@ -280,7 +288,8 @@ class Graph {
   struct Resampling {
     double log_mean_weight;               ///< \f$\log \frac1P \sum_i e^{\ell_i}\f$: the log-evidence increment
     double ess;                           ///< effective sample size of the weights before resampling
-    std::vector<std::size_t> ancestors;   ///< empty when nothing was resampled (and on a CUDA graph)
+    gpu::Column<std::size_t> ancestors;   ///< where the graph keeps them (to_host() copies them); empty when
+                                          ///< nothing was resampled
     bool resampled = false;               ///< whether the particles were resampled
   };
   /// Resamples by the particles' own log-weights (tally::gpu::resample, where the state lives, the device's fused
@@ -290,7 +299,7 @@ class Graph {
   Resampling resample_by_weight(gpu::Resampler kind = gpu::Resampler::systematic);
   /// The same only when the effective sample size is below threshold x P (threshold 1: always, 0: never); else
   /// the weights are only summarized (ancestors empty) and kept. A CUDA graph copies nothing back but the summary
-  /// (the ancestors stay on the device: `ancestors` is empty there).
+  /// (the ancestors stay on the device until their to_host() is called).
   Resampling resample_by_weight(double threshold, gpu::Resampler kind = gpu::Resampler::systematic);
   /// Every live variable's state: bytes and bytes per particle (laws: 8 per weight and 24 per law; values: 8).
   std::vector<NodeMemory> memory() const;

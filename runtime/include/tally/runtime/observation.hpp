@@ -41,8 +41,16 @@ struct Exactness {
   /// A bound on the relative error of the likelihood from truncated tails of unbounded laws (the largest over
   /// the particles): 0 where every law involved is bounded. These bounds are those of tally::Pmf.
   double truncation_error = 0.0;
+  /// The variables with truncated laws (unbounded priors, Poisson children, heavy-tailed counts of conjugate
+  /// parents) found from the observed variable along the graph's dependence edges at the time of the
+  /// observation, in the order found; "..." ends a list cut after 256 variables searched. Variables whose laws were
+  /// folded into a marginal earlier (the operands of a sum marginalized before) are accounted for by
+  /// truncation_error but may not be named. Empty when truncation_error is 0.
+  std::vector<std::string> truncated;
+  /// Whether nothing was sampled (truncation, bounded by truncation_error, does not count: its bound is known).
   bool exact() const { return sampled.empty(); }
-  /// One line: "exact" or "sampled x (shared ancestor), y (pruned)".
+  /// One line: "exact" or "sampled x (shared ancestor), y (pruned)", then "; truncated x, z (relative error <=
+  /// 1e-15)" when some law was truncated.
   std::string describe() const;
 };
 

@@ -1,0 +1,43 @@
+// Summaries of a population's values under its weights, computed where the values live: a weighted mean,
+// weighted quantiles and the effective sample size, so that a filter's report copies a few numbers, not P values.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tally/gpu/population_arrays.hpp"
+
+namespace tally::gpu {
+
+/// What summarize says of values \f$v_i\f$ under unnormalized log-weights \f$\ell_i\f$, with
+/// \f$w_i = e^{\ell_i - m}\f$, \f$m = \max_i \ell_i\f$ (every \f$w_i = 1\f$ when every \f$\ell_i = -\infty\f$:
+/// the unweighted summary) and \f$W = \sum_i w_i\f$:
+/// \f[ \bar v = \frac{1}{W}\sum_i w_i v_i, \qquad \mathrm{ESS} = \frac{W^2}{\sum_i w_i^2}, \qquad
+///     Q(p) = \min\{ v_{(j)} : \textstyle\sum_{k \le j} w_{(k)} / W \ge p \} \f]
+/// where \f$v_{(1)} \le v_{(2)} \le \dots\f$ are the values in increasing order with their weights \f$w_{(k)}\f$
+/// (the weighted inverse cdf; the largest value where rounding leaves the cumulative sum a hair below p).
+struct WeightedSummary {
+  double mean = 0;
+  double ess = 0;
+  bool all_impossible = false;            ///< every log-weight was -inf (the summary is unweighted)
+  std::vector<std::int64_t> quantiles;  ///< Q(p) for each requested p, in the order given
+};
+
+/// The summary of P values (P >= 1) under P log-weights where they live (tally::shape_error for other sizes or
+/// places, or P = 0; tally::domain_error for a NaN or +inf log-weight or a probability outside [0, 1]).
+/// CPU (the reference): a histogram when the values span at most 4P integers, else a sort; sums in increasing
+/// value. CUDA: the maximum, the weights, their sums (CUB reductions), a CUB radix sort of (value, weight) pairs
+/// and an inclusive scan, then one thread per quantile searching the scan; a few numbers copied back (one
+/// synchronization). The two agree up to the rounding of the sums (a quantile may differ where the cumulative
+/// weight lands within about 1e-12 of p).
+WeightedSummary summarize(const Column<std::int64_t>& values, const Column<double>& log_w,
+                          std::span<const double> probabilities);
+
+namespace detail {
+/// The CUDA form (summaries_cuda.cu; a throwing stub without CUDA). Arguments validated by summarize.
+WeightedSummary summarize_device(const Column<std::int64_t>& values, const Column<double>& log_w,
+                                 std::span<const double> probabilities);
+}  // namespace detail
+
+}  // namespace tally::gpu

@@ -1,0 +1,8 @@
+// Weighted summaries in a build without CUDA: device columns cannot exist, and the device entry point says so.
+#include "tally/gpu/summaries.hpp"
+
+namespace tally::gpu::detail {
+WeightedSummary summarize_device(const Column<std::int64_t>&, const Column<double>&, std::span<const double>) {
+  throw cuda_error("tally::gpu::summarize: tally was built without CUDA");
+}
+}  // namespace tally::gpu::detail
