@@ -335,6 +335,36 @@ void realize(Node& n, const Values& values) {
   set_realized(n, values);
 }
 
+bool draw_directly(Node& n) {
+  if (n.state != State::initialized) return false;
+  Context& ctx = *n.context;
+  const Values* trials = nullptr;
+  const gpu::Column<double>* q = nullptr;
+  gpu::Column<double> keep;  // a thinning's one probability, for every particle
+  if (const auto* b = std::get_if<PerParticleBinomial>(&n.kind)) {  // its parent is realized when it is made
+    trials = &n.parents[0]->value;
+    q = b->p.get();
+  } else if (const auto* c = std::get_if<DiscreteChild>(&n.kind)) {
+    const auto* t = std::get_if<Thinning>(&c->law);
+    if (t == nullptr || n.parents[0]->state != State::realized) return false;
+    trials = &n.parents[0]->value;
+    keep = gpu::filled(t->keep, ctx.particles, ctx.where);
+    q = &keep;
+  } else if (const auto* k = std::get_if<CountChild>(&n.kind)) {
+    if (k->family != CountChild::binomial || n.parents[0]->state != State::realized) return false;
+    trials = &k->trials;
+    q = &n.parents[0]->continuous->scalar;
+  } else {
+    return false;
+  }
+  const auto hold = n.shared_from_this();
+  const std::uint64_t draw = ctx.draws++;
+  n.value = make_values(gpu::sample_binomial(**trials, *q, ctx.seed, draw), true);
+  n.state = State::realized;
+  n.parents = {};
+  return true;
+}
+
 void sample(Node& n) {
   if (Node* x = n.tied_to) return sample(*x);  // the pair is drawn through X (its partner follows)
   realize(n, detail::sample(*n.context, law(n)));

@@ -271,6 +271,7 @@ Variable Graph::categorical(const Continuous& pi) {
 namespace {
 /// x's values where the graph keeps them, x realized first (drawn from its exact posterior) if it is not.
 const detail::Values& realized(Node& n) {
+  if (detail::draw_directly(n)) return n.value;
   detail::graft(n);
   if (n.state == State::marginalized) detail::sample(n);
   return n.value;

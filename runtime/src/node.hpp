@@ -146,6 +146,11 @@ const Laws& law(Node& n);
 void realize(Node& n, const Values& values);
 /// Realize n by sampling from its marginal.
 void sample(Node& n);
+/// Realizes an initialized binomial whose parameters are all realized (Binomial(x, p) with per-particle p, a
+/// thinning of a realized count, Binomial(n, rho) with rho realized) by drawing it directly, the graph's next draw
+/// by gpu::sample_binomial (no law is built: O(sqrt(n q (1 - q))) work and nothing stored per particle); false,
+/// and nothing done, for any other node. Its distribution is the node's exact conditional law.
+bool draw_directly(Node& n);
 /// Realize a continuous n by sampling from its parameters.
 void sample_continuous(Node& n);
 

@@ -32,6 +32,8 @@ void add_log_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v,
 ValueRange support_range(const Laws& x);
 void add_to(Column<double>& acc, const Column<double>& x);
 Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter);
+Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column<double>& q, std::uint64_t seed,
+                                     std::uint64_t counter);
 Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter);
 Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const Column<std::int64_t>& y,
                             std::int64_t b, std::int64_t c);

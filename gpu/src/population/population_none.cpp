@@ -48,6 +48,7 @@ void add_log_equal(const Column<std::int64_t>&, const Column<std::int64_t>&, Col
 ValueRange support_range(const Laws&) { none("support_range"); }
 void add_to(Column<double>&, const Column<double>&) { none("add_to"); }
 Column<std::int64_t> sample(const Laws&, std::uint64_t, std::uint64_t) { none("sample"); }
+Column<std::int64_t> sample_binomial(const Column<std::int64_t>&, const Column<double>&, std::uint64_t, std::uint64_t) { none("sample_binomial"); }
 Column<double> sample_beta(const Column<double>&, const Column<double>&, std::uint64_t, std::uint64_t) { none("sample_beta"); }
 Column<std::int64_t> linear(const Column<std::int64_t>&, std::int64_t, const Column<std::int64_t>&, std::int64_t, std::int64_t) { none("linear"); }
 Column<std::int64_t> filled(std::int64_t, std::size_t) { none("filled"); }

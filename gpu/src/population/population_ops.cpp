@@ -259,6 +259,19 @@ double beta_variate(double a, double b, std::uint64_t seed, std::uint64_t partic
   return detail::beta_draw(a, b, seed, particle, counter);
 }
 
+Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column<double>& q, std::uint64_t seed,
+                                     std::uint64_t counter) {
+  constexpr const char* who = "tally::gpu::sample_binomial";
+  same_shape(n, q, who);
+  if (on_device(n.where())) return population_cuda::sample_binomial(n, q, seed, counter);
+  std::vector<std::int64_t> out(n.size());
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    detail::check_binomial(who, i, n.host()[i], q.host()[i]);
+    out[i] = detail::binomial_draw(n.host()[i], q.host()[i], philox_uniform(seed, i, counter));
+  }
+  return Column<std::int64_t>::host_values(std::move(out));
+}
+
 Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter) {
   constexpr const char* who = "tally::gpu::sample_beta";
   same_shape(a, b, who);

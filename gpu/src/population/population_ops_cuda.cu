@@ -13,6 +13,7 @@
 #include "population_cuda.hpp"
 #include "population_kernels.cuh"
 #include "population_math.hpp"
+#include "population_reference.hpp"
 #include "resample_check.hpp"
 #include "tally/gpu/convolve_batched.hpp"
 #include "tally/gpu/sample_batched.hpp"
@@ -411,6 +412,30 @@ void add_to(Column<double>& acc, const Column<double>& x) {
 Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter) {
   auto out = Column<std::int64_t>::allocate(Backend::cuda, x.size(), "tally::gpu::sample");
   if (x.size() > 0) cuda::sample_batched_device(x.view(), seed, counter, out.data());
+  return out;
+}
+
+Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column<double>& q, std::uint64_t seed,
+                                     std::uint64_t counter) {
+  constexpr const char* who = "tally::gpu::sample_binomial";
+  auto out = Column<std::int64_t>::allocate(Backend::cuda, n.size(), who);
+  FirstBad bad(n.size());
+  const std::int64_t* np = n.data();
+  const double* qp = q.data();
+  std::int64_t* o = out.data();
+  unsigned long long* flag = bad.data();
+  each(n.size(), [=] __device__(long long i) {
+    const std::int64_t ni = np[i];
+    const double qi = qp[i];
+    if (ni < 0 || !(qi >= 0.0 && qi <= 1.0)) {
+      atomicMin(flag, static_cast<unsigned long long>(i));
+      o[i] = 0;
+      return;
+    }
+    o[i] = detail::binomial_draw(ni, qi, philox_uniform(seed, static_cast<std::uint64_t>(i), counter));
+  });
+  const std::size_t i = bad.read();
+  if (i < n.size()) detail::check_binomial(who, i, n.to_host()[i], q.to_host()[i]);
   return out;
 }
 

@@ -32,6 +32,13 @@ inline bool on_device(Backend where) { return where == Backend::cuda; }
                                     k - 1, " of the table");
 }
 
+/// sample_binomial's parameter check (host and device alike): n >= 0 and q in [0, 1].
+inline void check_binomial(const char* who, std::size_t i, std::int64_t n, double q) {
+  if (n < 0 || !(q >= 0.0 && q <= 1.0))
+    tally::detail::fail<domain_error>(who, ": particle ", i, " asks for Binomial(n = ", n, ", q = ", q,
+                                      "): n must be >= 0 and q in [0, 1]");
+}
+
 /// Law i becomes \f$ w'_{i,k} \propto w_{i,k}\, e^{\ell(i, lo_i + k)} \f$ (max 1 again, log_scale the normalizer)
 /// and \f$ \log L_i = \mathrm{log\_scale}_i + \log \sum_k w_{i,k} e^{\ell(i, lo_i + k)} \f$ is added to
 /// log_likelihood; the terms are formed in logarithms, so likelihoods far below the smallest double stay exact. A

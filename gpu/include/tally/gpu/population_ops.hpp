@@ -63,6 +63,12 @@ void add_to(Column<double>& acc, const Column<double>& x);
 
 /// One draw per law: sample_batched's rule with u_i = philox_uniform(seed, i, counter) (identical on both).
 Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter);
+/// One Binomial(n_i, q_i) draw per particle, by inversion on u_i = philox_uniform(seed, i, counter) without a table
+/// (population_math.hpp's binomial_draw: O(sqrt(n q (1 - q))) steps each, nothing stored; identical on both).
+/// tally::domain_error naming the first particle with n_i < 0 or q_i outside [0, 1] (device: a flag read back,
+/// one synchronization).
+Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column<double>& q, std::uint64_t seed,
+                                     std::uint64_t counter);
 /// One Beta(a_i, b_i) draw per particle, X / (X + Y) with X ~ Gamma(a_i), Y ~ Gamma(b_i) by Marsaglia and Tsang
 /// (2000) on the uniforms philox_uniform(seed, i, counter * 256 + j), j < 256 (gamma_math.hpp).
 Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed,

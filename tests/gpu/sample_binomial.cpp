@@ -1,0 +1,91 @@
+// Direct Binomial(n, q) draws without a table: goodness of fit against the exact law, the edge cases, errors, and
+// the device against the host (the same draws).
+#include <catch2/catch.hpp>
+#include <boost/math/distributions/binomial.hpp>
+#include <boost/math/distributions/chi_squared.hpp>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gpu/device.hpp"
+#include "gpu/statistics.hpp"
+#include "tally/error.hpp"
+#include "tally/gpu/population_ops.hpp"
+
+using namespace tally;
+using gpu::Backend;
+using gpu::Column;
+
+TEST_CASE("sample_binomial: draws follow Binomial(n, q) (chi-square, 2^17 draws each)", "[gpu][sample_binomial]") {
+  const std::size_t draws = std::size_t{1} << 17;
+  for (const auto& [n, q] : std::vector<std::pair<std::int64_t, double>>{
+           {1, 0.5}, {10, 0.01}, {40, 0.3}, {763, 0.5}, {5000, 0.999}, {100000, 0.2}, {3, 1e-9}}) {
+    INFO("n = " << n << ", q = " << q);
+    const auto drawn = gpu::sample_binomial(Column<std::int64_t>::host_values(std::vector<std::int64_t>(draws, n)),
+                                            Column<double>::host_values(std::vector<double>(draws, q)), 17, 3);
+    std::vector<double> counts(static_cast<std::size_t>(n) + 1, 0.0), p(counts.size());
+    for (const std::int64_t k : drawn.host()) {
+      REQUIRE((k >= 0 && k <= n));
+      counts[static_cast<std::size_t>(k)] += 1;
+    }
+    const boost::math::binomial_distribution<double> law(static_cast<double>(n), q);
+    // cells pooled until each expects at least 5 draws
+    std::vector<double> pooled_counts, pooled_p;
+    double c = 0, e = 0;
+    for (std::size_t k = 0; k < counts.size(); ++k) {
+      c += counts[k];
+      e += boost::math::pdf(law, static_cast<double>(k));
+      if (e * static_cast<double>(draws) >= 5 || k + 1 == counts.size()) {
+        pooled_counts.push_back(c), pooled_p.push_back(e);
+        c = e = 0;
+      }
+    }
+    const double x2 = test::chi_square(pooled_counts, pooled_p, static_cast<double>(draws));
+    const double dof = std::max(1.0, static_cast<double>(pooled_counts.size()) - 1.0);
+    CHECK(x2 < boost::math::quantile(boost::math::chi_squared(dof), 1 - 1e-6));
+  }
+}
+
+TEST_CASE("sample_binomial: point masses, the same uniform for the same particle, errors", "[gpu][sample_binomial]") {
+  const auto n = Column<std::int64_t>::host_values({0, 7, 7, 12});
+  const auto d = gpu::sample_binomial(n, Column<double>::host_values({0.4, 0.0, 1.0, 0.5}), 1, 0);
+  CHECK(d.host()[0] == 0);
+  CHECK(d.host()[1] == 0);
+  CHECK(d.host()[2] == 7);
+  // a larger q never gives a smaller draw for the same uniform (inversion is monotone in q)
+  std::mt19937_64 gen(5);
+  for (int rep = 0; rep < 200; ++rep) {
+    const auto m = static_cast<std::int64_t>(gen() % 2000);
+    const double q = std::uniform_real_distribution<double>(0.01, 0.9)(gen);
+    const auto a = gpu::sample_binomial(Column<std::int64_t>::host_values({m}), Column<double>::host_values({q}), 9, rep);
+    const auto b = gpu::sample_binomial(Column<std::int64_t>::host_values({m}), Column<double>::host_values({q + 0.05}), 9, rep);
+    REQUIRE(a.host()[0] <= b.host()[0] + 1);  // up to the rounding of the two walks
+  }
+  CHECK_THROWS_AS(gpu::sample_binomial(n, Column<double>::host_values({0.4, 1.5, 0, 0}), 1, 0), domain_error);
+  CHECK_THROWS_AS(gpu::sample_binomial(Column<std::int64_t>::host_values({-1}), Column<double>::host_values({0.5}), 1, 0),
+                  domain_error);
+  CHECK_THROWS_AS(gpu::sample_binomial(n, Column<double>::host_values({0.4}), 1, 0), shape_error);
+}
+
+TEST_CASE("sample_binomial: the device draws what the host draws", "[gpu][sample_binomial][cuda]") {
+  if (test::skip_without_device()) return;
+  std::mt19937_64 gen(6);
+  const std::size_t P = 1 << 16;
+  std::vector<std::int64_t> n(P);
+  std::vector<double> q(P);
+  for (std::size_t i = 0; i < P; ++i) {
+    n[i] = static_cast<std::int64_t>(gen() % (i % 2 ? 1000 : 1000000));
+    q[i] = i % 97 == 0 ? 0.0 : std::uniform_real_distribution<double>(0.0, 1.0)(gen);
+  }
+  const auto host = gpu::sample_binomial(Column<std::int64_t>::host_values(n), Column<double>::host_values(q), 4, 2);
+  const auto device = gpu::sample_binomial(Column<std::int64_t>::from_host(n, Backend::cuda),
+                                           Column<double>::from_host(q, Backend::cuda), 4, 2).to_host();
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < P; ++i) differ += device[i] != host.host()[i];
+  CHECK(differ <= 2);  // the same arithmetic; fma contraction may move a cumulative sum by one rounding
+  q[5] = -0.5;
+  CHECK_THROWS_AS(gpu::sample_binomial(Column<std::int64_t>::from_host(n, Backend::cuda),
+                                       Column<double>::from_host(q, Backend::cuda), 4, 2),
+                  domain_error);
+}
