@@ -136,6 +136,21 @@ Laws device_mix(const Place& at, const Laws& x, const ChildLaw& law, int sign_x,
                      mixed_error(k, x.device_error, at.truncation), nonnegative);
 }
 
+/// A device conditioning (op adds each particle's log-likelihood into ll and returns the posterior laws) with its
+/// error bounds set as tally::condition sets them one law at a time: from the prior's bound e, rho = e max_i M_i /
+/// L_i (gpu::max_mass_ratio over x's laws, times y's for a sum; computed, one number read back, only where e > 0),
+/// the likelihood's relative bound -log1p(-rho) and the posterior's min(2, 2 rho) (at least e: an impossible
+/// particle keeps its law).
+template <class Op>
+Laws conditioned(const Laws& x, const gpu::Laws* y, double e, LogLikelihood& ll, bool nonnegative, Op op) {
+  if (e == 0.0) return device_laws(op(), 0.0, nonnegative);
+  const gpu::Column<double> before = ll.values.clone();
+  gpu::Laws posterior = op();
+  const double rho = e * gpu::max_mass_ratio(*x.device, y, before, ll.values);
+  ll.error = std::max(ll.error, rho < 1.0 ? -std::log1p(-rho) : std::numeric_limits<double>::infinity());
+  return device_laws(std::move(posterior), std::max(e, std::min(2.0, 2.0 * rho)), nonnegative);
+}
+
 /// y, or -y in `storage` (sign < 0).
 const gpu::Laws& signed_laws(const gpu::Laws& y, int sign, gpu::Laws& storage) {
   if (sign > 0) return y;
@@ -239,22 +254,25 @@ Laws binomial_laws(const Place& at, const Values& n, const gpu::Column<double>& 
 
 Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, LogLikelihood& ll) {
   if (x.device) {
-    ll.error = std::max(ll.error, x.device_error);
+    const double e = x.device_error;
     if (auto* t = std::get_if<Thinning>(&law)) {
       require_counts(x, "tally::runtime: Binomial(x, q)");
-      return device_laws(gpu::condition_on_thinning(*x.device, *y, t->keep, ll.values), x.device_error, true);
+      return conditioned(x, nullptr, e, ll, true,
+                         [&] { return gpu::condition_on_thinning(*x.device, *y, t->keep, ll.values); });
     }
     if (auto* m = std::get_if<MarkovStep>(&law))
-      return device_laws(gpu::condition_on_markov(*x.device, markov_table(m->transition, at.where), *y, ll.values),
-                         x.device_error, true);
+      return conditioned(x, nullptr, e, ll, true, [&] {
+        return gpu::condition_on_markov(*x.device, markov_table(m->transition, at.where), *y, ll.values);
+      });
     if (auto* r = std::get_if<IndexedPoisson>(&law)) {
       const auto rates = gpu::Table::from_host(std::span<const double>(r->rates.data(), static_cast<std::size_t>(r->rates.size())),
                                                static_cast<std::size_t>(r->rates.size()), 1, at.where);
-      return device_laws(gpu::condition_on_poisson(*x.device, rates, *y, ll.values), x.device_error, true);
+      return conditioned(x, nullptr, e, ll, true, [&] { return gpu::condition_on_poisson(*x.device, rates, *y, ll.values); });
     }
     // a scaled Poisson or an affine child: the likelihood p(y_i | k) per entry, exact
-    return device_laws(gpu::condition_on_mix(*x.device, child_kernel(law, at.where), 0, 1, *y, ll.values),
-                       x.device_error, x.device_nonnegative);
+    return conditioned(x, nullptr, e, ll, x.device_nonnegative, [&] {
+      return gpu::condition_on_mix(*x.device, child_kernel(law, at.where), 0, 1, *y, ll.values);
+    });
   }
   const Batch<Pmf>& h = x.host;
   const auto yv = to_vector(y);
@@ -281,11 +299,12 @@ Laws sum(Place& at, const Laws& x, const Laws& y, int sign) {
 
 Laws condition_on_sum(Place& at, const Laws& x, const Laws& y, int sign, const Values& z, LogLikelihood& ll) {
   if (x.device && y.device) {
-    const double e = x.device_error + y.device_error + x.device_error * y.device_error;
-    ll.error = std::max(ll.error, e);
+    // |L - L'| <= M_x M_y (e_x + e_y + 2 e_x e_y) for laws of mass M (tally::condition_on_sum)
+    const double e = x.device_error + y.device_error + 2.0 * x.device_error * y.device_error;
     gpu::Laws negated;
-    return device_laws(gpu::condition_on_sum(*x.device, signed_laws(*y.device, sign, negated), *z, ll.values), e,
-                       x.device_nonnegative);
+    const gpu::Laws& signed_y = signed_laws(*y.device, sign, negated);
+    return conditioned(x, y.device.get(), e, ll, x.device_nonnegative,
+                       [&] { return gpu::condition_on_sum(*x.device, signed_y, *z, ll.values); });
   }
   std::vector<double> add(at.particles);
   auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {
@@ -339,11 +358,10 @@ Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int si
 /// X given s_x X + s_y Y = z: posterior proportional to P(X = x) P(Y = s_y (z - s_x x) | X = x).
 Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y, const Values& z,
                             LogLikelihood& ll) {
-  if (x.device) {  // p(y | k) evaluated exactly per entry: only X's own bound
-    ll.error = std::max(ll.error, x.device_error);
-    return device_laws(gpu::condition_on_mix(*x.device, child_kernel(law, at.where), sign_x, sign_y, *z, ll.values),
-                       x.device_error, x.device_nonnegative);
-  }
+  if (x.device)  // p(y | k) evaluated exactly per entry: only X's own bound
+    return conditioned(x, nullptr, x.device_error, ll, x.device_nonnegative, [&] {
+      return gpu::condition_on_mix(*x.device, child_kernel(law, at.where), sign_x, sign_y, *z, ll.values);
+    });
   const Batch<Pmf>& h = x.host;
   const auto zv = to_vector(z);
   std::vector<double> add(at.particles);

@@ -63,10 +63,12 @@ gpu::WeightedSummary brute_force(const std::vector<std::int64_t>& v, const std::
   return s;
 }
 
-void require_same(const gpu::WeightedSummary& got, const gpu::WeightedSummary& want, bool exact_quantiles) {
+/// Equal summaries up to the rounding of sums in another order: `scale` bounds |v| (the mean's cancellation).
+void require_same(const gpu::WeightedSummary& got, const gpu::WeightedSummary& want, bool exact_quantiles,
+                  double scale = 0.0) {
   CHECK(got.all_impossible == want.all_impossible);
-  CHECK(got.mean == Approx(want.mean).epsilon(1e-12).margin(1e-9));
-  CHECK(got.ess == Approx(want.ess).epsilon(1e-12));
+  CHECK(got.mean == Approx(want.mean).epsilon(1e-12).margin(1e-9 + 1e-13 * scale));
+  CHECK(got.ess == Approx(want.ess).epsilon(1e-10));
   REQUIRE(got.quantiles.size() == want.quantiles.size());
   for (std::size_t q = 0; q < got.quantiles.size(); ++q) {
     INFO("p = " << probabilities[q]);
@@ -119,7 +121,7 @@ TEST_CASE("summarize: the device against the host", "[gpu][summaries][cuda]") {
       const auto host = gpu::summarize(Column<std::int64_t>::host_values(v), Column<double>::host_values(l), probabilities);
       const auto device = gpu::summarize(Column<std::int64_t>::from_host(v, Backend::cuda),
                                          Column<double>::from_host(l, Backend::cuda), probabilities);
-      require_same(device, host, P < 100'000);  // at 2^20 a quantile may sit within rounding of p
+      require_same(device, host, P < 100'000, wide ? 2e9 : 50.0);  // at 2^20 a quantile may sit within rounding of p
       if (P >= 100'000)
         for (std::size_t q = 0; q < host.quantiles.size(); ++q) {
           INFO("p = " << probabilities[q]);

@@ -71,7 +71,8 @@ void each(std::size_t count, F f) {
 /// One warp per law i: \f$ w'_{i,k} \propto w_{i,k}\, e^{\ell(i, lo_i + k)} \f$ (max 1 again, log_scale the
 /// normalizer) and \f$ \log L_i = \mathrm{log\_scale}_i + \log \sum_k w_{i,k} e^{\ell(i, lo_i + k)} \f$ added to
 /// log_likelihood: the CPU loop of population_condition.hpp, its sums taken by the warp. A dead particle or an
-/// impossible observation leaves no mass (log_scale -inf) and adds -inf. `log_lik(i, k)` is a device functor.
+/// impossible observation adds -inf and leaves the law as it was (a dead one stays dead). `log_lik(i, k)` is a
+/// device functor.
 template <class LogLik>
 __global__ void condition_kernel(PmfBatchView x, LogLik log_lik, MutablePmfBatchView out, double* log_likelihood) {
   const long long i = warp_index();
@@ -86,15 +87,15 @@ __global__ void condition_kernel(PmfBatchView x, LogLik log_lik, MutablePmfBatch
     top = fmax(top, o[k] = l);
   }
   top = warp_max(top);
-  const bool dead = top == -INFINITY || x.log_scale[i] == -INFINITY;
+  const bool dead = top == -INFINITY || x.log_scale[i] == -INFINITY;  // impossible here, or dead before
   double sum = 0.0;
-  for (std::int64_t k = lane; k < m; k += 32) sum += (o[k] = dead ? 0.0 : exp(o[k] - top));
+  for (std::int64_t k = lane; k < m; k += 32) sum += (o[k] = dead ? w[k] : exp(o[k] - top));
   sum = warp_sum(sum);
   if (lane == 0) {
     if (i == 0) out.offset[0] = 0;
     out.offset[i + 1] = x.offset[i + 1];
     out.lo[i] = lo;
-    out.log_scale[i] = dead ? -INFINITY : -log(sum);
+    out.log_scale[i] = dead ? x.log_scale[i] : -log(sum);
     log_likelihood[i] = dead ? -INFINITY : log_likelihood[i] + x.log_scale[i] + top + log(sum);
   }
 }

@@ -207,6 +207,27 @@ void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& 
   }
 }
 
+double max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before, const Column<double>& after) {
+  constexpr const char* who = "tally::gpu::max_mass_ratio";
+  same_shape(x, before, who);
+  same_shape(x, after, who);
+  if (y) same_shape(x, *y, who);
+  if (on_device(x.where())) return population_cuda::max_mass_ratio(x, y, before, after);
+  auto log_mass = [](const PmfBatch& a, std::size_t i) {
+    double w = 0.0;
+    for (std::size_t k = 0; k < a.length(i); ++k) w += a.weights[static_cast<std::size_t>(a.offset[i]) + k];
+    return a.log_scale[i] + std::log(w);
+  };
+  double out = 0.0;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double l = after.host()[i] - before.host()[i];
+    double m = log_mass(x.host(), i);
+    if (y) m += log_mass(y->host(), i);
+    if (std::isfinite(l) && m > neg_inf) out = std::max(out, std::exp(m - l));
+  }
+  return out;
+}
+
 ValueRange support_range(const Laws& x) {
   if (on_device(x.where())) return population_cuda::support_range(x);
   const PmfBatch& a = x.host();

@@ -385,6 +385,46 @@ __global__ void support_range_kernel(PmfBatchView x, long long* r) {
 }
 }  // namespace
 
+namespace {
+/// One warp per law: the log of its mass, summed over the lanes.
+__device__ double warp_log_mass(PmfBatchView x, long long i, int lane) {
+  const std::int64_t begin = x.offset[i], m = x.offset[i + 1] - begin;
+  double w = 0.0;
+  for (std::int64_t k = lane; k < m; k += 32) w += x.weights[begin + k];
+  return x.log_scale[i] + log(warp_sum(w));
+}
+
+/// ratio_i = M_i / L_i (0 for a law with no mass or an impossible observation).
+__global__ void mass_ratio_kernel(PmfBatchView x, PmfBatchView y, bool with_y, const double* before,
+                                  const double* after, double* ratio) {
+  const long long i = warp_index();
+  const int lane = threadIdx.x & 31;
+  if (i >= static_cast<long long>(x.count)) return;
+  double m = warp_log_mass(x, i, lane);
+  if (with_y) m += warp_log_mass(y, i, lane);
+  if (lane == 0) {
+    const double l = after[i] - before[i];
+    ratio[i] = isfinite(l) && m > -INFINITY ? exp(m - l) : 0.0;
+  }
+}
+}  // namespace
+
+double max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before, const Column<double>& after) {
+  constexpr const char* who = "tally::gpu::max_mass_ratio";
+  const std::size_t n = x.size();
+  if (n == 0) return 0.0;
+  auto ratio = Column<double>::allocate(Backend::cuda, n, who);
+  auto top = Column<double>::allocate(Backend::cuda, 1, who);
+  mass_ratio_kernel<<<warp_blocks(n), block>>>(x.view(), y ? y->view() : x.view(), y != nullptr, before.data(),
+                                                after.data(), ratio.data());
+  launched();
+  std::size_t bytes = 0;
+  TALLY_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, bytes, ratio.data(), top.data(), static_cast<long long>(n)));
+  auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
+  TALLY_CUDA_CHECK(cub::DeviceReduce::Max(temp.data(), bytes, ratio.data(), top.data(), static_cast<long long>(n)));
+  return std::max(0.0, top.to_host()[0]);  // the ratios are >= 0: CUB's lowest-double identity never wins
+}
+
 ValueRange support_range(const Laws& x) {
   std::vector<std::int64_t> init{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::min()};
   auto r = Column<std::int64_t>::from_host(init, Backend::cuda);

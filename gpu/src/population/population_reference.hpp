@@ -42,7 +42,8 @@ inline void check_binomial(const char* who, std::size_t i, std::int64_t n, doubl
 /// Law i becomes \f$ w'_{i,k} \propto w_{i,k}\, e^{\ell(i, lo_i + k)} \f$ (max 1 again, log_scale the normalizer)
 /// and \f$ \log L_i = \mathrm{log\_scale}_i + \log \sum_k w_{i,k} e^{\ell(i, lo_i + k)} \f$ is added to
 /// log_likelihood; the terms are formed in logarithms, so likelihoods far below the smallest double stay exact. A
-/// dead particle (log_scale -inf) or an impossible observation leaves no mass and adds -inf. Host laws only; the
+/// dead particle (log_scale -inf) stays dead and adds -inf; an impossible observation (every term -inf) adds -inf
+/// and leaves the law as it was (as tally::condition does: the particle's weight says it). Host laws only; the
 /// device form is population_kernels.cuh's condition_kernel, with the same steps.
 template <class LogLik>
 Laws condition_by(const Laws& x, LogLik log_lik, Column<double>& log_likelihood, const char* who) {
@@ -60,9 +61,10 @@ Laws condition_by(const Laws& x, LogLik log_lik, Column<double>& log_likelihood,
       const double l = w > 0.0 ? std::log(w) + log_lik(i, a.lo[i] + std::int64_t(k)) : neg_inf;
       top = std::max(top, b.weights[begin + k] = l);
     }
-    if (top == neg_inf || a.log_scale[i] == neg_inf) {  // impossible here, or a particle already dead
-      std::fill_n(b.weights.begin() + static_cast<std::ptrdiff_t>(begin), m, 0.0);
-      b.log_scale[i] = neg_inf;
+    if (top == neg_inf || a.log_scale[i] == neg_inf) {  // impossible here (the law stays), or already dead
+      std::copy_n(a.weights.begin() + static_cast<std::ptrdiff_t>(begin), m,
+                  b.weights.begin() + static_cast<std::ptrdiff_t>(begin));
+      b.log_scale[i] = a.log_scale[i];
       log_likelihood.host()[i] = neg_inf;
       continue;
     }

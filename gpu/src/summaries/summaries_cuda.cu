@@ -41,6 +41,12 @@ __global__ void weights_kernel(const double* l, const std::int64_t* v, std::size
 
 __global__ void init_report(Report* r, std::size_t count) { r->first_bad = count; }
 
+/// The maximum with -inf as its identity (CUB's Max starts from the lowest finite double, which would hide a
+/// population whose log-weights are all -inf).
+struct Maximum {
+  __device__ double operator()(double a, double b) const { return a > b ? a : b; }
+};
+
 /// One thread per probability p_q: the first sorted value whose cumulative weight reaches p_q of the total (and is
 /// positive), else the largest value of positive weight (the first j where the scan reaches its end).
 __global__ void quantiles_kernel(const double* cum, const std::int64_t* sorted, std::size_t count, const double* p,
@@ -79,7 +85,7 @@ WeightedSummary summarize_device(const Column<std::int64_t>& values, const Colum
   double* top = &r->top;
   // one temporary storage for every CUB call: the largest they ask for
   std::size_t bytes = 0, b = 0;
-  TALLY_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, b, log_w.data(), top, count));
+  TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, b, log_w.data(), top, count, Maximum{}, -INFINITY));
   bytes = std::max(bytes, b);
   TALLY_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, b, w.data(), top, count));
   bytes = std::max(bytes, b);
@@ -91,7 +97,7 @@ WeightedSummary summarize_device(const Column<std::int64_t>& values, const Colum
 
   init_report<<<1, 1>>>(r, n);
   launched();
-  TALLY_CUDA_CHECK(cub::DeviceReduce::Max(temp.data(), bytes, log_w.data(), top, count));
+  TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), bytes, log_w.data(), top, count, Maximum{}, -INFINITY));
   weights_kernel<<<thread_blocks(n), block>>>(log_w.data(), values.data(), n, r, w.data(), wv.data(), w2.data());
   launched();
   TALLY_CUDA_CHECK(cub::DeviceReduce::Sum(temp.data(), bytes, w.data(), &r->total, count));

@@ -81,8 +81,8 @@ Laws mix(const Laws& x, const ChildKernel& child, int sign_x, int sign_y, double
 /// \f$ \ell(i, k) = \log p\bigl(s_y (z_i - s_x k) \mid k\bigr) \f$, that is
 /// \f$ w'_{i,k} \propto w_{i,k}\, p(s_y (z_i - s_x k) \mid k) \f$ (max 1 again) and
 /// \f$ \log \sum_k \mu_i(k)\, p(s_y (z_i - s_x k) \mid k) \f$ added to log_likelihood, in logarithms (no
-/// truncation). s_x = 0, s_y = 1 is the conditioning on an observed child. An impossible observation or a dead
-/// particle leaves no mass (log_scale -inf) and adds -inf.
+/// truncation). s_x = 0, s_y = 1 is the conditioning on an observed child. An impossible observation adds -inf
+/// and leaves the law as it was; a dead particle stays dead and adds -inf.
 Laws condition_on_mix(const Laws& x, const ChildKernel& child, int sign_x, int sign_y, const Column<std::int64_t>& z,
                       Column<double>& log_likelihood);
 

@@ -45,7 +45,7 @@ Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& 
 /// \f$ w'_{i,k} \propto w_{i,k} \binom{k}{v_i} q^{v_i} (1-q)^{k - v_i} \f$ (max 1 again), and
 /// \f$ \log L_i = \mathrm{log\_scale}_i + \log \sum_k w_{i,k} \binom{k}{v_i} q^{v_i} (1-q)^{k-v_i} \f$ added to
 /// log_likelihood. The terms are formed in logarithms, so likelihoods far below the smallest double stay exact.
-/// An impossible observation leaves the law with no mass (log_scale -inf) and adds -inf.
+/// An impossible observation adds -inf and leaves the law as it was (the particle's weight says it).
 Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood);
 /// Adds log P(X_i = v_i) = log w_{i, v_i - lo_i} + log_scale_i (-inf off the support) to log_likelihood.
 void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
@@ -58,6 +58,12 @@ struct ValueRange {
   bool empty() const { return lo > hi; }
 };
 ValueRange support_range(const Laws& x);
+/// The largest over the particles of \f$ M_i / L_i \f$, where \f$ M_i = e^{s_i} \sum_k w_{i,k} \f$ is the mass of
+/// law i (times that of y's law i, when y is given) and \f$ \log L_i = \mathrm{after}_i - \mathrm{before}_i \f$ the
+/// log-likelihood an observation added; particles with no mass or an impossible observation are left out (0 when
+/// none is left). A conditioning's error bound e becomes \f$ \rho = e \max_i M_i / L_i \f$, as tally::condition
+/// bounds it one law at a time. Device: one warp per law, a CUB reduction, one number read back.
+double max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before, const Column<double>& after);
 /// acc_i += x_i.
 void add_to(Column<double>& acc, const Column<double>& x);
 
