@@ -165,22 +165,44 @@ TALLY_HOST_DEVICE inline MixStatus parent_status(const ChildView& ch, std::int64
   return MixStatus::ok;
 }
 
-/// The z-range of a law (m weights w on lo, lo + 1, ..., log-scale s): population_children.hpp's rules.
-TALLY_HOST_DEVICE inline MixRange mix_range(const ChildView& ch, int sx, int sy, const double* w, std::int64_t m,
-                                            std::int64_t lo, double s, double half, std::int64_t max_size) {
-  const std::int64_t hi = lo + m - 1;
-  MixRange r{0, 0, parent_status(ch, lo, hi), false};
-  if (r.status != MixStatus::ok) return r;
-  std::int64_t first = -1, last = -1;  // entries of positive weight
+/// The entries of positive weight of a law (m weights w): the first and the last, or -1 and -1 for none.
+TALLY_HOST_DEVICE inline void positive_entries(const double* w, std::int64_t m, std::int64_t& first, std::int64_t& last) {
+  first = -1, last = -1;
   for (std::int64_t j = 0; j < m; ++j)
     if (w[j] > 0.0) {
       if (first < 0) first = j;
       last = j;
     }
+}
+
+/// The parent checks on a law's support of positive weight [lo + first, lo + last], as tally's Pmf checks its
+/// trimmed support (zero weights at the edges do not count); a dead law (no positive weight, or log-scale -inf)
+/// passes: it adds nothing.
+TALLY_HOST_DEVICE inline MixStatus live_parent_status(const ChildView& ch, const double* w, std::int64_t m,
+                                                      std::int64_t lo, double s) {
+  std::int64_t first, last;
+  positive_entries(w, m, first, last);
+  if (first < 0 || s == -INFINITY) return MixStatus::ok;
+  return parent_status(ch, lo + first, lo + last);
+}
+
+/// The z-range of a law (m weights w on lo, lo + 1, ..., log-scale s): population_children.hpp's rules, on the
+/// law's support of positive weight.
+TALLY_HOST_DEVICE inline MixRange mix_range(const ChildView& ch, int sx, int sy, const double* w, std::int64_t m,
+                                            std::int64_t stored_lo, double s, double half, std::int64_t max_size) {
+  MixRange r{0, 0, MixStatus::ok, false};
+  std::int64_t first, last;  // entries of positive weight
+  positive_entries(w, m, first, last);
   if (first < 0 || s == -INFINITY) {
     r.dead = true;
     return r;
   }
+  const std::int64_t lo = stored_lo + first, hi = stored_lo + last;
+  r.status = parent_status(ch, lo, hi);
+  if (r.status != MixStatus::ok) return r;
+  w += first;
+  last -= first;
+  first = 0;
   int128 y_lo = 0, y_hi = 0;
   switch (ch.kind) {
     case ChildKind::binomial: y_hi = hi; break;

@@ -165,7 +165,8 @@ Laws condition_on_mix(const Laws& x, const ChildKernel& child, int sign_x, int s
   const detail::ChildView ch = detail::child_view(child, child.table.values.host().data());
   for (std::size_t i = 0; i < a.size(); ++i) {
     const std::int64_t lo = a.lo[i], hi = lo + static_cast<std::int64_t>(a.length(i)) - 1;
-    const detail::MixStatus s = detail::parent_status(ch, lo, hi);
+    const detail::MixStatus s = detail::live_parent_status(ch, a.weights.data() + a.offset[i],
+                                                           static_cast<std::int64_t>(a.length(i)), lo, a.log_scale[i]);
     if (s != detail::MixStatus::ok) detail::fail_mix(who, i, {0, 0, s, false}, lo, hi, child.table.rows, 0);
   }
   const std::vector<std::int64_t>& observed = z.host();

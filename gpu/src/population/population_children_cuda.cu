@@ -89,8 +89,10 @@ __global__ void mix_fill_kernel(PmfBatchView x, detail::ChildView ch, int sx, in
 __global__ void parent_kernel(PmfBatchView x, detail::ChildView ch, unsigned long long* first_bad) {
   const long long i = thread_index();
   if (i >= static_cast<long long>(x.count)) return;
-  const std::int64_t lo = x.lo[i], hi = lo + (x.offset[i + 1] - x.offset[i]) - 1;
-  if (detail::parent_status(ch, lo, hi) != detail::MixStatus::ok) atomicMin(first_bad, static_cast<unsigned long long>(i));
+  const std::int64_t begin = x.offset[i];
+  if (detail::live_parent_status(ch, x.weights + begin, x.offset[i + 1] - begin, x.lo[i], x.log_scale[i]) !=
+      detail::MixStatus::ok)
+    atomicMin(first_bad, static_cast<unsigned long long>(i));
 }
 
 struct MixLogLik {
@@ -109,7 +111,7 @@ struct MixLogLik {
   const detail::ChildView ch = detail::child_view(child, table.data());
   const auto m = static_cast<std::int64_t>(h.length(i));
   const std::int64_t lo = h.lo[i], hi = lo + m - 1;
-  detail::MixRange r{0, 0, detail::parent_status(ch, lo, hi), false};
+  detail::MixRange r{0, 0, detail::live_parent_status(ch, h.weights.data() + h.offset[i], m, lo, h.log_scale[i]), false};
   if (!parent_only && r.status == detail::MixStatus::ok)
     r = detail::mix_range(ch, sx, sy, h.weights.data() + h.offset[i], m, lo, h.log_scale[i], half, max_size);
   if (r.status == detail::MixStatus::ok)  // the device's rounding put a range just past max_size: say so

@@ -47,10 +47,10 @@ struct ChildKernel {
 // there too: tally::shape_error otherwise) and throw tally::shape_error for operands of different sizes. The signs
 // must be s_x in {-1, 0, 1} and s_y in {-1, 1} (tally::domain_error otherwise).
 //
-// The parent checks, per particle i with stored support [lo_i, hi_i] = [lo_i, lo_i + m_i - 1] (dead particles
-// included): binomial and scaled_poisson need lo_i >= 0 (tally::domain_error naming the particle); indexed_poisson
-// and categorical need 0 <= lo_i and hi_i < K (tally::domain_error naming the particle and the K states, as
-// population_chain's). On the device a flag is read back (one synchronization) and the error is the host's.
+// The parent checks, per live particle i on its support of positive weight [lo_i, hi_i] (zero weights at the
+// edges of the stored law do not count, as tally::Pmf trims them; a dead particle adds nothing): binomial and
+// scaled_poisson need lo_i >= 0 (tally::domain_error naming the particle); indexed_poisson and categorical need
+// 0 <= lo_i and hi_i < K (tally::domain_error naming the particle and the K states, as population_chain's). On the device a flag is read back (one synchronization) and the error is the host's.
 
 /// The law of \f$ Z_i = s_x X_i + s_y Y_i \f$ for \f$ Y_i \mid X_i = k \sim \f$ `child`, \f$ X_i \sim \mu_i \f$:
 /// \f[ r_i(z) = \sum_k \mu_i(k)\, p\bigl(y = s_y (z - s_x k) \mid k\bigr) \f]
