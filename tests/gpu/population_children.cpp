@@ -529,7 +529,9 @@ TEST_CASE("population child mixtures on the device match the host", "[population
     CHECK(message(x, Backend::cpu, 0, small).find("max_size = 3") != std::string::npos);
     if (ch.kind == Kind::affine) continue;
     gpu::PmfBatch bad = x;
-    bad.lo[1717] = -1;
+    bad.lo[1717] = -1;  // live, with positive weight at -1: not a count, not a state
+    bad.weights[std::size_t(bad.offset[1717])] = 1.0;
+    bad.log_scale[1717] = 0.0;
     for (int op = 0; op < 2; ++op) {
       const std::string h = message(bad, Backend::cpu, op, max_size);
       CHECK(h.find("particle 1717") != std::string::npos);
