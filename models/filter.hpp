@@ -76,7 +76,7 @@ struct FilterOptions {
   bool results = false;  ///< --results: print_result's machine-readable lines
 
   void add_to(CLI::App& app) {
-    app.add_option("--particles", particles, "particles of each filter")->check(CLI::Range(1, 1 << 22));
+    app.add_option("--particles", particles, "particles of each filter")->check(CLI::Range(1, 1 << 24));
     app.add_option("--seed", seed, "seed of the filters (run r uses seed + r)");
     app.add_option("--device", device, "where the particle populations run: cpu (one core) or gpu (CUDA)")
         ->check(CLI::IsMember({"cpu", "gpu"}));
