@@ -111,19 +111,22 @@ __global__ void __launch_bounds__(32 * condition_warps) condition_kernel(PmfBatc
   for (std::int64_t a = range.first + lane; a <= range.last; a += 32)
     if (xi[a] > 0.0 && yi[c - a] > 0.0) shift = max(shift, detail::product_exponent(xi[a], yi[c - a]));
   shift = warp_max_int(shift);
+  // the sum and maximum over the diagonal first (lane l takes a = l mod 32, as over the whole law: the same sums),
+  // then every weight written once: v / mx on the diagonal (v where mx = 0), 0 off it
+  const bool any = shift != detail::no_exponent;
   double sum = 0.0, mx = 0.0;
-  for (std::int64_t a = lane; a < m; a += 32) {
-    const double v = (shift != detail::no_exponent && a >= range.first && a <= range.last)
-                         ? detail::scaled_product(xi[a], yi[c - a], shift)
-                         : 0.0;
-    w[a] = v;
-    sum += v;
-    mx = fmax(mx, v);
-  }
+  if (any)
+    for (std::int64_t a = range.first + (lane - range.first % 32 + 32) % 32; a <= range.last; a += 32) {
+      const double v = detail::scaled_product(xi[a], yi[c - a], shift);
+      sum += v;
+      mx = fmax(mx, v);
+    }
   sum = warp_sum(sum);
   mx = warp_max(mx);
-  if (mx > 0.0)
-    for (std::int64_t a = range.first + lane; a <= range.last; a += 32) w[a] /= mx;  // this lane's own writes
+  for (std::int64_t a = lane; a < m; a += 32) {
+    const double v = (any && a >= range.first && a <= range.last) ? detail::scaled_product(xi[a], yi[c - a], shift) : 0.0;
+    w[a] = mx > 0.0 ? v / mx : v;
+  }
   if (lane == 0) {
     if (i == 0) post.offset[0] = 0;
     post.offset[i + 1] = x.offset[i + 1];

@@ -20,9 +20,10 @@ constexpr double neg_inf = -std::numeric_limits<double>::infinity();
 using detail::on_device;
 using detail::same_shape;
 
-/// A law per particle from its log masses l_i(k), k = 0 .. n_i: weights e^{l - M_i}, log_scale M_i.
-template <class LogMass>
-Laws laws_from_log_masses(const std::vector<std::int64_t>& n, LogMass log_mass, const char* who) {
+/// A law per particle from its terms (population_math.hpp's BinomialTerms or BetaBinomialTerms), k = 0 .. n_i:
+/// weights e^{log p_i(k) - M_i} with M_i = terms.top(), log_scale M_i, written by walk_chunks as the device does.
+template <class MakeTerms>
+Laws laws_from_terms(const std::vector<std::int64_t>& n, MakeTerms make_terms, const char* who) {
   std::size_t total = 0, longest = 0;
   for (std::int64_t ni : n) {
     if (ni < 0) tally::detail::fail<domain_error>(who, ": n = ", ni, " must be >= 0");
@@ -36,9 +37,10 @@ Laws laws_from_log_masses(const std::vector<std::int64_t>& n, LogMass log_mass, 
   std::size_t at = 0;
   for (std::size_t i = 0; i < n.size(); ++i) {
     const auto m = static_cast<std::size_t>(n[i]) + 1;
-    double top = neg_inf;
-    for (std::size_t k = 0; k < m; ++k) top = std::max(top, b.weights[at + k] = log_mass(i, std::int64_t(k)));
-    for (std::size_t k = 0; k < m; ++k) b.weights[at + k] = std::exp(b.weights[at + k] - top);
+    const auto terms = make_terms(i);
+    const double top = terms.top();
+    double* w = b.weights.data() + at;
+    detail::walk_chunks(terms, top, static_cast<std::int64_t>(m), [&](std::int64_t k, double v) { w[k] = v; });
     b.log_scale[i] = top;
     at += m;
     b.offset[i + 1] = static_cast<std::int64_t>(at);
@@ -82,9 +84,8 @@ Laws binomial_laws(const Column<std::int64_t>& n, const Column<double>& q) {
   same_shape(n, q, who);
   if (on_device(n.where())) return population_cuda::binomial_laws(n, q);
   for (double p : q.host()) tally::detail::check_probability(p, who, "q");
-  return laws_from_log_masses(
-      n.host(), [&](std::size_t i, std::int64_t k) { return detail::binomial_log_mass(n.host()[i], k, q.host()[i]); },
-      who);
+  return laws_from_terms(
+      n.host(), [&](std::size_t i) { return detail::BinomialTerms(n.host()[i], q.host()[i]); }, who);
 }
 
 Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b) {
@@ -96,10 +97,12 @@ Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, 
     tally::detail::check_positive(a.host()[i], who, "a");
     tally::detail::check_positive(b.host()[i], who, "b");
   }
-  return laws_from_log_masses(
+  return laws_from_terms(
       n.host(),
-      [&](std::size_t i, std::int64_t k) {
-        return detail::beta_binomial_log_mass(n.host()[i], k, a.host()[i], b.host()[i]);
+      [&](std::size_t i) {
+        const std::int64_t ni = n.host()[i];
+        const double ai = a.host()[i], bi = b.host()[i];
+        return detail::BetaBinomialTerms(ni, ai, bi, detail::BetaBinomialTerms::constant(ni, ai, bi));
       },
       who);
 }

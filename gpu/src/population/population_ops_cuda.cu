@@ -36,31 +36,23 @@ struct LengthReport {
   unsigned long long longest;
   unsigned long long first_bad;
   long long total;
+  long long chunks;  // parameter laws only: their chunks of law_chunk weights
 };
 
 __global__ void init_report(LengthReport* r, std::size_t count) {
   r->longest = 0;
   r->first_bad = count;
   r->total = 0;
+  r->chunks = 0;
 }
 
-/// lengths[i] = n_i + 1 (0 for i = count, so that the exclusive scan ends with the total); bad(i) flags parameters.
-template <class Bad>
-__global__ void lengths_kernel(const std::int64_t* n, std::size_t count, std::int64_t* lengths, LengthReport* r, Bad bad) {
-  const long long i = thread_index();
-  if (i > static_cast<long long>(count)) return;
-  if (i == static_cast<long long>(count)) {
-    lengths[i] = 0;
-    return;
+/// The largest of the warp's values, folded into *r by lane 0 (one atomic per warp, not per particle).
+__device__ inline void warp_fold_max(unsigned long long v, unsigned long long* r) {
+  for (int d = 16; d >= 1; d /= 2) {
+    const unsigned long long o = __shfl_xor_sync(full_warp, v, d);
+    v = o > v ? o : v;
   }
-  const std::int64_t ni = n[i];
-  if (ni < 0 || ni >= (std::int64_t{1} << 32) || bad(i)) {
-    atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
-    lengths[i] = 1;
-    return;
-  }
-  lengths[i] = ni + 1;
-  atomicMax(&r->longest, static_cast<unsigned long long>(ni + 1));
+  if ((threadIdx.x & 31) == 0 && v > 0) atomicMax(r, v);
 }
 
 __global__ void total_kernel(const std::int64_t* offset, std::size_t count, LengthReport* r) {
@@ -81,60 +73,149 @@ LengthReport scan_lengths(const std::int64_t* lengths, std::int64_t* offsets, st
   return host;
 }
 
-/// One warp per law i of n_i + 1 weights: log masses first (kept in the weights), their maximum, then exp(l - M).
-template <class LogMass>
-__global__ void fill_kernel(const std::int64_t* offsets, MutablePmfBatchView out, LogMass log_mass) {
-  const long long i = warp_index();
-  const int lane = threadIdx.x & 31;
-  if (i >= static_cast<long long>(out.count)) return;
-  const std::int64_t begin = offsets[i], m = offsets[i + 1] - begin;
-  double* w = out.weights + begin;
-  double top = -INFINITY;
-  for (std::int64_t k = lane; k < m; k += 32) top = fmax(top, w[k] = log_mass(i, k));
-  top = warp_max(top);
-  for (std::int64_t k = lane; k < m; k += 32) w[k] = exp(w[k] - top);
-  if (lane == 0) {
-    if (i == 0) out.offset[0] = 0;
-    out.offset[i + 1] = offsets[i + 1];
-    out.lo[i] = 0;
-    out.log_scale[i] = top;
+/// One thread per law (and one for i = count, whose lengths 0 end the scans with the totals): lengths[i] = n_i + 1,
+/// chunks[i] = its law_chunk chunks, the law's constant and its maximum log mass top_i (population_math.hpp's
+/// terms); bad parameters flagged.
+template <class Family>
+__global__ void prepare_kernel(const std::int64_t* n, std::size_t count, Family family, std::int64_t* lengths,
+                               std::int64_t* chunks, double* constant, double* top, LengthReport* r) {
+  const long long i = thread_index();
+  unsigned long long length = 0;
+  if (i == static_cast<long long>(count)) {
+    lengths[i] = chunks[i] = 0;
+  } else if (i < static_cast<long long>(count)) {
+    const std::int64_t ni = n[i];
+    if (ni < 0 || ni >= (std::int64_t{1} << 32) || family.bad(i)) {
+      atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
+      lengths[i] = chunks[i] = 1;
+      constant[i] = top[i] = 0.0;
+    } else {
+      lengths[i] = ni + 1;
+      chunks[i] = ni / detail::law_chunk + 1;
+      length = static_cast<unsigned long long>(ni + 1);
+      const double c = family.constant(i);
+      constant[i] = c;
+      top[i] = family.terms(i, c).top();
+    }
+  }
+  warp_fold_max(length, &r->longest);
+}
+
+__global__ void totals_kernel(const std::int64_t* offset, const std::int64_t* chunk_offset, std::size_t count,
+                              LengthReport* r) {
+  r->total = offset[count];
+  r->chunks = chunk_offset[count];
+}
+
+inline constexpr int chunk = detail::law_chunk;
+inline constexpr int fill_warps = block / 32;
+
+/// One thread per law, the warp's 32 laws in turn: law_of[c] = i for the chunks c of law i (coalesced).
+__global__ void chunk_law_kernel(const std::int64_t* chunk_offset, std::size_t count, std::uint32_t* law_of) {
+  const long long i = thread_index(), first = i - (threadIdx.x & 31);
+  const int lane = static_cast<int>(threadIdx.x & 31);
+  const bool mine = i < static_cast<long long>(count);
+  const std::int64_t from = mine ? chunk_offset[i] : 0, to = mine ? chunk_offset[i + 1] : 0;
+  for (int j = 0; j < 32; ++j) {
+    const std::int64_t s = __shfl_sync(full_warp, from, j), e = __shfl_sync(full_warp, to, j);
+    for (std::int64_t c = s + lane; c < e; c += 32) law_of[c] = static_cast<std::uint32_t>(first + j);
   }
 }
 
-struct BinomialBad {
-  const double* q;
-  __device__ bool operator()(long long i) const { return !(q[i] >= 0.0 && q[i] <= 1.0); }
-};
-struct BinomialMass {
+/// One thread per chunk c (law_of[c]'s weights (c - chunk_offset_i) law_chunk .. + law_chunk - 1, or fewer at
+/// the law's end), one warp per 32 consecutive chunks, which cover a contiguous range of the flat weights: each
+/// thread walks its chunk (walk_law) into shared memory, then the warp writes its range out together (coalesced).
+/// The thread that holds a law's first weight writes the law's offset, lo and log_scale.
+template <class Family>
+__global__ void __launch_bounds__(block) walk_fill_kernel(const std::int64_t* offsets, const std::int64_t* chunk_offset,
+                                                          const std::uint32_t* law_of, std::int64_t chunks,
+                                                          Family family, const double* constant, const double* top,
+                                                          MutablePmfBatchView out) {
+  __shared__ double tile[fill_warps][32 * (chunk + 1)];
+  const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
+  const long long first = (static_cast<long long>(blockIdx.x) * fill_warps + warp) * 32, c = first + lane;
+  if (first >= chunks) return;  // the whole warp
+  const int valid = chunks - first < 32 ? static_cast<int>(chunks - first) : 32;
+  double* buf = tile[warp];
+  std::int64_t at = 0, end = 0;  // this chunk's flat range
+  std::uint32_t i = 0;
+  std::int64_t k0 = 0;
+  if (lane < valid) {
+    i = law_of[c];
+    const std::int64_t start = offsets[i], m = offsets[i + 1] - start;
+    k0 = (c - chunk_offset[i]) * chunk;
+    at = start + k0;
+    end = at + (m - k0 < chunk ? m - k0 : chunk);
+  }
+  const std::int64_t base = __shfl_sync(full_warp, at, 0), stop = __shfl_sync(full_warp, end, valid - 1);
+  if (lane < valid) {
+    const double t = top[i];
+    const auto terms = family.terms(i, constant[i]);
+    const int offset = static_cast<int>(at - base);
+    detail::walk_law(terms, t, k0, static_cast<int>(end - at), [&](int j, double w) {
+      const int p = offset + j;
+      buf[p + p / chunk] = w;
+    });
+    if (k0 == 0) {
+      if (i == 0) out.offset[0] = 0;
+      out.offset[i + 1] = offsets[i + 1];
+      out.lo[i] = 0;
+      out.log_scale[i] = t;
+    }
+  }
+  __syncwarp();
+  const int span = static_cast<int>(stop - base);
+  for (int p = lane; p < span; p += 32) out.weights[base + p] = buf[p + p / chunk];
+}
+
+struct BinomialFamily {
   const std::int64_t* n;
   const double* q;
-  __device__ double operator()(long long i, std::int64_t k) const { return detail::binomial_log_mass(n[i], k, q[i]); }
+  __device__ bool bad(long long i) const { return !(q[i] >= 0.0 && q[i] <= 1.0); }
+  __device__ double constant(long long) const { return 0.0; }
+  __device__ detail::BinomialTerms terms(long long i, double) const { return detail::BinomialTerms(n[i], q[i]); }
 };
-struct BetaBinomialBad {
+struct BetaBinomialFamily {
+  const std::int64_t* n;
   const double *a, *b;
-  __device__ bool operator()(long long i) const {
+  __device__ bool bad(long long i) const {
     return !(a[i] > 0.0 && b[i] > 0.0 && isfinite(a[i]) && isfinite(b[i]));
   }
-};
-struct BetaBinomialMass {
-  const std::int64_t* n;
-  const double *a, *b;
-  __device__ double operator()(long long i, std::int64_t k) const {
-    return detail::beta_binomial_log_mass(n[i], k, a[i], b[i]);
+  __device__ double constant(long long i) const { return detail::BetaBinomialTerms::constant(n[i], a[i], b[i]); }
+  __device__ detail::BetaBinomialTerms terms(long long i, double c) const {
+    return detail::BetaBinomialTerms(n[i], a[i], b[i], c);
   }
 };
 
-template <class Bad, class LogMass>
-Laws laws_from_parameters(const Column<std::int64_t>& n, Bad bad, LogMass log_mass, const char* who,
-                          const char* law) {
+template <class Family>
+Laws laws_from_parameters(const Column<std::int64_t>& n, Family family, const char* who, const char* law) {
   const std::size_t count = n.size();
+  if (count >= (std::size_t{1} << 32))
+    tally::detail::fail<shape_error>(who, ": ", count, " particles (at most 2^32 - 1 on the device)");
   auto lengths = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
   auto offsets = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
+  auto chunks = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
+  auto chunk_offsets = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
+  auto constant = Column<double>::allocate(Backend::cuda, std::max<std::size_t>(count, 1), who);
+  auto top = Column<double>::allocate(Backend::cuda, std::max<std::size_t>(count, 1), who);
   auto report = Column<LengthReport>::allocate(Backend::cuda, 1, who);
   init_report<<<1, 1>>>(report.data(), count);
-  lengths_kernel<<<thread_blocks(count + 1), block>>>(n.data(), count, lengths.data(), report.data(), bad);
+  prepare_kernel<<<thread_blocks(count + 1), block>>>(n.data(), count, family, lengths.data(), chunks.data(),
+                                                      constant.data(), top.data(), report.data());
   launched();
-  const LengthReport r = scan_lengths(lengths.data(), offsets.data(), count, report.data());
+  // both exclusive scans (count + 1 entries: the last is the total), then the report read back (one synchronization)
+  std::size_t bytes = 0;
+  TALLY_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, lengths.data(), offsets.data(),
+                                                 static_cast<long long>(count + 1)));
+  auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
+  TALLY_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, lengths.data(), offsets.data(),
+                                                 static_cast<long long>(count + 1)));
+  TALLY_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, chunks.data(), chunk_offsets.data(),
+                                                 static_cast<long long>(count + 1)));
+  totals_kernel<<<1, 1>>>(offsets.data(), chunk_offsets.data(), count, report.data());
+  launched();
+  LengthReport r{};
+  TALLY_CUDA_CHECK(cudaMemcpy(&r, report.data(), sizeof r, cudaMemcpyDeviceToHost));
   if (r.first_bad < count) {
     const auto i = static_cast<std::size_t>(r.first_bad);
     std::int64_t ni = 0;
@@ -143,7 +224,15 @@ Laws laws_from_parameters(const Column<std::int64_t>& n, Bad bad, LogMass log_ma
                                       ni < 0 ? " (n must be >= 0)" : ni >= (std::int64_t{1} << 32) ? " (too large for a dense law)" : " and parameters outside their domain");
   }
   Laws out = Laws::allocate(Backend::cuda, count, static_cast<std::size_t>(r.total), r.longest, who);
-  if (count > 0) fill_kernel<<<warp_blocks(count), block>>>(offsets.data(), out.mutable_view(), log_mass);
+  if (count == 0) return out;
+  const auto total_chunks = static_cast<std::size_t>(r.chunks);
+  auto law_of = Column<std::uint32_t>::allocate(Backend::cuda, total_chunks, who);
+  chunk_law_kernel<<<thread_blocks(count), block>>>(chunk_offsets.data(), count, law_of.data());
+  launched();
+  const std::size_t tiles = (total_chunks + 31) / 32, blocks = (tiles + fill_warps - 1) / fill_warps;
+  walk_fill_kernel<<<static_cast<unsigned>(blocks), block>>>(offsets.data(), chunk_offsets.data(), law_of.data(),
+                                                            static_cast<std::int64_t>(total_chunks), family,
+                                                            constant.data(), top.data(), out.mutable_view());
   launched();
   return out;
 }
@@ -190,15 +279,16 @@ __global__ void negate_kernel(PmfBatchView x, MutablePmfBatchView out) {
 /// lengths[i] = lo_i + m_i (the thinning's support 0 .. hi_i), 0 for i = count.
 __global__ void thinned_lengths_kernel(PmfBatchView x, std::int64_t* lengths, LengthReport* r) {
   const long long i = thread_index();
-  if (i > static_cast<long long>(x.count)) return;
+  unsigned long long length = 0;
   if (i == static_cast<long long>(x.count)) {
     lengths[i] = 0;
-    return;
+  } else if (i < static_cast<long long>(x.count)) {
+    const std::int64_t len = x.lo[i] + x.offset[i + 1] - x.offset[i];
+    if (x.lo[i] < 0) atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
+    lengths[i] = len > 0 ? len : 1;
+    length = static_cast<unsigned long long>(lengths[i]);
   }
-  const std::int64_t len = x.lo[i] + x.offset[i + 1] - x.offset[i];
-  if (x.lo[i] < 0) atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
-  lengths[i] = len > 0 ? len : 1;
-  atomicMax(&r->longest, static_cast<unsigned long long>(lengths[i]));
+  warp_fold_max(length, &r->longest);
 }
 
 /// One warp per law; lane l computes r_k for k = l, l + 32, ... as the CPU does (the same order of terms).
@@ -288,13 +378,12 @@ Laws point_laws(const Column<std::int64_t>& v) {
 }
 
 Laws binomial_laws(const Column<std::int64_t>& n, const Column<double>& q) {
-  return laws_from_parameters(n, BinomialBad{q.data()}, BinomialMass{n.data(), q.data()}, "tally::gpu::binomial_laws",
-                              "Binomial(n, q)");
+  return laws_from_parameters(n, BinomialFamily{n.data(), q.data()}, "tally::gpu::binomial_laws", "Binomial(n, q)");
 }
 
 Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b) {
-  return laws_from_parameters(n, BetaBinomialBad{a.data(), b.data()}, BetaBinomialMass{n.data(), a.data(), b.data()},
-                              "tally::gpu::beta_binomial_laws", "BetaBinomial(n, a, b)");
+  return laws_from_parameters(n, BetaBinomialFamily{n.data(), a.data(), b.data()}, "tally::gpu::beta_binomial_laws",
+                              "BetaBinomial(n, a, b)");
 }
 
 Column<double> hazard_probabilities(const Column<std::int64_t>& k, double c) {

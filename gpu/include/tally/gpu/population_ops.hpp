@@ -22,11 +22,15 @@ Laws point_laws(const Column<std::int64_t>& v);
 
 /// Binomial(n_i, q_i) on 0 .. n_i (n_i >= 0, q_i in [0, 1]; tally::domain_error otherwise):
 /// \f$\log p_i(k) = \log\binom{n_i}{k} + k \log q_i + (n_i - k) \log(1 - q_i)\f$ (lgamma), stored as
-/// \f$e^{\log p_i(k) - M_i}\f$ with \f$M_i = \max_k \log p_i(k)\f$ and log_scale M_i. Device: the lengths are
-/// scanned and their total read back (one synchronization) before the weights are written.
+/// \f$e^{\log p_i(k) - M_i}\f$ with \f$M_i = \max_k \log p_i(k)\f$ (evaluated at the mode and its neighbours)
+/// and log_scale M_i. The weights are written in chunks of 16 of the flat weight array: the lgamma formula at each
+/// chunk's first weight (and each law's), the exact ratios \f$p_i(k + 1) / p_i(k)\f$ from there (a relative
+/// 1e-14 at most on top of the formula's own rounding; the same chunks and arithmetic on the host and the device).
+/// Device: the lengths are scanned and their total read back (one synchronization) before the weights are written.
 Laws binomial_laws(const Column<std::int64_t>& n, const Column<double>& q);
 /// BetaBinomial(n_i, a_i, b_i) on 0 .. n_i (a_i, b_i > 0): \f$\log p_i(k) = \log\binom{n_i}{k} + \log B(k + a_i,
-/// n_i - k + b_i) - \log B(a_i, b_i)\f$, stored as above.
+/// n_i - k + b_i) - \log B(a_i, b_i)\f$, stored and written as above (M_i at the mode's neighbours for
+/// a_i + b_i > 2, else at 0 or n_i).
 Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b);
 /// q_i = 1 - exp(-c k_i) (the chance of at least one event at rate c per unit of k_i; c >= 0, k_i >= 0).
 Column<double> hazard_probabilities(const Column<std::int64_t>& k, double c);
