@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <limits>
 #include <string>
+#include <numeric>
 #include <vector>
 
 #include "filter.hpp"
@@ -242,13 +243,13 @@ int main(int argc, char** argv) {
     {  // the estimates' spread (and, with --results, the RESULT lines): runs with seeds seed .. seed + runs - 1, with
        // nothing copied to the host but each step's weight summary
       std::vector<double> evidence[2];
-      double seconds[2] = {0, 0};
+      std::vector<double> seconds[2];
       std::size_t bytes[2] = {0, 0};
       for (int r = 0; r < options.runs; ++r)
         for (int f = 0; f < 2; ++f) {
           const Run run = particle_filter(m, y, options, options.seed + std::uint64_t(r), f == 0, false);
           evidence[f].push_back(run.log_evidence);
-          seconds[f] += run.seconds;
+          seconds[f].push_back(run.seconds);
           bytes[f] = std::max(bytes[f], run.state_bytes);
         }
       std::printf("over %d runs (exact %.6f):\n", options.runs, static_cast<double>(fwd));
@@ -256,7 +257,7 @@ int main(int argc, char** argv) {
         const models::Spread s = models::spread(evidence[f]);
         std::printf("  %-16s mean %.6f  sd %.6f  (mean - exact %+.6f)  %.3f s per run\n",
                     f == 0 ? "delayed sampling" : "bootstrap", s.mean, s.sd, s.mean - static_cast<double>(fwd),
-                    seconds[f] / options.runs);
+                    std::accumulate(seconds[f].begin(), seconds[f].end(), 0.0) / options.runs);
         models::print_result("hmm", f == 0 ? "delayed" : "bootstrap", options, y.size(), evidence[f], seconds[f],
                              bytes[f]);
       }

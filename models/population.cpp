@@ -258,15 +258,15 @@ int main(int argc, char** argv) {
     if (memory) print_memory(m, y, options);
     std::vector<Run> delayed_runs, boot_runs;
     std::vector<double> delayed_evidence, boot_evidence;
-    double delayed_seconds = 0, boot_seconds = 0;
+    std::vector<double> delayed_seconds, boot_seconds;
     for (int r = 0; r < options.runs; ++r) {
       const std::uint64_t seed = options.seed + static_cast<std::uint64_t>(r);
       delayed_runs.push_back(delayed_filter(m, y, options.particles, seed, options.backend()));
       boot_runs.push_back(bootstrap_filter(m, y, options.particles, seed, options.backend()));
       delayed_evidence.push_back(delayed_runs.back().log_evidence);
       boot_evidence.push_back(boot_runs.back().log_evidence);
-      delayed_seconds += delayed_runs.back().seconds;
-      boot_seconds += boot_runs.back().seconds;
+      delayed_seconds.push_back(delayed_runs.back().seconds);
+      boot_seconds.push_back(boot_runs.back().seconds);
     }
     const Run& delayed = delayed_runs.front();
     const Run& boot = boot_runs.front();

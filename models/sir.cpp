@@ -112,6 +112,7 @@ RunResult delayed_filter(const Outbreak& data, std::size_t P, std::uint64_t seed
     R = pop.add(R, r);
     if (!end_of_day(out, t, pop, S, R)) break;
   }
+  out.seconds = models::seconds_since(start);  // the steps; the posterior means below are read on the host
   if (out.failed_day == 0) {
     // exact Rao-Blackwellized posterior means: the mean of each particle's Beta, averaged (equal weights)
     for (const auto& b : pop.beta(delta)) out.delta_mean += runtime::mean(b) / static_cast<double>(P);
@@ -122,7 +123,6 @@ RunResult delayed_filter(const Outbreak& data, std::size_t P, std::uint64_t seed
         std::fprintf(stderr, "warning: particle %zu has I = %lld, not the observed %lld\n", i,
                      static_cast<long long>(last[i]), static_cast<long long>(data.infected(data.days())));
   }
-  out.seconds = models::seconds_since(start);
   return out;
 }
 
@@ -152,11 +152,11 @@ RunResult bootstrap_filter(const Outbreak& data, std::size_t P, std::uint64_t se
     out.state_bytes = std::max(out.state_bytes, pop.bytes());
     if (!end_of_day(out, t, pop, S, R)) break;
   }
+  out.seconds = models::seconds_since(start);  // the steps; the posterior means below are read on the host
   if (out.failed_day == 0) {
     for (double v : pop.scalar_value(delta)) out.delta_mean += v / static_cast<double>(P);
     for (double v : pop.scalar_value(gamma)) out.gamma_mean += v / static_cast<double>(P);
   }
-  out.seconds = models::seconds_since(start);
   return out;
 }
 
@@ -348,11 +348,10 @@ int main(int argc, char** argv) {
     const std::pair<const char*, const std::vector<RunResult>*> methods[] = {{"delayed", &delayed},
                                                                              {"bootstrap", &bootstrap}};
     for (const auto& [name, results] : methods) {
-      std::vector<double> evidence;
-      double seconds = 0;
+      std::vector<double> evidence, seconds;
       std::size_t bytes = 0;
       for (const RunResult& r : *results)
-        evidence.push_back(r.log_evidence), seconds += r.seconds, bytes = std::max(bytes, r.state_bytes);
+        evidence.push_back(r.log_evidence), seconds.push_back(r.seconds), bytes = std::max(bytes, r.state_bytes);
       models::print_result("sir", name, options, data.days(), evidence, seconds, bytes);
     }
     print_run("Delayed sampling (tally: delta, gamma, new, rec marginalized; new - rec enumerated exactly)", data,

@@ -45,13 +45,9 @@ Gamma scaled(const Gamma& g, double a) { return Gamma(g.shape, g.rate / a); }
 Laws count_laws(Place& at, const CountChild& c, Node& rho) {
   const bool known = rho.state == State::realized;
   auto& s = *rho.continuous;
-  if (at.device() && c.family == CountChild::binomial) {
-    Laws out;
-    out.device = std::make_shared<const gpu::Laws>(known ? gpu::binomial_laws(*c.trials, s.scalar)
-                                                         : gpu::beta_binomial_laws(*c.trials, s.params.a, s.params.b));
-    out.device_nonnegative = true;
-    return out;
-  }
+  if (at.device() && c.family == CountChild::binomial)  // kept as parameters: weights written when needed
+    return known ? parameter_laws(gpu::ParameterFamily::binomial, c.trials, s.scalar, nullptr)
+                 : parameter_laws(gpu::ParameterFamily::beta_binomial, c.trials, s.params.a, &s.params.b);
   const HostParameters p(c, rho);
   const auto &a = p.a, &b = p.b, &value = p.value;
   const auto& n = p.n;

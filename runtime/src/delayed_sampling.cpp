@@ -20,6 +20,11 @@ overloaded(F...) -> overloaded<F...>;
 
 /// The law of parent p as an operand: its laws, or the point masses at its values.
 Laws law_of(Node& p) { return p.state == State::realized ? points(*p.context, p.value) : law(p); }
+/// The same for an operand of a sum, but laws kept as parameters stay so (an observed sum of two is conditioned
+/// straight from them).
+Laws operand_law(Node& p) {
+  return p.state == State::marginalized && p.tied_to == nullptr && p.marginal.parameters ? p.marginal : law_of(p);
+}
 
 // ---- the M-path ----------------------------------------------------------------------------------------------
 /// child joins the M-path under parent (when parent is marginalized): parent owns child, child points back.
@@ -58,7 +63,7 @@ void marginalize(Node& n) {
                    // (observing the sum needs one skew diagonal per particle, not the convolution)
                    Node& x = *n.parents[0];
                    Node& y = *n.parents[1];
-                   n.operands = std::make_unique<std::array<Laws, 2>>(std::array<Laws, 2>{law_of(x), law_of(y)});
+                   n.operands = std::make_unique<std::array<Laws, 2>>(std::array<Laws, 2>{operand_law(x), operand_law(y)});
                    attach(x, n, 0);
                    attach(y, n, 1);
                  },
@@ -239,6 +244,7 @@ const Laws& law(Node& n) {
     n.marginal = affine(*n.context, law(*n.tied_to), n.tie_a, n.tie_c);
     return n.marginal;
   }
+  if (n.marginal.parameters) n.marginal = dense(n.marginal);  // its weights, written once they are needed
   if (!n.marginal.empty()) return n.marginal;
   if (!n.tie_base.empty()) {  // its partner died while tied
     n.marginal = affine(*n.context, n.tie_base, n.tie_a, n.tie_c);

@@ -113,7 +113,12 @@ std::shared_ptr<Node> Graph::node_of(const Handle& x, const char* who) const {
 void Graph::name(const Variable& x, std::string name) { node_of(x, "name")->name = std::move(name); }
 void Graph::name(const Continuous& x, std::string name) { node_of(x, "name")->name = std::move(name); }
 
-Variable Graph::constant(std::int64_t v) { return constant(std::vector<std::int64_t>(particles(), v)); }
+Variable Graph::constant(std::int64_t v) {
+  // filled where the graph lives (no host vector of P copies, no copy to the device)
+  auto n = node_of(constant(gpu::filled(v, particles(), context_->where)), "constant");
+  n->value.nonnegative = v >= 0;
+  return Variable(n);
+}
 Variable Graph::constant(const std::vector<std::int64_t>& v) {
   if (v.size() != particles())
     tally::detail::fail<shape_error>("tally::runtime::Graph::constant: ", v.size(), " values for ", particles(), " particles");
@@ -508,11 +513,11 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
   std::map<const void*, detail::Values> values;
   auto gather_laws = [&](detail::Laws& l) {
     if (l.empty()) return;
-    if (!l.device) {
+    if (!l.device && !l.parameters) {
       l = detail::gather(l, a);
       return;
     }
-    auto [it, fresh] = laws.try_emplace(l.device.get());
+    auto [it, fresh] = laws.try_emplace(l.device ? static_cast<const void*>(l.device.get()) : l.parameters.get());
     if (fresh) it->second = detail::gather(l, a);
     l = it->second;
   };

@@ -178,6 +178,7 @@ double Laws::error() const {
 
 std::size_t Laws::bytes() const {
   if (device) return device->bytes();
+  if (parameters) return parameters->n.column->bytes() + parameters->a.bytes() + parameters->b.bytes();
   std::size_t b = 0;
   for (std::size_t i = 0; i < host.size(); ++i) b += 8 * static_cast<std::size_t>(host[i].size()) + 24;
   return host.empty() ? 0 : b + 8;  // as gpu::Laws::bytes counts them
@@ -222,6 +223,7 @@ Laws points(const Place& at, const Values& v) {
 }
 
 Laws push(Place& at, const Laws& x, const ChildLaw& law) {
+  if (x.parameters) return push(at, dense(x), law);
   if (x.device) {
     if (auto* t = std::get_if<Thinning>(&law)) {
       require_counts(x, "tally::runtime: Binomial(x, q)");
@@ -248,11 +250,30 @@ Laws push_realized(Place& at, const Values& x, const ChildLaw& law) {
 }
 
 Laws binomial_laws(const Place& at, const Values& n, const gpu::Column<double>& p) {
-  if (at.device()) return device_laws(gpu::binomial_laws(*n, p), 0.0, true);
+  if (at.device()) return parameter_laws(gpu::ParameterFamily::binomial, n, p, nullptr);
   return host_map(at, [&](std::size_t i) { return push_pmf(Pmf::point(n[i]), Thinning(p.host()[i]), at.truncation); });
 }
 
+Laws parameter_laws(gpu::ParameterFamily family, const Values& n, const gpu::Column<double>& a,
+                    const gpu::Column<double>* b) {
+  auto form = std::make_shared<ParameterForm>();
+  form->family = family;
+  form->n = n;
+  form->a = a.clone();
+  if (b != nullptr) form->b = b->clone();
+  Laws out;
+  out.parameters = std::move(form);
+  out.device_nonnegative = true;
+  return out;
+}
+
+Laws dense(const Laws& x) {
+  if (!x.parameters) return x;
+  return device_laws(gpu::weights_of(x.parameters->laws()), 0.0, true);
+}
+
 Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, LogLikelihood& ll) {
+  if (x.parameters) return condition(at, dense(x), law, y, ll);
   if (x.device) {
     const double e = x.device_error;
     if (auto* t = std::get_if<Thinning>(&law)) {
@@ -288,6 +309,7 @@ Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, L
 }
 
 Laws sum(Place& at, const Laws& x, const Laws& y, int sign) {
+  if (x.parameters || y.parameters) return sum(at, dense(x), dense(y), sign);
   if (x.device && y.device) {
     const double e = x.device_error + y.device_error + x.device_error * y.device_error;
     gpu::Laws negated;
@@ -298,6 +320,10 @@ Laws sum(Place& at, const Laws& x, const Laws& y, int sign) {
 }
 
 Laws condition_on_sum(Place& at, const Laws& x, const Laws& y, int sign, const Values& z, LogLikelihood& ll) {
+  if (x.parameters && y.parameters)  // one skew diagonal from the parameters: no dense law, an exact posterior
+    return device_laws(gpu::condition_on_sum(x.parameters->laws(), y.parameters->laws(), sign, *z, ll.values), 0.0,
+                       true);
+  if (x.parameters || y.parameters) return condition_on_sum(at, dense(x), dense(y), sign, z, ll);
   if (x.device && y.device) {
     // |L - L'| <= M_x M_y (e_x + e_y + 2 e_x e_y) for laws of mass M (tally::condition_on_sum)
     const double e = x.device_error + y.device_error + 2.0 * x.device_error * y.device_error;
@@ -318,6 +344,7 @@ Laws condition_on_sum(Place& at, const Laws& x, const Laws& y, int sign, const V
 }
 
 Laws affine(Place& at, const Laws& x, std::int64_t a, const Values& c) {
+  if (x.parameters) return affine(at, dense(x), a, c);
   if (x.device) {
     // a X by a sign, or by a sparse image made dense (|a| > 1); then the shift by c_i, a convolution with the point
     // mass at c_i
@@ -333,6 +360,7 @@ Laws affine(Place& at, const Laws& x, std::int64_t a, const Values& c) {
 
 /// For each x in the support of X, the law of Y given x, signed and shifted into the law of z; mixed by P(X = x).
 Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y) {
+  if (x.parameters) return joint_sum(at, dense(x), law, sign_x, sign_y);
   if (x.device) return device_mix(at, x, law, sign_x, sign_y);
   const Batch<Pmf>& h = x.host;
   return host_map(at, [&](std::size_t i) {
@@ -358,6 +386,7 @@ Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int si
 /// X given s_x X + s_y Y = z: posterior proportional to P(X = x) P(Y = s_y (z - s_x x) | X = x).
 Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y, const Values& z,
                             LogLikelihood& ll) {
+  if (x.parameters) return condition_on_joint_sum(at, dense(x), law, sign_x, sign_y, z, ll);
   if (x.device)  // p(y | k) evaluated exactly per entry: only X's own bound
     return conditioned(x, nullptr, x.device_error, ll, x.device_nonnegative, [&] {
       return gpu::condition_on_mix(*x.device, child_kernel(law, at.where), sign_x, sign_y, *z, ll.values);
@@ -388,6 +417,7 @@ Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int s
 }
 
 void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood& ll) {
+  if (x.parameters) return add_log_mass(at, dense(x), v, ll);
   if (x.device) {
     ll.error = std::max(ll.error, x.device_error);
     gpu::add_log_mass(*x.device, *v, ll.values);
@@ -402,6 +432,7 @@ void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood
 void add_log_equal(const Values& x, const Values& v, LogLikelihood& ll) { gpu::add_log_equal(*x, *v, ll.values); }
 
 Values sample(Place& at, const Laws& x) {
+  if (x.parameters) return sample(at, dense(x));
   const std::uint64_t k = at.draws++;
   if (x.device) return make_values(gpu::sample(*x.device, at.seed, k), x.device_nonnegative);
   std::vector<std::int64_t> out(at.particles);
@@ -414,6 +445,7 @@ Values sample(Place& at, const Laws& x) {
 }
 
 std::vector<Pmf> to_pmfs(const Laws& x) {
+  if (x.parameters) return to_pmfs(dense(x));
   std::vector<Pmf> out;
   if (!x.device) {
     out.reserve(x.host.size());
@@ -436,6 +468,15 @@ std::vector<Pmf> to_pmfs(const Laws& x) {
 
 Laws gather(const Laws& x, const gpu::Column<std::size_t>& ancestors) {
   Laws out = x;
+  if (const ParameterForm* p = x.parameters.get()) {  // the parameters move, not the weights
+    auto form = std::make_shared<ParameterForm>();
+    form->family = p->family;
+    form->n = gather(p->n, ancestors);
+    form->a = gpu::gather(p->a, ancestors);
+    if (p->b.size() > 0) form->b = gpu::gather(p->b, ancestors);
+    out.parameters = std::move(form);
+    return out;
+  }
   if (x.device) {
     out.device = std::make_shared<const gpu::Laws>(gpu::gather(*x.device, ancestors));
     return out;

@@ -10,6 +10,7 @@
 #include "tally/distributions/child_laws.hpp"
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/truncation.hpp"
+#include "tally/gpu/parameter_laws.hpp"
 #include "tally/gpu/population_arrays.hpp"
 #include "tally/gpu/population_chain.hpp"
 #include "tally/runtime/batch.hpp"
@@ -36,17 +37,25 @@ struct Place {
   bool device() const { return where == gpu::Backend::cuda; }
 };
 
+/// Device count laws kept as their parameters (Binomial(n_i, q_i) or BetaBinomial(n_i, a_i, b_i), q, a and b copied
+/// when the laws were made): their weights are written only where an operation needs them (dense()), and an observed
+/// sum of two such laws is conditioned straight from the parameters (gpu::condition_on_sum of ParameterLaws).
+struct ParameterForm;
+
 /// P laws of a marginalized count: tally::Pmf per particle on the host (with its own error bound), or one batch in
-/// device memory with one bound for all (the largest; the same propagation rules as Pmf's).
+/// device memory with one bound for all (the largest; the same propagation rules as Pmf's), or, on the device, their
+/// parameters alone (exact: no bound).
 struct Laws {
   Batch<Pmf> host;
   std::shared_ptr<const gpu::Laws> device;
+  std::shared_ptr<const ParameterForm> parameters;  // set only while `device` is not
   double device_error = 0.0;
   bool device_nonnegative = false;  // device laws known to lie on [0, inf) without reading them back
-  bool empty() const { return host.empty() && !device; }
+  bool empty() const { return host.empty() && !device && !parameters; }
   void clear() {
     host.clear();
     device.reset();
+    parameters.reset();
     device_error = 0.0;
     device_nonnegative = false;
   }
@@ -63,6 +72,13 @@ struct Values {
   /// Host values only (a CPU graph).
   std::int64_t operator[](std::size_t i) const { return column->host()[i]; }
   const gpu::Column<std::int64_t>& operator*() const { return *column; }
+};
+
+struct ParameterForm {
+  gpu::ParameterFamily family;
+  Values n;
+  gpu::Column<double> a, b;  // b: beta-binomial only (empty for a binomial)
+  gpu::ParameterLaws laws() const { return {family, *n, a, family == gpu::ParameterFamily::binomial ? a : b}; }
 };
 
 /// Per-particle conjugate parameters: Beta(a, b) or Gamma(shape a, rate b) as two columns where the graph keeps
@@ -100,8 +116,13 @@ Laws points(const Place& at, const Values& v);
 /// The law of a child y | x ~ law of marginalized x (push) or of realized x (push_realized).
 Laws push(Place& at, const Laws& x, const ChildLaw& law);
 Laws push_realized(Place& at, const Values& x, const ChildLaw& law);
-/// Binomial(n_i, p_i).
+/// Binomial(n_i, p_i) (a device graph keeps the parameters: p copied).
 Laws binomial_laws(const Place& at, const Values& n, const gpu::Column<double>& p);
+/// Laws of the family on the device, kept as their parameters (a and b copied).
+Laws parameter_laws(gpu::ParameterFamily family, const Values& n, const gpu::Column<double>& a,
+                    const gpu::Column<double>* b);
+/// x with its weights: x itself unless it is kept as parameters (then its weights are written).
+Laws dense(const Laws& x);
 /// X | Y = y_i for the child Y | X ~ law; adds log P(Y = y_i) to ll.
 Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, LogLikelihood& ll);
 /// X + sign Y for independent X, Y.

@@ -23,12 +23,13 @@ constexpr double inf = std::numeric_limits<double>::infinity();
 const std::vector<double> probabilities{0.0, 0.05, 0.25, 0.5, 0.95, 1.0};
 
 /// A random population: P values on a narrow (counts) or wide span, log-weights in [-30, 0] with some -inf.
-std::pair<std::vector<std::int64_t>, std::vector<double>> population(std::mt19937_64& gen, std::size_t P, bool wide) {
+std::pair<std::vector<std::int64_t>, std::vector<double>> population(std::mt19937_64& gen, std::size_t P, bool wide,
+                                                                     std::int64_t offset = 0) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
   std::vector<std::int64_t> v(P);
   std::vector<double> l(P);
   for (std::size_t i = 0; i < P; ++i) {
-    v[i] = wide ? static_cast<std::int64_t>(gen() % 4'000'000'000ull) - 2'000'000'000 : static_cast<std::int64_t>(gen() % 50);
+    v[i] = wide ? static_cast<std::int64_t>(gen() % 4'000'000'000ull) - 2'000'000'000 : static_cast<std::int64_t>(gen() % 50) + offset;
     l[i] = u(gen) < 0.2 ? -inf : -30.0 * u(gen);
   }
   return {v, l};
@@ -114,14 +115,17 @@ TEST_CASE("summarize: every particle impossible gives the unweighted summary; er
 TEST_CASE("summarize: the device against the host", "[gpu][summaries][cuda]") {
   if (test::skip_without_device()) return;
   std::mt19937_64 gen(12);
+  // narrow spans take the device's histogram path (also far from 0, and 4095 apart: its last bin), wide ones its sort
+  for (const std::int64_t offset : {std::int64_t{0}, std::int64_t{-1'000'000'000'000}})
   for (const bool wide : {false, true}) {
     for (const std::size_t P : {std::size_t{1}, std::size_t{999}, std::size_t{1} << 20}) {
-      INFO((wide ? "wide" : "narrow") << ", P = " << P);
-      auto [v, l] = population(gen, P, wide);
+      INFO((wide ? "wide" : "narrow") << ", offset " << offset << ", P = " << P);
+      auto [v, l] = population(gen, P, wide, offset);
+      if (!wide && P > 1) v[P / 2] = offset + 4095, l[P / 2] = 0.0;
       const auto host = gpu::summarize(Column<std::int64_t>::host_values(v), Column<double>::host_values(l), probabilities);
       const auto device = gpu::summarize(Column<std::int64_t>::from_host(v, Backend::cuda),
                                          Column<double>::from_host(l, Backend::cuda), probabilities);
-      require_same(device, host, P < 100'000, wide ? 2e9 : 50.0);  // at 2^20 a quantile may sit within rounding of p
+      require_same(device, host, P < 100'000, (wide ? 2e9 : 4096.0) + std::abs(static_cast<double>(offset)));  // at 2^20 a quantile may sit within rounding of p
       if (P >= 100'000)
         for (std::size_t q = 0; q < host.quantiles.size(); ++q) {
           INFO("p = " << probabilities[q]);

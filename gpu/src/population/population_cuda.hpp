@@ -1,6 +1,7 @@
 // Private: the CUDA forms of population_ops (population_ops_cuda.cu; throwing stubs in population_none.cpp).
 #pragma once
 
+#include "tally/gpu/parameter_laws.hpp"
 #include "tally/gpu/population_chain.hpp"
 #include "tally/gpu/population_children.hpp"
 #include "tally/gpu/population_ops.hpp"
@@ -46,6 +47,9 @@ Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancest
 Laws gather(const Laws& x, const Column<std::size_t>& ancestors);
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
                              WeightSummary& summary);
+// parameter_laws_cuda.cu
+Laws condition_on_sum(const ParameterLaws& x, const ParameterLaws& y, int sign, const Column<std::int64_t>& z,
+                      Column<double>& log_likelihood);
 // population_conjugate_cuda.cu
 void add_beta_binomial_log_mass(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b,
                                 const Column<std::int64_t>& k, Column<double>& log_likelihood);

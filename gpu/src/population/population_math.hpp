@@ -54,12 +54,13 @@ inline constexpr double walk_deep = -650.0;
 struct BinomialTerms {
   double n, q, lq, lr, r, c;
   bool point;
-  TALLY_HOST_DEVICE BinomialTerms(std::int64_t n_, double q_) : n(static_cast<double>(n_)), q(q_) {
+  TALLY_HOST_DEVICE BinomialTerms(std::int64_t n_, double q_) : BinomialTerms(n_, q_, ::lgamma(static_cast<double>(n_) + 1.0)) {}
+  /// With c = lgamma(n + 1) already known.
+  TALLY_HOST_DEVICE BinomialTerms(std::int64_t n_, double q_, double c_) : n(static_cast<double>(n_)), q(q_), c(c_) {
     point = !(q > 0.0 && q < 1.0);
     lq = point ? 0.0 : ::log(q);
     lr = point ? 0.0 : ::log1p(-q);
     r = point ? 0.0 : q / (1.0 - q);
-    c = ::lgamma(n + 1.0);
   }
   TALLY_HOST_DEVICE double log_mass(std::int64_t k) const {
     const double kd = static_cast<double>(k);
@@ -70,6 +71,11 @@ struct BinomialTerms {
   }
   /// p(k + 1) / p(k) for k = kd (an integer below n, as a double).
   TALLY_HOST_DEVICE double ratio(double kd) const { return (n - kd) * r / (kd + 1.0); }
+  /// The same ratio as numerator and denominator (for products of ratios with one division).
+  TALLY_HOST_DEVICE void ratio_parts(double kd, double& num, double& den) const {
+    num = (n - kd) * r;
+    den = kd + 1.0;
+  }
   /// max_k log p(k): at the mode floor((n + 1) q) or a neighbour (the largest of the three as evaluated).
   TALLY_HOST_DEVICE double top() const {
     if (point) return 0.0;
@@ -104,6 +110,12 @@ struct BetaBinomialTerms {
     const double rest = n - kd;
     return (rest * (kd + a)) / ((kd + 1.0) * ((rest - 1.0) + b));
   }
+  /// The same ratio as numerator and denominator (for products of ratios with one division).
+  TALLY_HOST_DEVICE void ratio_parts(double kd, double& num, double& den) const {
+    const double rest = n - kd;
+    num = rest * (kd + a);
+    den = (kd + 1.0) * ((rest - 1.0) + b);
+  }
   /// max_k log p(k). p(k + 1) > p(k) exactly where g(k) = (2 - a - b) k + n (a - 1) + 1 - b > 0, linear in k: for
   /// a + b > 2 the law is unimodal with its mode next to the root t of g (the largest of floor(t) and its
   /// neighbours, as evaluated, within 0 .. n); otherwise it is U-shaped or monotone, its maximum at 0 or n.
@@ -124,8 +136,11 @@ struct BetaBinomialTerms {
 /// the anchor log p(k0) - top from the lgamma formula, then w(k + 1) = w(k) p(k + 1) / p(k) as a scale factor
 /// e^L times the running product v of the ratios. Where L is below walk_deep, w = exp(L + log v) (until that
 /// climbs back above it); where v leaves [1e-100, 1e100] (or is 0: a point mass), the walk re-anchors at k.
+/// cap bounds every weight put (1 for a law scaled by its true maximum; +inf where top is only an estimate, as on a
+/// diagonal of two laws, whose caller rescales by the true maximum afterwards).
 template <class Terms, class Put>
-TALLY_HOST_DEVICE inline void walk_law(const Terms& terms, double top, std::int64_t k0, int len, Put&& put) {
+TALLY_HOST_DEVICE inline void walk_law(const Terms& terms, double top, std::int64_t k0, int len, Put&& put,
+                                       double cap = 1.0) {
   double L = 0.0, v = 1.0, s = 1.0;
   bool deep = false, anchor = true;
   double kd = static_cast<double>(k0);
@@ -152,7 +167,7 @@ TALLY_HOST_DEVICE inline void walk_law(const Terms& terms, double top, std::int6
         w = ::exp(l);
       }
     }
-    put(j, ::fmin(w, 1.0));
+    put(j, ::fmin(w, cap));
     if (j + 1 >= len) break;
     v *= terms.ratio(kd);
     kd += 1.0;

@@ -36,6 +36,9 @@ Laws condition_on_mix(const Laws&, const ChildKernel&, int, int, const Column<st
 Laws broadcast(std::span<const double>, std::int64_t, double, std::size_t) { none("broadcast"); }
 Laws point_laws(const Column<std::int64_t>&) { none("point_laws"); }
 Laws binomial_laws(const Column<std::int64_t>&, const Column<double>&) { none("binomial_laws"); }
+Laws condition_on_sum(const ParameterLaws&, const ParameterLaws&, int, const Column<std::int64_t>&, Column<double>&) {
+  none("condition_on_sum");
+}
 Laws beta_binomial_laws(const Column<std::int64_t>&, const Column<double>&, const Column<double>&) { none("beta_binomial_laws"); }
 Column<double> hazard_probabilities(const Column<std::int64_t>&, double) { none("hazard_probabilities"); }
 Laws thin(const Laws&, double) { none("thin"); }

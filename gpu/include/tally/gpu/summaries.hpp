@@ -27,9 +27,10 @@ struct WeightedSummary {
 /// The summary of P values (P >= 1) under P log-weights where they live (tally::shape_error for other sizes or
 /// places, or P = 0; tally::domain_error for a NaN or +inf log-weight or a probability outside [0, 1]).
 /// CPU (the reference): a histogram when the values span at most 4P integers, else a sort; sums in increasing
-/// value. CUDA: the maximum, the weights, their sums (CUB reductions), a CUB radix sort of (value, weight) pairs
-/// and an inclusive scan, then one thread per quantile searching the scan; a few numbers copied back (one
-/// synchronization). The two agree up to the rounding of the sums (a quantile may differ where the cumulative
+/// value. CUDA: the values' range, the maximum, the weights, their sums (CUB reductions); where the values span at
+/// most 4096 integers (counts of a population, typically) a histogram of the weights by value (shared memory per
+/// block) and its scan, else a CUB radix sort of (value, weight) pairs and an inclusive scan; one thread per
+/// quantile searching the scan; a few numbers copied back (one synchronization; two on the sort path). The two agree up to the rounding of the sums (a quantile may differ where the cumulative
 /// weight lands within about 1e-12 of p).
 WeightedSummary summarize(const Column<std::int64_t>& values, const Column<double>& log_w,
                           std::span<const double> probabilities);
