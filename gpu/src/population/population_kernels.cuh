@@ -74,10 +74,21 @@ void each(std::size_t count, F f) {
 /// impossible observation adds -inf and leaves the law as it was (a dead one stays dead). `log_lik(i, k)` is a
 /// device functor.
 template <class LogLik>
+__device__ void condition_law(PmfBatchView x, const LogLik& log_lik, MutablePmfBatchView out, double* log_likelihood,
+                              long long i, int lane);
+
+template <class LogLik>
 __global__ void condition_kernel(PmfBatchView x, LogLik log_lik, MutablePmfBatchView out, double* log_likelihood) {
   const long long i = warp_index();
   const int lane = threadIdx.x & 31;
   if (i >= static_cast<long long>(x.count)) return;
+  condition_law(x, log_lik, out, log_likelihood, i, lane);
+}
+
+/// condition_kernel's work on law i, by its warp (lane: this thread's).
+template <class LogLik>
+__device__ void condition_law(PmfBatchView x, const LogLik& log_lik, MutablePmfBatchView out, double* log_likelihood,
+                              long long i, int lane) {
   const std::int64_t begin = x.offset[i], m = x.offset[i + 1] - begin, lo = x.lo[i];
   const double* w = x.weights + begin;
   double* o = out.weights + begin;

@@ -315,12 +315,6 @@ __global__ void thin_kernel(PmfBatchView x, double q, const std::int64_t* offset
   }
 }
 
-/// log Binomial(v_i; k, q): the likelihood of an observed thinning v_i for the parent value k.
-struct ThinningLogLik {
-  const std::int64_t* v;
-  double q;
-  __device__ double operator()(long long i, std::int64_t k) const { return detail::thinning_log_mass(k, v[i], q); }
-};
 
 __global__ void log_mass_kernel(PmfBatchView x, const std::int64_t* v, double* log_likelihood) {
   const long long i = thread_index();
@@ -433,15 +427,6 @@ Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& 
   auto ll = Column<double>::allocate(Backend::cuda, x.size(), who);
   if (x.size() > 0) cuda::condition_on_sum_batched_device(x.view(), y.view(), z.data(), out.mutable_view(), ll.data());
   population_cuda::add_to(log_likelihood, ll);
-  return out;
-}
-
-Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood) {
-  Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), "tally::gpu::condition_on_thinning");
-  if (x.size() > 0)
-    condition_kernel<<<warp_blocks(x.size()), block>>>(x.view(), ThinningLogLik{v.data(), q}, out.mutable_view(),
-                                                        log_likelihood.data());
-  launched();
   return out;
 }
 
