@@ -407,8 +407,14 @@ std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values) {
       return done();
     }
     if (parent.state == State::realized) {
-      // log P(y = v | x) for the realized x: the same conditioning on point masses (one pass, no child law)
-      condition(ctx, points(ctx, parent.value), std::get<DiscreteChild>(n.kind).law, values, ll);
+      // log P(y = v | x) for the realized x: a thinning of a count known to be >= 0 by its log mass on the device
+      // (one thread a particle), else the same conditioning on point masses (one pass, no child law)
+      const ChildLaw& law = std::get<DiscreteChild>(n.kind).law;
+      const auto* thinning = std::get_if<Thinning>(&law);
+      if (ctx.device() && thinning != nullptr && parent.value.nonnegative)
+        add_thinning_log_mass(ctx, parent.value, thinning->keep, values, ll);
+      else
+        condition(ctx, points(ctx, parent.value), law, values, ll);
       n.parents = {};
       set_realized(n, values);
       return done();

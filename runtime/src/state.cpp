@@ -11,6 +11,7 @@
 #include "tally/distributions/condition.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu/population_children.hpp"
+#include "tally/gpu/population_conjugate.hpp"
 #include "tally/gpu/population_ops.hpp"
 #include "tally/gpu/sample_batched.hpp"
 
@@ -427,6 +428,10 @@ void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood
     ll.values.host()[i] += log_pdf(x.host[i], v[i]);
     ll.error = std::max(ll.error, x.host[i].error_bound());
   }
+}
+
+void add_thinning_log_mass(const Place& at, const Values& x, double q, const Values& y, LogLikelihood& ll) {
+  gpu::add_binomial_log_mass(*x, gpu::filled(q, at.particles, at.where), *y, ll.values);
 }
 
 void add_log_equal(const Values& x, const Values& v, LogLikelihood& ll) { gpu::add_log_equal(*x, *v, ll.values); }
