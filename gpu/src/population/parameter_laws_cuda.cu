@@ -8,6 +8,7 @@
 #include "cuda_check.cuh"
 #include "diagonal_math.hpp"
 #include "population_cuda.hpp"
+#include "length_scan.cuh"
 #include "population_kernels.cuh"
 #include "tally/gpu/parameter_laws.hpp"
 
@@ -17,23 +18,10 @@ using namespace kernels;
 
 namespace {
 
-/// What the lengths pass reports: the longest law, the first particle with bad parameters (count: none), the total.
-struct DiagonalReport {
-  unsigned long long longest;
-  unsigned long long first_bad;
-  long long total;
-};
-
-__global__ void init_diagonal_report(DiagonalReport* r, std::size_t count) {
-  r->longest = 0;
-  r->first_bad = count;
-  r->total = 0;
-}
-
 /// lengths[i] = the diagonal's length (1 where it is empty), 0 for i = count (so the scan ends with the total).
 template <class PX, class PY>
 __global__ void diagonal_lengths_kernel(PX px, PY py, int sign, const std::int64_t* z, std::size_t count,
-                                        std::int64_t* lengths, DiagonalReport* r) {
+                                        std::int64_t* lengths, LengthReport* r) {
   const long long i = thread_index();
   unsigned long long length = 0;
   if (i == static_cast<long long>(count)) {
@@ -48,16 +36,7 @@ __global__ void diagonal_lengths_kernel(PX px, PY py, int sign, const std::int64
     }
     length = static_cast<unsigned long long>(lengths[i]);
   }
-  // the warp's longest, one atomic per warp
-  for (int d = 16; d >= 1; d /= 2) {
-    const unsigned long long o = __shfl_xor_sync(full_warp, length, d);
-    length = o > length ? o : length;
-  }
-  if ((threadIdx.x & 31) == 0 && length > 0) atomicMax(&r->longest, length);
-}
-
-__global__ void diagonal_total_kernel(const std::int64_t* offsets, std::size_t count, DiagonalReport* r) {
-  r->total = offsets[count];
+  warp_fold_max(length, &r->longest);
 }
 
 inline constexpr int chunk = detail::law_chunk;
@@ -250,21 +229,12 @@ Laws condition_diagonals(PX px, PY py, int sign, const Column<std::int64_t>& z, 
   const std::size_t count = z.size();
   auto lengths = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
   auto offsets = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
-  auto report = Column<DiagonalReport>::allocate(Backend::cuda, 1, who);
-  init_diagonal_report<<<1, 1>>>(report.data(), count);
+  auto report = Column<LengthReport>::allocate(Backend::cuda, 1, who);
+  init_report<<<1, 1>>>(report.data(), count);
   diagonal_lengths_kernel<<<thread_blocks(count + 1), block>>>(px, py, sign, z.data(), count, lengths.data(),
                                                               report.data());
   launched();
-  std::size_t bytes = 0;
-  TALLY_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, lengths.data(), offsets.data(),
-                                                 static_cast<long long>(count + 1)));
-  auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
-  TALLY_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, lengths.data(), offsets.data(),
-                                                 static_cast<long long>(count + 1)));
-  diagonal_total_kernel<<<1, 1>>>(offsets.data(), count, report.data());
-  launched();
-  DiagonalReport r{};
-  TALLY_CUDA_CHECK(cudaMemcpy(&r, report.data(), sizeof r, cudaMemcpyDeviceToHost));
+  const LengthReport r = scan_lengths(lengths.data(), offsets.data(), count, report.data());
   if (r.first_bad < count) {
     const auto i = static_cast<std::size_t>(r.first_bad);
     // which operand is bad, and its n, read back for the message (an error path: a synchronization is fine)
