@@ -242,7 +242,8 @@ Laws condition_diagonals(PX px, PY py, int sign, const Column<std::int64_t>& z, 
     TALLY_CUDA_CHECK(cudaMemcpy(&nx, px.n + i, sizeof nx, cudaMemcpyDeviceToHost));
     TALLY_CUDA_CHECK(cudaMemcpy(&ny, py.n + i, sizeof ny, cudaMemcpyDeviceToHost));
     tally::detail::fail<domain_error>(who, ": particle ", i, " has ", law_x, " with n = ", nx, " and ", law_y,
-                                      " with n = ", ny, ": n must be in 0 .. 2^32 - 1 and the parameters in their domain");
+                                      " with n = ", ny,
+                                      ": n must be in 0 .. 2^32 - 1 and the parameters in their domain");
   }
   Laws out = Laws::allocate(Backend::cuda, count, static_cast<std::size_t>(r.total),
                             std::max<std::size_t>(r.longest, 1), who);
