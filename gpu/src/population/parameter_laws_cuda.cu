@@ -81,25 +81,26 @@ __global__ void __launch_bounds__(block) diagonal_kernel(PX px, PY py, int sign,
   }
   const std::int64_t chunks = detail::diagonal_chunks(d), m = d.length();
   const std::int64_t rounds = (chunks + 31) / 32;
-  // the laws' constants and the log masses at the diagonal's first k as signed lgamma terms, one lane each (the
-  // lgamma formula is evaluated once per particle, its terms side by side, through one call)
-  const std::int64_t y0 = sign > 0 ? z[i] - d.first : d.first - z[i];
-  constexpr int ex = PX::constant_terms, ey = PY::constant_terms, tx = PX::mass_terms, ty = PY::mass_terms;
-  double arg = 1.0, term_sign = 0.0;
-  int group = -1;  // 0: X's constant, 1: Y's, 2: log p_X(first) less X's constant, 3: log p_Y(y0) less Y's
-  if (lane < ex) group = 0, arg = px.constant_arg(i, lane, term_sign);
-  else if (lane < ex + ey) group = 1, arg = py.constant_arg(i, lane - ex, term_sign);
-  else if (lane < ex + ey + tx) group = 2, arg = px.mass_arg(i, d.first, lane - ex - ey, term_sign);
-  else if (lane < ex + ey + tx + ty) group = 3, arg = py.mass_arg(i, y0, lane - ex - ey - tx, term_sign);
-  const double term = group >= 0 ? term_sign * lgamma(arg) : 0.0;
-  const double cx = warp_sum(group == 0 ? term : 0.0), cy = warp_sum(group == 1 ? term : 0.0);
-  const double anchor0 = cx + cy + warp_sum(group >= 2 ? term : 0.0) + px.mass_rest(i, d.first) + py.mass_rest(i, y0);
-  const detail::DiagonalTerms terms(px.terms(i, cx), py.terms(i, cy), z[i], sign);
   if constexpr (Fast) {
     if (rounds > 1 || px.point(i) || py.point(i)) {
       if (lane == 0) slow[i] = 1;
       return;
     }
+    // the laws' constants and the log masses at the diagonal's first k as signed lgamma terms, one lane each (the
+    // lgamma formula is evaluated once per particle, its terms side by side, through one call)
+    const std::int64_t y0 = sign > 0 ? z[i] - d.first : d.first - z[i];
+    constexpr int ex = PX::constant_terms, ey = PY::constant_terms, tx = PX::mass_terms, ty = PY::mass_terms;
+    double arg = 1.0, term_sign = 0.0;
+    int group = -1;  // 0: X's constant, 1: Y's, 2: log p_X(first) less X's constant, 3: log p_Y(y0) less Y's
+    if (lane < ex) group = 0, arg = px.constant_arg(i, lane, term_sign);
+    else if (lane < ex + ey) group = 1, arg = py.constant_arg(i, lane - ex, term_sign);
+    else if (lane < ex + ey + tx) group = 2, arg = px.mass_arg(i, d.first, lane - ex - ey, term_sign);
+    else if (lane < ex + ey + tx + ty) group = 3, arg = py.mass_arg(i, y0, lane - ex - ey - tx, term_sign);
+    const double term = group >= 0 ? term_sign * lgamma(arg) : 0.0;
+    const double cx = warp_sum(group == 0 ? term : 0.0), cy = warp_sum(group == 1 ? term : 0.0);
+    const double anchor0 =
+        cx + cy + warp_sum(group >= 2 ? term : 0.0) + px.mass_rest(i, d.first) + py.mass_rest(i, y0);
+    const detail::DiagonalTerms terms(px.terms(i, cx), py.terms(i, cy), z[i], sign);
     // The fast path: the diagonal's m <= 512 values split evenly over the lanes (span = ceil(m / 32) <= 16 each);
     // lane l walks its span by the ratios alone (v_j relative to its first k, one division a step), and the log of
     // its product to the next lane's first k; an exclusive scan of those logs over the lanes gives each span's
@@ -160,6 +161,13 @@ __global__ void __launch_bounds__(block) diagonal_kernel(PX px, PY py, int sign,
     if (lane == 0) slow[i] = 1;
     return;
   } else {
+    // the laws' constants once per particle (lane 0 for X, lane 1 for Y), not once per lane
+    double cx = 0.0, cy = 0.0;
+    if (lane == 0) cx = px.constant(i);
+    if (lane == 1) cy = py.constant(i);
+    cx = __shfl_sync(full_warp, cx, 0);
+    cy = __shfl_sync(full_warp, cy, 1);
+    const detail::DiagonalTerms terms(px.terms(i, cx), py.terms(i, cy), z[i], sign);
   // the log masses at this lane's chunks' first k in the first `cached` rounds are kept for the walks
   constexpr int cached = 4;
   double anchor[cached];
