@@ -1,0 +1,61 @@
+"""On a CUDA device: the same draws as the CPU, and values / log-weights shared without copies through
+__cuda_array_interface__ and DLPack (CuPy and PyTorch when installed). Skipped without a device."""
+
+import numpy as np
+import pytest
+
+import tally
+from conftest import requires_device
+
+pytestmark = requires_device
+
+
+def program(device, P=4096):
+    g = tally.Graph(P, 9, device)
+    x = g.assume(tally.Poisson(20.0))
+    y = g.binomial(x, 0.3)
+    o = g.observe(y, 5)
+    return g, x, o
+
+
+def test_same_draws_on_both_devices():
+    gc_, xc, oc = program("cpu")
+    gd, xd, od = program("cuda")
+    assert gd.device == "cuda"
+    np.testing.assert_allclose(od.log_likelihoods, oc.log_likelihoods, rtol=1e-12)
+    np.testing.assert_array_equal(gd.value(xd), gc_.value(xc))
+
+
+def test_cuda_array_interface_is_the_graph_memory():
+    g, x, o = program("cuda")
+    col = g.values(x)
+    assert col.device == "cuda"
+    cai = col.__cuda_array_interface__
+    assert cai["data"][0] == col.ptr and cai["shape"] == (4096,) and cai["typestr"] == "<i8"
+    assert g.values(x).ptr == col.ptr  # the same device memory each time: no copy
+    np.testing.assert_array_equal(col.numpy(), g.value(x))
+    lw = g.log_weight_column()
+    assert lw.__cuda_array_interface__["typestr"] == "<f8"
+    assert col.__dlpack_device__()[0] == 2
+    with pytest.raises(AttributeError):
+        col.__array_interface__
+
+
+def test_cupy_reads_without_copy():
+    cupy = pytest.importorskip("cupy")
+    g, x, o = program("cuda")
+    col = g.values(x)
+    a = cupy.asarray(col)
+    assert a.data.ptr == col.ptr
+    np.testing.assert_array_equal(cupy.asnumpy(a), g.value(x))
+    b = cupy.from_dlpack(g.log_weight_column())
+    np.testing.assert_allclose(cupy.asnumpy(b), g.log_weights)
+
+
+def test_torch_reads_without_copy():
+    torch = pytest.importorskip("torch")
+    g, x, o = program("cuda")
+    col = g.values(x)
+    t = torch.from_dlpack(col)
+    assert t.data_ptr() == col.ptr and t.is_cuda
+    np.testing.assert_array_equal(t.cpu().numpy(), g.value(x))
