@@ -67,7 +67,7 @@ def main():
         py = best([python_seconds(P, steps, calls) for _ in range(a.repeats)])
         for what, c, p, n in (("filter step (6 calls)", cpp[0], py[0], CALLS_PER_STEP),
                               ("constant(7)", cpp[1], py[1], 1)):
-            print(f"| {P} | {what} | {c * 1e6:.3f} us | {p * 1e6:.3f} us | {(p - c) / n * 1e6:+.3f} us | "
+            print(f"| {P} | {what} | {c:.4g} s | {p:.4g} s | {(p - c) / n * 1e6:+.3f} us | "
                   f"{p / c:.3f} |")
 
 

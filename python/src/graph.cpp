@@ -53,6 +53,14 @@ auto handles(const std::vector<Handle>& xs) {
   return out;
 }
 
+/// f() without the GIL: the engine's long calls (seconds at large P) let other Python threads run meanwhile (a
+/// Graph itself is not thread-safe: one thread per Graph). Exceptions leave with the GIL taken back.
+template <class F>
+auto nogil(F f) {
+  py::gil_scoped_release release;
+  return f();
+}
+
 py::array_t<std::int64_t> values_array(std::vector<std::int64_t>&& v) { return to_numpy(std::move(v)); }
 
 }  // namespace
@@ -285,16 +293,21 @@ void bind_graph(py::module_& m) {
       }, py::arg("x"), py::arg("y"));
 
   // ---- observations and queries ----
-  g.def("observe", [](Graph& gr, const PyVariable& x, std::int64_t v) { return gr.observe(x.v, v); }, py::arg("x"),
+  g.def("observe", [](Graph& gr, const PyVariable& x, std::int64_t v) { return nogil([&] { return gr.observe(x.v, v); }); },
+        py::arg("x"),
         py::arg("value"), "Observes x = value in every particle: the exact log-likelihoods, added to the log-weights.")
       .def("observe", [](Graph& gr, const PyVariable& x, const Array<std::int64_t>& v) {
-        return gr.observe(x.v, to_vector(v, "Graph.observe"));
+        auto values = to_vector(v, "Graph.observe");
+        return nogil([&] { return gr.observe(x.v, values); });
       }, py::arg("x"), py::arg("value"), "Observes x = value[i] in particle i.")
-      .def("observe", [](Graph& gr, const PyVariable& x, const PyVariable& v) { return gr.observe(x.v, v.v); },
+      .def("observe", [](Graph& gr, const PyVariable& x, const PyVariable& v) {
+        return nogil([&] { return gr.observe(x.v, v.v); });
+      },
            py::arg("x"), py::arg("value"), "Observes x = v, v a variable of this graph (realized first).")
       .def("in_support", [](const Graph& gr, const PyVariable& x, std::int64_t v) { return gr.in_support(x.v, v); },
            py::arg("x"), py::arg("value"), "False only when x = value is impossible in every particle.")
-      .def("value", [](Graph& gr, const PyVariable& x) { return values_array(gr.value(x.v)); }, py::arg("x"),
+      .def("value", [](Graph& gr, const PyVariable& x) { return values_array(nogil([&] { return gr.value(x.v); })); },
+           py::arg("x"),
            "x's value per particle (drawn from its exact posterior if needed): a NumPy int64 array.")
       .def("value", [](Graph& gr, const PyContinuous& x) {
         const auto v = gr.value(x.v);
@@ -313,9 +326,10 @@ void bind_graph(py::module_& m) {
       .def("summarize", [](Graph& gr, const PyVariable& x, const std::vector<double>& p) { return gr.summarize(x.v, p); },
            py::arg("x"), py::arg("probabilities") = std::vector<double>{},
            "Weighted mean, ESS and weighted quantiles of x's values under the log-weights, where they live.")
-      .def("realize", [](Graph& gr, const PyVariable& x) { gr.realize(x.v); }, py::arg("x"))
-      .def("realize", [](Graph& gr, const PyContinuous& x) { gr.realize(x.v); }, py::arg("x"))
-      .def("marginal", [](Graph& gr, const PyVariable& x) { return gr.marginal(x.v); }, py::arg("x"),
+      .def("realize", [](Graph& gr, const PyVariable& x) { nogil([&] { gr.realize(x.v); }); }, py::arg("x"))
+      .def("realize", [](Graph& gr, const PyContinuous& x) { nogil([&] { gr.realize(x.v); }); }, py::arg("x"))
+      .def("marginal", [](Graph& gr, const PyVariable& x) { return nogil([&] { return gr.marginal(x.v); }); },
+           py::arg("x"),
            "x's law in each particle: a list of Pmf.")
       .def("beta", [](Graph& gr, const PyContinuous& x) { return gr.beta(x.v); }, py::arg("x"))
       .def("gamma", [](Graph& gr, const PyContinuous& x) { return gr.gamma(x.v); }, py::arg("x"))
@@ -338,11 +352,14 @@ void bind_graph(py::module_& m) {
       .def("reset_log_weights", &Graph::reset_log_weights)
       .def("resample", [](Graph& gr, const Array<std::uint64_t>& a) {
         auto v = to_vector(a, "Graph.resample");
-        gr.resample(std::vector<std::size_t>(v.begin(), v.end()));
+        std::vector<std::size_t> ancestors(v.begin(), v.end());
+        nogil([&] { gr.resample(ancestors); });
       }, py::arg("ancestors"), "Particle i becomes a copy of particle ancestors[i], in every live variable.")
       .def("resample_by_weight", [](Graph& gr, const py::object& threshold, gpu::Resampler kind) {
-        Graph::Resampling r = threshold.is_none() ? gr.resample_by_weight(kind)
-                                                  : gr.resample_by_weight(threshold.cast<double>(), kind);
+        const bool always = threshold.is_none();
+        const double t = always ? 1.0 : threshold.cast<double>();
+        Graph::Resampling r =
+            nogil([&] { return always ? gr.resample_by_weight(kind) : gr.resample_by_weight(t, kind); });
         py::object ancestors = py::none();
         if (r.resampled) ancestors = py::cast(owned_view(std::move(r.ancestors)));
         return Resampling{r.log_mean_weight, r.ess, ancestors, r.resampled};
