@@ -45,7 +45,7 @@ void bind_algebra(py::module_& m) {
   m.def("affine", py::overload_cast<const SparsePmf&, std::int64_t, std::int64_t>(&affine), py::arg("x"),
         py::arg("a"), py::arg("c"));
 
-  py::class_<Pmf>& pmf = static_cast<py::class_<Pmf>&>(*new py::class_<Pmf>(m.attr("Pmf")));
+  auto pmf = py::reinterpret_borrow<py::class_<Pmf>>(m.attr("Pmf"));  // operators on the class families.cpp made
   pmf.def("__add__", py::overload_cast<const Pmf&, const Pmf&>(&sum), py::is_operator())
       .def("__add__", [](const Pmf& x, std::int64_t c) { return shift(x, c); }, py::is_operator())
       .def("__radd__", [](const Pmf& x, std::int64_t c) { return shift(x, c); }, py::is_operator())
@@ -56,7 +56,6 @@ void bind_algebra(py::module_& m) {
       .def("__neg__", &negate, py::is_operator())
       .def("__mul__", [](const Pmf& x, std::int64_t a) { return affine(x, a, 0); }, py::is_operator())
       .def("__rmul__", [](const Pmf& x, std::int64_t a) { return affine(x, a, 0); }, py::is_operator());
-  delete &pmf;
 
   // ---- child laws ----
   py::class_<Thinning>(m, "Thinning", "Y | X ~ Binomial(X, keep).")
