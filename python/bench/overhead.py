@@ -8,7 +8,8 @@ Usage: PYTHONPATH=<build>/python python3 python/bench/overhead.py [--build <buil
        [--device cpu|cuda]
 Prints a Markdown table: seconds per step (and per constant() call) in C++ and in Python, the difference per engine
 call, and the ratio.
-Each number is the best of --repeats runs (each run: one warm-up step, then the timed steps).
+Each number is the best of --repeats runs, C++ and Python alternated (each run: one warm-up step, then the timed
+steps).
 """
 
 import argparse
@@ -69,8 +70,9 @@ def main():
     for P in a.sizes:
         steps = 2000 if P == 1 else (2 if a.device == "cpu" else 200)
         calls = 100000 if P == 1 else (200 if a.device == "cpu" else 10000)
-        cpp = best([cpp_seconds(exe, P, steps, calls, a.device) for _ in range(a.repeats)])
-        py = best([python_seconds(P, steps, calls, a.device) for _ in range(a.repeats)])
+        runs = [(cpp_seconds(exe, P, steps, calls, a.device), python_seconds(P, steps, calls, a.device))
+                for _ in range(a.repeats)]  # alternated, so that a busy machine slows both alike
+        cpp, py = best([r[0] for r in runs]), best([r[1] for r in runs])
         for what, c, p, n in (("filter step (6 calls)", cpp[0], py[0], CALLS_PER_STEP),
                               ("constant(7)", cpp[1], py[1], 1)):
             print(f"| {P} | {what} | {c:.4g} s | {p:.4g} s | {(p - c) / n * 1e6:+.3f} us | "
