@@ -1,5 +1,5 @@
-// Bindings of tally's arrays and array algorithms: zero-copy columns (NumPy, CUDA array interface, DLPack), subset
-// sums, reachable sums, bit matrices and transitive closure, resampling, the convolution of probability vectors.
+// Bindings of tally's arrays and array algorithms: zero-copy columns and law batches (NumPy, CUDA array interface,
+// DLPack), subset sums, reachable sums, bit matrices and transitive closure, resampling, convolution.
 #include <cstring>
 #include <span>
 
@@ -117,6 +117,87 @@ py::dict subset_sum_law_dict(gpu::SubsetSumLaw<T>&& law) {
   return d;
 }
 
+/// A host Column from a NumPy array, or the Column a view stands for (kept where it lives).
+template <class T>
+const gpu::Column<T>& column_arg(const py::object& x, gpu::Column<T>& storage, const char* what) {
+  if (py::isinstance<ColumnView>(x)) {
+    const ColumnView& v = x.cast<const ColumnView&>();
+    const gpu::Column<T>* c = nullptr;
+    if constexpr (std::is_same_v<T, double>) c = v.f64;
+    if constexpr (std::is_same_v<T, std::int64_t>) c = v.i64;
+    if (c == nullptr) throw py::type_error(std::string(what) + ": a Column of the wrong type");
+    return *c;
+  }
+  storage = gpu::Column<T>::host_values(to_vector(x.cast<Array<T>>(), what));
+  return storage;
+}
+
+void bind_laws(py::module_& m) {
+  py::class_<gpu::Laws, std::shared_ptr<gpu::Laws>>(
+      m, "Laws",
+      "One law per particle in one batch where it was computed (host or device memory): law i is weights[offset[i] "
+      ".. offset[i+1]) * exp(log_scale[i]) on lo[i], lo[i] + 1, ... Its arrays are zero-copy Columns.")
+      .def_property_readonly("device", [](const gpu::Laws& l) { return l.where() == gpu::Backend::cuda ? "cuda" : "cpu"; })
+      .def("__len__", &gpu::Laws::size)
+      .def_property_readonly("weights", [](py::object self) {
+        const auto& l = self.cast<const gpu::Laws&>();
+        // host laws keep their arrays in host(), device laws in the columns view() points to
+        if (l.where() == gpu::Backend::cpu) return raw_view(l.host().weights.data(), l.total(), false, self);
+        return raw_view(l.view().weights, l.total(), true, self);
+      })
+      .def_property_readonly("offset", [](py::object self) {
+        const auto& l = self.cast<const gpu::Laws&>();
+        // host laws keep their arrays in host(), device laws in the columns view() points to
+        if (l.where() == gpu::Backend::cpu) return raw_view(l.host().offset.data(), l.size() + 1, false, self);
+        return raw_view(l.view().offset, l.size() + 1, true, self);
+      })
+      .def_property_readonly("lo", [](py::object self) {
+        const auto& l = self.cast<const gpu::Laws&>();
+        // host laws keep their arrays in host(), device laws in the columns view() points to
+        if (l.where() == gpu::Backend::cpu) return raw_view(l.host().lo.data(), l.size(), false, self);
+        return raw_view(l.view().lo, l.size(), true, self);
+      })
+      .def_property_readonly("log_scale", [](py::object self) {
+        const auto& l = self.cast<const gpu::Laws&>();
+        // host laws keep their arrays in host(), device laws in the columns view() points to
+        if (l.where() == gpu::Backend::cpu) return raw_view(l.host().log_scale.data(), l.size(), false, self);
+        return raw_view(l.view().log_scale, l.size(), true, self);
+      })
+      .def("to_pmfs", [](const gpu::Laws& l) {
+        const gpu::PmfBatch b = l.to_host();
+        std::vector<Pmf> out;
+        out.reserve(b.size());
+        for (std::size_t i = 0; i < b.size(); ++i) {
+          const auto w = b[i];
+          out.emplace_back(b.lo[i], Eigen::Map<const Eigen::VectorXd>(w.data(), Eigen::Index(w.size())),
+                           b.log_scale[i]);
+        }
+        return out;
+      }, "The laws as a list of Pmf (copied to the host).")
+      .def("__repr__", [](const gpu::Laws& l) {
+        return "Laws(" + std::to_string(l.size()) + " laws, " + std::to_string(l.total()) + " weights, " +
+               (l.where() == gpu::Backend::cuda ? "cuda" : "cpu") + ")";
+      });
+  m.def("binomial_laws",
+        [](const py::object& n, const py::object& q) {
+          gpu::Column<std::int64_t> ns;
+          gpu::Column<double> qs;
+          return std::make_shared<gpu::Laws>(
+              gpu::binomial_laws(column_arg(n, ns, "binomial_laws: n"), column_arg(q, qs, "binomial_laws: q")));
+        },
+        py::arg("n"), py::arg("q"),
+        "Binomial(n_i, q_i) for each i, where the Columns live (NumPy arrays: on the host).");
+  m.def("beta_binomial_laws",
+        [](const py::object& n, const py::object& a, const py::object& b) {
+          gpu::Column<std::int64_t> ns;
+          gpu::Column<double> as, bs;
+          return std::make_shared<gpu::Laws>(gpu::beta_binomial_laws(column_arg(n, ns, "beta_binomial_laws: n"),
+                                                                     column_arg(a, as, "beta_binomial_laws: a"),
+                                                                     column_arg(b, bs, "beta_binomial_laws: b")));
+        },
+        py::arg("n"), py::arg("a"), py::arg("b"), "BetaBinomial(n_i, a_i, b_i) for each i, where the Columns live.");
+}
+
 }  // namespace
 
 void bind_arrays(py::module_& m) {
@@ -166,6 +247,8 @@ void bind_arrays(py::module_& m) {
           return to_numpy(gpu::hazard_probabilities(col, c).to_host());
         },
         py::arg("k"), py::arg("c"));
+
+  bind_laws(m);
 
   // ---- subset sums ----
   m.def("subset_sum_law",

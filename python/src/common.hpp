@@ -7,6 +7,7 @@
 #include <pybind11/stl.h>
 
 #include <cstdint>
+#include <algorithm>
 #include <functional>
 #include <type_traits>
 #include <memory>
@@ -83,6 +84,27 @@ ColumnView view_of(const gpu::Column<T>& c, py::object owner) {
   v.to_host = [col, keep]() -> py::object { return to_numpy(col->to_host()); };
   if constexpr (std::is_same_v<T, double>) v.f64 = col;
   if constexpr (std::is_same_v<T, std::int64_t>) v.i64 = col;
+  return v;
+}
+
+/// A view of n elements at p (host or device memory) that `owner` keeps alive: the arrays of a law batch.
+template <class T>
+ColumnView raw_view(const T* p, std::size_t n, bool device, py::object owner) {
+  ColumnView v;
+  v.owner = std::move(owner);
+  v.data = p;
+  v.size = n;
+  v.kind = std::is_floating_point_v<T> ? 'f' : (std::is_signed_v<T> ? 'i' : 'u');
+  v.device = device;
+  py::object keep = v.owner;
+  v.to_host = [p, n, device, keep]() -> py::object {
+    std::vector<T> out(n);
+    if (device && n > 0)
+      gpu::detail::device_copy(out.data(), p, n * sizeof(T), 1);
+    else if (n > 0)
+      std::copy(p, p + n, out.begin());
+    return to_numpy(std::move(out));
+  };
   return v;
 }
 

@@ -4,6 +4,7 @@ import itertools
 
 import numpy as np
 import pytest
+import scipy.stats as st
 
 import tally
 
@@ -78,3 +79,25 @@ def test_resample_and_summaries():
 def test_convolve():
     p, q = np.array([0.5, 0.5]), np.array([0.25, 0.5, 0.25])
     np.testing.assert_allclose(tally.convolve(p, q), np.convolve(p, q), rtol=1e-15)
+
+
+def test_law_batches():
+    n = np.array([3, 10, 0])
+    q = np.array([0.5, 0.2, 0.9])
+    laws = tally.binomial_laws(n, q)
+    assert len(laws) == 3 and laws.device == "cpu" and "Laws(3 laws" in repr(laws)
+    offset = np.asarray(laws.offset)
+    np.testing.assert_array_equal(offset, [0, 4, 15, 16])
+    np.testing.assert_array_equal(np.asarray(laws.lo), [0, 0, 0])
+    assert len(laws.weights) == 16 and laws.log_scale.numpy().shape == (3,)
+    for i, d in enumerate(laws.to_pmfs()):
+        np.testing.assert_allclose(d.probabilities(), st.binom(n[i], q[i]).pmf(np.arange(n[i] + 1)), rtol=1e-12)
+    w = np.asarray(laws.weights)
+    assert w.ctypes.data == laws.weights.ptr  # the batch's own memory
+    bb = tally.beta_binomial_laws(n, np.array([1.0, 2.0, 3.0]), np.array([1.0, 1.0, 1.0]))
+    np.testing.assert_allclose(bb.to_pmfs()[1].probabilities(), st.betabinom(10, 2, 1).pmf(np.arange(11)), rtol=1e-12)
+    g = tally.Graph(3, 1, "cpu")
+    from_graph = tally.binomial_laws(g.values(g.constant(n)), q)  # a Column where the graph keeps it
+    np.testing.assert_array_equal(np.asarray(from_graph.weights), w)
+    with pytest.raises(TypeError, match="wrong type"):
+        tally.binomial_laws(g.log_weight_column(), q)

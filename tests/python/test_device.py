@@ -59,3 +59,15 @@ def test_torch_reads_without_copy():
     t = torch.from_dlpack(col)
     assert t.data_ptr() == col.ptr and t.is_cuda
     np.testing.assert_array_equal(t.cpu().numpy(), g.value(x))
+
+
+def test_law_batches_on_the_device():
+    g = tally.Graph(4096, 9, "cuda")
+    n = g.constant(np.arange(4096) % 50)
+    q = tally.hazard_probabilities(g.values(n), 0.01)  # device columns in, a device batch out
+    laws = tally.binomial_laws(g.values(n), q)
+    assert laws.device == "cuda" and laws.weights.device == "cuda"
+    assert laws.weights.__cuda_array_interface__["data"][0] == laws.weights.ptr
+    host = tally.binomial_laws(np.arange(4096) % 50, q.numpy())
+    np.testing.assert_array_equal(laws.offset.numpy(), np.asarray(host.offset))
+    np.testing.assert_allclose(laws.weights.numpy(), np.asarray(host.weights), rtol=1e-12)
