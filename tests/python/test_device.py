@@ -70,4 +70,4 @@ def test_law_batches_on_the_device():
     assert laws.weights.__cuda_array_interface__["data"][0] == laws.weights.ptr
     host = tally.binomial_laws(np.arange(4096) % 50, q.numpy())
     np.testing.assert_array_equal(laws.offset.numpy(), np.asarray(host.offset))
-    np.testing.assert_allclose(laws.weights.numpy(), np.asarray(host.weights), rtol=1e-12)
+    np.testing.assert_allclose(laws.weights.numpy(), np.asarray(host.weights), rtol=1e-11)
