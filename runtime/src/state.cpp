@@ -142,14 +142,29 @@ Laws device_mix(const Place& at, const Laws& x, const ChildLaw& law, int sign_x,
 /// L_i (gpu::max_mass_ratio over x's laws, times y's for a sum; computed, one number read back, only where e > 0),
 /// the likelihood's relative bound -log1p(-rho) and the posterior's min(2, 2 rho) (at least e: an impossible
 /// particle keeps its law).
+/// The bounds from rho (above) on the posterior and on ll.
+Laws bounded(gpu::Laws posterior, double e, double rho, LogLikelihood& ll, bool nonnegative) {
+  ll.error = std::max(ll.error, rho < 1.0 ? -std::log1p(-rho) : std::numeric_limits<double>::infinity());
+  return device_laws(std::move(posterior), std::max(e, std::min(2.0, 2.0 * rho)), nonnegative);
+}
+
 template <class Op>
 Laws conditioned(const Laws& x, const gpu::Laws* y, double e, LogLikelihood& ll, bool nonnegative, Op op) {
   if (e == 0.0) return device_laws(op(), 0.0, nonnegative);
   const gpu::Column<double> before = ll.values.clone();
   gpu::Laws posterior = op();
-  const double rho = e * gpu::max_mass_ratio(*x.device, y, before, ll.values);
-  ll.error = std::max(ll.error, rho < 1.0 ? -std::log1p(-rho) : std::numeric_limits<double>::infinity());
-  return device_laws(std::move(posterior), std::max(e, std::min(2.0, 2.0 * rho)), nonnegative);
+  return bounded(std::move(posterior), e, e * gpu::max_mass_ratio(*x.device, y, before, ll.values), ll, nonnegative);
+}
+
+/// conditioned() for an observed thinning, whose pass over the prior laws also reports their masses (no second
+/// pass for the bound).
+Laws conditioned_on_thinning(const Laws& x, const gpu::Column<std::int64_t>& y, double q, LogLikelihood& ll) {
+  const double e = x.device_error;
+  if (e == 0.0) return device_laws(gpu::condition_on_thinning(*x.device, y, q, ll.values), 0.0, true);
+  const gpu::Column<double> before = ll.values.clone();
+  auto mass = gpu::Column<double>::allocate(ll.values.where(), x.device->size(), "tally::runtime: observe");
+  gpu::Laws posterior = gpu::condition_on_thinning(*x.device, y, q, ll.values, &mass);
+  return bounded(std::move(posterior), e, e * gpu::max_mass_ratio(mass, before, ll.values), ll, true);
 }
 
 /// y, or -y in `storage` (sign < 0).
@@ -279,8 +294,7 @@ Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, L
     const double e = x.device_error;
     if (auto* t = std::get_if<Thinning>(&law)) {
       require_counts(x, "tally::runtime: Binomial(x, q)");
-      return conditioned(x, nullptr, e, ll, true,
-                         [&] { return gpu::condition_on_thinning(*x.device, *y, t->keep, ll.values); });
+      return conditioned_on_thinning(x, *y, t->keep, ll);
     }
     if (auto* m = std::get_if<MarkovStep>(&law))
       return conditioned(x, nullptr, e, ll, true, [&] {

@@ -165,8 +165,10 @@ TEST_CASE("CUDA batched convolution equals the CPU reference (both kernels)", "[
     REQUIRE_THROWS_AS(cuda::convolve_batched(one, one), tally::cuda_error);
     return;
   }
-  for (std::size_t max_length : {std::size_t{1}, std::size_t{40}, std::size_t{64}, std::size_t{100}, std::size_t{128},
-                                 std::size_t{300}, std::size_t{4096}}) {
+  // 20 .. 128: the small-pair kernel with 2, 3, 4, 5, 6 and 8 outputs a lane (lengths drawn up to max_length)
+  for (std::size_t max_length : {std::size_t{1}, std::size_t{20}, std::size_t{40}, std::size_t{64}, std::size_t{75},
+                                 std::size_t{90}, std::size_t{100}, std::size_t{128}, std::size_t{300},
+                                 std::size_t{4096}}) {
     const std::size_t count = max_length >= 4096 ? 40 : 300;
     const auto x = random_batch(gen, count, max_length, 150.0), y = random_batch(gen, count, max_length, 150.0);
     const auto want = cpu::convolve_batched(x, y);
@@ -174,8 +176,14 @@ TEST_CASE("CUDA batched convolution equals the CPU reference (both kernels)", "[
     require_same_batch(cuda::convolve_batched(x, y, cuda::Kernel::tensor_core), want, 1e-12);
     require_same_batch(cuda::convolve_batched(x, y, cuda::Kernel::direct), want, 1e-12);
     require_same_batch(cuda::convolve_batched(x, y, cuda::Kernel::skew), want, 1e-12);
-    require_same_batch(cuda::convolve_batched(x, y), want, 1e-12);  // automatic: the small-pair kernel up to 128
+    require_same_batch(cuda::convolve_batched(x, y), want, 1e-12);  // automatic: the small-pair kernel to 256 outputs
     require_same_batch(convolve_batched(x, y), want, 1e-12);
+  }
+  {  // a long law and a short one (as a count and its immigrants): up to 239 outputs, so the small-pair kernel
+     // although the longer operands exceed 128
+    const auto x = random_batch(gen, 300, 200, 150.0), y = random_batch(gen, 300, 40, 150.0);
+    require_same_batch(cuda::convolve_batched(x, y), cpu::convolve_batched(x, y), 1e-12);
+    require_same_batch(cuda::convolve_batched(y, x), cpu::convolve_batched(y, x), 1e-12);
   }
   // very unequal lengths in one batch
   PmfBatch x, y;

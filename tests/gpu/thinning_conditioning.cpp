@@ -1,6 +1,6 @@
 // condition_on_thinning on the device (its fast path of walked likelihood ratios and its per-entry path) against the
 // host's per-entry reference on fresh random laws: smooth laws, laws with far tails and zeros, q near 0 and 1,
-// observations below, inside and above the laws, dead particles.
+// observations below, inside and above the laws, dead particles; the prior masses it reports, on both sides.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
@@ -20,13 +20,13 @@ namespace {
 
 constexpr double inf = std::numeric_limits<double>::infinity();
 
-/// P laws: counts from lo in 0 .. 400 with 1 .. 700 values; smooth bumps (a discretized Gaussian in logs, down to
+/// P laws: counts from lo in 0 .. 400 with 1 .. max_values values; smooth bumps (a discretized Gaussian in logs, down to
 /// e^-700 in the tails), rough ones (random logs over 300 decades, some zeros), and dead particles.
-gpu::PmfBatch random_laws(std::mt19937_64& gen, std::size_t P) {
+gpu::PmfBatch random_laws(std::mt19937_64& gen, std::size_t P, double max_values) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
   gpu::PmfBatch b;  // offset starts as {0}
   for (std::size_t i = 0; i < P; ++i) {
-    const auto lo = static_cast<std::int64_t>(u(gen) * 400), m = 1 + static_cast<std::int64_t>(u(gen) * 700);
+    const auto lo = static_cast<std::int64_t>(u(gen) * 400), m = 1 + static_cast<std::int64_t>(u(gen) * (max_values - 1));
     const double shape = u(gen), centre = u(gen) * double(m), width = 1.0 + u(gen) * double(m) / 3.0;
     double top = 0.0;
     std::vector<double> w(static_cast<std::size_t>(m));
@@ -51,9 +51,11 @@ TEST_CASE("condition_on_thinning: the device computes what the host does", "[pop
   std::mt19937_64 gen(20261125);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   const std::size_t P = 20000;
-  for (const double q : {0.2, 0.5, 1e-6, 0.999999, 1e-300, 0.0, 1.0}) {
-    INFO("q = " << q);
-    const gpu::PmfBatch x = random_laws(gen, P);
+  // laws of up to 700 values (the long tile) and batches of laws of at most 256 (the short tile's kernel)
+  for (const double q : {0.2, 0.5, 1e-6, 0.999999, 1e-300, 0.0, 1.0, 0.3, 0.9}) {
+    const double max_values = q == 0.3 || q == 0.9 ? 256 : 700;
+    INFO("q = " << q << ", up to " << max_values << " values a law");
+    const gpu::PmfBatch x = random_laws(gen, P, max_values);
     std::vector<std::int64_t> v(P);
     for (std::size_t i = 0; i < P; ++i) {
       const std::int64_t lo = x.lo[i], hi = lo + static_cast<std::int64_t>(x[i].size()) - 1;
@@ -66,13 +68,38 @@ TEST_CASE("condition_on_thinning: the device computes what the host does", "[pop
     }
     auto host_ll = Column<double>::host_values(std::vector<double>(P, 0.25));
     auto device_ll = Column<double>::from_host(std::vector<double>(P, 0.25), Backend::cuda);
-    const gpu::PmfBatch h = gpu::condition_on_thinning(gpu::Laws::from_host(x, Backend::cpu),
-                                                       Column<std::int64_t>::host_values(v), q, host_ll)
-                                .to_host();
-    const gpu::PmfBatch d = gpu::condition_on_thinning(gpu::Laws::from_host(x, Backend::cuda),
-                                                       Column<std::int64_t>::from_host(v, Backend::cuda), q, device_ll)
-                                .to_host();
+    auto host_mass = Column<double>::allocate(Backend::cpu, P, "test");
+    auto device_mass = Column<double>::allocate(Backend::cuda, P, "test");
+    const auto host_before = host_ll.clone();
+    const auto device_before = device_ll.clone();
+    const gpu::Laws hx = gpu::Laws::from_host(x, Backend::cpu), dx = gpu::Laws::from_host(x, Backend::cuda);
+    const gpu::PmfBatch h =
+        gpu::condition_on_thinning(hx, Column<std::int64_t>::host_values(v), q, host_ll, &host_mass).to_host();
+    const gpu::PmfBatch d =
+        gpu::condition_on_thinning(dx, Column<std::int64_t>::from_host(v, Backend::cuda), q, device_ll, &device_mass)
+            .to_host();
     const std::vector<double> dl = device_ll.to_host();
+    {  // the prior masses read in the same pass: log_scale + log sum w (-inf without mass), on both sides
+      const std::vector<double> dm = device_mass.to_host();
+      for (std::size_t i = 0; i < P; ++i) {
+        double w = 0.0;
+        for (const double wk : x[i]) w += wk;
+        const double want = x.log_scale[i] + std::log(w);
+        INFO("particle " << i);
+        if (want == -inf) {
+          REQUIRE(host_mass.host()[i] == -inf);
+          REQUIRE(dm[i] == -inf);
+          continue;
+        }
+        REQUIRE(std::abs(host_mass.host()[i] - want) <= 1e-13 * std::max(1.0, std::abs(want)));
+        REQUIRE(std::abs(dm[i] - want) <= 1e-13 * std::max(1.0, std::abs(want)));
+      }
+      // the error bound's ratio from them is the one max_mass_ratio finds by its own pass over the laws
+      const double from_laws = gpu::max_mass_ratio(dx, nullptr, device_before, device_ll);
+      REQUIRE(gpu::max_mass_ratio(device_mass, device_before, device_ll) == Approx(from_laws).epsilon(1e-12));
+      REQUIRE(gpu::max_mass_ratio(host_mass, host_before, host_ll) ==
+              Approx(gpu::max_mass_ratio(hx, nullptr, host_before, host_ll)).epsilon(1e-12));
+    }
     REQUIRE(d.offset == h.offset);
     REQUIRE(d.lo == h.lo);
     for (std::size_t i = 0; i < P; ++i) {

@@ -46,7 +46,7 @@ PmfBatch convolve_batched(const PmfBatch&, const PmfBatch&, Kernel) {
 SumConditioning condition_on_sum_batched(const PmfBatch&, const PmfBatch&, std::span<const std::int64_t>) {
   throw cuda_error("tally::gpu::cuda::condition_on_sum_batched: tally was built without CUDA");
 }
-void convolve_batched_device(PmfBatchView, PmfBatchView, std::size_t, MutablePmfBatchView, void*, Kernel) {
+void convolve_batched_device(PmfBatchView, PmfBatchView, std::size_t, MutablePmfBatchView, void*, Kernel, std::size_t) {
   throw cuda_error("tally::gpu::cuda::convolve_batched_device: tally was built without CUDA");
 }
 void condition_on_sum_batched_device(PmfBatchView, PmfBatchView, const std::int64_t*, MutablePmfBatchView, double*,

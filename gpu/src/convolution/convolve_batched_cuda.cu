@@ -16,7 +16,7 @@ namespace {
 constexpr int rescale_threads = 128;       // threads per pair in the rescale pass
 constexpr int condition_warps = 4;         // pairs per block of the conditioning kernel (one warp each)
 constexpr int small_warps = 4;             // pairs per block of the small-pair kernel (one warp each)
-constexpr std::size_t small_max_length = 128;  // longest pmf for the small-pair kernel; tensor cores above (measured)
+constexpr long long small_max_outputs = 256;  // most outputs of a pair for the small-pair kernel; tensor cores above
 constexpr long long fused_max_outputs = 512;   // pairs of at most one tensor-core warp tile get the fused rescale
 
 using kernels::warp_max;
@@ -29,15 +29,30 @@ __device__ inline int warp_max_int(int v) {
   return v;
 }
 
-/// Small pairs (lengths at most 16 R), one warp per pair, the rescale fused: lane t owns the outputs
-/// o = R t .. R t + R - 1 (32 R >= m + n - 1 of them). With x padded by 16 R zeros in front,
-/// xp[u] = x_{u - 16R}, output o + i = sum_{j < s} y_j xp[o + i - j + 16R], and as j grows the lane's window
-/// xp[o + [0, R) - j + 16R] slides down by one: one new shared load and R FMAs per term. The index o + i - j + 16R
-/// lies in [1, 48R - 1] (o + i <= 32R - 1, j <= 16R - 1), inside xp's 48R entries.
+/// Small pairs (at most 32 R outputs), one warp per pair, the rescale fused: lane t owns the outputs
+/// o = R t .. R t + R - 1. The shorter operand y has s <= 16 R terms (s <= l and l + s - 1 <= 32 R), the longer x
+/// at most 32 R. With x padded by 16 R zeros in front, xp[u] = x_{u - 16R}, output o + i = sum_{j < s} y_j
+/// xp[o + i - j + 16R], and as j grows the lane's window xp[o + [0, R) - j + 16R] slides down by one: one new
+/// shared load and R FMAs per term. The index o + i - j + 16R lies in [1, 48R - 1] (o + i <= 32R - 1,
+/// j <= 16R - 1), inside xp's 48R entries.
+///
+/// Banks: the lanes of a warp read xp[R t + c] together (c the same for all), 64-bit words R apart. Stored at
+/// slot(u) = u + floor(u / R) for even R (one pad word every R), the words are R + 1 apart; for odd R they are
+/// R apart: an odd stride either way, so the 16 lanes of each half-warp hit 16 different bank pairs (with
+/// stride R = 8 unpadded, 8 lanes shared each pair: the 8-way conflicts that bound the first version).
+/// The outputs go back through the same buffer, so that the global stores are coalesced.
+template <int R>
+struct SmallPairLayout {
+  static constexpr int shorter = 16 * R, padded = 48 * R;
+  static constexpr int slots = R % 2 == 0 ? padded + padded / R : padded;
+  __device__ static int slot(int u) { return R % 2 == 0 ? u + u / R : u; }
+};
+
 template <int R>
 __global__ void __launch_bounds__(32 * small_warps) small_kernel(kernels::Pairs<double> pairs, kernels::Rescale rescale) {
-  constexpr int LM = 16 * R, XP = 48 * R;
-  __shared__ double xs[small_warps][XP];
+  using L = SmallPairLayout<R>;
+  constexpr int LM = L::shorter;
+  __shared__ double xs[small_warps][L::slots];
   __shared__ double ys[small_warps][LM];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const long long i = static_cast<long long>(blockIdx.x) * small_warps + warp;
@@ -45,14 +60,14 @@ __global__ void __launch_bounds__(32 * small_warps) small_kernel(kernels::Pairs<
   const auto p = kernels::pair_at(pairs, i);
   double* xp = xs[warp];
   double* yp = ys[warp];
-  for (int u = lane; u < XP; u += 32) xp[u] = (u >= LM && u - LM < p.l) ? p.x[u - LM] : 0.0;
+  for (int u = lane; u < L::padded; u += 32) xp[L::slot(u)] = (u >= LM && u - LM < p.l) ? p.x[u - LM] : 0.0;
   for (int u = lane; u < LM; u += 32) yp[u] = u < p.s ? p.y[u] : 0.0;
   __syncwarp();
   const int o = R * lane;
   double window[R], acc[R];
 #pragma unroll
   for (int k = 0; k < R; ++k) {
-    window[k] = xp[o + k + LM];
+    window[k] = xp[L::slot(o + k + LM)];
     acc[k] = 0.0;
   }
   for (int j = 0; j < p.s; ++j) {
@@ -61,18 +76,39 @@ __global__ void __launch_bounds__(32 * small_warps) small_kernel(kernels::Pairs<
     for (int k = 0; k < R; ++k) acc[k] = fma(yj, window[k], acc[k]);
 #pragma unroll
     for (int k = R - 1; k > 0; --k) window[k] = window[k - 1];
-    window[0] = xp[o - j - 1 + LM];
+    window[0] = xp[L::slot(o - j - 1 + LM)];
   }
   double mx = 0.0;
 #pragma unroll
   for (int k = 0; k < R; ++k)
     if (o + k < p.outputs) mx = fmax(mx, acc[k]);
   mx = warp_max(mx);
-  double* out = pairs.out + p.out;
+  __syncwarp();  // every lane is done reading xp
 #pragma unroll
-  for (int k = 0; k < R; ++k)
-    if (o + k < p.outputs) out[o + k] = mx > 0.0 ? acc[k] / mx : 0.0;
+  for (int k = 0; k < R; ++k) xp[L::slot(o + k)] = acc[k];
+  __syncwarp();
+  double* out = pairs.out + p.out;
+  for (int u = lane; u < p.outputs; u += 32) out[u] = mx > 0.0 ? xp[L::slot(u)] / mx : 0.0;
   if (lane == 0) kernels::write_rescaled_pair(rescale, i, p, mx);
+}
+
+/// Launches small_kernel<R> for the least R in {2, 3, 4, 5, 6, 8} with 32 R >= max_outputs (<= 256).
+void launch_small(const kernels::Pairs<double>& pairs, const kernels::Rescale& rescale, long long max_outputs,
+                  cudaStream_t s) {
+  const auto blocks = static_cast<unsigned>((pairs.count + small_warps - 1) / small_warps);
+  const long long r = (max_outputs + 31) / 32;
+  if (r <= 2)
+    small_kernel<2><<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
+  else if (r == 3)
+    small_kernel<3><<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
+  else if (r == 4)
+    small_kernel<4><<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
+  else if (r == 5)
+    small_kernel<5><<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
+  else if (r == 6)
+    small_kernel<6><<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
+  else
+    small_kernel<8><<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
 }
 
 /// Pair blockIdx.x: divide its m + n - 1 raw outputs by their maximum; write offset, lo and log_scale.
@@ -170,7 +206,7 @@ struct DeviceBatch {
 }  // namespace
 
 void convolve_batched_device(PmfBatchView x, PmfBatchView y, std::size_t max_length, MutablePmfBatchView out,
-                             void* stream, Kernel kernel) {
+                             void* stream, Kernel kernel, std::size_t max_outputs) {
   if (x.count != y.count || out.count != x.count)
     tally::detail::fail<shape_error>("tally::gpu::cuda::convolve_batched_device: batches of ", x.count, ", ", y.count,
                                      " and ", out.count, " pmfs");
@@ -185,25 +221,23 @@ void convolve_batched_device(PmfBatchView x, PmfBatchView y, std::size_t max_len
   pairs.count = static_cast<long long>(x.count);
   if (x.count > 0x7fffffffULL) throw cuda_error("tally::gpu::cuda::convolve_batched_device: batch too large");
   const kernels::Rescale rescale{x.lo, y.lo, x.log_scale, y.log_scale, out.offset, out.lo, out.log_scale};
-  if (kernel == Kernel::automatic && max_length <= small_max_length) {  // one launch, rescale fused
-    const auto blocks = static_cast<unsigned>((x.count + small_warps - 1) / small_warps);
-    if (max_length <= 64)
-      small_kernel<4><<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
-    else
-      small_kernel<8><<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
+  const auto longest_output = static_cast<long long>(
+      max_outputs > 0 ? std::min(max_outputs, 2 * max_length - 1) : 2 * max_length - 1);
+  if (kernel == Kernel::automatic && longest_output <= small_max_outputs) {  // one launch, rescale fused
+    launch_small(pairs, rescale, longest_output, s);
     TALLY_CUDA_CHECK(cudaGetLastError());
     return;
   }
-  const auto max_outputs = static_cast<long long>(2 * max_length - 1);
+  const auto tile_outputs = static_cast<long long>(2 * max_length - 1);
   if (kernel == Kernel::automatic || kernel == Kernel::tensor_core) {
-    if (max_outputs <= fused_max_outputs) {  // one warp tile per pair: one launch, rescale fused
+    if (tile_outputs <= fused_max_outputs) {  // one warp tile per pair: one launch, rescale fused
       kernels::tensor_convolve_rescaled(pairs, rescale, s);
       return;
     }
     // longer pairs: a warp per 512-output tile (more warps than pairs), then the rescale pass
-    kernels::tensor_convolve(pairs, max_outputs, 0, kernels::TensorLayout::narrow, 1, nullptr, s);
+    kernels::tensor_convolve(pairs, tile_outputs, 0, kernels::TensorLayout::narrow, 1, nullptr, s);
   } else if (kernel == Kernel::direct) {
-    kernels::simt_convolve(pairs, max_outputs, s);
+    kernels::simt_convolve(pairs, tile_outputs, s);
   } else {
     kernels::skew_convolve(pairs, static_cast<long long>(max_length), static_cast<long long>(max_length), s);
   }
@@ -230,8 +264,10 @@ PmfBatch convolve_batched(const PmfBatch& x, const PmfBatch& y, Kernel kernel) {
   for (std::size_t i = 0; i < x.size(); ++i) tally::detail::checked_add(x.lo[i], y.lo[i], who);
   detail::require_device(who);
   DeviceBatch dx(x), dy(y), dr(x.weights.size() + y.weights.size() - x.size(), x.size());
+  std::size_t longest_output = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) longest_output = std::max(longest_output, x.length(i) + y.length(i) - 1);
   convolve_batched_device(dx.view(), dy.view(), std::max(x.max_length(), y.max_length()), dr.mutable_view(), nullptr,
-                          kernel);
+                          kernel, longest_output);
   return dr.to_host();
 }
 

@@ -45,11 +45,14 @@ Laws thin(const Laws&, double) { none("thin"); }
 Laws negate(const Laws&) { none("negate"); }
 Laws convolve(const Laws&, const Laws&) { none("convolve"); }
 Laws condition_on_sum(const Laws&, const Laws&, const Column<std::int64_t>&, Column<double>&) { none("condition_on_sum"); }
-Laws condition_on_thinning(const Laws&, const Column<std::int64_t>&, double, Column<double>&) { none("condition_on_thinning"); }
+Laws condition_on_thinning(const Laws&, const Column<std::int64_t>&, double, Column<double>&, Column<double>*) {
+  none("condition_on_thinning");
+}
 void add_log_mass(const Laws&, const Column<std::int64_t>&, Column<double>&) { none("add_log_mass"); }
 void add_log_equal(const Column<std::int64_t>&, const Column<std::int64_t>&, Column<double>&) { none("add_log_equal"); }
 ValueRange support_range(const Laws&) { none("support_range"); }
 double max_mass_ratio(const Laws&, const Laws*, const Column<double>&, const Column<double>&) { none("max_mass_ratio"); }
+double max_mass_ratio(const Column<double>&, const Column<double>&, const Column<double>&) { none("max_mass_ratio"); }
 void add_to(Column<double>&, const Column<double>&) { none("add_to"); }
 Column<std::int64_t> sample(const Laws&, std::uint64_t, std::uint64_t) { none("sample"); }
 Column<std::int64_t> sample_binomial(const Column<std::int64_t>&, const Column<double>&, std::uint64_t, std::uint64_t) { none("sample_binomial"); }

@@ -185,12 +185,16 @@ Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& 
   return Laws::from_host(std::move(c.posterior), Backend::cpu);
 }
 
-Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood) {
+Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood,
+                           Column<double>* prior_log_mass) {
   constexpr const char* who = "tally::gpu::condition_on_thinning";
   tally::detail::check_probability(q, who, "q");
   same_shape(x, v, who);
   same_shape(x, log_likelihood, who);
-  if (on_device(x.where())) return population_cuda::condition_on_thinning(x, v, q, log_likelihood);
+  if (prior_log_mass) same_shape(x, *prior_log_mass, who);
+  if (on_device(x.where())) return population_cuda::condition_on_thinning(x, v, q, log_likelihood, prior_log_mass);
+  if (prior_log_mass)
+    for (std::size_t i = 0; i < x.size(); ++i) prior_log_mass->host()[i] = detail::log_mass(x.host(), i);
   const std::vector<std::int64_t>& observed = v.host();
   return detail::condition_by(
       x, [&](std::size_t i, std::int64_t k) { return detail::thinning_log_mass(k, observed[i], q); }, log_likelihood,
@@ -216,16 +220,24 @@ double max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before
   same_shape(x, after, who);
   if (y) same_shape(x, *y, who);
   if (on_device(x.where())) return population_cuda::max_mass_ratio(x, y, before, after);
-  auto log_mass = [](const PmfBatch& a, std::size_t i) {
-    double w = 0.0;
-    for (std::size_t k = 0; k < a.length(i); ++k) w += a.weights[static_cast<std::size_t>(a.offset[i]) + k];
-    return a.log_scale[i] + std::log(w);
-  };
   double out = 0.0;
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double l = after.host()[i] - before.host()[i];
-    double m = log_mass(x.host(), i);
-    if (y) m += log_mass(y->host(), i);
+    double m = detail::log_mass(x.host(), i);
+    if (y) m += detail::log_mass(y->host(), i);
+    if (std::isfinite(l) && m > neg_inf) out = std::max(out, std::exp(m - l));
+  }
+  return out;
+}
+
+double max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after) {
+  constexpr const char* who = "tally::gpu::max_mass_ratio";
+  same_shape(log_mass, before, who);
+  same_shape(log_mass, after, who);
+  if (on_device(log_mass.where())) return population_cuda::max_mass_ratio(log_mass, before, after);
+  double out = 0.0;
+  for (std::size_t i = 0; i < log_mass.size(); ++i) {
+    const double l = after.host()[i] - before.host()[i], m = log_mass.host()[i];
     if (std::isfinite(l) && m > neg_inf) out = std::max(out, std::exp(m - l));
   }
   return out;

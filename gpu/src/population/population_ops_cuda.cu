@@ -376,7 +376,9 @@ Laws convolve(const Laws& x, const Laws& y) {
   const std::size_t count = x.size();
   Laws out = Laws::allocate(Backend::cuda, count, x.total() + y.total() - count,
                             x.max_length() + y.max_length() - 1, "tally::gpu::convolve");
-  if (count > 0) cuda::convolve_batched_device(x.view(), y.view(), std::max(x.max_length(), y.max_length()), out.mutable_view());
+  if (count > 0)
+    cuda::convolve_batched_device(x.view(), y.view(), std::max(x.max_length(), y.max_length()), out.mutable_view(),
+                                  nullptr, cuda::Kernel::automatic, x.max_length() + y.max_length() - 1);
   return out;
 }
 
@@ -450,6 +452,32 @@ double max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before
   auto top = Column<double>::allocate(Backend::cuda, 1, who);
   mass_ratio_kernel<<<warp_blocks(n), block>>>(x.view(), y ? y->view() : x.view(), y != nullptr, before.data(),
                                                 after.data(), ratio.data());
+  launched();
+  std::size_t bytes = 0;
+  TALLY_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, bytes, ratio.data(), top.data(), static_cast<long long>(n)));
+  auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
+  TALLY_CUDA_CHECK(cub::DeviceReduce::Max(temp.data(), bytes, ratio.data(), top.data(), static_cast<long long>(n)));
+  return std::max(0.0, top.to_host()[0]);  // the ratios are >= 0: CUB's lowest-double identity never wins
+}
+
+namespace {
+/// ratio_i = e^{m_i} / L_i from a known log mass m_i (0 as above).
+__global__ void known_mass_ratio_kernel(const double* log_mass, const double* before, const double* after,
+                                        std::size_t n, double* ratio) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  const double l = after[i] - before[i], m = log_mass[i];
+  ratio[i] = isfinite(l) && m > -INFINITY ? exp(m - l) : 0.0;
+}
+}  // namespace
+
+double max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after) {
+  constexpr const char* who = "tally::gpu::max_mass_ratio";
+  const std::size_t n = log_mass.size();
+  if (n == 0) return 0.0;
+  auto ratio = Column<double>::allocate(Backend::cuda, n, who);
+  auto top = Column<double>::allocate(Backend::cuda, 1, who);
+  known_mass_ratio_kernel<<<thread_blocks(n), block>>>(log_mass.data(), before.data(), after.data(), n, ratio.data());
   launched();
   std::size_t bytes = 0;
   TALLY_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, bytes, ratio.data(), top.data(), static_cast<long long>(n)));

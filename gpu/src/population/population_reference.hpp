@@ -39,6 +39,13 @@ inline void check_binomial(const char* who, std::size_t i, std::int64_t n, doubl
                                       "): n must be >= 0 and q in [0, 1]");
 }
 
+/// log M_i = log_scale_i + log sum_k w_{i,k}: the mass of law i (-inf without mass).
+inline double log_mass(const PmfBatch& a, std::size_t i) {
+  double w = 0.0;
+  for (std::size_t k = 0; k < a.length(i); ++k) w += a.weights[static_cast<std::size_t>(a.offset[i]) + k];
+  return a.log_scale[i] + std::log(w);
+}
+
 /// Law i becomes \f$ w'_{i,k} \propto w_{i,k}\, e^{\ell(i, lo_i + k)} \f$ (max 1 again, log_scale the normalizer)
 /// and \f$ \log L_i = \mathrm{log\_scale}_i + \log \sum_k w_{i,k} e^{\ell(i, lo_i + k)} \f$ is added to
 /// log_likelihood; the terms are formed in logarithms, so likelihoods far below the smallest double stay exact. A

@@ -1,5 +1,5 @@
-// The CUDA form of conditioning laws on an observed thinning: one warp per law, the likelihood walked by its exact
-// ratios where that is safe, else the per-entry formula.
+// The CUDA form of conditioning laws on an observed thinning: one warp per 32 laws, the likelihood walked by its
+// exact ratios where that is safe, else the per-entry formula.
 #include <cmath>
 
 #include "cuda_check.cuh"
@@ -21,121 +21,184 @@ struct ThinningLogLik {
 };
 
 /// The fast path's longest run of a law's values (up to 32 a lane), held in shared memory with one pad every 16
-/// values (fewer bank conflicts between lanes reading their own stretches); 4 warps a block to fit it.
-inline constexpr int fast_length = 1024;
+/// values (fewer bank conflicts between lanes reading their own stretches); 4 warps a block. A warp's work on a law
+/// is a chain of dependent steps (loads, walks, scans, logarithms), so resident warps decide the speed: registers
+/// are capped at 64 a thread (8 blocks, 32 warps a multiprocessor; uncapped, 110 registers left 16 warps and the
+/// kernel took 2.96 against 2.3 ms at P = 2^20 on an H100, a few spilled values included), and batches whose laws
+/// are all short get a quarter of the tile (8.7 KB a block, where the long tile's 35 KB lets only 6 blocks in).
+inline constexpr int long_fast_length = 1024;
+inline constexpr int short_fast_length = 256;
 inline constexpr int thinning_warps = 4;
+inline constexpr int thinning_min_blocks = 8;
 __device__ inline int slot(int p) { return p + p / 16; }
 
-/// One warp per law i: the posterior of X_i given the thinning v_i ~ Binomial(X_i, q) and log L_i, as condition_law
-/// (population_kernels.cuh) computes them, by a faster path where it is safe.
+/// One warp per 32 consecutive laws, taken one after another: the posterior of X_i given the thinning
+/// v_i ~ Binomial(X_i, q) and log L_i, as condition_law (population_kernels.cuh) computes them, by a faster path
+/// where it is safe. What is per law and not per value (the three lgamma terms of log L(n0), the logarithms of the
+/// posterior's total and largest weight, the law's offsets) is computed before or after the loop, lane l for law
+/// first + l: one pass of the warp for 32 laws instead of one pass a law with a single useful lane.
 ///
 /// Fast path (0 < q < 1, the values n = lo_i + k >= v_i number at most fast_length): the likelihood
-/// L(n) = C(n, v) q^v (1 - q)^(n - v) is formed once by the lgamma formula at n0 = max(lo_i, v_i) (its three lgamma
-/// terms one per lane), and from there by its exact ratios L(n + 1) / L(n) = (n + 1)(1 - q) / (n + 1 - v): lane l
-/// walks its stretch of ceil(len / 32) values (u_j relative to the stretch's first n), the logs of the stretches'
-/// products are scanned over the warp to give each stretch's first log L. Each posterior weight is w_j u_j scaled
-/// by e^{start - ref}, ref the largest product's logarithm (products below 1e-290 taken from logarithms); below
-/// e^-650, or where the stretch's products are that small, a weight is formed from logarithms instead. The result is the per-entry formula's up to the roundings the
-/// walks and the scan add (about 1e-12 relative at most). Ratio products that leave [1e-280, 1e280], a largest
-/// weight below 1e-200 after scaling, and particles without mass take the per-entry formula.
-__global__ void __launch_bounds__(32 * thinning_warps) thinning_kernel(PmfBatchView x, const std::int64_t* v, double q,
-                                                                       MutablePmfBatchView out, double* log_likelihood) {
+/// L(n) = C(n, v) q^v (1 - q)^(n - v) is formed once by the lgamma formula at n0 = max(lo_i, v_i), and from there
+/// by its exact ratios L(n + 1) / L(n) = (n + 1)(1 - q) / (n + 1 - v): lane l walks its stretch of
+/// ceil(len / 32) values (u_j relative to the stretch's first n), the logs of the stretches' products are scanned
+/// over the warp to give each stretch's first log L. Each posterior weight is w_j u_j scaled by e^{start - ref},
+/// ref the largest product's logarithm (products below 1e-290 taken from logarithms); below e^-650, or where the
+/// stretch's products are that small, a weight is formed from logarithms instead. The result is the per-entry
+/// formula's up to the roundings the walks and the scan add (about 1e-12 relative at most). Ratio products that
+/// leave [1e-280, 1e280], a largest weight below 1e-200 after scaling, and particles without mass take the
+/// per-entry formula (the whole warp on that law).
+template <int fast_length>
+__global__ void __launch_bounds__(32 * thinning_warps, thinning_min_blocks) thinning_kernel(PmfBatchView x, const std::int64_t* v, double q,
+                                                                       double log_q, double log_keep,
+                                                                       MutablePmfBatchView out, double* log_likelihood,
+                                                                       double* prior_log_mass) {
   __shared__ double tile[thinning_warps][fast_length + fast_length / 16];
-  const long long i = warp_index();
+  const long long first_law = warp_index() * 32;
   const int lane = static_cast<int>(threadIdx.x & 31);
-  if (i >= static_cast<long long>(x.count)) return;  // the whole warp
-  const std::int64_t begin = x.offset[i], m = x.offset[i + 1] - begin, lo = x.lo[i], vi = v[i];
-  const std::int64_t n0 = lo > vi ? lo : vi, first = n0 - lo, len = m - first;
-  if (q > 0.0 && q < 1.0 && vi >= 0 && lo >= 0 && len > 0 && len <= fast_length && x.log_scale[i] != -INFINITY) {
-    double* buf = tile[threadIdx.x >> 5];
-    const double* w = x.weights + begin + first;
-    for (int p = lane; p < len; p += 32) buf[slot(p)] = w[p];
-    // log L(n0): lgamma(n0 + 1) - lgamma(v + 1) - lgamma(n0 - v + 1), one term a lane, + v log q + (n0 - v) log(1 - q)
-    const double n0d = static_cast<double>(n0), vd = static_cast<double>(vi);
-    const double arg = lane == 0 ? n0d + 1.0 : lane == 1 ? vd + 1.0 : n0d - vd + 1.0;
-    const double term = lane < 3 ? (lane == 0 ? 1.0 : -1.0) * lgamma(arg) : 0.0;
-    const double l0 = warp_sum(term) + vd * log(q) + (n0d - vd) * log1p(-q);
-    __syncwarp();
-    const int stretch = static_cast<int>((len + 31) / 32), k0 = lane * stretch;
-    const int mine = k0 < len ? static_cast<int>(len - k0 < stretch ? len - k0 : stretch) : 0;
-    const double keep = 1.0 - q;
-    // the stretch's largest product w_j u_j (from logarithms where a product falls below 1e-290), so that the
-    // scaling below puts the largest weight at 1 and no weight the per-entry formula keeps normal turns subnormal
-    double u = 1.0, pmax = 0.0, lpmax = -INFINITY, wmax = 0.0, step = 0.0, nd = n0d + k0;
-    bool ok = true;
-    for (int j = 0; j < mine; ++j) {
-      if (j > 0) {
-        u *= (nd + 1.0) * keep / (nd + 1.0 - vd);
-        nd += 1.0;
-      }
-      ok = ok && u >= 1e-280 && u <= 1e280;
-      const double wj = buf[slot(k0 + j)], pw = wj * u;
-      wmax = fmax(wmax, wj);
-      pmax = fmax(pmax, pw);
-      if (wj > 0.0 && pw < 1e-290) lpmax = fmax(lpmax, log(wj) + log(u));
+  if (first_law >= static_cast<long long>(x.count)) return;  // the whole warp
+  const int laws = static_cast<int>(min(32LL, static_cast<long long>(x.count) - first_law));
+  // lane l: law first_law + l, its bounds and log L(n0) where the fast path may take it
+  const long long own = first_law + lane;
+  std::int64_t own_begin = 0, own_end = 0, own_lo = 0, own_v = 0;
+  double own_l0 = 0.0, own_scale = -INFINITY;
+  bool own_eligible = false;
+  if (lane < laws) {
+    own_begin = x.offset[own];
+    own_end = x.offset[own + 1];
+    own_lo = x.lo[own];
+    own_v = v[own];
+    own_scale = x.log_scale[own];
+    const std::int64_t n0 = own_lo > own_v ? own_lo : own_v, len = own_end - own_begin - (n0 - own_lo);
+    own_eligible = q > 0.0 && q < 1.0 && own_v >= 0 && own_lo >= 0 && len > 0 && len <= fast_length &&
+                   own_scale != -INFINITY;
+    if (own_eligible) {
+      const double n0d = static_cast<double>(n0), vd = static_cast<double>(own_v);
+      own_l0 = lgamma(n0d + 1.0) - lgamma(vd + 1.0) - lgamma(n0d - vd + 1.0) + vd * log_q + (n0d - vd) * log_keep;
     }
-    if (mine > 0 && k0 + mine < len) {
-      const double next = u * (nd + 1.0) * keep / (nd + 1.0 - vd);
-      ok = ok && next >= 1e-280 && next <= 1e280;
-      step = log(next);
-    }
-    if (__all_sync(full_warp, ok)) {
-      double scan = step;  // inclusive scan of the stretches' steps
-      for (int o = 1; o < 32; o *= 2) {
-        const double t = __shfl_up_sync(full_warp, scan, o);
-        if (lane >= o) scan += t;
-      }
-      const double start = l0 + (scan - step);  // log L at this stretch's first n
-      const double ref = warp_max(wmax > 0.0 ? start + fmax(log(pmax), lpmax) : -INFINITY);
-      if (ref != -INFINITY) {
-        const double shift = start - ref;
-        const bool deep = shift < detail::walk_deep;
-        const double scale = exp(shift);
-        double top = 0.0, sum = 0.0;
-        u = 1.0;
-        nd = n0d + k0;
-        for (int j = 0; j < mine; ++j) {
-          if (j > 0) {
-            u *= (nd + 1.0) * keep / (nd + 1.0 - vd);
-            nd += 1.0;
-          }
-          double& b = buf[slot(k0 + j)];
-          const double pw = b * u;  // <= the largest product: pw * scale <= 1
-          b = b > 0.0 ? (deep || pw < 1e-290 ? exp(shift + log(u) + log(b)) : pw * scale) : 0.0;
-          top = fmax(top, b);
-          sum += b;
-        }
-        top = warp_max(top);
-        sum = warp_sum(sum);
-        if (top >= 1e-200) {
-          __syncwarp();
-          double* o = out.weights + begin;
-          for (std::int64_t p = lane; p < m; p += 32)
-            o[p] = p < first ? 0.0 : buf[slot(static_cast<int>(p - first))] / top;
-          if (lane == 0) {
-            if (i == 0) out.offset[0] = 0;
-            out.offset[i + 1] = x.offset[i + 1];
-            out.lo[i] = lo;
-            out.log_scale[i] = log(top) - log(sum);  // normalized
-            log_likelihood[i] += x.log_scale[i] + ref + log(sum);
-          }
-          return;
-        }
-      }
-    }
-    __syncwarp();
   }
-  condition_law(x, ThinningLogLik{v, q}, out, log_likelihood, i, lane);
+  // lane l after the loop: law first_law + l's largest and total posterior weight and reference, if fast
+  double own_top = 0.0, own_sum = 0.0, own_ref = 0.0, own_mass = 0.0;
+  bool own_fast = false;
+  double* buf = tile[threadIdx.x >> 5];
+  for (int law = 0; law < laws; ++law) {
+    const long long i = first_law + law;
+    const std::int64_t begin = __shfl_sync(full_warp, own_begin, law), m = __shfl_sync(full_warp, own_end, law) - begin;
+    const std::int64_t lo = __shfl_sync(full_warp, own_lo, law), vi = __shfl_sync(full_warp, own_v, law);
+    const double l0 = __shfl_sync(full_warp, own_l0, law);
+    const std::int64_t n0 = lo > vi ? lo : vi, first = n0 - lo, len = m - first;
+    bool done = false;
+    double mass = 0.0;  // sum_k w_k, when prior_log_mass is wanted
+    if (__shfl_sync(full_warp, own_eligible, law)) {
+      const double* w = x.weights + begin + first;
+      for (int p = lane; p < len; p += 32) mass += (buf[slot(p)] = w[p]);
+      if (prior_log_mass) {
+        for (std::int64_t p = lane; p < first; p += 32) mass += x.weights[begin + p];
+        mass = warp_sum(mass);
+      }
+      __syncwarp();
+      const double n0d = static_cast<double>(n0), vd = static_cast<double>(vi);
+      const int stretch = static_cast<int>((len + 31) / 32), k0 = lane * stretch;
+      const int mine = k0 < len ? static_cast<int>(len - k0 < stretch ? len - k0 : stretch) : 0;
+      const double keep = 1.0 - q;
+      // the stretch's largest product w_j u_j (from logarithms where a product falls below 1e-290), so that the
+      // scaling below puts the largest weight at 1 and no weight the per-entry formula keeps normal turns subnormal
+      double u = 1.0, pmax = 0.0, lpmax = -INFINITY, wmax = 0.0, step = 0.0, nd = n0d + k0;
+      bool ok = true;
+      for (int j = 0; j < mine; ++j) {
+        if (j > 0) {
+          u *= (nd + 1.0) * keep / (nd + 1.0 - vd);
+          nd += 1.0;
+        }
+        ok = ok && u >= 1e-280 && u <= 1e280;
+        const double wj = buf[slot(k0 + j)], pw = wj * u;
+        wmax = fmax(wmax, wj);
+        pmax = fmax(pmax, pw);
+        if (wj > 0.0 && pw < 1e-290) lpmax = fmax(lpmax, log(wj) + log(u));
+      }
+      if (mine > 0 && k0 + mine < len) {
+        const double next = u * (nd + 1.0) * keep / (nd + 1.0 - vd);
+        ok = ok && next >= 1e-280 && next <= 1e280;
+        step = log(next);
+      }
+      if (__all_sync(full_warp, ok)) {
+        double scan = step;  // inclusive scan of the stretches' steps
+        for (int o = 1; o < 32; o *= 2) {
+          const double t = __shfl_up_sync(full_warp, scan, o);
+          if (lane >= o) scan += t;
+        }
+        const double start = l0 + (scan - step);  // log L at this stretch's first n
+        const double ref = warp_max(wmax > 0.0 ? start + fmax(log(pmax), lpmax) : -INFINITY);
+        if (ref != -INFINITY) {
+          const double shift = start - ref;
+          const bool deep = shift < detail::walk_deep;
+          const double scale = exp(shift);
+          double top = 0.0, sum = 0.0;
+          u = 1.0;
+          nd = n0d + k0;
+          for (int j = 0; j < mine; ++j) {
+            if (j > 0) {
+              u *= (nd + 1.0) * keep / (nd + 1.0 - vd);
+              nd += 1.0;
+            }
+            double& b = buf[slot(k0 + j)];
+            const double pw = b * u;  // <= the largest product: pw * scale <= 1
+            b = b > 0.0 ? (deep || pw < 1e-290 ? exp(shift + log(u) + log(b)) : pw * scale) : 0.0;
+            top = fmax(top, b);
+            sum += b;
+          }
+          top = warp_max(top);
+          sum = warp_sum(sum);
+          if (top >= 1e-200) {
+            __syncwarp();
+            double* o = out.weights + begin;
+            for (std::int64_t p = lane; p < m; p += 32)
+              o[p] = p < first ? 0.0 : buf[slot(static_cast<int>(p - first))] / top;
+            if (lane == law) {
+              own_fast = true;
+              own_top = top;
+              own_sum = sum;
+              own_ref = ref;
+            }
+            done = true;
+          }
+        }
+      }
+      __syncwarp();  // buf is read again by the next law
+    }
+    if (!done && prior_log_mass) {  // the per-entry path: the mass read on its own
+      mass = 0.0;
+      for (std::int64_t p = lane; p < m; p += 32) mass += x.weights[begin + p];
+      mass = warp_sum(mass);
+    }
+    if (lane == law) own_mass = mass;
+    if (!done) condition_law(x, ThinningLogLik{v, q}, out, log_likelihood, i, lane);
+  }
+  if (prior_log_mass && lane < laws) prior_log_mass[own] = own_scale + log(own_mass);
+  if (own_fast) {
+    if (own == 0) out.offset[0] = 0;
+    out.offset[own + 1] = own_end;
+    out.lo[own] = own_lo;
+    out.log_scale[own] = log(own_top) - log(own_sum);  // normalized
+    log_likelihood[own] += own_scale + own_ref + log(own_sum);
+  }
 }
 
 }  // namespace
 
-Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood) {
+Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood,
+                           Column<double>* prior_log_mass) {
+  double* const mass = prior_log_mass ? prior_log_mass->data() : nullptr;
   Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), "tally::gpu::condition_on_thinning");
   if (x.size() > 0) {
-    const std::size_t blocks = (x.size() + thinning_warps - 1) / thinning_warps;
-    thinning_kernel<<<static_cast<unsigned>(blocks), 32 * thinning_warps>>>(x.view(), v.data(), q, out.mutable_view(),
-                                                                             log_likelihood.data());
+    const std::size_t per_block = 32 * thinning_warps, blocks = (x.size() + per_block - 1) / per_block;
+    const double log_q = std::log(q), log_keep = std::log1p(-q);  // used only where 0 < q < 1
+    if (x.max_length() <= static_cast<std::size_t>(short_fast_length))
+      thinning_kernel<short_fast_length><<<static_cast<unsigned>(blocks), 32 * thinning_warps>>>(
+          x.view(), v.data(), q, log_q, log_keep, out.mutable_view(), log_likelihood.data(), mass);
+    else
+      thinning_kernel<long_fast_length><<<static_cast<unsigned>(blocks), 32 * thinning_warps>>>(
+          x.view(), v.data(), q, log_q, log_keep, out.mutable_view(), log_likelihood.data(), mass);
   }
   launched();
   return out;

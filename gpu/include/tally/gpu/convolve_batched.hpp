@@ -50,13 +50,14 @@ SumConditioning condition_on_sum_batched(const PmfBatch& x, const PmfBatch& y, s
 /// Device-memory forms, asynchronous on `stream` (a cudaStream_t or nullptr). x and y hold `count` pmfs each with
 /// weights in [0, 1]; max_length must bound every m_i and n_i (it sizes the grid and picks the kernel; a smaller
 /// value is undefined behaviour). `out` has room for sum_i (m_i + n_i - 1) weights; its offset, lo and log_scale
-/// are written. `automatic`: the small-pair kernel (one warp per pair, both operands in shared memory, the
-/// rescale fused: one launch) when max_length <= 128, else the tensor-core kernel: one warp per pair with the
-/// rescale fused when max_length <= 256, a warp per 512-output tile and then a rescale pass above; `tensor_core`
-/// forces the latter. `direct` (the SIMT tiled kernel) and `skew` (the seed-004 baseline; at most 65535 pairs)
-/// are followed by the rescale pass. No temporary storage.
+/// are written. max_outputs, when not 0, must bound every m_i + n_i - 1 (0: taken as 2 max_length - 1); it picks
+/// the small kernel's outputs per lane. `automatic`: the small-pair kernel (one warp per pair, both operands in
+/// shared memory, the rescale fused: one launch) when no pair has more than 256 outputs, else the tensor-core
+/// kernel: one warp per pair with the rescale fused when max_length <= 256, a warp per 512-output tile and then
+/// a rescale pass above; `tensor_core` forces the latter. `direct` (the SIMT tiled kernel) and `skew` (the
+/// seed-004 baseline; at most 65535 pairs) are followed by the rescale pass. No temporary storage.
 void convolve_batched_device(PmfBatchView x, PmfBatchView y, std::size_t max_length, MutablePmfBatchView out,
-                             void* stream = nullptr, Kernel kernel = Kernel::automatic);
+                             void* stream = nullptr, Kernel kernel = Kernel::automatic, std::size_t max_outputs = 0);
 /// One launch: posterior (same offsets as x, written; lo copied) and log_likelihood (count entries).
 void condition_on_sum_batched_device(PmfBatchView x, PmfBatchView y, const std::int64_t* z, MutablePmfBatchView posterior,
                                      double* log_likelihood, void* stream = nullptr);

@@ -50,7 +50,11 @@ Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& 
 /// \f$ \log L_i = \mathrm{log\_scale}_i + \log \sum_k w_{i,k} \binom{k}{v_i} q^{v_i} (1-q)^{k-v_i} \f$ added to
 /// log_likelihood. The terms are formed in logarithms, so likelihoods far below the smallest double stay exact.
 /// An impossible observation adds -inf and leaves the law as it was (the particle's weight says it).
-Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood);
+/// When prior_log_mass is given (a column of x.size() entries), it receives each prior law's log mass
+/// \f$ \log M_i = \mathrm{log\_scale}_i + \log \sum_k w_{i,k} \f$ (-inf for a law without mass), read in the same
+/// pass: what max_mass_ratio needs for the error bound, without a second pass over the laws.
+Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood,
+                           Column<double>* prior_log_mass = nullptr);
 /// Adds log P(X_i = v_i) = log w_{i, v_i - lo_i} + log_scale_i (-inf off the support) to log_likelihood.
 void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
 /// Adds 0 where x_i = v_i and -inf elsewhere (an observation of a realized value).
@@ -68,6 +72,9 @@ ValueRange support_range(const Laws& x);
 /// none is left). A conditioning's error bound e becomes \f$ \rho = e \max_i M_i / L_i \f$, as tally::condition
 /// bounds it one law at a time. Device: one warp per law, a CUB reduction, one number read back.
 double max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before, const Column<double>& after);
+/// The same from the laws' log masses log M_i already known (condition_on_thinning's prior_log_mass): one thread a
+/// particle on the device, a CUB reduction, one number read back.
+double max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after);
 /// acc_i += x_i.
 void add_to(Column<double>& acc, const Column<double>& x);
 
