@@ -27,6 +27,11 @@ Binomial marginal(const Binomial& x, const Thinning& k) { return Binomial(x.tria
 
 Poisson marginal(const Poisson& x, const Thinning& k) { return Poisson(x.rate() * k.keep); }
 
+NegativeBinomial marginal(const NegativeBinomial& x, const Thinning& k) {
+  const double p = x.success();
+  return NegativeBinomial(x.successes(), p / (p + k.keep * (1.0 - p)));
+}
+
 ConditionedLaw<Binomial> condition_on_sum(const Poisson& x, const Poisson& y, std::int64_t z) {
   const Poisson total = sum(x, y);
   const double log_l = log_pdf(total, z);

@@ -74,7 +74,11 @@ double log_binomial_pmf(std::int64_t n, std::int64_t k, double p) {
   const double kd = static_cast<double>(k);
   const double lc = stirling_error(n) - stirling_error(k) - stirling_error(n - k) -
                     static_cast<double>(deviance_extended(k, np) + deviance_extended(n - k, nq));
-  const double lf = std::log(2.0 * std::numbers::pi) + std::log(kd) + std::log1p(-kd / nd);
+  // log(1 - k/n): by log1p where k/n < 1/2; past it from the exact integer n - k (k/n rounds to 1 when n - k is
+  // far below n / 2^53, and log1p(-1) = -inf would make the pmf +inf)
+  const std::int64_t rest = n - k;
+  const double log_rest = rest < k ? std::log(static_cast<double>(rest)) - std::log(nd) : std::log1p(-kd / nd);
+  const double lf = std::log(2.0 * std::numbers::pi) + std::log(kd) + log_rest;
   return lc - 0.5 * lf;
 }
 

@@ -17,7 +17,8 @@ Pmf::Pmf(std::int64_t lo, Eigen::VectorXd weights, double log_scale, double erro
   for (Eigen::Index i = 0; i < weights_.size(); ++i) {
     const double w = weights_[i];
     if (!(w >= 0.0) || !std::isfinite(w))
-      detail::fail<domain_error>("tally::Pmf: weight ", w, " at k = ", lo_ + i, " is not finite and >= 0");
+      detail::fail<domain_error>("tally::Pmf: weight ", w, " at index ", i, " (k = lo + ", i, ", lo = ", lo_,
+                                 ") is not finite and >= 0");  // (lo + i may not fit in int64: checked below)
   }
   detail::checked_add(lo_, static_cast<std::int64_t>(weights_.size() - 1), "tally::Pmf (upper end of support)");
   canonicalize();
@@ -56,7 +57,8 @@ Pmf Pmf::from_log(std::int64_t lo, const Eigen::VectorXd& log_weights, double er
   for (Eigen::Index i = 0; i < log_weights.size(); ++i) {
     const double lw = log_weights[i];
     if (std::isnan(lw) || lw == std::numeric_limits<double>::infinity())
-      detail::fail<domain_error>("tally::Pmf::from_log: log weight ", lw, " at k = ", lo + i, " is NaN or +inf");
+      detail::fail<domain_error>("tally::Pmf::from_log: log weight ", lw, " at index ", i, " (k = lo + ", i,
+                                 ", lo = ", lo, ") is NaN or +inf");
     top = std::max(top, lw);
   }
   if (top == -std::numeric_limits<double>::infinity())

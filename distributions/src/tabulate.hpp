@@ -49,7 +49,7 @@ std::pair<std::int64_t, std::int64_t> significant_range(std::int64_t mode, std::
       const std::int64_t k = good + direction * s;
       if (log_pmf(k) >= cut) {
         good = k;
-        step *= 2;
+        if (step <= std::numeric_limits<std::int64_t>::max() / 2) step *= 2;  // (ranges near 2^63)
       } else if (s == 1) {
         return good;
       } else {

@@ -11,6 +11,12 @@
 
 namespace tally {
 namespace {
+/// A Boost.Math evaluation f for d, whose exceptions become tally::overflow_error naming Bernoulli and its
+/// parameters (detail::boost_guard).
+template <class F>
+double boosted(const Bernoulli& d, F f) {
+  return detail::boost_guard(f, "tally::Bernoulli", "p = ", d.success());
+}
 boost::math::bernoulli_distribution<double, detail::boost_policy> as_boost(const Bernoulli& d) { return {d.success()}; }
 }  // namespace
 
@@ -20,7 +26,7 @@ Bernoulli::Bernoulli(double success) : success_(success) {
 
 double pdf(const Bernoulli& d, std::int64_t k) {
   if (k < 0 || k > 1) return 0.0;
-  return boost::math::pdf(as_boost(d), static_cast<double>(k));
+  return boosted(d, [&] { return boost::math::pdf(as_boost(d), static_cast<double>(k)); });
 }
 
 double log_pdf(const Bernoulli& d, std::int64_t k) {
@@ -31,7 +37,7 @@ double log_pdf(const Bernoulli& d, std::int64_t k) {
 double cdf(const Bernoulli& d, std::int64_t k) {
   if (k < 0) return 0.0;
   if (k >= 1) return 1.0;
-  return boost::math::cdf(as_boost(d), 0.0);
+  return boosted(d, [&] { return boost::math::cdf(as_boost(d), 0.0); });
 }
 
 std::int64_t quantile(const Bernoulli& d, double prob) {

@@ -68,8 +68,8 @@ double cdf(const BetaBinomial& d, std::int64_t k) {
   auto r = [&](std::int64_t j) { return ratio(d, j); };
   // unimodal: sum the tail away from the mode (it stops early); otherwise the side with fewer terms, in full
   const bool lower = unimodal(d) ? k < mode(d) : k + 1 <= n - k;
-  if (lower) return std::min(1.0, detail::sum_pmf(k, 0, unimodal(d), lp, r));
-  return std::max(0.0, 1.0 - detail::sum_pmf(k + 1, n, unimodal(d), lp, r));
+  if (lower) return std::min(1.0, detail::sum_pmf(k, 0, unimodal(d), lp, r, "tally::cdf(BetaBinomial)"));
+  return std::max(0.0, 1.0 - detail::sum_pmf(k + 1, n, unimodal(d), lp, r, "tally::cdf(BetaBinomial)"));
 }
 
 std::int64_t quantile(const BetaBinomial& d, double prob) {

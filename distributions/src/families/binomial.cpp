@@ -11,6 +11,12 @@
 
 namespace tally {
 namespace {
+/// A Boost.Math evaluation f for d, whose exceptions become tally::overflow_error naming Binomial and its
+/// parameters (detail::boost_guard).
+template <class F>
+double boosted(const Binomial& d, F f) {
+  return detail::boost_guard(f, "tally::Binomial", "n = ", d.trials(), ", p = ", d.success());
+}
 boost::math::binomial_distribution<double, detail::boost_policy> as_boost(const Binomial& d) {
   return {static_cast<double>(d.trials()), d.success()};
 }
@@ -27,14 +33,14 @@ double pdf(const Binomial& d, std::int64_t k) { return std::exp(log_pdf(d, k)); 
 double cdf(const Binomial& d, std::int64_t k) {
   if (k < 0) return 0.0;
   if (k >= d.trials()) return 1.0;
-  return boost::math::cdf(as_boost(d), static_cast<double>(k));
+  return boosted(d, [&] { return boost::math::cdf(as_boost(d), static_cast<double>(k)); });
 }
 
 std::int64_t quantile(const Binomial& d, double prob) {
   detail::check_probability(prob, "tally::quantile(Binomial)", "prob");
   const double guess = prob == 0.0 || prob == 1.0 || d.success() == 0.0 || d.success() == 1.0
                            ? 0.0
-                           : boost::math::quantile(as_boost(d), prob);
+                           : boosted(d, [&] { return boost::math::quantile(as_boost(d), prob); });
   return detail::discrete_quantile(prob, guess, 0, d.trials(), [&](std::int64_t k) { return cdf(d, k); });
 }
 

@@ -29,15 +29,21 @@ inline void check_tail_reach(double top, const char* who) {
 /// \f$\sum_j pmf(j)\f$ for j from `from` to `to` (either direction), each term from the one before by
 /// pmf(j+1) = pmf(j) ratio(j) in long double, re-anchored on exp(log_pmf(j)) every 32 steps. With `may_stop`
 /// (the pmf, once it decreases in this direction, keeps decreasing), stops as soon as the remaining terms, each
-/// at most the current one, cannot add 1e-20 of the sum.
+/// at most the current one, cannot add 1e-20 of the sum. A sum that needs more than max_sum_terms terms (a cdf of
+/// a law whose spread is ~1e8 or more: BetaBinomial or Hypergeometric with a huge n) is an overflow_error naming
+/// `who` and the range, instead of an apparent hang.
+inline constexpr std::int64_t max_sum_terms = std::int64_t{1} << 23;
 template <class LogPmf, class Ratio>
-double sum_pmf(std::int64_t from, std::int64_t to, bool may_stop, LogPmf log_pmf, Ratio ratio) {
+double sum_pmf(std::int64_t from, std::int64_t to, bool may_stop, LogPmf log_pmf, Ratio ratio, const char* who) {
   const std::int64_t step = from <= to ? 1 : -1;
   long double term = std::exp(static_cast<long double>(log_pmf(from)));
   long double sum = 0.0L;
   for (std::int64_t j = from, count = 1;; ++count) {
     sum += term;
     if (j == to) break;
+    if (count == max_sum_terms)
+      fail<overflow_error>(who, ": the cdf's sum from k = ", from, " toward ", to, " needs more than ", max_sum_terms,
+                           " terms (the law's spread is too large to sum term by term)");
     const long double factor = step > 0 ? static_cast<long double>(ratio(j)) : 1.0L / static_cast<long double>(ratio(j - 1));
     j += step;
     term = count % 32 == 0 ? std::exp(static_cast<long double>(log_pmf(j))) : term * factor;

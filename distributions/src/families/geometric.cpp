@@ -12,12 +12,18 @@
 
 namespace tally {
 namespace {
+/// A Boost.Math evaluation f for d, whose exceptions become tally::overflow_error naming Geometric and its
+/// parameters (detail::boost_guard).
+template <class F>
+double boosted(const Geometric& d, F f) {
+  return detail::boost_guard(f, "tally::Geometric", "p = ", d.success());
+}
 boost::math::geometric_distribution<double, detail::boost_policy> as_boost(const Geometric& d) { return {d.success()}; }
 // P(X > k) = (1-p)^(k+1)
 double upper_tail(const Geometric& d, std::int64_t k) {
   if (k < 0) return 1.0;
   if (d.success() == 1.0) return 0.0;
-  return boost::math::cdf(boost::math::complement(as_boost(d), static_cast<double>(k)));
+  return boosted(d, [&] { return boost::math::cdf(boost::math::complement(as_boost(d), static_cast<double>(k))); });
 }
 }  // namespace
 
@@ -45,14 +51,14 @@ double log_pdf(const Geometric& d, std::int64_t k) {
 double cdf(const Geometric& d, std::int64_t k) {
   if (k < 0) return 0.0;
   if (d.success() == 1.0) return 1.0;
-  return boost::math::cdf(as_boost(d), static_cast<double>(k));
+  return boosted(d, [&] { return boost::math::cdf(as_boost(d), static_cast<double>(k)); });
 }
 
 std::int64_t quantile(const Geometric& d, double prob) {
   detail::check_probability(prob, "tally::quantile(Geometric)", "prob");
   if (d.success() == 1.0 || prob == 0.0) return 0;
   if (prob == 1.0) detail::fail<domain_error>("tally::quantile(Geometric): prob = 1 has no finite quantile");
-  const double guess = boost::math::quantile(as_boost(d), prob);
+  const double guess = boosted(d, [&] { return boost::math::quantile(as_boost(d), prob); });
   const auto k = detail::discrete_quantile(prob, guess, 0, std::numeric_limits<std::int64_t>::max(),
                                            [&](std::int64_t j) { return cdf(d, j); });
   if (cdf(d, k) < prob)
@@ -71,9 +77,11 @@ Pmf to_pmf(const Geometric& d, const Truncation& t) {
   if (d.success() == 1.0) return Pmf::point(0);
   const double half = t.tolerance / 2;
   const bool sane = t.tolerance > 0.0 && t.tolerance < 1.0;
-  const double top = sane ? boost::math::quantile(boost::math::complement(as_boost(d), half)) : 0.0;
+  const double top =
+      sane ? boosted(d, [&] { return boost::math::quantile(boost::math::complement(as_boost(d), half)); }) : 0.0;
   detail::check_tail_reach(top, "tally::to_pmf(Geometric)");
-  const auto guess_lo = sane ? static_cast<std::int64_t>(boost::math::quantile(as_boost(d), half)) : 0;
+  const auto guess_lo =
+      sane ? static_cast<std::int64_t>(boosted(d, [&] { return boost::math::quantile(as_boost(d), half); })) : 0;
   const auto guess_hi = static_cast<std::int64_t>(top);
   const auto kept = detail::truncate_tails(
       t.tolerance, 0, guess_lo, guess_hi, [&](std::int64_t k) { return cdf(d, k); },

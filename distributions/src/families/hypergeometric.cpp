@@ -72,8 +72,8 @@ double cdf(const Hypergeometric& d, std::int64_t k) {
   auto lp = [&](std::int64_t j) { return log_pdf(d, j); };
   auto r = [&](std::int64_t j) { return ratio(d, j); };
   // log-concave: the terms fall monotonically away from the mode, so the tail sum stops early
-  if (k < mode(d)) return std::min(1.0, detail::sum_pmf(k, lo, true, lp, r));
-  return std::max(0.0, 1.0 - detail::sum_pmf(k + 1, hi, true, lp, r));
+  if (k < mode(d)) return std::min(1.0, detail::sum_pmf(k, lo, true, lp, r, "tally::cdf(Hypergeometric)"));
+  return std::max(0.0, 1.0 - detail::sum_pmf(k + 1, hi, true, lp, r, "tally::cdf(Hypergeometric)"));
 }
 
 std::int64_t quantile(const Hypergeometric& d, double prob) {

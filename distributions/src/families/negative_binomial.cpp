@@ -88,7 +88,10 @@ boost::math::negative_binomial_distribution<double, detail::boost_policy> as_boo
 double upper_tail(const NegativeBinomial& d, std::int64_t k) {
   if (k < 0) return 1.0;
   if (d.success() == 1.0) return 0.0;
-  return boost::math::cdf(boost::math::complement(as_boost(d), static_cast<double>(k)));
+  return detail::boost_guard(
+      [&] { return boost::math::cdf(boost::math::complement(as_boost(d), static_cast<double>(k))); },
+                             "tally::cdf(NegativeBinomial) (upper tail)", "r = ", d.successes(), ", p = ", d.success(),
+                             ", k = ", k);
 }
 
 // (q = 1 - p is exact in long double unless p < 2^-11, where its relative error is below 1e-19 anyway)
@@ -113,14 +116,21 @@ double pdf(const NegativeBinomial& d, std::int64_t k) { return static_cast<doubl
 double cdf(const NegativeBinomial& d, std::int64_t k) {
   if (k < 0) return 0.0;
   if (d.success() == 1.0) return 1.0;
-  return boost::math::cdf(as_boost(d), static_cast<double>(k));
+  return detail::boost_guard([&] { return boost::math::cdf(as_boost(d), static_cast<double>(k)); },
+                             "tally::cdf(NegativeBinomial)", "r = ", d.successes(), ", p = ", d.success(),
+                             ", k = ", k);
 }
 
 std::int64_t quantile(const NegativeBinomial& d, double prob) {
   detail::check_probability(prob, "tally::quantile(NegativeBinomial)", "prob");
   if (d.success() == 1.0 || prob == 0.0) return 0;
   if (prob == 1.0) detail::fail<domain_error>("tally::quantile(NegativeBinomial): prob = 1 has no finite quantile");
-  const double guess = boost::math::quantile(as_boost(d), prob);
+  if (!(mean(d) < 0x1p62))
+    detail::fail<overflow_error>("tally::quantile(NegativeBinomial): r = ", d.successes(), ", p = ", d.success(),
+                                 " has mean ", mean(d), ", beyond the 64-bit integer range");
+  const double guess = detail::boost_guard([&] { return boost::math::quantile(as_boost(d), prob); },
+                                           "tally::quantile(NegativeBinomial)", "r = ", d.successes(),
+                                           ", p = ", d.success(), ", prob = ", prob);
   const auto k = detail::discrete_quantile(prob, guess, 0, std::numeric_limits<std::int64_t>::max(),
                                            [&](std::int64_t j) { return cdf(d, j); });
   if (cdf(d, k) < prob)
@@ -139,17 +149,30 @@ double variance(const NegativeBinomial& d) {
 
 Pmf to_pmf(const NegativeBinomial& d, const Truncation& t) {
   if (d.success() == 1.0) return Pmf::point(0);
+  const char* who = "tally::to_pmf(NegativeBinomial)";
   const double half = t.tolerance / 2;
   const bool sane = t.tolerance > 0.0 && t.tolerance < 1.0;
-  const double top = sane ? boost::math::quantile(boost::math::complement(as_boost(d), half)) : 0.0;
-  detail::check_tail_reach(top, "tally::to_pmf(NegativeBinomial)");
-  const auto guess_lo = sane ? static_cast<std::int64_t>(boost::math::quantile(as_boost(d), half)) : 0;
+  // a mean past 2^62 cannot be held (and Boost's quantile cannot bracket it): refuse before asking Boost
+  if (!(mean(d) < 0x1p62))
+    detail::fail<overflow_error>(who, ": r = ", d.successes(), ", p = ", d.success(), " has mean ", mean(d),
+                                 ", beyond what a dense pmf over int64 can hold");
+  const auto quantile_at = [&](bool upper) {
+    return detail::boost_guard(
+        [&] {
+          return upper ? boost::math::quantile(boost::math::complement(as_boost(d), half))
+                       : boost::math::quantile(as_boost(d), half);
+        },
+        who, "r = ", d.successes(), ", p = ", d.success(), ", tolerance = ", t.tolerance);
+  };
+  const double top = sane ? quantile_at(true) : 0.0;
+  detail::check_tail_reach(top, who);
+  const auto guess_lo = sane ? static_cast<std::int64_t>(quantile_at(false)) : 0;
   const auto guess_hi = static_cast<std::int64_t>(top);
   const auto kept = detail::truncate_tails(
       t.tolerance, 0, guess_lo, guess_hi, [&](std::int64_t k) { return cdf(d, k); },
-      [&](std::int64_t k) { return upper_tail(d, k); }, "tally::to_pmf(NegativeBinomial)");
+      [&](std::int64_t k) { return upper_tail(d, k); }, who);
   return detail::tabulate(kept.lo, kept.hi, [&](std::int64_t k) { return log_pdf(d, k); },
-                          kept.dropped / (1.0 - kept.dropped), t, "tally::to_pmf(NegativeBinomial)");
+                          kept.dropped / (1.0 - kept.dropped), t, who);
 }
 
 }  // namespace tally

@@ -12,12 +12,18 @@
 
 namespace tally {
 namespace {
+/// A Boost.Math evaluation f for d, whose exceptions become tally::overflow_error naming Poisson and its
+/// parameters (detail::boost_guard).
+template <class F>
+double boosted(const Poisson& d, F f) {
+  return detail::boost_guard(f, "tally::Poisson", "rate = ", d.rate());
+}
 boost::math::poisson_distribution<double, detail::boost_policy> as_boost(const Poisson& d) { return {d.rate()}; }
 // P(X > k)
 double upper_tail(const Poisson& d, std::int64_t k) {
   if (k < 0) return 1.0;
   if (d.rate() == 0.0) return 0.0;
-  return boost::math::cdf(boost::math::complement(as_boost(d), static_cast<double>(k)));
+  return boosted(d, [&] { return boost::math::cdf(boost::math::complement(as_boost(d), static_cast<double>(k))); });
 }
 }  // namespace
 
@@ -29,14 +35,14 @@ double pdf(const Poisson& d, std::int64_t k) { return std::exp(log_pdf(d, k)); }
 double cdf(const Poisson& d, std::int64_t k) {
   if (k < 0) return 0.0;
   if (d.rate() == 0.0) return 1.0;
-  return boost::math::cdf(as_boost(d), static_cast<double>(k));
+  return boosted(d, [&] { return boost::math::cdf(as_boost(d), static_cast<double>(k)); });
 }
 
 std::int64_t quantile(const Poisson& d, double prob) {
   detail::check_probability(prob, "tally::quantile(Poisson)", "prob");
   if (d.rate() == 0.0 || prob == 0.0) return 0;
   if (prob == 1.0) detail::fail<domain_error>("tally::quantile(Poisson): prob = 1 has no finite quantile");
-  const double guess = boost::math::quantile(as_boost(d), prob);
+  const double guess = boosted(d, [&] { return boost::math::quantile(as_boost(d), prob); });
   return detail::discrete_quantile(prob, guess, 0, std::numeric_limits<std::int64_t>::max(),
                                    [&](std::int64_t k) { return cdf(d, k); });
 }
@@ -53,9 +59,12 @@ Pmf to_pmf(const Poisson& d, const Truncation& t) {
     detail::fail<overflow_error>("tally::to_pmf(Poisson): rate ", d.rate(), " puts the support beyond the int64 range");
   const double half = t.tolerance / 2;
   const bool sane = t.tolerance > 0.0 && t.tolerance < 1.0;
-  const auto guess_lo = sane ? static_cast<std::int64_t>(boost::math::quantile(as_boost(d), half)) : 0;
+  const auto guess_lo =
+      sane ? static_cast<std::int64_t>(boosted(d, [&] { return boost::math::quantile(as_boost(d), half); })) : 0;
   const auto guess_hi =
-      sane ? static_cast<std::int64_t>(boost::math::quantile(boost::math::complement(as_boost(d), half))) : 0;
+      sane ? static_cast<std::int64_t>(
+                 boosted(d, [&] { return boost::math::quantile(boost::math::complement(as_boost(d), half)); }))
+           : 0;
   const auto kept = detail::truncate_tails(
       t.tolerance, 0, guess_lo, guess_hi, [&](std::int64_t k) { return cdf(d, k); },
       [&](std::int64_t k) { return upper_tail(d, k); }, "tally::to_pmf(Poisson)");

@@ -40,12 +40,18 @@ struct MarkovStep {
 /// By Horner's rule on the probability generating function, \f$ G_Y(s) = G_X(1 - q + q s)\f$: starting from the
 /// largest x, acc <- acc * Bernoulli(q) + mu_X(x) delta_0, which is O(n^2/2) multiply-adds, all of non-negative
 /// terms (no cancellation); the part of X below lo is then one convolution with Binomial(lo, q).
-/// Error bound: that of X (a Markov kernel does not increase L1 distances). domain_error when lo_X < 0.
-Pmf marginal(const Pmf& x, const Thinning& k);
+/// Error bound: that of X (a Markov kernel does not increase L1 distances). domain_error when lo_X < 0;
+/// overflow_error, at once, when the n^2/2 + n (width of Binomial(lo_X, q)) multiply-adds exceed t.max_work
+/// (the closed forms of closed_forms.hpp cost nothing: thin the family before tabulating it where you can).
+Pmf marginal(const Pmf& x, const Thinning& k, const Truncation& t = {});
 
 /// Marginal law of Y = Poisson(a X): \f$ \mu_Y(y) = \sum_x \mu_X(x)\, e^{-a x} (a x)^y / y! \f$, truncated to
 /// [y_lo, y_hi] where P(Poisson(a hi_X) > y_hi) <= tol/2 and P(Poisson(a lo_X) < y_lo) <= tol/2 (the tails are
-/// monotone in the rate, so at most tol of the mixture is dropped). Error bound: e_X + tol (1 + e_X).
+/// monotone in the rate, so at most tol of the mixture is dropped). Each term is summed only over its own
+/// non-negligible range (down to 2^-80 flush_fraction of the largest term), so the cost is about
+/// \f$\sum_x 78 \sqrt{a x}\f$ steps; the mass beyond those cuts is added to the error bound.
+/// Error bound: e_X + tol (1 + e_X) + the cuts' mass. overflow_error, at once, when the result needs more than
+/// t.max_size entries or the walk more than t.max_work steps.
 Pmf marginal(const Pmf& x, const ScaledPoisson& k, const Truncation& t = {});
 
 /// Marginal law of Y = Poisson(rates_X), truncated as for ScaledPoisson (the extreme rates of X's support bound

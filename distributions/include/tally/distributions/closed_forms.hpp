@@ -31,6 +31,9 @@ NegativeBinomial sum(const NegativeBinomial& x, const NegativeBinomial& y);
 Binomial marginal(const Binomial& x, const Thinning& k);
 /// Thinning: Binomial(Poisson(a), q) = Poisson(a q).
 Poisson marginal(const Poisson& x, const Thinning& k);
+/// Thinning: Binomial(NegativeBinomial(r, p), q) = NegativeBinomial(r, p / (p + q (1 - p))) (the probability
+/// generating function (p / (1 - (1-p) s))^r at 1 - q + q s). q = 0 gives p' = 1, the point mass at 0.
+NegativeBinomial marginal(const NegativeBinomial& x, const Thinning& k);
 
 /// X | X + Y = z for X ~ Poisson(a), Y ~ Poisson(b): Binomial(z, a / (a + b)); likelihood Poisson(a + b) at z.
 ConditionedLaw<Binomial> condition_on_sum(const Poisson& x, const Poisson& y, std::int64_t z);

@@ -13,6 +13,10 @@ struct Truncation {
   double tolerance = 1e-15;
   /// Largest number of entries of a dense pmf; a larger result is an overflow_error naming the size it needs.
   std::int64_t max_size = std::int64_t{1} << 27;
+  /// Largest number of multiply-adds a child law's marginal (thinning, Poisson(a X)) may take, estimated from the
+  /// sizes before any work (2^36, tens of seconds on one core); a costlier one is an overflow_error naming the
+  /// sizes, at once, instead of an apparent hang.
+  std::int64_t max_work = std::int64_t{1} << 36;
 };
 
 }  // namespace tally

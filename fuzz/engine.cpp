@@ -1,0 +1,297 @@
+// libFuzzer target: random programs for the runtime's Graph decoded from bytes, run on P = 1 and P = 8 side by
+// side, checking log-weights, laws, exception types, particle agreement and that every node dies with its handles.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fuzz_common.hpp"
+#include "tally/distributions.hpp"
+#include "tally/runtime/graph.hpp"
+
+using namespace tally;
+using namespace tally::runtime;
+using fuzz::any_integer;
+using fuzz::any_probability;
+
+namespace {
+
+/// One program run on a graph: the handles it holds (some dropped on purpose), and whether its particles may
+/// have diverged (a draw, a resampling), after which P = 8's particles are no longer copies of particle 0.
+struct Run {
+  Run(std::size_t particles, std::uint64_t seed, const Truncation& t) : graph(particles, seed, Device::cpu, t) {}
+  Graph graph;
+  std::vector<Variable> vars;
+  std::vector<Continuous> params;
+};
+
+/// Runs one operation on a run; the operation's outcome (log-likelihoods, laws) goes to `out` for comparison.
+struct Outcome {
+  bool threw = false;
+  std::vector<double> numbers;  // particle 0's log-likelihood, law, value
+  bool exact = true;            // whether the outcome is a function of the program alone (no draw involved)
+  std::string error;            // what it threw
+};
+
+/// Calls f under the fuzz policy, allowing also the runtime's documented errors (usage_error for misuse,
+/// inexact_error in strict mode).
+template <class F>
+bool run_op(const char* what, F&& f, Outcome& out, std::size_t size) {
+  bool usage = false;
+  const bool ok = fuzz::guarded(what, [&] {
+    try {
+      f();
+    } catch (const usage_error& e) {
+      usage = true;
+      out.error = e.what();
+    } catch (const inexact_error& e) {
+      usage = true;
+      out.error = e.what();
+    }
+  }, [&] { return size; }, &out.error);
+  out.threw = !ok || usage;
+  return ok && !usage;
+}
+
+const Variable& pick(FuzzedDataProvider& in, const std::vector<Variable>& v, const Variable& none) {
+  if (v.empty() || in.ConsumeIntegralInRange<int>(0, 15) == 0) return none;  // an empty handle, now and then
+  return v[in.ConsumeIntegralInRange<std::size_t>(0, v.size() - 1)];
+}
+
+void check_laws(const std::vector<Pmf>& laws, std::size_t particles) {
+  fuzz::require(laws.size() == particles, "marginal() did not give one law per particle");
+  for (const Pmf& l : laws) {
+    fuzz::check(l);
+    fuzz::require(std::abs(std::exp(l.log_mass()) - 1.0) <= 1e-9, "a marginal is not normalized within 1e-9");
+  }
+}
+
+/// Applies operation `op` (with its parameters already decoded into `in`'s copy) to one run.
+Outcome apply(int op, FuzzedDataProvider& in, Run& r, Graph& other, std::size_t particles) {
+  Outcome out;
+  const Variable none;
+  Graph& g = r.graph;
+  // handles of another graph, now and then
+  const bool foreign = in.ConsumeIntegralInRange<int>(0, 20) == 0;
+  Variable stranger;
+  if (foreign) stranger = other.assume(Bernoulli(0.5));
+  const auto var = [&]() -> const Variable& { return foreign ? stranger : pick(in, r.vars, none); };
+  const std::size_t size = 64 * particles;
+  switch (op) {
+    case 0: {  // a prior
+      const int family = in.ConsumeIntegralInRange<int>(0, 4);
+      const double p = any_probability(in);
+      const std::int64_t n = in.ConsumeIntegralInRange<std::int64_t>(-2, 40);
+      const double rate = in.ConsumeFloatingPointInRange<double>(-1.0, 30.0);
+      run_op("assume(prior)", [&] {
+        switch (family) {
+          case 0: r.vars.push_back(g.assume(Binomial(n, p))); break;
+          case 1: r.vars.push_back(g.assume(Poisson(rate))); break;
+          case 2: r.vars.push_back(g.assume(Bernoulli(p))); break;
+          case 3: r.vars.push_back(g.assume(UniformInt(0, n))); break;
+          default: r.vars.push_back(g.constant(n)); break;
+        }
+      }, out, size);
+      break;
+    }
+    case 1: {  // a child
+      const Variable& x = var();
+      const int kind = in.ConsumeIntegralInRange<int>(0, 3);
+      const double q = any_probability(in);
+      const double a = in.ConsumeFloatingPointInRange<double>(-0.5, 4.0);
+      const int states = in.ConsumeIntegralInRange<int>(1, 6);
+      Eigen::VectorXd rates(states);
+      for (auto& e : rates) e = in.ConsumeFloatingPointInRange<double>(0.0, 10.0);
+      Eigen::MatrixXd t(states, states);
+      for (Eigen::Index i = 0; i < states; ++i) {
+        for (Eigen::Index j = 0; j < states; ++j) t(i, j) = in.ConsumeProbability<double>() + 1e-3;
+        t.row(i) /= t.row(i).sum();
+      }
+      run_op("assume(child)", [&] {
+        switch (kind) {
+          case 0: r.vars.push_back(g.assume(x, Thinning(q))); break;
+          case 1: r.vars.push_back(g.assume(x, ScaledPoisson(a))); break;
+          case 2: r.vars.push_back(g.assume(x, IndexedPoisson(rates))); break;
+          default: r.vars.push_back(g.assume(x, MarkovStep(t))); break;
+        }
+      }, out, size);
+      break;
+    }
+    case 2: {  // add, subtract, affine
+      const Variable& x = var();
+      const Variable& y = pick(in, r.vars, none);
+      const int kind = in.ConsumeIntegralInRange<int>(0, 2);
+      const std::int64_t a = in.ConsumeIntegralInRange<std::int64_t>(-3, 3), c = in.ConsumeIntegralInRange<std::int64_t>(-5, 5);
+      run_op("add/subtract/affine", [&] {
+        r.vars.push_back(kind == 0 ? g.add(x, y) : kind == 1 ? g.subtract(x, y) : g.affine(x, a, c));
+      }, out, size);
+      break;
+    }
+    case 3: {  // observe
+      const Variable& x = var();
+      const std::int64_t v = in.ConsumeIntegralInRange<std::int64_t>(-3, 60);
+      run_op("observe", [&] {
+        const Observation o = g.observe(x, v);
+        fuzz::require(o.size() == particles, "an observation has the wrong number of particles");
+        for (double l : o.log_likelihoods()) fuzz::check_log(l, "a log-likelihood");
+        out.numbers.push_back(o[0]);
+        out.exact = o.exactness().exact();
+      }, out, size);
+      break;
+    }
+    case 4: {  // value
+      const Variable& x = var();
+      run_op("value", [&] {
+        const auto v = g.value(x);
+        fuzz::require(v.size() == particles, "value() has the wrong number of particles");
+        out.numbers.push_back(static_cast<double>(v[0]));
+      }, out, size);
+      out.exact = false;
+      break;
+    }
+    case 5: {  // marginal
+      const Variable& x = var();
+      run_op("marginal", [&] {
+        const auto laws = g.marginal(x);
+        check_laws(laws, particles);
+        out.numbers.push_back(mean(laws[0]));
+        out.numbers.push_back(static_cast<double>(laws[0].lo()));
+        out.numbers.push_back(static_cast<double>(laws[0].hi()));
+      }, out, size);
+      break;
+    }
+    case 6: {  // conjugate parents and their counts
+      const int kind = in.ConsumeIntegralInRange<int>(0, 3);
+      const double alpha = in.ConsumeFloatingPointInRange<double>(-0.5, 5.0);
+      const double beta = in.ConsumeFloatingPointInRange<double>(-0.5, 5.0);
+      const std::int64_t n = in.ConsumeIntegralInRange<std::int64_t>(-1, 30);
+      run_op("conjugate", [&] {
+        switch (kind) {
+          case 0: {
+            const Continuous rho = g.assume(Beta(alpha, beta));
+            r.params.push_back(rho);
+            r.vars.push_back(g.binomial(n, rho));
+            break;
+          }
+          case 1: {
+            const Continuous lambda = g.assume(Gamma(alpha, beta));
+            r.params.push_back(lambda);
+            r.vars.push_back(g.poisson(lambda, beta));
+            break;
+          }
+          case 2: {
+            const Continuous rho = g.assume(Beta(alpha, beta));
+            r.params.push_back(rho);
+            r.vars.push_back(g.negative_binomial(alpha, rho));
+            break;
+          }
+          default: {
+            Eigen::VectorXd al(3);
+            al << alpha, beta, 1.0;
+            const Continuous pi = g.assume(Dirichlet(al));
+            r.params.push_back(pi);
+            r.vars.push_back(g.categorical(pi));
+            break;
+          }
+        }
+      }, out, size);
+      break;
+    }
+    case 7: {  // drop handles
+      if (!r.vars.empty()) r.vars.erase(r.vars.begin() + in.ConsumeIntegralInRange<std::size_t>(0, r.vars.size() - 1));
+      if (!r.params.empty() && in.ConsumeBool()) r.params.pop_back();
+      break;
+    }
+    case 8: {  // resampling
+      run_op("resample", [&] {
+        const auto res = g.resample_by_weight(in.ConsumeBool() ? 1.0 : 0.5);
+        fuzz::require(!std::isnan(res.log_mean_weight), "a resampling's log mean weight is NaN");
+      }, out, size);
+      out.exact = false;
+      break;
+    }
+    case 9: {  // strict mode
+      g.strict(in.ConsumeBool());
+      break;
+    }
+    case 10: {  // a conjugate parameter's value
+      if (r.params.empty()) break;
+      const Continuous& c = r.params[in.ConsumeIntegralInRange<std::size_t>(0, r.params.size() - 1)];
+      run_op("value(Continuous)", [&] {
+        for (const auto& v : g.value(c))
+          for (double e : v) fuzz::require(std::isfinite(e), "a conjugate parameter's value is not finite");
+      }, out, size);
+      out.exact = false;
+      break;
+    }
+    default: {  // observe twice: the same variable again, or a variable against a variable
+      const Variable& x = var();
+      const Variable& y = pick(in, r.vars, none);
+      run_op("observe(x, y)", [&] {
+        const Observation o = g.observe(x, y);
+        for (double l : o.log_likelihoods()) fuzz::check_log(l, "a log-likelihood");
+      }, out, size);
+      out.exact = false;
+      break;
+    }
+  }
+  for (double l : g.log_weights()) fuzz::check_log(l, "a log-weight");
+  return out;
+}
+
+bool close(double a, double b) {
+  if (a == b) return true;
+  if (std::isnan(a) || std::isnan(b)) return false;
+  return std::abs(a - b) <= 1e-9 * (1.0 + std::abs(a) + std::abs(b));
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::int64_t live_before = Graph::live_nodes();
+  {
+    FuzzedDataProvider in(data, size);
+    Truncation t;
+    t.max_size = std::int64_t{1} << 14;
+    t.max_work = std::int64_t{1} << 22;
+    const std::uint64_t seed = in.ConsumeIntegral<std::uint64_t>();
+    Graph other(1, seed, Device::cpu, t);
+    Run one(1, seed, t), eight(8, seed, t);
+    bool diverged = false;  // once a draw or resampling happened, P = 8's particles are no longer all alike
+    bool same = true;       // while P = 1 and P = 8 ran the same operations the same way
+    for (int step = 0; step < 24 && in.remaining_bytes() > 0; ++step) {
+      const int op = in.ConsumeIntegralInRange<int>(0, 11);
+      // both runs decode the same parameters: each gets a copy of the provider at this point
+      const std::size_t take = std::min<std::size_t>(in.remaining_bytes(), 64);
+      const std::vector<std::uint8_t> params = in.ConsumeBytes<std::uint8_t>(take);
+      FuzzedDataProvider in_one(params.data(), params.size()), in_eight(params.data(), params.size());
+      const Outcome a = apply(op, in_one, one, other, 1);
+      const Outcome b = apply(op, in_eight, eight, other, 8);
+      if (!a.exact || !b.exact) diverged = true;
+      // once particles differ, another particle of P = 8 may need a law too large for max_size where particle 0
+      // does not: the runs then took different paths and are compared no more
+      if (same && diverged && a.threw != b.threw) same = false;
+      if (same) {
+        // particle 0 draws the same uniforms in both runs, so the two agree on it until a resampling mixes
+        // particles (after which P = 8 may copy another particle into slot 0)
+        if (a.threw != b.threw)
+          fuzz::violated("P = 1 and P = 8 disagree on whether operation " + std::to_string(op) +
+                         " throws: P = 1: '" + a.error + "', P = 8: '" + b.error + "'");
+        if (a.numbers.size() != b.numbers.size()) fuzz::violated("P = 1 and P = 8 return different outcomes");
+        for (std::size_t i = 0; i < a.numbers.size(); ++i)
+          if (!close(a.numbers[i], b.numbers[i]))
+            fuzz::violated("P = 1 and P = 8 disagree on particle 0: " + std::to_string(a.numbers[i]) + " vs " +
+                           std::to_string(b.numbers[i]));
+        if (op == 8) same = false;
+      }
+      if (!diverged) {
+        const auto w = eight.graph.log_weights();
+        for (double l : w)
+          if (!close(l, w[0])) fuzz::violated("identical particles of P = 8 got different log-weights");
+      }
+    }
+  }
+  if (Graph::live_nodes() != live_before) fuzz::violated("live nodes did not return to their start");
+  return 0;
+}

@@ -1,0 +1,251 @@
+// Defects found by hostile inputs (issue 20), each kept as a test: foreign exceptions and apparent hangs.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "reference.hpp"
+#include "tally/distributions/beta_binomial.hpp"
+#include "tally/distributions/binomial.hpp"
+#include "tally/distributions/child_laws.hpp"
+#include "tally/distributions/closed_forms.hpp"
+#include "tally/distributions/geometric.hpp"
+#include "tally/distributions/hypergeometric.hpp"
+#include "tally/distributions/log_pmf.hpp"
+#include "tally/distributions/negative_binomial.hpp"
+#include "tally/distributions/poisson.hpp"
+#include "tally/distributions/uniform_int.hpp"
+#include "tally/error.hpp"
+
+using namespace tally;
+
+namespace {
+
+/// Runs f; passes when it returns or throws one of tally's error types whose message names `family`; fails on
+/// any other exception type (Boost's, the standard library's), reporting its message.
+template <class F>
+void only_tally_errors(F f, const std::string& family) {
+  try {
+    f();
+  } catch (const tally::domain_error& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find(family) != std::string::npos);
+  } catch (const tally::overflow_error& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find(family) != std::string::npos);
+  } catch (const tally::shape_error& e) {
+    INFO(e.what());
+    CHECK(std::string(e.what()).find(family) != std::string::npos);
+  } catch (const std::exception& e) {
+    FAIL("a foreign exception left tally: " << e.what());
+  }
+}
+
+/// log sum_x w_x Poisson(y; a x) for every y in [lo, hi], by brute force over every (x, y) in long double.
+std::vector<long double> brute_scaled_poisson(const Pmf& x, double a, std::int64_t lo, std::int64_t hi) {
+  std::vector<long double> out;
+  for (std::int64_t y = lo; y <= hi; ++y) {
+    long double top = -std::numeric_limits<long double>::infinity();
+    std::vector<long double> terms;
+    for (Eigen::Index i = 0; i < x.size(); ++i) {
+      if (x.weights()[i] == 0.0) continue;
+      const long double t = std::log(static_cast<long double>(x.weights()[i])) +
+                            log_poisson_pmf(y, a * static_cast<double>(x.lo() + i));
+      terms.push_back(t);
+      top = std::max(top, t);
+    }
+    long double s = 0.0L;
+    for (long double t : terms) s += std::exp(t - top);
+    out.push_back(top + std::log(s) + x.log_scale());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("NegativeBinomial with extreme parameters throws only tally's errors, naming the family",
+          "[reliability][negative_binomial]") {
+  const std::vector<double> rs = {1e-17, 1e-8, 0.5, 10.0, 1e5, 1e10};
+  const std::vector<double> ps = {1e-300, 1e-100, 1e-20, 1e-8, 0.5, 1.0 - 1e-12};
+  for (double r : rs)
+    for (double p : ps) {
+      INFO("r = " << r << ", p = " << p);
+      const NegativeBinomial d(r, p);
+      only_tally_errors([&] { (void)to_pmf(d); }, "NegativeBinomial");
+      only_tally_errors([&] { (void)quantile(d, 0.5); }, "NegativeBinomial");
+      only_tally_errors([&] { (void)quantile(d, 1e-300); }, "NegativeBinomial");
+      for (std::int64_t k : {std::int64_t{0}, std::int64_t{1000000}, std::int64_t{1} << 62}) {
+        only_tally_errors(
+            [&] {
+              const double c = cdf(d, k);
+              REQUIRE(c >= 0.0);
+              REQUIRE(c <= 1.0);
+            },
+            "NegativeBinomial");
+        const double lp = log_pdf(d, k);
+        REQUIRE(!std::isnan(lp));
+        REQUIRE(lp <= 0.0);
+      }
+    }
+  // the reported case: a mean of 1e301 cannot be tabulated, and the error says so with the family's name
+  try {
+    (void)to_pmf(NegativeBinomial(10, 1e-300));
+    FAIL("to_pmf(NegativeBinomial(10, 1e-300)) returned");
+  } catch (const tally::overflow_error& e) {
+    REQUIRE(std::string(e.what()).find("NegativeBinomial") != std::string::npos);
+  }
+}
+
+TEST_CASE("thinning a NegativeBinomial is a NegativeBinomial, and the generic path agrees",
+          "[reliability][thinning][closed_form]") {
+  const NegativeBinomial x(7.5, 0.3);
+  for (double q : {0.0, 0.25, 0.9, 1.0}) {
+    INFO("q = " << q);
+    const NegativeBinomial closed = marginal(x, Thinning(q));
+    const Pmf generic = marginal(to_pmf(x), Thinning(q));
+    // the generic marginal thins the truncated X (at most 1e-15 dropped): entries far above that agree to
+    // rounding, and the whole law agrees within the carried bound
+    double l1 = 0.0;
+    const std::int64_t top = std::max<std::int64_t>(generic.hi(), 400);
+    for (std::int64_t k = 0; k <= top; ++k) {
+      const double want = pdf(closed, k);
+      l1 += std::abs(pdf(generic, k) - want);
+      if (want < 1e-3) continue;
+      INFO("k = " << k);
+      REQUIRE(std::abs(std::expm1(log_pdf(generic, k) - log_pdf(closed, k))) <= 1e-12);
+    }
+    REQUIRE(l1 <= generic.error_bound() + 1e-14);
+  }
+}
+
+TEST_CASE("thinning a count near 3.5e9 is refused at once with the sizes, not an apparent hang",
+          "[reliability][thinning]") {
+  const Pmf x = to_pmf(NegativeBinomial(1e10, 0.74));
+  REQUIRE(x.size() > 100000);
+  try {
+    (void)marginal(x, Thinning(0.5));
+    FAIL("the thinning returned");
+  } catch (const tally::overflow_error& e) {
+    const std::string what = e.what();
+    REQUIRE(what.find("max_work") != std::string::npos);
+    REQUIRE(what.find(std::to_string(x.size())) != std::string::npos);
+  }
+  // the closed form answers instead
+  const NegativeBinomial y = marginal(NegativeBinomial(1e10, 0.74), Thinning(0.5));
+  REQUIRE(std::abs(mean(y) - 0.5 * mean(NegativeBinomial(1e10, 0.74))) <= 1e-12 * mean(y));
+}
+
+TEST_CASE("a scaled Poisson of a wide prior sums each term over its own range, exactly",
+          "[reliability][scaled_poisson]") {
+  // per-term ranges (78 sqrt(a x)) are far narrower than the result here, so the cuts are exercised
+  const Pmf x = to_pmf(UniformInt(0, 3000));
+  const double a = 0.5;
+  const Pmf y = marginal(x, ScaledPoisson(a));
+  REQUIRE(y.lo() == 0);
+  REQUIRE(y.hi() > 1600);
+  const auto brute = brute_scaled_poisson(x, a, y.lo(), y.hi());
+  const long double top = *std::max_element(brute.begin(), brute.end());
+  int checked = 0;
+  for (std::int64_t k = y.lo(); k <= y.hi(); ++k) {
+    const long double want = brute[static_cast<std::size_t>(k - y.lo())];
+    if (want < top + std::log(static_cast<long double>(flush_fraction))) continue;
+    INFO("k = " << k);
+    REQUIRE(std::abs(std::expm1(static_cast<long double>(log_pdf(y, k)) - want)) <= 1e-13L);
+    ++checked;
+  }
+  REQUIRE(checked > 1500);
+  // mass: 1 less what the truncation dropped, which the bound covers
+  REQUIRE(std::abs(std::exp(y.log_mass()) - 1.0) <= y.error_bound() + 1e-13);
+  REQUIRE(y.error_bound() <= 2e-15);
+}
+
+TEST_CASE("marginal(Geometric(5e-4), ScaledPoisson(1)) answers: the reported apparent hang",
+          "[reliability][scaled_poisson]") {
+  const Geometric g(5e-4);
+  const Pmf x = to_pmf(g);
+  REQUIRE(x.size() > 60000);
+  const Pmf y = marginal(x, ScaledPoisson(1.0));
+  REQUIRE(std::abs(std::exp(y.log_mass()) - 1.0) <= y.error_bound() + 1e-12);
+  // E[Y] = a E[X], Var[Y] = a E[X] + a^2 Var[X] (of the truncated X: its mass is within 1e-15 of 1)
+  REQUIRE(std::abs(mean(y) - mean(x)) <= 1e-9 * mean(x));
+  REQUIRE(std::abs(variance(y) - (mean(x) + variance(x))) <= 1e-9 * variance(x));
+  // and a far larger result is refused at once with its size
+  try {
+    (void)marginal(x, ScaledPoisson(1e4));
+    FAIL("the scaled Poisson returned");
+  } catch (const tally::overflow_error& e) {
+    REQUIRE(std::string(e.what()).find("max_size") != std::string::npos);
+  }
+}
+
+TEST_CASE("every family with extreme parameters throws only tally's errors (found by fuzz_algebra)",
+          "[reliability][families]") {
+  const std::int64_t huge = std::int64_t{1} << 62;
+  const std::vector<Truncation> truncations = {Truncation{}, Truncation{0.5}, Truncation{1e-300}};
+  // Poisson rates where Boost's incomplete gamma gives up ("series evaluation exceeded 1000000 iterations")
+  for (double rate : {1e15, 1e16, 1e17, 1e18, 4e18, 4.6e18}) {
+    INFO("rate = " << rate);
+    const Poisson d(rate);
+    for (const Truncation& t : truncations) only_tally_errors([&] { (void)to_pmf(d, t); }, "Poisson");
+    only_tally_errors([&] { (void)quantile(d, 0.5); }, "Poisson");
+    only_tally_errors([&] { REQUIRE(cdf(d, huge) >= 0.0); }, "Poisson");
+  }
+  for (double p : {1e-300, 1e-20, 1e-17}) {
+    INFO("p = " << p);
+    const Geometric d(p);
+    for (const Truncation& t : truncations) only_tally_errors([&] { (void)to_pmf(d, t); }, "Geometric");
+    only_tally_errors([&] { (void)quantile(d, 0.5); }, "Geometric");
+  }
+  // cdfs summed term by term over a spread of ~1e18 (an apparent hang) are refused with the family's name
+  const BetaBinomial bb(huge, 0.5, 0.7);
+  only_tally_errors([&] { (void)cdf(bb, huge / 3); }, "BetaBinomial");
+  only_tally_errors([&] { (void)quantile(bb, 0.3); }, "BetaBinomial");
+  const Hypergeometric hg(huge, huge / 2, huge / 2);
+  only_tally_errors([&] { (void)cdf(hg, huge / 4 - 1000); }, "Hypergeometric");
+  only_tally_errors([&] { (void)quantile(hg, 0.3); }, "Hypergeometric");
+}
+
+TEST_CASE("a bad weight of a pmf near the end of int64 is a domain_error, not an overflow in the message",
+          "[reliability][pmf]") {
+  const std::int64_t top = std::numeric_limits<std::int64_t>::max();
+  Eigen::VectorXd w(3);
+  w << 1.0, -1.0, 1.0;
+  REQUIRE_THROWS_AS(Pmf(top - 1, w), tally::domain_error);
+  Eigen::VectorXd lw(3);
+  lw << 0.0, std::numeric_limits<double>::quiet_NaN(), 0.0;
+  REQUIRE_THROWS_AS(Pmf::from_log(top - 1, lw), tally::domain_error);
+}
+
+TEST_CASE("Binomial pmf near k = n for n near 2^63 is a probability, not +inf (found by fuzz_algebra)",
+          "[reliability][binomial]") {
+  const std::int64_t top = std::numeric_limits<std::int64_t>::max();
+  for (std::int64_t n : {top, top - 100, std::int64_t{1} << 62, std::int64_t{1} << 53}) {
+    for (double p : {1e-300, 0.5, 0.999}) {
+      for (std::int64_t k : {n - 13, n - 1, n / 2}) {
+        INFO("n = " << n << ", p = " << p << ", k = " << k);
+        const double l = log_pdf(Binomial(n, p), k);
+        REQUIRE(!std::isnan(l));
+        REQUIRE(l <= 0.0);
+        REQUIRE(pdf(Binomial(n, p), k) <= 1.0);
+      }
+    }
+  }
+  // where both forms are accurate they agree: k / n just past 1/2
+  const std::int64_t n = 1000000;
+  const double log_a = log_pdf(Binomial(n, 0.5), 500001);
+  const double log_b = log_pdf(Binomial(n, 0.5), 499999);  // the mirror image: k / n below 1/2
+  REQUIRE(std::abs(log_a - log_b) <= 1e-13 * std::abs(log_a));
+}
+
+TEST_CASE("tabulating a flat law over nearly all of int64 is refused without overflowing the search (found by "
+          "fuzz_algebra)",
+          "[reliability][tabulate]") {
+  const std::int64_t top = std::numeric_limits<std::int64_t>::max();
+  // BetaBinomial(n, 1, 1) is uniform on [0, n]: the search for its significant range doubles its step up to 2^62
+  REQUIRE_THROWS_AS(to_pmf(BetaBinomial(top, 1.0, 1.0)), tally::overflow_error);
+  REQUIRE_THROWS_AS(to_pmf(BetaBinomial(top - 7, 1.5, 1.0)), tally::overflow_error);
+  REQUIRE_THROWS_AS(to_pmf(Hypergeometric(top, top / 2, top / 2)), tally::overflow_error);
+}
