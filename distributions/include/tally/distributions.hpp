@@ -12,6 +12,7 @@
 #include "tally/distributions/delta.hpp"
 #include "tally/distributions/geometric.hpp"
 #include "tally/distributions/hypergeometric.hpp"
+#include "tally/distributions/joint.hpp"
 #include "tally/distributions/log_pmf.hpp"
 #include "tally/distributions/negative_binomial.hpp"
 #include "tally/distributions/pmf.hpp"

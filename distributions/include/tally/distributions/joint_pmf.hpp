@@ -1,0 +1,109 @@
+// The joint law of k coupled integer random variables: a dense k-dimensional table with one log scale.
+#pragma once
+
+#include <Eigen/Core>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tally/distributions/pmf.hpp"
+#include "tally/distributions/truncation.hpp"
+
+namespace tally {
+
+/// A point (x_0, ..., x_{k-1}) of a joint law, one coordinate per axis; also used for lower bounds and shapes.
+using Coordinates = std::vector<std::int64_t>;
+
+/// A measure over the box \f$\prod_a [lo_a, hi_a]\f$ of \f$\mathbb{Z}^k\f$, stored densely:
+/// \f[ \mu(x_0, \dots, x_{k-1}) = w_{\iota(x)} \, e^{s}, \qquad
+///     \iota(x) = \sum_a (x_a - lo_a)\, \mathrm{stride}_a, \f]
+/// row-major (the last axis varies fastest). As for Pmf, the weights are finite and non-negative with largest 1
+/// (the constructor rescales), the log scale s is finite, weights below flush_fraction of the largest are flushed
+/// and their mass is added to the error bound, and the box is trimmed to the smallest one that holds every
+/// positive weight (so lo(a) and hi(a) are the extreme values of axis a with positive mass). Entries inside the
+/// box may be zero (a deterministic coordinate such as X_0 + X_1 makes most of them zero).
+///
+/// error_bound() is e with \f$\|\mu - \mu_{exact}\|_1 \le e \, \|\mu\|_1\f$, as for Pmf: truncated and flushed mass
+/// carried through every operation, rounding not counted.
+///
+/// Invariants, checked at construction: rank k >= 1; every extent >= 1; the number of entries is the product of
+/// the extents; hi_a = lo_a + extent_a - 1 fits in int64; weights finite, non-negative, not all zero.
+class JointPmf {
+ public:
+  /// Builds \f$\mu(x) = weights_{\iota(x)} e^{log\_scale}\f$ over the box with lower corner `lo` and extents
+  /// `shape`. Throws shape_error (rank 0, lo and shape of different ranks, an extent < 1, a weight count that is
+  /// not the product of the extents, all weights zero), domain_error (NaN, negative or infinite weights, a
+  /// non-finite log scale, a negative or NaN error bound), overflow_error (some hi_a leaves int64, or the product
+  /// of the extents does).
+  JointPmf(Coordinates lo, Coordinates shape, Eigen::VectorXd weights, double log_scale = 0.0,
+           double error_bound = no_error);
+
+  /// Builds \f$\mu(x) = e^{log\_weights_{\iota(x)}}\f$; entries may be -inf (zero mass), never +inf or NaN.
+  static JointPmf from_log(Coordinates lo, Coordinates shape, const Eigen::VectorXd& log_weights,
+                           double error_bound = no_error);
+
+  int rank() const { return static_cast<int>(lo_.size()); }
+  const Coordinates& lo() const { return lo_; }
+  const Coordinates& shape() const { return shape_; }
+  std::int64_t lo(int axis) const { return lo_[static_cast<std::size_t>(axis)]; }
+  std::int64_t hi(int axis) const { return lo(axis) + extent(axis) - 1; }
+  std::int64_t extent(int axis) const { return shape_[static_cast<std::size_t>(axis)]; }
+  /// Distance in the weight vector between neighbours along `axis`: the product of the later extents.
+  std::int64_t stride(int axis) const;
+  /// Number of stored entries (the product of the extents).
+  Eigen::Index size() const { return weights_.size(); }
+  /// Stored weights in row-major order, largest equal to 1.
+  const Eigen::VectorXd& weights() const { return weights_; }
+  double log_scale() const { return log_scale_; }
+  double error_bound() const { return error_bound_; }
+
+  /// \f$\log \sum_x \mu(x)\f$.
+  double log_mass() const;
+  /// The same measure divided by its mass; the relative error bound is unchanged.
+  JointPmf normalized() const;
+  /// A copy whose error bound is `bound` (>= 0, else domain_error).
+  JointPmf with_error_bound(double bound) const;
+
+ private:
+  void canonicalize();
+
+  Coordinates lo_, shape_;
+  Eigen::VectorXd weights_;
+  double log_scale_;
+  double error_bound_;
+};
+
+/// The joint law of one variable (k = 1): the same measure, error bound and log scale as x.
+JointPmf joint(const Pmf& x);
+
+/// The joint law of independent X_0 ~ m_0, ..., X_{k-1} ~ m_{k-1}: the outer product
+/// \f$\mu(x) = \prod_a \mu_a(x_a)\f$, log scales added. Error bound: \f$\prod_a (1 + e_a) - 1\f$ (each factor's
+/// L1 error is scaled by the others' masses). shape_error for no marginals; overflow_error when the table would
+/// have more than t.max_size entries (the message names the size).
+JointPmf independent(const std::vector<Pmf>& marginals, const Truncation& t = {});
+
+/// \f$\log \mu(x)\f$, -inf outside the box or at a zero entry. shape_error when x has not rank() coordinates.
+double log_pdf(const JointPmf& d, std::span<const std::int64_t> x);
+/// \f$\mu(x)\f$; underflows to zero below about 1e-308 (log_pdf does not).
+double pdf(const JointPmf& d, std::span<const std::int64_t> x);
+
+/// The law of X_axis: \f$\mu_a(v) = \sum_{x : x_a = v} \mu(x)\f$, as a Pmf with the same log scale and error bound
+/// (summing a measure does not increase its relative L1 error). shape_error when axis is not in [0, rank).
+Pmf marginal(const JointPmf& d, int axis);
+
+/// The joint law of the other coordinates (axis summed out; the later axes move down by one). Needs rank >= 2
+/// (shape_error otherwise: use marginal() for the last one). Error bound unchanged.
+JointPmf marginalize_out(const JointPmf& d, int axis);
+
+/// The measure of the other coordinates at X_axis = v: \f$\nu(x_{-a}) = \mu(x_{-a}, x_a = v)\f$, unnormalized (its
+/// mass is P(X_axis = v) under the stored law). Needs rank >= 2 and v with positive mass (shape_error). Error bound:
+/// e M / M_v, with M the mass of d and M_v that of the slice (all the dropped mass may lie on this slice).
+JointPmf slice(const JointPmf& d, int axis, std::int64_t v);
+
+/// Drops, along each axis, the outer values whose marginal mass is small: at most tolerance / (2 k) of the
+/// mass from each end of each axis (so at most `tolerance` in all), adding the dropped mass to the error bound
+/// (relative to the kept mass). For an axis that grew long by conditioning or by a Poisson child. Needs
+/// tolerance in [0, 1) (domain_error).
+JointPmf truncate(const JointPmf& d, const Truncation& t);
+
+}  // namespace tally

@@ -1,0 +1,141 @@
+// Conditioning joint laws on observed children and linear combinations of coordinates; sampling from them.
+#include "tally/distributions/joint_condition.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "joint_child.hpp"
+#include "joint_detail.hpp"
+#include "tally/distributions/log_pmf.hpp"
+#include "tally/error.hpp"
+
+namespace tally {
+namespace {
+
+constexpr double neg_inf = -std::numeric_limits<double>::infinity();
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+JointConditioned impossible(double error_bound) { return {std::nullopt, neg_inf, error_bound > 0.0 ? inf : 0.0}; }
+
+/// Posterior proportional to d times a likelihood at most 1, given as log-likelihoods per entry (-inf allowed):
+/// log entries log w + ll exponentiated relative to their largest, so no product underflows.
+JointConditioned reweight(const JointPmf& d, const Eigen::VectorXd& log_lik) {
+  const auto& w = d.weights();
+  Eigen::VectorXd lv(w.size());
+  double top = neg_inf;
+  for (Eigen::Index i = 0; i < w.size(); ++i) {
+    lv[i] = w[i] > 0.0 ? std::log(w[i]) + log_lik[i] : neg_inf;
+    top = std::max(top, lv[i]);
+  }
+  if (top == neg_inf) return impossible(d.error_bound());
+  Eigen::VectorXd v = (lv.array() - top).exp();
+  const double log_l = d.log_scale() + top + std::log(v.sum());
+  // |L - L'| <= e M (each likelihood is at most 1), so rho = e M / L'
+  const double rho = d.error_bound() == 0.0 ? 0.0 : std::exp(std::log(d.error_bound()) + d.log_mass() - log_l);
+  const double log_error = rho < 1.0 ? -std::log1p(-rho) : inf;
+  JointPmf posterior(d.lo(), d.shape(), std::move(v), 0.0, std::min(2.0, 2.0 * rho));
+  return {posterior.normalized(), log_l, log_error};
+}
+
+JointConditioned condition_child(const JointPmf& d, const detail::ChildLaw& law, std::int64_t y) {
+  Coordinates values(d.lo());
+  const auto k = values.size();
+  Eigen::VectorXd ll(d.size());
+  detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) {
+    if (d.weights()[flat] == 0.0) {
+      ll[flat] = neg_inf;
+      return;
+    }
+    for (std::size_t a = 0; a < k; ++a) values[a] = d.lo()[a] + idx[a];
+    ll[flat] = law.poisson ? log_poisson_pmf(y, law.rate(values)) : law.log_lik(values, y);
+  });
+  return reweight(d, ll);
+}
+
+}  // namespace
+
+JointConditioned condition(const JointPmf& d, int axis, const Thinning& k, std::int64_t y) {
+  return condition_child(d, detail::child_law(d, axis, k, "tally::condition(JointPmf, Thinning)"), y);
+}
+JointConditioned condition(const JointPmf& d, int axis, const ScaledPoisson& k, std::int64_t y) {
+  return condition_child(d, detail::child_law(d, axis, k, "tally::condition(JointPmf, ScaledPoisson)"), y);
+}
+JointConditioned condition(const JointPmf& d, int axis, const IndexedPoisson& k, std::int64_t y) {
+  return condition_child(d, detail::child_law(d, axis, k, "tally::condition(JointPmf, IndexedPoisson)"), y);
+}
+JointConditioned condition(const JointPmf& d, int axis, const MarkovStep& k, std::int64_t y) {
+  const detail::ChildLaw law = detail::child_law(d, axis, k, "tally::condition(JointPmf, MarkovStep)");
+  if (y < 0 || y >= k.transition.cols()) return impossible(0.0);  // no row of T reaches y
+  return condition_child(d, law, y);
+}
+JointConditioned condition(const JointPmf& d, const SelectedThinning& k, std::int64_t y) {
+  return condition_child(d, detail::child_law(d, k, "tally::condition(JointPmf, SelectedThinning)"), y);
+}
+JointConditioned condition(const JointPmf& d, const SelectedScaledPoisson& k, std::int64_t y) {
+  return condition_child(d, detail::child_law(d, k, "tally::condition(JointPmf, SelectedScaledPoisson)"), y);
+}
+
+JointConditioned condition_on_linear(const JointPmf& d, const Coordinates& coefficients, std::int64_t z) {
+  const int k = d.rank();
+  if (static_cast<int>(coefficients.size()) != k)
+    detail::fail<shape_error>("tally::condition_on_linear: ", coefficients.size(), " coefficients for a joint law of rank ", k);
+  Eigen::VectorXd ll(d.size());
+  detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) {
+    detail::int128 v = 0;
+    for (std::size_t a = 0; a < idx.size(); ++a) v += static_cast<detail::int128>(coefficients[a]) * (d.lo()[a] + idx[a]);
+    ll[flat] = v == z ? 0.0 : neg_inf;
+  });
+  return reweight(d, ll);
+}
+
+JointConditioned condition_on_sum(const JointPmf& d, const std::vector<int>& axes, std::int64_t z) {
+  Coordinates c(static_cast<std::size_t>(d.rank()), 0);
+  for (int a : axes) {
+    detail::check_axis(d, a, "tally::condition_on_sum(JointPmf)");
+    c[static_cast<std::size_t>(a)] += 1;
+  }
+  return condition_on_linear(d, c, z);
+}
+
+JointConditioned condition_on_difference(const JointPmf& d, int a, int b, std::int64_t v) {
+  detail::check_axis(d, a, "tally::condition_on_difference(JointPmf)");
+  detail::check_axis(d, b, "tally::condition_on_difference(JointPmf)");
+  Coordinates c(static_cast<std::size_t>(d.rank()), 0);
+  c[static_cast<std::size_t>(a)] += 1;
+  c[static_cast<std::size_t>(b)] -= 1;
+  return condition_on_linear(d, c, v);
+}
+
+JointConditioned condition_on_value(const JointPmf& d, int axis, std::int64_t v) {
+  return condition_on_sum(d, {axis}, v);
+}
+
+Coordinates sample(const JointPmf& d, RandomStream& rng) {
+  const double u = rng.uniform();
+  const auto& w = d.weights();
+  std::vector<double> cum(static_cast<std::size_t>(w.size()));
+  std::partial_sum(w.begin(), w.end(), cum.begin());
+  // the search of sample(const Pmf&): the first cumulative weight >= u total, stepping back over zero weights
+  auto it = std::lower_bound(cum.begin(), cum.end(), u * cum.back());
+  if (it == cum.end()) --it;
+  auto i = it - cum.begin();
+  while (i > 0 && cum[static_cast<std::size_t>(i)] == cum[static_cast<std::size_t>(i - 1)]) --i;
+  Coordinates x(d.lo());
+  std::int64_t rest = i;
+  for (int a = d.rank(); a-- > 0;) {
+    x[static_cast<std::size_t>(a)] += rest % d.extent(a);
+    rest /= d.extent(a);
+  }
+  return x;
+}
+
+CoordinateDraw sample_coordinate(const JointPmf& d, int axis, RandomStream& rng) {
+  detail::check_axis(d, axis, "tally::sample_coordinate");
+  const std::int64_t v = tally::sample(marginal(d, axis), rng);
+  if (d.rank() == 1) return {v, std::nullopt};
+  return {v, slice(d, axis, v).normalized()};
+}
+
+}  // namespace tally

@@ -1,0 +1,269 @@
+// The dense joint law: validation, rescaling, flushing and trimming to the box of positive mass; marginals, slices.
+#include "tally/distributions/joint_pmf.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "joint_detail.hpp"
+#include "tally/error.hpp"
+
+namespace tally {
+
+namespace {
+constexpr double neg_inf = -std::numeric_limits<double>::infinity();
+}
+
+JointPmf::JointPmf(Coordinates lo, Coordinates shape, Eigen::VectorXd weights, double log_scale, double error_bound)
+    : lo_(std::move(lo)), shape_(std::move(shape)), weights_(std::move(weights)), log_scale_(log_scale),
+      error_bound_(error_bound) {
+  const char* who = "tally::JointPmf";
+  if (lo_.empty()) detail::fail<shape_error>(who, ": rank 0 (a joint law needs at least one axis)");
+  if (lo_.size() != shape_.size())
+    detail::fail<shape_error>(who, ": ", lo_.size(), " lower bounds for ", shape_.size(), " extents");
+  detail::int128 total = 1;
+  for (std::size_t a = 0; a < shape_.size(); ++a) {
+    if (shape_[a] < 1) detail::fail<shape_error>(who, ": extent ", shape_[a], " of axis ", a, " is not >= 1");
+    detail::checked_add(lo_[a], shape_[a] - 1, "tally::JointPmf (upper end of an axis)");
+    total *= shape_[a];
+    if (total > std::numeric_limits<Eigen::Index>::max())
+      detail::fail<overflow_error>(who, ": the product of the extents overflows the index range");
+  }
+  if (total != weights_.size())
+    detail::fail<shape_error>(who, ": ", weights_.size(), " weights for a box of ", static_cast<double>(total), " entries");
+  if (!std::isfinite(log_scale_)) detail::fail<domain_error>(who, ": log scale ", log_scale_, " is not finite");
+  if (!(error_bound_ >= 0.0)) detail::fail<domain_error>(who, ": error bound ", error_bound_, " must be >= 0");
+  for (Eigen::Index i = 0; i < weights_.size(); ++i) {
+    const double w = weights_[i];
+    if (!(w >= 0.0) || !std::isfinite(w))
+      detail::fail<domain_error>(who, ": weight ", w, " at flat index ", i, " is not finite and >= 0");
+  }
+  canonicalize();
+}
+
+// Rescale to a largest weight of 1, flush weights below flush_fraction (their mass goes to the error bound), and
+// trim the box to the smallest one holding every positive weight.
+void JointPmf::canonicalize() {
+  const double top = weights_.maxCoeff();
+  if (!(top > 0.0)) detail::fail<shape_error>("tally::JointPmf: all weights are zero (a measure with no mass)");
+  if (top != 1.0) {
+    weights_ /= top;
+    log_scale_ += std::log(top);
+  }
+  double flushed = 0.0;
+  const std::size_t k = shape_.size();
+  Coordinates first(shape_), last(k, -1);
+  detail::for_each_index(shape_, [&](const Coordinates& idx, Eigen::Index flat) {
+    double& w = weights_[flat];
+    if (w < flush_fraction && w > 0.0) {
+      flushed += w;
+      w = 0.0;
+    }
+    if (w > 0.0)
+      for (std::size_t a = 0; a < k; ++a) {
+        first[a] = std::min(first[a], idx[a]);
+        last[a] = std::max(last[a], idx[a]);
+      }
+  });
+  bool trim = false;
+  Coordinates kept_shape(k);
+  for (std::size_t a = 0; a < k; ++a) {
+    kept_shape[a] = last[a] - first[a] + 1;
+    trim = trim || kept_shape[a] != shape_[a];
+  }
+  if (trim) {
+    const auto stride = detail::strides_of(shape_);
+    std::int64_t total = 1;
+    for (std::int64_t e : kept_shape) total *= e;
+    Eigen::VectorXd kept(total);
+    detail::for_each_index(kept_shape, [&](const Coordinates& idx, Eigen::Index flat) {
+      std::int64_t from = 0;
+      for (std::size_t a = 0; a < k; ++a) from += (idx[a] + first[a]) * stride[a];
+      kept[flat] = weights_[from];
+    });
+    weights_ = std::move(kept);
+    for (std::size_t a = 0; a < k; ++a) lo_[a] += first[a];
+    shape_ = std::move(kept_shape);
+  }
+  if (flushed > 0.0) error_bound_ += flushed / weights_.sum();
+}
+
+JointPmf JointPmf::from_log(Coordinates lo, Coordinates shape, const Eigen::VectorXd& log_weights, double error_bound) {
+  double top = neg_inf;
+  for (Eigen::Index i = 0; i < log_weights.size(); ++i) {
+    const double lw = log_weights[i];
+    if (std::isnan(lw) || lw == std::numeric_limits<double>::infinity())
+      detail::fail<domain_error>("tally::JointPmf::from_log: log weight ", lw, " at flat index ", i, " is NaN or +inf");
+    top = std::max(top, lw);
+  }
+  if (top == neg_inf && log_weights.size() > 0)
+    detail::fail<shape_error>("tally::JointPmf::from_log: all log weights are -inf (a measure with no mass)");
+  Eigen::VectorXd w = (log_weights.array() - top).exp();
+  return JointPmf(std::move(lo), std::move(shape), std::move(w), log_weights.size() > 0 ? top : 0.0, error_bound);
+}
+
+std::int64_t JointPmf::stride(int axis) const {
+  std::int64_t s = 1;
+  for (std::size_t a = static_cast<std::size_t>(axis) + 1; a < shape_.size(); ++a) s *= shape_[a];
+  return s;
+}
+
+double JointPmf::log_mass() const { return log_scale_ + std::log(weights_.sum()); }
+
+JointPmf JointPmf::normalized() const {
+  JointPmf out = *this;
+  out.log_scale_ = -std::log(weights_.sum());
+  return out;
+}
+
+JointPmf JointPmf::with_error_bound(double bound) const {
+  if (!(bound >= 0.0)) detail::fail<domain_error>("tally::JointPmf::with_error_bound: bound ", bound, " must be >= 0");
+  JointPmf out = *this;
+  out.error_bound_ = bound;
+  return out;
+}
+
+JointPmf joint(const Pmf& x) {
+  return JointPmf({x.lo()}, {static_cast<std::int64_t>(x.size())}, x.weights(), x.log_scale(), x.error_bound());
+}
+
+JointPmf independent(const std::vector<Pmf>& marginals, const Truncation& t) {
+  const char* who = "tally::independent";
+  if (marginals.empty()) detail::fail<shape_error>(who, ": no marginals");
+  Coordinates lo, shape;
+  double log_scale = 0.0, growth = 1.0;
+  for (const Pmf& m : marginals) {
+    lo.push_back(m.lo());
+    shape.push_back(static_cast<std::int64_t>(m.size()));
+    log_scale += m.log_scale();
+    growth *= 1.0 + m.error_bound();
+  }
+  const std::int64_t total = detail::checked_table_size(shape, t, who);
+  Eigen::VectorXd w(total);
+  detail::for_each_index(shape, [&](const Coordinates& idx, Eigen::Index flat) {
+    double p = 1.0;
+    for (std::size_t a = 0; a < idx.size(); ++a) p *= marginals[a].weights()[idx[a]];
+    w[flat] = p;
+  });
+  // a product may underflow only below 2^-1074 relative to the largest product (1): far below flush_fraction,
+  // at most size 2^-1074 of the mass in all, which is rounding and not counted
+  return JointPmf(std::move(lo), std::move(shape), std::move(w), log_scale, growth - 1.0);
+}
+
+namespace {
+/// Flat index of x in d, or -1 outside the box.
+Eigen::Index flat_index(const JointPmf& d, std::span<const std::int64_t> x, const char* who) {
+  if (static_cast<int>(x.size()) != d.rank())
+    detail::fail<shape_error>(who, ": ", x.size(), " coordinates for a joint law of rank ", d.rank());
+  Eigen::Index flat = 0;
+  for (int a = 0; a < d.rank(); ++a) {
+    const std::int64_t v = x[static_cast<std::size_t>(a)];
+    if (v < d.lo(a) || v > d.hi(a)) return -1;
+    flat += (v - d.lo(a)) * d.stride(a);
+  }
+  return flat;
+}
+}  // namespace
+
+double log_pdf(const JointPmf& d, std::span<const std::int64_t> x) {
+  const Eigen::Index i = flat_index(d, x, "tally::log_pdf(JointPmf)");
+  if (i < 0) return neg_inf;
+  return std::log(d.weights()[i]) + d.log_scale();
+}
+
+double pdf(const JointPmf& d, std::span<const std::int64_t> x) {
+  const Eigen::Index i = flat_index(d, x, "tally::pdf(JointPmf)");
+  if (i < 0) return 0.0;
+  return d.weights()[i] * std::exp(d.log_scale());
+}
+
+namespace {
+/// The stored weights summed over every axis but `axis`.
+Eigen::VectorXd axis_sums(const JointPmf& d, int axis) {
+  Eigen::VectorXd m = Eigen::VectorXd::Zero(d.extent(axis));
+  const auto a = static_cast<std::size_t>(axis);
+  detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) { m[idx[a]] += d.weights()[flat]; });
+  return m;
+}
+}  // namespace
+
+Pmf marginal(const JointPmf& d, int axis) {
+  detail::check_axis(d, axis, "tally::marginal(JointPmf)");
+  return Pmf(d.lo(axis), axis_sums(d, axis), d.log_scale(), d.error_bound());
+}
+
+JointPmf marginalize_out(const JointPmf& d, int axis) {
+  const char* who = "tally::marginalize_out";
+  detail::check_axis(d, axis, who);
+  if (d.rank() < 2) detail::fail<shape_error>(who, ": a joint law of rank 1 has no other axis (use marginal())");
+  Coordinates lo = d.lo(), shape = d.shape();
+  lo.erase(lo.begin() + axis);
+  shape.erase(shape.begin() + axis);
+  const auto stride = detail::strides_of(shape);
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(d.size() / d.extent(axis));
+  const auto skip = static_cast<std::size_t>(axis);
+  detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) {
+    std::int64_t to = 0;
+    for (std::size_t a = 0, b = 0; a < idx.size(); ++a)
+      if (a != skip) to += idx[a] * stride[b++];
+    w[to] += d.weights()[flat];
+  });
+  return JointPmf(std::move(lo), std::move(shape), std::move(w), d.log_scale(), d.error_bound());
+}
+
+JointPmf slice(const JointPmf& d, int axis, std::int64_t v) {
+  const char* who = "tally::slice";
+  detail::check_axis(d, axis, who);
+  if (d.rank() < 2) detail::fail<shape_error>(who, ": a joint law of rank 1 has no other axis");
+  if (v < d.lo(axis) || v > d.hi(axis))
+    detail::fail<shape_error>(who, ": X_", axis, " = ", v, " is outside [", d.lo(axis), ", ", d.hi(axis), "] (no mass)");
+  Coordinates lo = d.lo(), shape = d.shape();
+  lo.erase(lo.begin() + axis);
+  shape.erase(shape.begin() + axis);
+  const std::int64_t n = d.size() / d.extent(axis);
+  Eigen::VectorXd w(n);
+  const auto sa = static_cast<std::size_t>(axis);
+  const std::int64_t offset = (v - d.lo(axis)) * d.stride(axis);
+  detail::for_each_index(shape, [&](const Coordinates& idx, Eigen::Index flat) {
+    std::int64_t from = offset;
+    for (std::size_t b = 0, a = 0; b < idx.size(); ++b, ++a) {
+      if (a == sa) ++a;
+      from += idx[b] * d.stride(static_cast<int>(a));
+    }
+    w[flat] = d.weights()[from];
+  });
+  const double slice_sum = w.sum();
+  if (!(slice_sum > 0.0)) detail::fail<shape_error>(who, ": X_", axis, " = ", v, " has no mass");
+  const double e = d.error_bound() == 0.0 ? 0.0 : d.error_bound() * (d.weights().sum() / slice_sum);
+  return JointPmf(std::move(lo), std::move(shape), std::move(w), d.log_scale(), e);
+}
+
+JointPmf truncate(const JointPmf& d, const Truncation& t) {
+  if (!(t.tolerance >= 0.0 && t.tolerance < 1.0))
+    detail::fail<domain_error>("tally::truncate(JointPmf): tolerance ", t.tolerance, " must be in [0, 1)");
+  const int k = d.rank();
+  const double total = d.weights().sum(), budget = t.tolerance * total / (2.0 * k);
+  Coordinates first(static_cast<std::size_t>(k)), last(static_cast<std::size_t>(k));
+  for (int a = 0; a < k; ++a) {
+    const Eigen::VectorXd m = axis_sums(d, a);
+    Eigen::Index lo = 0, hi = m.size() - 1;
+    double acc = 0.0;
+    while (lo < hi && acc + m[lo] <= budget) acc += m[lo++];
+    acc = 0.0;
+    while (hi > lo && acc + m[hi] <= budget) acc += m[hi--];
+    first[static_cast<std::size_t>(a)] = lo;
+    last[static_cast<std::size_t>(a)] = hi;
+  }
+  Eigen::VectorXd w(d.size());
+  double dropped = 0.0;
+  detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) {
+    bool inside = true;
+    for (std::size_t a = 0; a < idx.size(); ++a) inside = inside && idx[a] >= first[a] && idx[a] <= last[a];
+    w[flat] = inside ? d.weights()[flat] : 0.0;
+    if (!inside) dropped += d.weights()[flat];
+  });
+  const double kept = total - dropped;
+  return JointPmf(d.lo(), d.shape(), std::move(w), d.log_scale(), d.error_bound() + dropped / kept * (1.0 + d.error_bound()));
+}
+
+}  // namespace tally
