@@ -249,3 +249,26 @@ TEST_CASE("tabulating a flat law over nearly all of int64 is refused without ove
   REQUIRE_THROWS_AS(to_pmf(BetaBinomial(top - 7, 1.5, 1.0)), tally::overflow_error);
   REQUIRE_THROWS_AS(to_pmf(Hypergeometric(top, top / 2, top / 2)), tally::overflow_error);
 }
+
+TEST_CASE("the mode of a BetaBinomial with n near 2^63 is found by bisection, not by stepping (found by "
+          "fuzz_algebra)",
+          "[reliability][beta_binomial]") {
+  // with n near 2^63 the ratio of successive terms rounds to 1 over a range of k as wide as ~1e18: the old mode
+  // search stepped across it one k at a time
+  const std::int64_t top = std::numeric_limits<std::int64_t>::max();
+  for (std::int64_t n : {top, top / 2, std::int64_t{1} << 40})
+    for (double a : {1.0 + 1e-9, 1.5, 2.0, 1e6, 1e300})
+      for (double b : {1.0 + 1e-9, 3.0, 1e6, 1e300}) {
+        INFO("n = " << n << ", alpha = " << a << ", beta = " << b);
+        const BetaBinomial d(n, a, b);
+        only_tally_errors([&] { (void)to_pmf(d, Truncation{1e-15, 1 << 12}); }, "BetaBinomial");
+        const double m = mean(d);
+        REQUIRE(m >= 0.0);
+        REQUIRE(m <= static_cast<double>(n));
+      }
+  // and where it can be checked, the mode is the largest entry of the pmf
+  const Pmf small = to_pmf(BetaBinomial(60, 2.5, 4.0));
+  Eigen::Index arg = 0;
+  small.weights().maxCoeff(&arg);
+  REQUIRE(small.lo() + arg == 20);  // ratio(k) > 1 exactly while k (2 - a - b) + n (a - 1) + 1 - b > 0: k < 20.3
+}

@@ -31,10 +31,30 @@ std::int64_t mode(const BetaBinomial& d) {
   const long double a = d.alpha(), b = d.beta(), c = a + b - 2.0L;
   const long double guess = c > 0.0L ? std::ceil((static_cast<long double>(n) * (a - 1.0L) + 1.0L - b) / c)
                                      : (a > 1.0L ? static_cast<long double>(n) : 0.0L);
-  std::int64_t m = guess <= 0.0L ? 0 : guess >= static_cast<long double>(n) ? n : static_cast<std::int64_t>(guess);
-  while (m < n && ratio(d, m) > 1.0L) ++m;
-  while (m > 0 && ratio(d, m - 1) <= 1.0L) --m;
-  return m;
+  const std::int64_t m = guess <= 0.0L ? 0 : guess >= static_cast<long double>(n) ? n : static_cast<std::int64_t>(guess);
+  // rising(k) = ratio(k) > 1 is true then false: gallop from the guess to bracket its first false, then bisect
+  // (the guess is off by rounding only, but by how much grows with n and with huge alpha, beta: never step by one)
+  const auto rising = [&](std::int64_t k) { return k < n && ratio(d, k) > 1.0L; };
+  std::int64_t lo = m, hi = m;  // rising(lo - 1) (or lo = 0) ... !rising(hi)
+  if (rising(m)) {
+    for (std::int64_t step = 1; rising(hi); step = step > (std::int64_t{1} << 61) ? step : 2 * step) {
+      lo = hi + 1;
+      hi = n - hi <= step ? n : hi + step;
+    }
+  } else {
+    for (std::int64_t step = 1; lo > 0 && !rising(lo - 1); step = step > (std::int64_t{1} << 61) ? step : 2 * step) {
+      hi = lo - 1;
+      lo = lo <= step ? 0 : lo - step;
+    }
+  }
+  while (lo < hi) {  // the first k in [lo, hi] with !rising(k)
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (rising(mid))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
 }
 
 long double log_pmf(const BetaBinomial& d, std::int64_t k) {
@@ -95,16 +115,19 @@ Pmf tabulate_by_ratios(const BetaBinomial& d, std::int64_t lo, std::int64_t hi, 
                        const char* who) {
   constexpr std::int64_t anchor_every = 16;
   detail::check_dense_size(lo, hi, t, who);
-  const double n = static_cast<double>(d.trials()), a = d.alpha(), b = d.beta();
+  const double a = d.alpha(), b = d.beta();
+  // offsets from lo, not k itself, step the loops: hi may be INT64_MAX, where k += anchor_every would overflow
+  const std::int64_t size = hi - lo + 1;
   double top = -std::numeric_limits<double>::infinity();
-  for (std::int64_t k = lo; k <= hi; k += anchor_every) top = std::max(top, log_pdf(d, k));
-  Eigen::VectorXd w(hi - lo + 1);
-  for (std::int64_t k0 = lo; k0 <= hi; k0 += anchor_every) {
+  for (std::int64_t i = 0; i < size; i += anchor_every) top = std::max(top, log_pdf(d, lo + i));
+  Eigen::VectorXd w(size);
+  for (std::int64_t i0 = 0; i0 < size; i0 += anchor_every) {
+    const std::int64_t k0 = lo + i0;
     double v = std::exp(log_pdf(d, k0) - top);
-    w[k0 - lo] = v;
-    for (std::int64_t k = k0; k < std::min(hi, k0 + anchor_every - 1); ++k) {
-      const double kd = static_cast<double>(k);
-      v *= (n - kd) * (kd + a) / ((kd + 1.0) * (n - kd - 1.0 + b));
+    w[i0] = v;
+    for (std::int64_t k = k0; k < lo + std::min(size - 1, i0 + anchor_every - 1); ++k) {
+      const double kd = static_cast<double>(k), rest = static_cast<double>(d.trials() - k);  // n - k exactly
+      v *= rest * (kd + a) / ((kd + 1.0) * (rest - 1.0 + b));
       w[k + 1 - lo] = v;
     }
   }
