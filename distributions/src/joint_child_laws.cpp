@@ -137,20 +137,35 @@ JointPmf append_child(const JointPmf& d, detail::ChildLaw law, const Truncation&
   shape.push_back(law.y_hi - law.y_lo + 1);
   const std::int64_t total = detail::checked_table_size(shape, t, who);
   const std::int64_t ny = shape.back();
-  Eigen::VectorXd lw(total);
+  // log-likelihoods first, then each entry w_x P(y | x) as w_x exp(ll - top) with top = max (log w_x + ll): no
+  // entry overflows, none that is kept underflows, and w_x goes through no logarithm (see joint_condition.cpp)
+  Eigen::VectorXd ll(total);
+  double top = -std::numeric_limits<double>::infinity();
   detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) {
     const double w = d.weights()[flat];
     const Eigen::Index base = flat * ny;
     if (w == 0.0) {
-      lw.segment(base, ny).setConstant(-std::numeric_limits<double>::infinity());
+      ll.segment(base, ny).setConstant(-std::numeric_limits<double>::infinity());
       return;
     }
     const double log_w = std::log(w);
     const Coordinates& x = values_at(idx);
-    for (std::int64_t j = 0; j < ny; ++j) lw[base + j] = log_w + law.log_lik(x, law.y_lo + j);
+    for (std::int64_t j = 0; j < ny; ++j) {
+      ll[base + j] = law.log_lik(x, law.y_lo + j);
+      top = std::max(top, log_w + ll[base + j]);
+    }
   });
-  JointPmf out = JointPmf::from_log(std::move(lo), std::move(shape), lw, d.error_bound() + added_error);
-  return JointPmf(out.lo(), out.shape(), out.weights(), out.log_scale() + d.log_scale(), out.error_bound());
+  if (top == -std::numeric_limits<double>::infinity())
+    detail::fail<domain_error>(who, ": the child has no possible value on the parent's support");
+  Eigen::VectorXd v(total);
+  for (Eigen::Index flat = 0; flat < d.size(); ++flat) {
+    const double w = d.weights()[flat];
+    for (std::int64_t j = 0; j < ny; ++j) {
+      const Eigen::Index i = flat * ny + j;
+      v[i] = w > 0.0 ? w * std::exp(ll[i] - top) : 0.0;
+    }
+  }
+  return JointPmf(std::move(lo), std::move(shape), std::move(v), d.log_scale() + top, d.error_bound() + added_error);
 }
 
 }  // namespace

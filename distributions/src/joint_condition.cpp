@@ -19,18 +19,18 @@ constexpr double inf = std::numeric_limits<double>::infinity();
 
 JointConditioned impossible(double error_bound) { return {std::nullopt, neg_inf, error_bound > 0.0 ? inf : 0.0}; }
 
-/// Posterior proportional to d times a likelihood at most 1, given as log-likelihoods per entry (-inf allowed):
-/// log entries log w + ll exponentiated relative to their largest, so no product underflows.
+/// Posterior proportional to d times a likelihood at most 1, given as log-likelihoods per entry (-inf allowed).
+/// With top = max_x (log w_x + ll_x), each entry is w_x exp(ll_x - top): at most 1, never overflowing (ll_x - top
+/// <= -log w_x <= 1000 log 2), and an entry kept (>= 2^-1000) never underflows; its only rounding is that of
+/// exp at ll_x - top, so the weight w_x itself goes through no logarithm (an indicator likelihood leaves it exact).
 JointConditioned reweight(const JointPmf& d, const Eigen::VectorXd& log_lik) {
   const auto& w = d.weights();
-  Eigen::VectorXd lv(w.size());
   double top = neg_inf;
-  for (Eigen::Index i = 0; i < w.size(); ++i) {
-    lv[i] = w[i] > 0.0 ? std::log(w[i]) + log_lik[i] : neg_inf;
-    top = std::max(top, lv[i]);
-  }
+  for (Eigen::Index i = 0; i < w.size(); ++i)
+    if (w[i] > 0.0) top = std::max(top, std::log(w[i]) + log_lik[i]);
   if (top == neg_inf) return impossible(d.error_bound());
-  Eigen::VectorXd v = (lv.array() - top).exp();
+  Eigen::VectorXd v(w.size());
+  for (Eigen::Index i = 0; i < w.size(); ++i) v[i] = w[i] > 0.0 ? w[i] * std::exp(log_lik[i] - top) : 0.0;
   const double log_l = d.log_scale() + top + std::log(v.sum());
   // |L - L'| <= e M (each likelihood is at most 1), so rho = e M / L'
   const double rho = d.error_bound() == 0.0 ? 0.0 : std::exp(std::log(d.error_bound()) + d.log_mass() - log_l);
