@@ -37,9 +37,9 @@ void bind_algebra(py::module_& m) {
         "Closed form: Binomial(n, p) + Binomial(m, p) = Binomial(n + m, p).");
   m.def("sum", py::overload_cast<const NegativeBinomial&, const NegativeBinomial&>(&sum), py::arg("x"), py::arg("y"),
         "Closed form: NegativeBinomial(r, p) + NegativeBinomial(s, p) = NegativeBinomial(r + s, p).");
-  m.def("negate", &negate, py::arg("x"), "The law of -X.");
-  m.def("difference", &difference, py::arg("x"), py::arg("y"), "The law of X - Y for independent X and Y.");
-  m.def("shift", &shift, py::arg("x"), py::arg("c"), "The law of X + c.");
+  m.def("negate", [](const Pmf& x) { return negate(x); }, py::arg("x"), "The law of -X.");
+  m.def("difference", [](const Pmf& x, const Pmf& y) { return difference(x, y); }, py::arg("x"), py::arg("y"), "The law of X - Y for independent X and Y.");
+  m.def("shift", [](const Pmf& x, std::int64_t c) { return shift(x, c); }, py::arg("x"), py::arg("c"), "The law of X + c.");
   m.def("affine", py::overload_cast<const Pmf&, std::int64_t, std::int64_t>(&affine), py::arg("x"), py::arg("a"),
         py::arg("c"), "The law of a X + c (a != 0), a SparsePmf.");
   m.def("affine", py::overload_cast<const SparsePmf&, std::int64_t, std::int64_t>(&affine), py::arg("x"),
@@ -49,11 +49,11 @@ void bind_algebra(py::module_& m) {
   pmf.def("__add__", py::overload_cast<const Pmf&, const Pmf&>(&sum), py::is_operator())
       .def("__add__", [](const Pmf& x, std::int64_t c) { return shift(x, c); }, py::is_operator())
       .def("__radd__", [](const Pmf& x, std::int64_t c) { return shift(x, c); }, py::is_operator())
-      .def("__sub__", &difference, py::is_operator())
+      .def("__sub__", [](const Pmf& x, const Pmf& y) { return difference(x, y); }, py::is_operator())
       .def("__sub__", [](const Pmf& x, std::int64_t c) { return shift(x, detail::checked_mul(c, -1, "Pmf.__sub__")); },
            py::is_operator())
       .def("__rsub__", [](const Pmf& x, std::int64_t c) { return shift(negate(x), c); }, py::is_operator())
-      .def("__neg__", &negate, py::is_operator())
+      .def("__neg__", [](const Pmf& x) { return negate(x); }, py::is_operator())
       .def("__mul__", [](const Pmf& x, std::int64_t a) { return affine(x, a, 0); }, py::is_operator())
       .def("__rmul__", [](const Pmf& x, std::int64_t a) { return affine(x, a, 0); }, py::is_operator());
 
@@ -105,9 +105,11 @@ void bind_algebra(py::module_& m) {
   m.def("condition_on_sum",
         py::overload_cast<const Binomial&, const Binomial&, std::int64_t>(&condition_on_sum), py::arg("x"),
         py::arg("y"), py::arg("z"), "Closed form: Binomials with equal p given their sum (Hypergeometric).");
-  m.def("condition_on_difference", &condition_on_difference, py::arg("x"), py::arg("y"), py::arg("d"),
+  m.def("condition_on_difference",
+        [](const Pmf& x, const Pmf& y, std::int64_t d) { return condition_on_difference(x, y, d); }, py::arg("x"), py::arg("y"), py::arg("d"),
         "X | X - Y = d, and log P(X - Y = d).");
-  m.def("condition_affine", &condition_affine, py::arg("x"), py::arg("a"), py::arg("c"), py::arg("v"),
+  m.def("condition_affine",
+        [](const Pmf& x, std::int64_t a, std::int64_t c, std::int64_t v) { return condition_affine(x, a, c, v); }, py::arg("x"), py::arg("a"), py::arg("c"), py::arg("v"),
         "X | a X + c = v.");
   m.def("condition", py::overload_cast<const Pmf&, const Thinning&, std::int64_t>(&condition), py::arg("x"),
         py::arg("law"), py::arg("y"), "X | Y = y for Y | X ~ law, and log P(Y = y).");

@@ -129,10 +129,10 @@ void bind_families(py::module_& m) {
                ", error_bound=" + number(d.error_bound()) + ")";
       });
   bind_law_functions<SparsePmf>(m, sparse);
-  m.def("to_sparse", &to_sparse, py::arg("pmf"));
+  m.def("to_sparse", [](const Pmf& d) { return to_sparse(d); }, py::arg("pmf"));
   m.def("to_dense", [](const SparsePmf& d, const Truncation& t) { return to_dense(d, t); }, py::arg("sparse"),
         py::arg("truncation") = Truncation{});
-  pmf.def("to_sparse", &to_sparse);
+  pmf.def("to_sparse", [](const Pmf& d) { return to_sparse(d); });
 
   family<Bernoulli>(m, "Bernoulli", "Bernoulli(p): 1 with probability p, else 0.")
       .def(py::init<double>(), py::arg("p"))
