@@ -8,9 +8,22 @@ delayed-sampling engine over P particles on the CPU or a CUDA device. Errors are
 derive from the matching built-in exception (DomainError is a ValueError, OverflowError an OverflowError, ...).
 """
 
-from ._tally import *  # noqa: F401,F403
-from ._tally import __doc__ as _extension_doc  # noqa: F401
-from . import _tally
+import numpy as _numpy
+
+from . import _build_info
+
+
+def _version(text):
+    return tuple(int(part) for part in text.split(".")[:2] if part.isdigit())
+
+
+# pybind11 before 2.12 does not know NumPy 2's array descriptors: a crash, not an error, on the first array
+if _version(_numpy.__version__) >= (2, 0) and _version(_build_info.pybind11_version) < (2, 12):
+    raise ImportError(f"tally was built with pybind11 {_build_info.pybind11_version}, which does not support "
+                      f"NumPy {_numpy.__version__}: rebuild it with pybind11 >= 2.12, or use NumPy 1.x")
+
+from ._tally import *  # noqa: E402,F401,F403
+from . import _tally  # noqa: E402
 
 # the names `from tally import *` should not bring in: they shadow built-ins
 __all__ = [name for name in dir(_tally) if not name.startswith("_") and name not in ("sum", "OverflowError")]
