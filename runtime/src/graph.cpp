@@ -6,6 +6,7 @@
 #include <limits>
 #include <cstdlib>
 #include <map>
+#include <optional>
 
 #include "dependence.hpp"
 #include "node.hpp"
@@ -491,8 +492,9 @@ Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kin
   const double log_mean = summary.log_sum - std::log(static_cast<double>(particles()));
   if (ancestors.size() == 0) return {-std::numeric_limits<double>::infinity(), 0.0, {}};  // every particle impossible
   if (threshold < 1.0 && !(summary.ess < threshold * static_cast<double>(particles()))) return {log_mean, summary.ess, {}};
+  auto zero = gpu::filled(0.0, particles(), context_->where);  // before gathering: the moves after it cannot fail
   gather(ancestors);
-  reset_log_weights();
+  context_->log_weight = std::move(zero);
   return {log_mean, summary.ess, std::move(ancestors), true};
   });
 }
@@ -503,29 +505,46 @@ void Graph::resample(const std::vector<std::size_t>& ancestors) {
                                      particles(), " particles");
   for (std::size_t a : ancestors)
     if (a >= particles()) tally::detail::fail<domain_error>("tally::runtime::Graph::resample: ancestor ", a, " out of range");
-  gather(gpu::Column<std::size_t>::from_host(ancestors, context_->where));
-  context_->log_weight = detail::gather(context_->log_weight, gpu::Column<std::size_t>::from_host(ancestors, context_->where));
+  const auto where = gpu::Column<std::size_t>::from_host(ancestors, context_->where);
+  auto weights = detail::gather(context_->log_weight, where);  // before the nodes: the move after cannot fail
+  gather(where);
+  context_->log_weight = std::move(weights);
 }
 
 void Graph::gather(const gpu::Column<std::size_t>& a) {
-  // laws and values shared between nodes (an operand's laws, a count's trials) are gathered once and stay shared
+  // Two phases, so that a failure (a device allocation, host memory) leaves every particle as it was (the strong
+  // guarantee; gathering node by node in place would leave some nodes resampled and others not): first every
+  // node's gathered state is computed aside, then all are moved in, which cannot throw.
+  // Laws and values shared between nodes (an operand's laws, a count's trials) are gathered once and stay shared.
   std::map<const void*, detail::Laws> laws;
   std::map<const void*, detail::Values> values;
+  std::vector<std::pair<detail::Laws*, const detail::Laws*>> new_laws;  // shared: copied in
+  std::vector<std::pair<detail::Values*, const detail::Values*>> new_values;
+  std::vector<std::pair<gpu::Column<double>*, gpu::Column<double>>> new_columns;
+  std::vector<std::pair<Node::ContinuousState*, std::pair<decltype(Node::ContinuousState::params.dirichlet),
+                                                           decltype(Node::ContinuousState::vector)>>> new_dirichlet;
+  std::vector<std::pair<std::shared_ptr<const gpu::Column<double>>*, std::shared_ptr<const gpu::Column<double>>>> new_p;
+  std::vector<std::pair<detail::Laws*, detail::Laws>> own_laws;  // host laws, not shared: moved in
   auto gather_laws = [&](detail::Laws& l) {
     if (l.empty()) return;
     if (!l.device && !l.parameters) {
-      l = detail::gather(l, a);
+      own_laws.emplace_back(&l, detail::gather(l, a));
       return;
     }
     auto [it, fresh] = laws.try_emplace(l.device ? static_cast<const void*>(l.device.get()) : l.parameters.get());
     if (fresh) it->second = detail::gather(l, a);
-    l = it->second;
+    new_laws.emplace_back(&l, &it->second);
   };
   auto gather_values = [&](detail::Values& v) {
     if (v.empty()) return;
     auto [it, fresh] = values.try_emplace(v.column.get());
     if (fresh) it->second = detail::gather(v, a);
-    v = it->second;
+    new_values.emplace_back(&v, &it->second);
+  };
+  std::optional<std::vector<std::size_t>> host_ancestors;  // read back only for Dirichlet states (host batches)
+  auto ancestors_on_host = [&]() -> const std::vector<std::size_t>& {
+    if (!host_ancestors) host_ancestors = a.to_host();
+    return *host_ancestors;
   };
   for (Node* n = context_->first_live; n != nullptr; n = n->next_live) {
     gather_laws(n->marginal);
@@ -533,18 +552,34 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
     gather_values(n->tie_c);
     gather_laws(n->tie_base);
     if (auto* c = n->continuous.get()) {
-      c->params.a = detail::gather(c->params.a, a);
-      c->params.b = detail::gather(c->params.b, a);
-      if (!c->params.dirichlet.empty()) c->params.dirichlet.select(a.to_host());
-      c->scalar = detail::gather(c->scalar, a);
-      if (!c->vector.empty()) c->vector.select(a.to_host());
+      new_columns.emplace_back(&c->params.a, detail::gather(c->params.a, a));
+      new_columns.emplace_back(&c->params.b, detail::gather(c->params.b, a));
+      new_columns.emplace_back(&c->scalar, detail::gather(c->scalar, a));
+      if (!c->params.dirichlet.empty() || !c->vector.empty()) {
+        auto dirichlet = c->params.dirichlet;
+        auto vector = c->vector;
+        if (!dirichlet.empty()) dirichlet.select(ancestors_on_host());
+        if (!vector.empty()) vector.select(ancestors_on_host());
+        new_dirichlet.emplace_back(c, std::make_pair(std::move(dirichlet), std::move(vector)));
+      }
     }
     if (n->operands)
       for (auto& o : *n->operands) gather_laws(o);
     if (auto* c = std::get_if<detail::CountChild>(&n->kind)) gather_values(c->trials);
     if (auto* b = std::get_if<detail::PerParticleBinomial>(&n->kind))
-      b->p = std::make_shared<const gpu::Column<double>>(detail::gather(*b->p, a));
+      new_p.emplace_back(&b->p, std::make_shared<const gpu::Column<double>>(detail::gather(*b->p, a)));
   }
+  // commit: moves, and copies of states held by shared_ptr (device laws, parameter forms, values: their host
+  // batches are empty), none of which allocates or throws
+  for (auto& [target, gathered] : own_laws) *target = std::move(gathered);
+  for (auto& [target, gathered] : new_laws) *target = *gathered;
+  for (auto& [target, gathered] : new_values) *target = *gathered;
+  for (auto& [target, gathered] : new_columns) *target = std::move(gathered);
+  for (auto& [c, gathered] : new_dirichlet) {
+    c->params.dirichlet = std::move(gathered.first);
+    c->vector = std::move(gathered.second);
+  }
+  for (auto& [target, gathered] : new_p) *target = std::move(gathered);
 }
 
 std::vector<NodeMemory> Graph::memory() const {

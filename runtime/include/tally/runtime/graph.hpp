@@ -134,6 +134,28 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// Impossible observations give that particle a log-weight of -inf; the graph stays usable.
 /// Observations beyond the truncated tail of an unbounded law also read -inf: tighten Truncation (the third
 /// constructor argument, e.g. {1e-300}) where such data are expected. A Graph is not thread-safe.
+///
+/// Exceptions (tests/runtime/exception_safety.cpp; fuzz/engine.cpp checks them on random programs). Every
+/// operation throws only tally's documented types: usage_error (misuse), tally::domain_error, shape_error,
+/// overflow_error (a law larger than Truncation::max_size, or costlier than max_work), inexact_error (strict
+/// mode), cuda_error and device_memory_error (a CUDA graph). Each gives one of two guarantees:
+/// - *Strong* (nothing changed: log-weights, laws, values, draws and the live nodes are as before the call):
+///   every check of the arguments (an empty handle or one of another Graph, a variable observed twice or at
+///   itself, per-particle vectors of the wrong size, out-of-range probabilities and ancestors), which all come
+///   before any change; constant, assume (priors, children, conjugate parents and their counts of constant or
+///   realized trials), add, subtract, affine, name, strict, stream, in_support, touches, log_weights, memory, bytes,
+///   reset_log_weights; resample and
+///   resample_by_weight (the particles are gathered aside and moved in only when all succeeded; a failed
+///   resample_by_weight has still advanced its resampling counter, so a retry draws other uniforms); strict mode's
+///   inexact_error, raised before the fallback would sample.
+/// - *Basic* (the graph stays usable, its invariants hold and nothing leaks; work already done is kept): observe,
+///   value, values, realize, summarize, marginal, value / scalar_value / beta / gamma / dirichlet of a conjugate
+///   parameter, and binomial(x, p) and binomial(x, rho), which realize x first when it is not. These graft, marginalize and realize nodes along a path before the step that may fail (a child law
+///   that does not fit its parent's support, a law past max_size, a device allocation): the nodes already moved
+///   keep their new exact states (a marginalized law, or a value drawn from its exact posterior, as a fallback would
+///   draw it), the failed node and everything below it stay as they were, and the log-weights change only when an
+///   observation completes. Asking again for the failed variable fails again the same way while the cause remains;
+///   everything else goes on as if the failed call had been a marginal() of the nodes it reached.
 class Graph {
  public:
   /// particles >= 1 (domain_error otherwise); Device::automatic.
