@@ -72,8 +72,8 @@ inline std::int64_t any_integer(FuzzedDataProvider& in, std::int64_t small = 60)
 inline Truncation any_truncation(FuzzedDataProvider& in) {
   Truncation t;
   t.tolerance = in.ConsumeBool() ? 1e-15 : any_probability(in);
-  t.max_size = std::int64_t{1} << in.ConsumeIntegralInRange<int>(0, 16);
-  t.max_work = std::int64_t{1} << 24;
+  t.max_size = std::int64_t{1} << in.ConsumeIntegralInRange<int>(0, 13);
+  t.max_work = std::int64_t{1} << 21;
   return t;
 }
 

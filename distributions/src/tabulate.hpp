@@ -70,21 +70,63 @@ struct KeptRange {
   double dropped;
 };
 
+/// The smallest k in [lo, hi] with pred(k) true, for a predicate false then true (hi when it is nowhere true),
+/// searched from `guess`: galloping away from it (steps 1, 2, 4, ...) until the answer is bracketed, then
+/// bisecting, so that a guess far off (Boost's quantile at extreme parameters, k past 2^53 where a cdf moves in
+/// steps) costs O(log distance) evaluations, never a walk over the distance.
+template <class Pred>
+std::int64_t first_true(std::int64_t guess, std::int64_t lo, std::int64_t hi, Pred pred) {
+  std::int64_t k = guess < lo ? lo : guess > hi ? hi : guess;
+  std::int64_t bad, good;  // !pred(bad), pred(good), bad < good: the answer is in (bad, good]
+  constexpr std::int64_t max_step = std::int64_t{1} << 61;
+  if (pred(k)) {
+    good = k;
+    for (std::int64_t step = 1;; step = step > max_step ? step : 2 * step) {
+      if (good == lo) return lo;
+      const std::int64_t j = good - lo <= step ? lo : good - step;
+      if (!pred(j)) {
+        bad = j;
+        break;
+      }
+      good = j;
+    }
+  } else {
+    bad = k;
+    for (std::int64_t step = 1;; step = step > max_step ? step : 2 * step) {
+      if (bad == hi) return hi;
+      const std::int64_t j = hi - bad <= step ? hi : bad + step;
+      if (pred(j)) {
+        good = j;
+        break;
+      }
+      bad = j;
+    }
+  }
+  while (good - bad > 1) {
+    const std::int64_t mid = bad + (good - bad) / 2;
+    if (pred(mid))
+      good = mid;
+    else
+      bad = mid;
+  }
+  return good;
+}
+
 /// Truncates a law on [first, infinity) at `tolerance`: lo is the largest k >= first with P(X < k) <= tol/2, hi
-/// the smallest k >= lo with P(X > k) <= tol/2, found by stepping from the guesses against the exact tails
-/// cdf(k) = P(X <= k) and ccdf(k) = P(X > k). Throws domain_error if tolerance is not in (0, 1).
+/// the smallest k >= lo with P(X > k) <= tol/2, found from the guesses against the exact tails cdf(k) = P(X <= k)
+/// and ccdf(k) = P(X > k) (by first_true: a poor guess costs O(log distance) evaluations). Throws domain_error if
+/// tolerance is not in (0, 1).
 template <class Cdf, class Ccdf>
 KeptRange truncate_tails(double tolerance, std::int64_t first, std::int64_t lo_guess, std::int64_t hi_guess, Cdf cdf,
                          Ccdf ccdf, const char* who) {
   if (!(tolerance > 0.0 && tolerance < 1.0))
     fail<domain_error>(who, ": truncation tolerance ", tolerance, " must be in (0, 1) for an unbounded law");
   const double half = tolerance / 2;
-  std::int64_t lo = lo_guess < first ? first : lo_guess;
-  while (lo > first && cdf(lo - 1) > half) --lo;
-  while (cdf(lo) <= half) ++lo;  // P(X < lo+1) = cdf(lo) small enough: drop lo too
-  std::int64_t hi = hi_guess < lo ? lo : hi_guess;
-  while (hi > lo && ccdf(hi - 1) <= half) --hi;
-  while (ccdf(hi) > half) ++hi;
+  constexpr std::int64_t end = std::numeric_limits<std::int64_t>::max();
+  // lo: the first k >= first with P(X <= k) > tol/2 (then P(X < lo) <= tol/2)
+  const std::int64_t lo = first_true(lo_guess, first, end, [&](std::int64_t k) { return cdf(k) > half; });
+  // hi: the first k >= lo with P(X > k) <= tol/2
+  const std::int64_t hi = first_true(hi_guess, lo, end, [&](std::int64_t k) { return ccdf(k) <= half; });
   const double below = lo > first ? cdf(lo - 1) : 0.0;
   return {lo, hi, below + ccdf(hi)};
 }

@@ -272,3 +272,27 @@ TEST_CASE("the mode of a BetaBinomial with n near 2^63 is found by bisection, no
   small.weights().maxCoeff(&arg);
   REQUIRE(small.lo() + arg == 20);  // ratio(k) > 1 exactly while k (2 - a - b) + n (a - 1) + 1 - b > 0: k < 20.3
 }
+
+TEST_CASE("truncating a law whose tails lie near 1e17 searches by bisection, not by stepping (found by "
+          "fuzz_algebra)",
+          "[reliability][truncation]") {
+  // the kept range's ends were found by stepping one k at a time from Boost's guesses; near 1e17 a guess off by
+  // thousands meant thousands of incomplete-beta evaluations. Each of these is too large for max_size anyway: the
+  // answer is the overflow_error naming the range, at once.
+  for (double p : {1e-17, 3e-18, 1e-16}) {
+    for (double r : {0.5, 1.0, 10.0}) {
+      INFO("r = " << r << ", p = " << p);
+      REQUIRE_THROWS_AS(to_pmf(NegativeBinomial(r, p)), tally::overflow_error);
+    }
+    REQUIRE_THROWS_AS(to_pmf(Geometric(p)), tally::overflow_error);
+  }
+  for (double rate : {1e16, 1e17, 1e18}) REQUIRE_THROWS_AS(to_pmf(Poisson(rate)), tally::overflow_error);
+  // and where the range fits, it is the one the tails say: P(X < lo) and P(X > hi) each within tol/2
+  const NegativeBinomial d(3.5, 1e-4);
+  const Truncation t{1e-10};
+  const Pmf x = to_pmf(d, t);
+  REQUIRE(cdf(d, x.lo() - 1) <= t.tolerance / 2);
+  REQUIRE(cdf(d, x.lo()) > t.tolerance / 2);
+  REQUIRE(1.0 - cdf(d, x.hi()) <= t.tolerance / 2 * (1 + 1e-6));
+  REQUIRE(1.0 - cdf(d, x.hi() - 1) > t.tolerance / 2 * (1 - 1e-6));
+}
