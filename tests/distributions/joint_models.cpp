@@ -8,6 +8,7 @@
 
 #include "joint_brute_force.hpp"
 #include "tally/distributions/binomial.hpp"
+#include "tally/distributions/geometric.hpp"
 #include "tally/distributions/joint.hpp"
 #include "tally/distributions/poisson.hpp"
 
@@ -96,4 +97,95 @@ TEST_CASE("joint: two coupled populations with migration, exact evidence over fo
     REQUIRE(test::relative_error_big(got.at(x), w) <= 1e-12);
   }
   REQUIRE(checked > 200);
+}
+
+// An HMM whose Poisson emission rates are unknown counts: S_t a two-state Markov chain, R_0, R_1 Geometric
+// counts, y_t ~ Poisson(a R_{S_t}). Every emission couples S_t with both rates, so the filter runs on the joint of
+// (S, R_0, R_1); the forward algorithm over that joint in 50 digits is the reference.
+TEST_CASE("joint: an HMM with Poisson emissions whose rates are unknown counts", "[joint][model][hmm]") {
+  const double a = 1.5;
+  Eigen::MatrixXd T(2, 2);
+  T << 0.9, 0.1,  //
+      0.2, 0.8;
+  const std::vector<std::int64_t> ys = {1, 0, 2, 9, 12, 7, 1, 0, 11};
+  const Pmf r0 = to_pmf(Geometric(0.5), {1e-40}), r1 = to_pmf(Geometric(0.15), {1e-40});
+  JointPmf d = independent({Pmf(0, Eigen::Vector2d(0.5, 0.5)), r0, r1});
+  const SelectedScaledPoisson emission(0, {1, 2}, a);
+  double log_evidence = 0.0;
+  for (std::int64_t y : ys) {
+    d = markov_step(d, 0, MarkovStep(T));
+    const JointConditioned c = condition(d, emission, y);
+    REQUIRE(c.posterior.has_value());
+    log_evidence += c.log_likelihood;
+    d = *c.posterior;
+  }
+  // forward algorithm over (s, r0, r1) on the same truncated priors, in 50 digits
+  JointLaw law;
+  for (const auto& [u, pu] : test::law_of(r0))
+    for (const auto& [v, pv] : test::law_of(r1))
+      for (std::int64_t s = 0; s < 2; ++s) law[{s, u, v}] = big(0.5) * pu * pv;
+  std::map<std::pair<std::int64_t, std::int64_t>, big> poissons;  // Poisson(y; a r), each an lgamma in 50 digits
+  const auto poisson = [&](std::int64_t y, std::int64_t r) -> const big& {
+    auto it = poissons.find({y, r});
+    if (it == poissons.end()) it = poissons.emplace(std::make_pair(y, r), test::poisson_big(y, a * static_cast<double>(r))).first;
+    return it->second;
+  };
+  big evidence = 1;
+  for (std::int64_t y : ys) {
+    JointLaw next;
+    for (const auto& [x, w] : law)
+      for (std::int64_t s = 0; s < 2; ++s) {
+        const big& lik = poisson(y, x[static_cast<std::size_t>(1 + s)]);
+        if (lik > 0) next[{s, x[1], x[2]}] += w * big(T(x[0], s)) * lik;
+      }
+    const big step = test::mass(next) / test::mass(law);
+    evidence *= step;
+    law = next;
+  }
+  const double want = static_cast<double>(boost::multiprecision::log(evidence));
+  REQUIRE(std::abs(log_evidence - want) <= 1e-13 * std::abs(want));
+  test::require_joint(d, test::normalized(law), 1e-11);
+  // the posterior of each rate
+  for (int axis : {1, 2}) {
+    test::Law m;
+    for (const auto& [x, w] : test::normalized(law)) m[x[static_cast<std::size_t>(axis)]] += w;
+    const test::Law got = test::law_of(marginal(d, axis));
+    for (const auto& [k, w] : m)
+      if (w > 1e-250) REQUIRE(test::relative_error_big(got.at(k), w) <= 1e-11);
+  }
+}
+
+// A diamond: cloudy C -> rain R, C -> sprinkler S, (R, S) -> wet grass W observed. R and S share C, so W's
+// likelihood cannot be taken on independent marginals. A table child of two coordinates is a Markov step of the
+// coordinate 2 R + S (a linear combination that indexes the rows of the table).
+TEST_CASE("joint: a diamond-shaped Bayesian network, exact posterior", "[joint][model][diamond]") {
+  Eigen::MatrixXd rain(2, 2), sprinkler(2, 2), wet(4, 2);
+  rain << 0.8, 0.2,  //
+      0.2, 0.8;
+  sprinkler << 0.5, 0.5,  //
+      0.9, 0.1;
+  wet << 1.0, 0.0,  // R = 0, S = 0
+      0.1, 0.9,     // R = 0, S = 1
+      0.1, 0.9,     // R = 1, S = 0
+      0.01, 0.99;   // R = 1, S = 1
+  JointPmf d = joint(Pmf(0, Eigen::Vector2d(0.5, 0.5)));  // C
+  d = add_child(d, 0, MarkovStep(rain));                    // (C, R)
+  d = add_child(d, 0, MarkovStep(sprinkler));               // (C, R, S)
+  d = linear_combination(d, {0, 2, 1}, 0);                  // (C, R, S, 2R + S)
+  const JointConditioned c = condition(d, 3, MarkovStep(wet), 1);
+  REQUIRE(c.posterior.has_value());
+  big evidence = 0, rain_and_wet = 0, sprinkler_and_wet = 0;
+  for (std::int64_t cc = 0; cc < 2; ++cc)
+    for (std::int64_t r = 0; r < 2; ++r)
+      for (std::int64_t s = 0; s < 2; ++s) {
+        const big p = big(0.5) * big(rain(cc, r)) * big(sprinkler(cc, s)) * big(wet(2 * r + s, 1));
+        evidence += p;
+        if (r == 1) rain_and_wet += p;
+        if (s == 1) sprinkler_and_wet += p;
+      }
+  test::require_log_likelihood(c.log_likelihood, evidence, 1e-14);
+  REQUIRE(test::relative_error(pdf(marginal(*c.posterior, 1), 1), rain_and_wet / evidence) <= 1e-14);
+  REQUIRE(test::relative_error(pdf(marginal(*c.posterior, 2), 1), sprinkler_and_wet / evidence) <= 1e-14);
+  // P(R = 1 | W = 1) = 0.4581 / 0.6471 on these tables
+  REQUIRE(pdf(marginal(*c.posterior, 1), 1) == Approx(0.4581 / 0.6471).epsilon(1e-12));
 }
