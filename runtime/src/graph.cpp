@@ -295,6 +295,8 @@ const detail::Values& realized_parameter(Node& n) {
 Variable Graph::binomial(const Variable& x, const std::vector<double>& p) {
   if (p.size() != particles())
     tally::detail::fail<shape_error>("tally::runtime::Graph::binomial: ", p.size(), " probabilities for ", particles(), " particles");
+  // checked here, on the host, whatever the backend (a device column's values are checked where they are used)
+  for (double v : p) tally::detail::check_probability(v, "tally::runtime::Graph::binomial", "p");
   return binomial(x, gpu::Column<double>::from_host(p, context_->where));
 }
 

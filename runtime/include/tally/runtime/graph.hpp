@@ -196,7 +196,10 @@ class Graph {
   /// Binomial(x_i, p_i) with per-particle probabilities the engine computed (from realized values, say:
   /// gpu::hazard_probabilities(values(I), c) for an epidemic's chain binomial), where the graph keeps its state
   /// (a host vector is copied there). x is realized first if it is not (Fallback::parent_realized), so the laws
-  /// are Binomial(x_i, p_i) at once. p_i in [0, 1], one per particle (domain_error, shape_error).
+  /// are Binomial(x_i, p_i) at once. p_i in [0, 1], one per particle (domain_error, shape_error). A host vector
+  /// and a host column are checked here, before anything changes; a device column's values are checked on the
+  /// device when the laws are formed or drawn from (domain_error naming the particle then), so that building the
+  /// node reads nothing back.
   Variable binomial(const Variable& x, const std::vector<double>& p);
   Variable binomial(const Variable& x, gpu::Column<double> p);
   /// Binomial(x, rho) with rho a Beta variable: x is realized first (Fallback::parent_realized) when it is not.
