@@ -121,3 +121,53 @@ TEST_CASE("condition_on_thinning: the device computes what the host does", "[pop
     }
   }
 }
+
+TEST_CASE("thin: the device computes what the host does, and zeros in a far tail are not carried on",
+          "[population][thinning]") {
+  std::mt19937_64 gen(20261126);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const std::size_t P = 300;
+  gpu::PmfBatch x = random_laws(gen, P, 120);
+  // zero the last entries of some laws (as a posterior's tail that underflowed), all of them in one
+  std::vector<std::int64_t> want_hi(P);
+  for (std::size_t i = 0; i < P; ++i) {
+    const auto begin = static_cast<std::size_t>(x.offset[i]), m = x.length(i);
+    const std::size_t zeros = i == 7 ? m : (u(gen) < 0.5 ? static_cast<std::size_t>(u(gen) * double(m)) : 0);
+    for (std::size_t k = m - zeros; k < m; ++k) x.weights[begin + k] = 0.0;
+    std::int64_t last = static_cast<std::int64_t>(m) - 1;
+    while (last > 0 && !(x.weights[begin + static_cast<std::size_t>(last)] > 0.0)) --last;
+    want_hi[i] = x.lo[i] + last;
+  }
+  for (const double q : {0.3, 0.97}) {
+    INFO("q = " << q);
+    const gpu::PmfBatch h = gpu::thin(gpu::Laws::from_host(x, Backend::cpu), q).to_host();
+    for (std::size_t i = 0; i < P; ++i) {
+      INFO("law " << i);
+      REQUIRE(h.lo[i] == 0);
+      REQUIRE(static_cast<std::int64_t>(h.length(i)) == want_hi[i] + 1);  // k = 0 .. the last value with mass
+      if (i == 7 || x.log_scale[i] == -inf) REQUIRE(h.log_scale[i] == -inf);
+    }
+    if (test::skip_without_device()) continue;
+    const gpu::PmfBatch d = gpu::thin(gpu::Laws::from_host(x, Backend::cuda), q).to_host();
+    REQUIRE(d.offset == h.offset);
+    REQUIRE(d.lo == h.lo);
+    for (std::size_t i = 0; i < P; ++i) {
+      INFO("law " << i);
+      if (h.log_scale[i] == -inf) {
+        REQUIRE(d.log_scale[i] == -inf);
+        continue;
+      }
+      REQUIRE(std::abs(d.log_scale[i] - h.log_scale[i]) <= 1e-12 * std::max(1.0, std::abs(h.log_scale[i])));
+      const auto hw = h[i], dw = d[i];
+      for (std::size_t k = 0; k < hw.size(); ++k) {
+        // products that went subnormal (laws here reach 1e-300) keep only their absolute accuracy, which the
+        // rescaling by the largest r can lift above 1e-300: entries that small are left out, as above
+        if (hw[k] < 1e-250 && dw[k] < 1e-250) continue;
+        INFO("k = " << k << ": host " << hw[k] << ", device " << dw[k]);
+        // each term is the lgamma formula at n up to ~500 (log masses of -1e3): the two sides' lgamma and exp
+        // agree to about 1e-13 of the logarithm, so 1e-12 .. 1e-11 relative in a weight
+        REQUIRE(std::abs(dw[k] - hw[k]) <= 1e-10 * hw[k]);
+      }
+    }
+  }
+}

@@ -124,22 +124,28 @@ Laws thin(const Laws& x, double q) {
   tally::detail::check_probability(q, who, "q");
   if (on_device(x.where())) return population_cuda::thin(x, q);
   const PmfBatch& a = x.host();
+  // law i's thinning lives on k = 0 .. lo_i + j_i, j_i its last entry of positive weight (0 without mass): the
+  // zeros a conditioning leaves in a far tail (weights that underflowed) are not carried on, and lengths of laws
+  // kept marginalized over many steps do not grow with the step
+  std::vector<std::size_t> lengths(a.size());
   std::size_t total = 0, longest = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
     if (a.lo[i] < 0) tally::detail::fail<domain_error>(who, ": a law on ", a.lo[i], ".. is not a count (lo < 0)");
-    const auto len = static_cast<std::size_t>(a.lo[i]) + a.length(i);  // k = 0 .. hi = lo + m - 1
+    std::size_t last = a.length(i) - 1;
+    while (last > 0 && !(a.weights[static_cast<std::size_t>(a.offset[i]) + last] > 0.0)) --last;
+    const auto len = lengths[i] = static_cast<std::size_t>(a.lo[i]) + last + 1;
     total += len;
     longest = std::max(longest, len);
   }
   Laws out = Laws::allocate(Backend::cpu, a.size(), total, longest, who);
   PmfBatch& b = out.host();
   for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto len = static_cast<std::size_t>(a.lo[i]) + a.length(i);
+    const auto len = lengths[i];
     const auto at = static_cast<std::size_t>(b.offset[i]);
     double top = 0;
     for (std::size_t k = 0; k < len; ++k) {
       double r = 0;
-      for (std::size_t j = 0; j < a.length(i); ++j) {  // n = lo + j >= k
+      for (std::size_t j = 0; j + static_cast<std::size_t>(a.lo[i]) < len; ++j) {  // n = lo + j >= k
         const std::int64_t n = a.lo[i] + std::int64_t(j);
         const double w = a.weights[std::size_t(a.offset[i]) + j];
         if (n >= std::int64_t(k) && w > 0.0) r += w * std::exp(detail::binomial_log_mass(n, std::int64_t(k), q));

@@ -235,14 +235,18 @@ __global__ void negate_kernel(PmfBatchView x, MutablePmfBatchView out) {
   }
 }
 
-/// lengths[i] = lo_i + m_i (the thinning's support 0 .. hi_i), 0 for i = count.
+/// lengths[i] = lo_i + j_i + 1 (the thinning's support 0 .. lo_i + j_i), j_i the last entry of positive weight
+/// (0 for a law without mass), 0 for i = count.
 __global__ void thinned_lengths_kernel(PmfBatchView x, std::int64_t* lengths, LengthReport* r) {
   const long long i = thread_index();
   unsigned long long length = 0;
   if (i == static_cast<long long>(x.count)) {
     lengths[i] = 0;
   } else if (i < static_cast<long long>(x.count)) {
-    const std::int64_t len = x.lo[i] + x.offset[i + 1] - x.offset[i];
+    const double* w = x.weights + x.offset[i];
+    std::int64_t last = x.offset[i + 1] - x.offset[i] - 1;
+    while (last > 0 && !(w[last] > 0.0)) --last;  // usually at once: a posterior's far tail underflows to zeros
+    const std::int64_t len = x.lo[i] + last + 1;
     if (x.lo[i] < 0) atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
     lengths[i] = len > 0 ? len : 1;
     length = static_cast<unsigned long long>(lengths[i]);
@@ -255,7 +259,8 @@ __global__ void thin_kernel(PmfBatchView x, double q, const std::int64_t* offset
   const long long i = warp_index();
   const int lane = threadIdx.x & 31;
   if (i >= static_cast<long long>(x.count)) return;
-  const std::int64_t lo = x.lo[i], m = x.offset[i + 1] - x.offset[i], at = offsets[i], len = offsets[i + 1] - at;
+  const std::int64_t at = offsets[i], len = offsets[i + 1] - at, lo = x.lo[i];
+  const std::int64_t m = min(x.offset[i + 1] - x.offset[i], len - lo);  // the entries after the last positive one: 0
   const double* w = x.weights + x.offset[i];
   double top = 0.0;
   for (std::int64_t k = lane; k < len; k += 32) {
