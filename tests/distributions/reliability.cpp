@@ -296,3 +296,20 @@ TEST_CASE("truncating a law whose tails lie near 1e17 searches by bisection, not
   REQUIRE(1.0 - cdf(d, x.hi()) <= t.tolerance / 2 * (1 + 1e-6));
   REQUIRE(1.0 - cdf(d, x.hi() - 1) > t.tolerance / 2 * (1 - 1e-6));
 }
+
+TEST_CASE("to_pmf(Binomial(n, p)) with n near 2^63 is refused by size, with no float-to-int overflow finding its "
+          "mode (found by fuzz_algebra under UBSan)",
+          "[reliability][binomial]") {
+  const std::int64_t top = std::numeric_limits<std::int64_t>::max();
+  for (std::int64_t n : {top, top - 1, top - 511})
+    for (double p : {0.999999, 0.5}) {
+      INFO("n = " << n << ", p = " << p);
+      REQUIRE_THROWS_AS(to_pmf(Binomial(n, p)), tally::overflow_error);
+    }
+  // p = 1 - 1e-16: the mode rounds to n (2^63 as a double), and the law is narrow (about 922 failures, sd 30)
+  const Pmf near_n = to_pmf(Binomial(top, 1.0 - 1e-16));
+  REQUIRE(near_n.hi() < top);
+  REQUIRE(near_n.lo() > top - 3000);
+  REQUIRE(std::abs(std::exp(near_n.log_mass()) - 1.0) <= 1e-12);
+  REQUIRE(to_pmf(Binomial(top, 1.0)).lo() == top);  // the point mass at n
+}

@@ -53,7 +53,7 @@ Pmf to_pmf(const Binomial& d, const Truncation& t) {
   auto lp = [&](std::int64_t k) { return log_pdf(d, k); };
   // mode: floor((n+1) p), clamped to [0, n]
   const double m = std::floor((static_cast<double>(n) + 1.0) * d.success());
-  const std::int64_t mode = m < 0 ? 0 : m > static_cast<double>(n) ? n : static_cast<std::int64_t>(m);
+  const std::int64_t mode = m < 0 ? 0 : m >= static_cast<double>(n) ? n : static_cast<std::int64_t>(m);  // (>=: double(n) may be 2^63)
   const auto [lo, hi] = detail::significant_range(mode, 0, n, lp);
   // each of the n + 1 - (hi - lo + 1) entries left out is below flush_fraction times the mode (<= the mass)
   const double flushed = static_cast<double>(n - (hi - lo)) * flush_fraction;
