@@ -28,7 +28,7 @@ Pmf tabulate(std::int64_t lo, std::int64_t hi, LogPmf log_pmf, double error_boun
              const char* who) {
   check_dense_size(lo, hi, t, who);
   Eigen::VectorXd lw(hi - lo + 1);
-  for (std::int64_t k = lo; k <= hi; ++k) lw[k - lo] = log_pmf(k);
+  for (std::int64_t i = 0; i <= hi - lo; ++i) lw[i] = log_pmf(lo + i);  // (k <= hi; ++k never ends at INT64_MAX)
   return Pmf::from_log(lo, lw, error_bound);
 }
 

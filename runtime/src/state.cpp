@@ -383,8 +383,9 @@ Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int si
     std::vector<std::pair<double, Pmf>> parts;  // (weight of x, law of z given x)
     std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = std::numeric_limits<std::int64_t>::min();
     double error = 0.0;
-    for (std::int64_t v = px.lo(); v <= px.hi(); ++v) {
-      const double wx = px.weights()[v - px.lo()];
+    for (std::int64_t j = 0; j < px.size(); ++j) {  // (v <= hi; ++v would overflow at INT64_MAX)
+      const std::int64_t v = px.lo() + j;
+      const double wx = px.weights()[j];
       if (wx == 0.0) continue;
       Pmf z = affine_pmf(push_pmf(Pmf::point(v), law, at.truncation), sign_y, sign_x * v, at.truncation);
       lo = std::min(lo, z.lo());
@@ -413,7 +414,8 @@ Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int s
     const Pmf& px = h[i];
     Eigen::VectorXd lw(px.size());
     double error = px.error_bound();
-    for (std::int64_t v = px.lo(); v <= px.hi(); ++v) {
+    for (std::int64_t j = 0; j < px.size(); ++j) {  // (v <= hi; ++v would overflow at INT64_MAX)
+      const std::int64_t v = px.lo() + j;
       const Pmf y = push_pmf(Pmf::point(v), law, at.truncation);
       error = std::max(error, px.error_bound() + y.error_bound());
       lw[v - px.lo()] = std::log(px.weights()[v - px.lo()]) + log_pdf(y, sign_y * (zv[i] - sign_x * v));
