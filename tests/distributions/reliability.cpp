@@ -17,6 +17,8 @@
 #include "tally/distributions/log_pmf.hpp"
 #include "tally/distributions/negative_binomial.hpp"
 #include "tally/distributions/poisson.hpp"
+#include "tally/distributions/algebra.hpp"
+#include "tally/distributions/sparse_pmf.hpp"
 #include "tally/distributions/uniform_int.hpp"
 #include "tally/error.hpp"
 
@@ -312,4 +314,21 @@ TEST_CASE("to_pmf(Binomial(n, p)) with n near 2^63 is refused by size, with no f
   REQUIRE(near_n.lo() > top - 3000);
   REQUIRE(std::abs(std::exp(near_n.log_mass()) - 1.0) <= 1e-12);
   REQUIRE(to_pmf(Binomial(top, 1.0)).lo() == top);  // the point mass at n
+}
+
+TEST_CASE("a sparse sum of two large supports is refused at once, not a 12 GB allocation (found by fuzz_algebra)",
+          "[reliability][sparse]") {
+  const std::int64_t n = 20000;  // 4e8 pairs, more than max_size
+  const SparsePmf x = affine(to_pmf(UniformInt(0, n - 1)), 3, 0), y = affine(to_pmf(UniformInt(0, n - 1)), 5, 1);
+  try {
+    (void)sum(x, y);
+    FAIL("the sparse sum returned");
+  } catch (const tally::overflow_error& e) {
+    REQUIRE(std::string(e.what()).find("max_size") != std::string::npos);
+  }
+  // small ones still work, exactly
+  const SparsePmf a = affine(to_pmf(UniformInt(0, 3)), 3, 0), b = affine(to_pmf(UniformInt(0, 2)), 5, 0);
+  const SparsePmf s = sum(a, b);
+  REQUIRE(s.size() == 12);  // 3i + 5j for i < 4, j < 3 are all distinct
+  REQUIRE(std::abs(pdf(s, 3 * 2 + 5 * 1) - 1.0 / 12.0) <= 1e-15);
 }
