@@ -118,7 +118,7 @@ Pmf poisson_mixture(const Pmf& x, Rate rate, const Truncation& t, const char* wh
   const long double cut = 0x1p-1010L;  // 2^-80 flush_fraction R, in units of R 2^-70
 
   std::vector<long double> acc(static_cast<std::size_t>(y_hi - y_lo + 1), 0.0L);
-  long double* const r = acc.data() - y_lo;  // r[y] for y in [y_lo, y_hi]
+  long double* const r = acc.data();  // r[y - y_lo] for y in [y_lo, y_hi] (acc.data() - y_lo may not be a pointer)
   // 1 / y over the result's range (+1 past it), so that each step of a walk is one multiplication
   std::vector<long double> inverse(static_cast<std::size_t>(y_hi - y_lo + 2));
   for (std::size_t j = 0; j < inverse.size(); ++j)
@@ -137,7 +137,7 @@ Pmf poisson_mixture(const Pmf& x, Rate rate, const Truncation& t, const char* wh
     // upward from s: pmf(y) = pmf(y - 1) lambda / y, a ratio below 1 past the mode
     long double term = term_at(s);
     for (std::int64_t y = s, anchor = 64;;) {
-      r[y] += term;
+      r[y - y_lo] += term;
       if (++y > y_hi) break;
       if (--anchor == 0) {
         anchor = 64;
@@ -164,7 +164,7 @@ Pmf poisson_mixture(const Pmf& x, Rate rate, const Truncation& t, const char* wh
         dropped += term / (1.0L - static_cast<long double>(y) * inverse_lambda);  // >= the tail from y down
         break;
       }
-      r[y] += term;
+      r[y - y_lo] += term;
     }
   }
   Eigen::VectorXd result(y_hi - y_lo + 1);
