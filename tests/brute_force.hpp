@@ -30,13 +30,16 @@ inline Law law_of(const SparsePmf& d) {
   return out;
 }
 
-inline big mass(const Law& l) {
+/// The total of a law held as a map to 50-digit masses (Law here, the joint tests' JointLaw).
+template <class Map>
+big mass(const Map& l) {
   big s = 0;
   for (const auto& [k, p] : l) s += p;
   return s;
 }
 
-inline Law normalized(Law l) {
+template <class Map>
+Map normalized(Map l) {
   const big s = mass(l);
   for (auto& [k, p] : l) p /= s;
   return l;

@@ -9,13 +9,6 @@ namespace tally::python {
 
 namespace {
 
-std::string number(double x) {
-  std::ostringstream out;
-  out.precision(17);
-  out << x;
-  return out.str();
-}
-
 template <class Law>
 void bind_conditioned_law(py::module_& m, const char* name) {
   py::class_<ConditionedLaw<Law>>(m, name, "A closed-form conditioning: the posterior law (None when impossible) "

@@ -11,6 +11,7 @@
 #include <functional>
 #include <type_traits>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,14 @@
 namespace tally::python {
 
 namespace py = pybind11;
+
+/// x with 17 significant digits (the __repr__ of parameters: read back, the same double).
+inline std::string number(double x) {
+  std::ostringstream out;
+  out.precision(17);
+  out << x;
+  return out.str();
+}
 
 /// A C-contiguous 1-D NumPy array of T (forcecast: ints become doubles and so on), or TypeError.
 template <class T>

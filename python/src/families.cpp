@@ -8,13 +8,6 @@ namespace tally::python {
 
 namespace {
 
-std::string number(double x) {
-  std::ostringstream out;
-  out.precision(17);
-  out << x;
-  return out.str();
-}
-
 /// The free functions every law has (pdf, log_pdf, cdf, quantile vectorized over NumPy arrays; support, mean,
 /// variance), as methods of `c` and as overloads of the module's functions of the same names.
 // (Law& and not const Law&: pybind11 2.10's vectorize cannot pass a const reference through.)

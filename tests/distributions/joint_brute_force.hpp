@@ -32,18 +32,6 @@ inline JointLaw joint_law_of(const JointPmf& d) {
   return out;
 }
 
-inline big mass(const JointLaw& l) {
-  big s = 0;
-  for (const auto& [k, p] : l) s += p;
-  return s;
-}
-
-inline JointLaw normalized(JointLaw l) {
-  const big s = mass(l);
-  for (auto& [k, p] : l) p /= s;
-  return l;
-}
-
 inline big binomial_big(std::int64_t n, std::int64_t k, double q) {
   if (k < 0 || k > n) return 0;
   if (q == 0.0) return k == 0 ? 1 : 0;
