@@ -137,17 +137,17 @@ Laws device_mix(const Place& at, const Laws& x, const ChildLaw& law, int sign_x,
                      mixed_error(k, x.device_error, at.truncation), nonnegative);
 }
 
-/// A device conditioning (op adds each particle's log-likelihood into ll and returns the posterior laws) with its
-/// error bounds set as tally::condition sets them one law at a time: from the prior's bound e, rho = e max_i M_i /
-/// L_i (gpu::max_mass_ratio over x's laws, times y's for a sum; computed, one number read back, only where e > 0),
-/// the likelihood's relative bound -log1p(-rho) and the posterior's min(2, 2 rho) (at least e: an impossible
-/// particle keeps its law).
-/// The bounds from rho (above) on the posterior and on ll.
+/// The bounds from rho (conditioned(), below) on the posterior and on ll.
 Laws bounded(gpu::Laws posterior, double e, double rho, LogLikelihood& ll, bool nonnegative) {
   ll.error = std::max(ll.error, rho < 1.0 ? -std::log1p(-rho) : std::numeric_limits<double>::infinity());
   return device_laws(std::move(posterior), std::max(e, std::min(2.0, 2.0 * rho)), nonnegative);
 }
 
+/// A device conditioning (op adds each particle's log-likelihood into ll and returns the posterior laws) with its
+/// error bounds set as tally::condition sets them one law at a time: from the prior's bound e, rho = e max_i M_i /
+/// L_i (gpu::max_mass_ratio over x's laws, times y's for a sum; computed, one number read back, only where e > 0),
+/// the likelihood's relative bound -log1p(-rho) and the posterior's min(2, 2 rho) (at least e: an impossible
+/// particle keeps its law).
 template <class Op>
 Laws conditioned(const Laws& x, const gpu::Laws* y, double e, LogLikelihood& ll, bool nonnegative, Op op) {
   if (e == 0.0) return device_laws(op(), 0.0, nonnegative);
