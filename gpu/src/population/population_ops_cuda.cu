@@ -449,20 +449,28 @@ __global__ void mass_ratio_kernel(PmfBatchView x, PmfBatchView y, bool with_y, c
 }
 }  // namespace
 
+namespace {
+/// The largest of n >= 1 ratios (>= 0) on the device: a CUB reduction and one number read back.
+double largest_ratio(const Column<double>& ratio, const char* who) {
+  const auto n = static_cast<long long>(ratio.size());
+  auto top = Column<double>::allocate(Backend::cuda, 1, who);
+  std::size_t bytes = 0;
+  TALLY_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, bytes, ratio.data(), top.data(), n));
+  auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
+  TALLY_CUDA_CHECK(cub::DeviceReduce::Max(temp.data(), bytes, ratio.data(), top.data(), n));
+  return std::max(0.0, top.to_host()[0]);  // the ratios are >= 0: CUB's lowest-double identity never wins
+}
+}  // namespace
+
 double max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before, const Column<double>& after) {
   constexpr const char* who = "tally::gpu::max_mass_ratio";
   const std::size_t n = x.size();
   if (n == 0) return 0.0;
   auto ratio = Column<double>::allocate(Backend::cuda, n, who);
-  auto top = Column<double>::allocate(Backend::cuda, 1, who);
   mass_ratio_kernel<<<warp_blocks(n), block>>>(x.view(), y ? y->view() : x.view(), y != nullptr, before.data(),
                                                 after.data(), ratio.data());
   launched();
-  std::size_t bytes = 0;
-  TALLY_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, bytes, ratio.data(), top.data(), static_cast<long long>(n)));
-  auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
-  TALLY_CUDA_CHECK(cub::DeviceReduce::Max(temp.data(), bytes, ratio.data(), top.data(), static_cast<long long>(n)));
-  return std::max(0.0, top.to_host()[0]);  // the ratios are >= 0: CUB's lowest-double identity never wins
+  return largest_ratio(ratio, who);
 }
 
 namespace {
@@ -481,14 +489,9 @@ double max_mass_ratio(const Column<double>& log_mass, const Column<double>& befo
   const std::size_t n = log_mass.size();
   if (n == 0) return 0.0;
   auto ratio = Column<double>::allocate(Backend::cuda, n, who);
-  auto top = Column<double>::allocate(Backend::cuda, 1, who);
   known_mass_ratio_kernel<<<thread_blocks(n), block>>>(log_mass.data(), before.data(), after.data(), n, ratio.data());
   launched();
-  std::size_t bytes = 0;
-  TALLY_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, bytes, ratio.data(), top.data(), static_cast<long long>(n)));
-  auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
-  TALLY_CUDA_CHECK(cub::DeviceReduce::Max(temp.data(), bytes, ratio.data(), top.data(), static_cast<long long>(n)));
-  return std::max(0.0, top.to_host()[0]);  // the ratios are >= 0: CUB's lowest-double identity never wins
+  return largest_ratio(ratio, who);
 }
 
 ValueRange support_range(const Laws& x) {
