@@ -82,6 +82,15 @@ TEST_CASE("device batched sampling draws exactly what the CPU draws", "[gpu][sca
   const std::uint64_t seed = gen(), counter = gen() % 1000;
   require_same_draws(batch, seed, counter);
   require_same_draws(batch, seed, counter + 1);
+  {  // a batch of pmfs of at most 128 weights (two a warp on the device), an odd count of them, every kind
+    std::uniform_int_distribution<std::size_t> short_length(1, 128);
+    PmfBatch few;
+    for (std::size_t i = 0; i < 4001; ++i)
+      append_raw(few, random_pmf(gen, i % 50 == 0 ? 128 : short_length(gen), i % 97 == 0 ? 5 : static_cast<int>(i % 5)),
+                 static_cast<std::int64_t>(gen() % 1000) - 500);
+    require_same_draws(few, seed, counter);
+    require_same_draws(few, seed + 1, counter);
+  }
   // the CUB composition adds in another order: it may differ only where a draw sits on a rounding boundary
   const auto want = cpu::sample_batched(batch, seed, counter);
   const auto cub = cuda::sample_batched(batch, seed, counter, cuda::SampleKernel::cub_scan_by_key);

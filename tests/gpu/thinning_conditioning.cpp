@@ -1,6 +1,7 @@
-// condition_on_thinning on the device (its fast path of walked likelihood ratios and its per-entry path) against the
-// host's per-entry reference on fresh random laws: smooth laws, laws with far tails and zeros, q near 0 and 1,
-// observations below, inside and above the laws, dead particles; the prior masses it reports, on both sides.
+// condition_on_thinning on the device (its table of one shared observation's likelihood, its walked likelihood
+// ratios, its per-entry path) against the host's per-entry reference on fresh random laws: smooth laws, laws with
+// far tails and zeros, q near 0 and 1, observations below, inside and above the laws, dead particles; the prior
+// masses it reports, on both sides.
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
@@ -20,13 +21,13 @@ namespace {
 
 constexpr double inf = std::numeric_limits<double>::infinity();
 
-/// P laws: counts from lo in 0 .. 400 with 1 .. max_values values; smooth bumps (a discretized Gaussian in logs, down to
+/// P laws: counts from lo in 0 .. lo_max with 1 .. max_values values; smooth bumps (a discretized Gaussian in logs, down to
 /// e^-700 in the tails), rough ones (random logs over 300 decades, some zeros), and dead particles.
-gpu::PmfBatch random_laws(std::mt19937_64& gen, std::size_t P, double max_values) {
+gpu::PmfBatch random_laws(std::mt19937_64& gen, std::size_t P, double max_values, double lo_max = 400) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
   gpu::PmfBatch b;  // offset starts as {0}
   for (std::size_t i = 0; i < P; ++i) {
-    const auto lo = static_cast<std::int64_t>(u(gen) * 400), m = 1 + static_cast<std::int64_t>(u(gen) * (max_values - 1));
+    const auto lo = static_cast<std::int64_t>(u(gen) * lo_max), m = 1 + static_cast<std::int64_t>(u(gen) * (max_values - 1));
     const double shape = u(gen), centre = u(gen) * double(m), width = 1.0 + u(gen) * double(m) / 3.0;
     double top = 0.0;
     std::vector<double> w(static_cast<std::size_t>(m));
@@ -42,6 +43,65 @@ gpu::PmfBatch random_laws(std::mt19937_64& gen, std::size_t P, double max_values
     b.log_scale.push_back(u(gen) < 0.02 ? -inf : -10.0 * u(gen));
   }
   return b;
+}
+
+/// condition_on_thinning of x by v and q on the device and on the host: the same log-likelihoods, prior masses and
+/// posteriors (up to the roundings of the lgamma formula's two implementations and of the device's paths).
+void check_against_host(const gpu::PmfBatch& x, const std::vector<std::int64_t>& v, double q) {
+  const std::size_t P = x.size();
+  auto host_ll = Column<double>::host_values(std::vector<double>(P, 0.25));
+  auto device_ll = Column<double>::from_host(std::vector<double>(P, 0.25), Backend::cuda);
+  auto host_mass = Column<double>::allocate(Backend::cpu, P, "test");
+  auto device_mass = Column<double>::allocate(Backend::cuda, P, "test");
+  const auto host_before = host_ll.clone();
+  const auto device_before = device_ll.clone();
+  const gpu::Laws hx = gpu::Laws::from_host(x, Backend::cpu), dx = gpu::Laws::from_host(x, Backend::cuda);
+  const gpu::PmfBatch h =
+      gpu::condition_on_thinning(hx, Column<std::int64_t>::host_values(v), q, host_ll, &host_mass).to_host();
+  const gpu::PmfBatch d =
+      gpu::condition_on_thinning(dx, Column<std::int64_t>::from_host(v, Backend::cuda), q, device_ll, &device_mass)
+          .to_host();
+  const std::vector<double> dl = device_ll.to_host();
+  {  // the prior masses read in the same pass: log_scale + log sum w (-inf without mass), on both sides
+    const std::vector<double> dm = device_mass.to_host();
+    for (std::size_t i = 0; i < P; ++i) {
+      double w = 0.0;
+      for (const double wk : x[i]) w += wk;
+      const double want = x.log_scale[i] + std::log(w);
+      INFO("particle " << i);
+      if (want == -inf) {
+        REQUIRE(host_mass.host()[i] == -inf);
+        REQUIRE(dm[i] == -inf);
+        continue;
+      }
+      REQUIRE(std::abs(host_mass.host()[i] - want) <= 1e-13 * std::max(1.0, std::abs(want)));
+      REQUIRE(std::abs(dm[i] - want) <= 1e-13 * std::max(1.0, std::abs(want)));
+    }
+    // the error bound's ratio from them is the one max_mass_ratio finds by its own pass over the laws
+    const double from_laws = gpu::max_mass_ratio(dx, nullptr, device_before, device_ll);
+    REQUIRE(gpu::max_mass_ratio(device_mass, device_before, device_ll) == Approx(from_laws).epsilon(1e-12));
+    REQUIRE(gpu::max_mass_ratio(host_mass, host_before, host_ll) ==
+            Approx(gpu::max_mass_ratio(hx, nullptr, host_before, host_ll)).epsilon(1e-12));
+  }
+  REQUIRE(d.offset == h.offset);
+  REQUIRE(d.lo == h.lo);
+  for (std::size_t i = 0; i < P; ++i) {
+    INFO("particle " << i << ": lo " << x.lo[i] << ", " << x[i].size() << " values, v = " << v[i]);
+    const double want = host_ll.host()[i], got = dl[i];
+    if (want == -inf) {
+      REQUIRE(got == -inf);
+      REQUIRE(d.log_scale[i] == h.log_scale[i]);
+      continue;
+    }
+    REQUIRE(std::abs(got - want) <= 1e-11 * std::max(1.0, std::abs(want)));
+    REQUIRE(std::abs(d.log_scale[i] - h.log_scale[i]) <= 1e-11 * std::max(1.0, std::abs(h.log_scale[i])));
+    const auto hw = h[i], dw = d[i];
+    for (std::size_t k = 0; k < hw.size(); ++k) {
+      if (hw[k] < 1e-250 && dw[k] < 1e-250) continue;
+      INFO("k = " << k << ": host " << hw[k] << ", device " << dw[k] << ", relative " << (dw[k] - hw[k]) / hw[k]);
+      REQUIRE(std::abs(dw[k] - hw[k]) <= 1e-11 * hw[k]);
+    }
+  }
 }
 
 }  // namespace
@@ -66,59 +126,32 @@ TEST_CASE("condition_on_thinning: the device computes what the host does", "[pop
              : c < 0.97 ? hi + 1 + static_cast<std::int64_t>(u(gen) * 3)
                         : -1;
     }
-    auto host_ll = Column<double>::host_values(std::vector<double>(P, 0.25));
-    auto device_ll = Column<double>::from_host(std::vector<double>(P, 0.25), Backend::cuda);
-    auto host_mass = Column<double>::allocate(Backend::cpu, P, "test");
-    auto device_mass = Column<double>::allocate(Backend::cuda, P, "test");
-    const auto host_before = host_ll.clone();
-    const auto device_before = device_ll.clone();
-    const gpu::Laws hx = gpu::Laws::from_host(x, Backend::cpu), dx = gpu::Laws::from_host(x, Backend::cuda);
-    const gpu::PmfBatch h =
-        gpu::condition_on_thinning(hx, Column<std::int64_t>::host_values(v), q, host_ll, &host_mass).to_host();
-    const gpu::PmfBatch d =
-        gpu::condition_on_thinning(dx, Column<std::int64_t>::from_host(v, Backend::cuda), q, device_ll, &device_mass)
-            .to_host();
-    const std::vector<double> dl = device_ll.to_host();
-    {  // the prior masses read in the same pass: log_scale + log sum w (-inf without mass), on both sides
-      const std::vector<double> dm = device_mass.to_host();
-      for (std::size_t i = 0; i < P; ++i) {
-        double w = 0.0;
-        for (const double wk : x[i]) w += wk;
-        const double want = x.log_scale[i] + std::log(w);
-        INFO("particle " << i);
-        if (want == -inf) {
-          REQUIRE(host_mass.host()[i] == -inf);
-          REQUIRE(dm[i] == -inf);
-          continue;
-        }
-        REQUIRE(std::abs(host_mass.host()[i] - want) <= 1e-13 * std::max(1.0, std::abs(want)));
-        REQUIRE(std::abs(dm[i] - want) <= 1e-13 * std::max(1.0, std::abs(want)));
-      }
-      // the error bound's ratio from them is the one max_mass_ratio finds by its own pass over the laws
-      const double from_laws = gpu::max_mass_ratio(dx, nullptr, device_before, device_ll);
-      REQUIRE(gpu::max_mass_ratio(device_mass, device_before, device_ll) == Approx(from_laws).epsilon(1e-12));
-      REQUIRE(gpu::max_mass_ratio(host_mass, host_before, host_ll) ==
-              Approx(gpu::max_mass_ratio(hx, nullptr, host_before, host_ll)).epsilon(1e-12));
-    }
-    REQUIRE(d.offset == h.offset);
-    REQUIRE(d.lo == h.lo);
-    for (std::size_t i = 0; i < P; ++i) {
-      INFO("particle " << i << ": lo " << x.lo[i] << ", " << x[i].size() << " values, v = " << v[i]);
-      const double want = host_ll.host()[i], got = dl[i];
-      if (want == -inf) {
-        REQUIRE(got == -inf);
-        REQUIRE(d.log_scale[i] == h.log_scale[i]);
-        continue;
-      }
-      REQUIRE(std::abs(got - want) <= 1e-11 * std::max(1.0, std::abs(want)));
-      REQUIRE(std::abs(d.log_scale[i] - h.log_scale[i]) <= 1e-11 * std::max(1.0, std::abs(h.log_scale[i])));
-      const auto hw = h[i], dw = d[i];
-      for (std::size_t k = 0; k < hw.size(); ++k) {
-        if (hw[k] < 1e-250 && dw[k] < 1e-250) continue;
-        INFO("k = " << k << ": host " << hw[k] << ", device " << dw[k] << ", relative " << (dw[k] - hw[k]) / hw[k]);
-        REQUIRE(std::abs(dw[k] - hw[k]) <= 1e-11 * hw[k]);
-      }
-    }
+    check_against_host(x, v, q);
+  }
+}
+
+TEST_CASE("condition_on_thinning: one observation shared by the particles (the device's table path)",
+          "[population][thinning][device]") {
+  if (test::skip_without_device()) return;
+  std::mt19937_64 gen(20261127);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const std::size_t P = 20000;
+  struct Case {
+    double q, max_values, lo_max;
+    std::int64_t v;
+    double other_v;  // the fraction of particles observing v + 1 (their blocks walk instead)
+  };
+  // short tile (laws of <= 256 values: a table of 544), long tile (2176); ranges within and beyond the table; an
+  // observation in most laws' far tail (the per-entry formula); v below every law; q near 0 and 1
+  for (const Case c : {Case{0.6, 200, 100, 37, 0.0}, Case{0.6, 200, 100, 37, 0.005}, Case{0.3, 700, 400, 120, 0.0},
+                       Case{0.3, 700, 1500, 120, 0.0}, Case{0.5, 150, 60, 0, 0.0}, Case{0.999, 100, 50, 140, 0.0},
+                       Case{1e-6, 256, 300, 1, 0.0}, Case{0.9, 256, 400, 900, 0.0}}) {
+    INFO("q = " << c.q << ", v = " << c.v << ", up to " << c.max_values << " values from lo <= " << c.lo_max);
+    const gpu::PmfBatch x = random_laws(gen, P, c.max_values, c.lo_max);
+    std::vector<std::int64_t> v(P, c.v);
+    for (auto& vi : v)
+      if (u(gen) < c.other_v) vi = c.v + 1;
+    check_against_host(x, v, c.q);
   }
 }
 

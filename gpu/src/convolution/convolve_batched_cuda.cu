@@ -29,86 +29,135 @@ __device__ inline int warp_max_int(int v) {
   return v;
 }
 
-/// Small pairs (at most 32 R outputs), one warp per pair, the rescale fused: lane t owns the outputs
-/// o = R t .. R t + R - 1. The shorter operand y has s <= 16 R terms (s <= l and l + s - 1 <= 32 R), the longer x
-/// at most 32 R. With x padded by 16 R zeros in front, xp[u] = x_{u - 16R}, output o + i = sum_{j < s} y_j
-/// xp[o + i - j + 16R], and as j grows the lane's window xp[o + [0, R) - j + 16R] slides down by one: one new
-/// shared load and R FMAs per term. The index o + i - j + 16R lies in [1, 48R - 1] (o + i <= 32R - 1,
-/// j <= 16R - 1), inside xp's 48R entries.
+/// Small pairs (at most G R outputs), G = 32 or 16 lanes per pair (one or two pairs a warp), the rescale fused: lane
+/// t of a pair's G owns the outputs o = R t .. R t + R - 1. The shorter operand y has s <= (G / 2) R terms (s <= l
+/// and l + s - 1 <= G R), the longer x at most G R. With x padded by (G / 2) R zeros in front, xp[u] =
+/// x_{u - GR/2}, output o + i = sum_{j < s} y_j xp[o + i - j + GR/2], and as j grows the lane's window
+/// xp[o + [0, R) - j + GR/2] slides down by one: one new shared load and R FMAs per term. The index
+/// o + i - j + GR/2 lies in [1, (3G/2) R - 1] (o + i <= G R - 1, j <= G R / 2 - 1), inside xp's (3G/2) R entries.
+/// Every output is the same sum in the same order whatever G and R (zeros of the padding add nothing), so the
+/// choice changes the speed only: two pairs a warp (G = 16) halve what is per pair and not per term (the operands'
+/// loads, the maximum, the write-back), and their terms run side by side.
 ///
-/// Banks: the lanes of a warp read xp[R t + c] together (c the same for all), 64-bit words R apart. Stored at
+/// Banks: the lanes of a pair read xp[R t + c] together (c the same for all), 64-bit words R apart. Stored at
 /// slot(u) = u + floor(u / R) for even R (one pad word every R), the words are R + 1 apart; for odd R they are
 /// R apart: an odd stride either way, so the 16 lanes of each half-warp hit 16 different bank pairs (with
 /// stride R = 8 unpadded, 8 lanes shared each pair: the 8-way conflicts that bound the first version).
 /// The outputs go back through the same buffer, so that the global stores are coalesced.
-template <int R>
+template <int R, int G>
 struct SmallPairLayout {
-  static constexpr int shorter = 16 * R, padded = 48 * R;
+  static_assert(G == 32 || G == 16);
+  static constexpr int shorter = G / 2 * R, padded = 3 * G / 2 * R;
   static constexpr int slots = R % 2 == 0 ? padded + padded / R : padded;
   __device__ static int slot(int u) { return R % 2 == 0 ? u + u / R : u; }
 };
 
-template <int R>
+/// The largest of v over the G lanes of a pair (xor distances below G stay inside the pair's lanes).
+template <int G>
+__device__ inline double pair_max(double v) {
+  for (int d = G / 2; d >= 1; d /= 2) v = fmax(v, __shfl_xor_sync(0xffffffffu, v, d));
+  return v;
+}
+
+template <int R, int G>
 __global__ void __launch_bounds__(32 * small_warps) small_kernel(kernels::Pairs<double> pairs, kernels::Rescale rescale) {
-  using L = SmallPairLayout<R>;
-  constexpr int LM = L::shorter;
-  __shared__ double xs[small_warps][L::slots];
-  __shared__ double ys[small_warps][LM];
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const long long i = static_cast<long long>(blockIdx.x) * small_warps + warp;
-  if (i >= pairs.count) return;  // the whole warp; the kernel synchronizes warps only
-  const auto p = kernels::pair_at(pairs, i);
-  double* xp = xs[warp];
-  double* yp = ys[warp];
-  for (int u = lane; u < L::padded; u += 32) xp[L::slot(u)] = (u >= LM && u - LM < p.l) ? p.x[u - LM] : 0.0;
-  for (int u = lane; u < LM; u += 32) yp[u] = u < p.s ? p.y[u] : 0.0;
+  using L = SmallPairLayout<R, G>;
+  constexpr int LM = L::shorter, per_warp = 32 / G;
+  __shared__ double xs[small_warps * per_warp][L::slots];
+  __shared__ double ys[small_warps * per_warp][LM];
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & (G - 1), half = (threadIdx.x & 31) / G;
+  const long long first = (static_cast<long long>(blockIdx.x) * small_warps + warp) * per_warp;
+  if (first >= pairs.count) return;  // the whole warp; the kernel synchronizes warps only
+  const long long i = first + half;
+  const bool valid = i < pairs.count;  // a warp's second pair may be past the end: its lanes only keep step
+  const auto p = kernels::pair_at(pairs, valid ? i : first);
+  double* xp = xs[warp * per_warp + half];
+  double* yp = ys[warp * per_warp + half];
+  for (int u = lane; u < L::padded; u += G) xp[L::slot(u)] = (u >= LM && u - LM < p.l) ? p.x[u - LM] : 0.0;
+  for (int u = lane; u < LM; u += G) yp[u] = u < p.s ? p.y[u] : 0.0;
   __syncwarp();
+  // Step j adds y_j times the window x_{o + k - j} (padded index o + k - j + LM) to output o + k, k < R. The window
+  // is a ring: at step j its k-th value lives in b[(k - j) mod R], so moving on by one step only overwrites the
+  // value that leaves (window k = R - 1, slot (-j - 1) mod R) with the one that enters (window 0); unrolled by R,
+  // every slot index is a constant and nothing is copied between registers (the same products and sums in the same
+  // order as a shifted window: the same results).
   const int o = R * lane;
-  double window[R], acc[R];
+  double b[R], acc[R];
 #pragma unroll
   for (int k = 0; k < R; ++k) {
-    window[k] = xp[L::slot(o + k + LM)];
+    b[k] = xp[L::slot(o + k + LM)];
     acc[k] = 0.0;
   }
-  for (int j = 0; j < p.s; ++j) {
-    const double yj = yp[j];
+  const int s = static_cast<int>(p.s);
+  int j = 0;
+  for (; j + R <= s; j += R) {
 #pragma unroll
-    for (int k = 0; k < R; ++k) acc[k] = fma(yj, window[k], acc[k]);
+    for (int r = 0; r < R; ++r) {
+      const double yj = yp[j + r];
 #pragma unroll
-    for (int k = R - 1; k > 0; --k) window[k] = window[k - 1];
-    window[0] = xp[L::slot(o - j - 1 + LM)];
+      for (int k = 0; k < R; ++k) acc[k] = fma(yj, b[(k - r + R) % R], acc[k]);
+      b[R - 1 - r] = xp[L::slot(o - (j + r) - 1 + LM)];
+    }
   }
+#pragma unroll
+  for (int r = 0; r < R; ++r) {  // the last s mod R steps (j is a multiple of R here)
+    if (j + r < s) {
+      const double yj = yp[j + r];
+#pragma unroll
+      for (int k = 0; k < R; ++k) acc[k] = fma(yj, b[(k - r + R) % R], acc[k]);
+      b[R - 1 - r] = xp[L::slot(o - (j + r) - 1 + LM)];
+    }
+  }
+  const int outputs = static_cast<int>(p.outputs);
   double mx = 0.0;
 #pragma unroll
   for (int k = 0; k < R; ++k)
-    if (o + k < p.outputs) mx = fmax(mx, acc[k]);
-  mx = warp_max(mx);
+    if (o + k < outputs) mx = fmax(mx, acc[k]);
+  mx = pair_max<G>(mx);
   __syncwarp();  // every lane is done reading xp
 #pragma unroll
   for (int k = 0; k < R; ++k) xp[L::slot(o + k)] = acc[k];
   __syncwarp();
+  if (!valid) return;
   double* out = pairs.out + p.out;
-  for (int u = lane; u < p.outputs; u += 32) out[u] = mx > 0.0 ? xp[L::slot(u)] / mx : 0.0;
+  for (int u = lane; u < outputs; u += G) out[u] = mx > 0.0 ? xp[L::slot(u)] / mx : 0.0;
   if (lane == 0) kernels::write_rescaled_pair(rescale, i, p, mx);
 }
 
-/// Launches small_kernel<R> for the least R in {2, 3, 4, 5, 6, 8} with 32 R >= max_outputs (<= 256).
+/// Launches small_kernel<R, G> for the least R in {2, 3, 4, 5, 6, 7, 8} with G R >= max_outputs (<= 256): two pairs
+/// a warp (G = 16, R up to 8) up to 128 outputs, one (G = 32, R = 5, 6 or 8) above.
 void launch_small(const kernels::Pairs<double>& pairs, const kernels::Rescale& rescale, long long max_outputs,
                   cudaStream_t s) {
-  const auto blocks = static_cast<unsigned>((pairs.count + small_warps - 1) / small_warps);
+  const auto launch = [&](auto kernel, int per_warp) {
+    const long long per_block = static_cast<long long>(small_warps) * per_warp;
+    const auto blocks = static_cast<unsigned>((pairs.count + per_block - 1) / per_block);
+    kernel<<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
+  };
+  if (max_outputs <= 16 * 8) {
+    const long long r = (max_outputs + 15) / 16;
+    if (r <= 2)
+      launch(small_kernel<2, 16>, 2);
+    else if (r == 3)
+      launch(small_kernel<3, 16>, 2);
+    else if (r == 4)
+      launch(small_kernel<4, 16>, 2);
+    else if (r == 5)
+      launch(small_kernel<5, 16>, 2);
+    else if (r == 6)
+      launch(small_kernel<6, 16>, 2);
+    else if (r == 7)
+      launch(small_kernel<7, 16>, 2);
+    else
+      launch(small_kernel<8, 16>, 2);
+    return;
+  }
   const long long r = (max_outputs + 31) / 32;
-  if (r <= 2)
-    small_kernel<2><<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
-  else if (r == 3)
-    small_kernel<3><<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
-  else if (r == 4)
-    small_kernel<4><<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
-  else if (r == 5)
-    small_kernel<5><<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
+  if (r <= 5)
+    launch(small_kernel<5, 32>, 1);
   else if (r == 6)
-    small_kernel<6><<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
+    launch(small_kernel<6, 32>, 1);
   else
-    small_kernel<8><<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
+    launch(small_kernel<8, 32>, 1);
 }
 
 /// Pair blockIdx.x: divide its m + n - 1 raw outputs by their maximum; write offset, lo and log_scale.

@@ -520,7 +520,7 @@ void add_to(Column<double>& acc, const Column<double>& x) {
 
 Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter) {
   auto out = Column<std::int64_t>::allocate(Backend::cuda, x.size(), "tally::gpu::sample");
-  if (x.size() > 0) cuda::sample_batched_device(x.view(), seed, counter, out.data());
+  if (x.size() > 0) cuda::sample_batched_device(x.view(), seed, counter, out.data(), nullptr, x.max_length());
   return out;
 }
 

@@ -1,5 +1,7 @@
-// The CUDA form of conditioning laws on an observed thinning: one warp per 32 laws, the likelihood walked by its
-// exact ratios where that is safe, else the per-entry formula.
+// The CUDA form of conditioning laws on an observed thinning: one warp per 32 laws, the likelihood tabulated once a
+// block where the laws share the observation, else walked by its exact ratios where that is safe, else the
+// per-entry formula.
+#include <climits>
 #include <cmath>
 
 #include "cuda_check.cuh"
@@ -49,11 +51,8 @@ __device__ inline int slot(int p) { return p + p / 16; }
 /// leave [1e-280, 1e280], a largest weight below 1e-200 after scaling, and particles without mass take the
 /// per-entry formula (the whole warp on that law).
 template <int fast_length>
-__global__ void __launch_bounds__(32 * thinning_warps, thinning_min_blocks) thinning_kernel(PmfBatchView x, const std::int64_t* v, double q,
-                                                                       double log_q, double log_keep,
-                                                                       MutablePmfBatchView out, double* log_likelihood,
-                                                                       double* prior_log_mass) {
-  __shared__ double tile[thinning_warps][fast_length + fast_length / 16];
+__device__ void walk_laws(double* buf, PmfBatchView x, const std::int64_t* v, double q, double log_q, double log_keep,
+                          MutablePmfBatchView out, double* log_likelihood, double* prior_log_mass) {
   const long long first_law = warp_index() * 32;
   const int lane = static_cast<int>(threadIdx.x & 31);
   if (first_law >= static_cast<long long>(x.count)) return;  // the whole warp
@@ -80,7 +79,6 @@ __global__ void __launch_bounds__(32 * thinning_warps, thinning_min_blocks) thin
   // lane l after the loop: law first_law + l's largest and total posterior weight and reference, if fast
   double own_top = 0.0, own_sum = 0.0, own_ref = 0.0, own_mass = 0.0;
   bool own_fast = false;
-  double* buf = tile[threadIdx.x >> 5];
   for (int law = 0; law < laws; ++law) {
     const long long i = first_law + law;
     const std::int64_t begin = __shfl_sync(full_warp, own_begin, law), m = __shfl_sync(full_warp, own_end, law) - begin;
@@ -182,6 +180,163 @@ __global__ void __launch_bounds__(32 * thinning_warps, thinning_min_blocks) thin
     out.log_scale[own] = log(own_top) - log(own_sum);  // normalized
     log_likelihood[own] += own_scale + own_ref + log(own_sum);
   }
+}
+
+/// The tile a block's walks use (thinning_warps stretches of fast_length values, one pad every 16), and the
+/// likelihood table's capacity in it (two arrays of doubles).
+template <int fast_length>
+inline constexpr int tile_doubles = thinning_warps * (fast_length + fast_length / 16);
+template <int fast_length>
+inline constexpr int table_capacity = tile_doubles<fast_length> / 2;
+
+/// The table path: a block's laws all observe the same v (the usual case: one observed number for every
+/// particle), so the likelihood \f$ L(n) = \binom{n}{v} q^v (1-q)^{n-v} \f$ is the same function of n for all of
+/// them. The block tabulates it once over \f$ [n_{lo}, n_{hi}] \f$ (n_lo the least max(lo_i, v), n_hi the largest
+/// value of the block's laws), by the per-entry formula the CPU reference uses (detail::thinning_log_mass), as
+/// \f$ \ell_j = \log L(n_{lo} + j) - M \f$ and \f$ e^{\ell_j} \f$, M the table's largest log L. A warp then
+/// conditions each of its laws in two coalesced passes over the weights (memory-bound, no per-value logarithm):
+/// p_k = w_k e^{\ell} and its largest p*, then the posterior weights p_k / p* (times the rounded 1 / p*, at most 1;
+/// formed as
+/// \f$ \exp(\log w_k + \ell - \log p^*) \f$ where p_k < 1e-290 would lose digits to subnormals) with
+/// \f$ \log L_i = s_i + M + \log p^* + \log \sum_k p_k / p^* \f$. A law with p* < 1e-200 (the observation in
+/// its far tail), without mass, or with no value >= v takes the per-entry formula (condition_law) after the others.
+/// Each half of a warp takes one law at a time (16 lanes a law: two laws share what is per law and not per
+/// value, the reductions and logarithms).
+__device__ void table_laws(const double* lin, const double* logl, std::int64_t n_lo, double log_top, std::int64_t vb,
+                           PmfBatchView x, const std::int64_t* v, MutablePmfBatchView out, double* log_likelihood,
+                           double* prior_log_mass, double q) {
+  constexpr int G = 16;  // lanes a law: each half of the warp takes one of the warp's laws at a time
+  const long long first_law = warp_index() * 32;
+  const int lane32 = static_cast<int>(threadIdx.x & 31), half = lane32 / G, lane = lane32 % G;
+  if (first_law >= static_cast<long long>(x.count)) return;
+  const int laws = static_cast<int>(min(32LL, static_cast<long long>(x.count) - first_law));
+  const long long own = first_law + lane32;
+  double own_scale = -INFINITY, own_mass = 0.0, own_sum = 0.0, own_ref = 0.0;
+  std::int64_t own_begin = 0, own_end = 0, own_lo = 0;
+  bool own_fast = false, own_fallback = false;
+  if (lane32 < laws) {
+    own_begin = x.offset[own];
+    own_end = x.offset[own + 1];
+    own_lo = x.lo[own];
+    own_scale = x.log_scale[own];
+  }
+  // round r: half h conditions law 2r + h; afterwards lane 2r + h (the law's own lane) keeps what the half found
+  for (int round = 0; 2 * round < laws; ++round) {
+    const int law = 2 * round + half;
+    const bool valid = law < laws;
+    const int from = valid ? law : 0;
+    const std::int64_t begin = __shfl_sync(full_warp, own_begin, from);
+    const std::int64_t lo = __shfl_sync(full_warp, own_lo, from);
+    const double scale = __shfl_sync(full_warp, own_scale, from);
+    const std::int64_t m64 = __shfl_sync(full_warp, own_end, from) - begin;
+    // every law with mass observes vb (the block checked); one without, or with no value >= vb, is impossible here
+    const bool usable = valid && lo >= 0 && scale != -INFINITY && lo + m64 - 1 >= vb && m64 <= INT_MAX;
+    const int m = valid && m64 <= INT_MAX ? static_cast<int>(m64) : 0;
+    // values n = lo + p >= vb are p >= skip; their table entry is p + shift
+    const int skip = usable ? static_cast<int>(vb > lo ? vb - lo : 0) : m, shift = usable ? static_cast<int>(lo - n_lo) : 0;
+    const double* w = x.weights + begin;
+    double mass = 0.0, top = 0.0;
+    for (int p = lane; p < m; p += G) {
+      const double wj = w[p];
+      mass += wj;
+      if (p >= skip) top = fmax(top, wj * lin[p + shift]);
+    }
+    for (int d = G / 2; d >= 1; d /= 2) {
+      mass += __shfl_xor_sync(full_warp, mass, d);
+      top = fmax(top, __shfl_xor_sync(full_warp, top, d));
+    }
+    const bool fallback = valid && (!usable || top < 1e-200);
+    const double log_p = log(top), inverse = 1.0 / top;  // one division a law, not one a weight
+    double sum = 0.0;
+    if (usable && !fallback) {
+      double* o = out.weights + begin;
+      for (int p = lane; p < m; p += G) {
+        const double wj = w[p];
+        double b = 0.0;
+        if (p >= skip && wj > 0.0) {
+          const double pw = wj * lin[p + shift];
+          b = pw >= 1e-290 ? fmin(pw * inverse, 1.0) : exp(log(wj) + logl[p + shift] - log_p);
+        }
+        o[p] = b;
+        sum += b;
+      }
+    }
+    for (int d = G / 2; d >= 1; d /= 2) sum += __shfl_xor_sync(full_warp, sum, d);
+    // to the law's own lane: lane 2r takes half 0's lane 0, lane 2r + 1 half 1's
+    const int src = (lane32 & 1) * G;
+    const double got_mass = __shfl_sync(full_warp, mass, src), got_sum = __shfl_sync(full_warp, sum, src);
+    const double got_ref = __shfl_sync(full_warp, log_p, src);
+    const bool got_fallback = __shfl_sync(full_warp, fallback, src), got_usable = __shfl_sync(full_warp, usable, src);
+    if (lane32 / 2 == round && lane32 < laws) {
+      own_mass = got_mass;
+      own_fallback = got_fallback;
+      own_fast = got_usable && !got_fallback;
+      own_sum = got_sum;
+      own_ref = log_top + got_ref;
+    }
+  }
+  if (prior_log_mass && lane32 < laws) prior_log_mass[own] = own_scale + log(own_mass);
+  if (own_fast) {
+    if (own == 0) out.offset[0] = 0;
+    out.offset[own + 1] = own_end;
+    out.lo[own] = own_lo;
+    out.log_scale[own] = -log(own_sum);  // normalized
+    log_likelihood[own] += own_scale + own_ref + log(own_sum);
+  }
+  // the laws the table could not take: the per-entry formula, the whole warp on each
+  for (unsigned left = __ballot_sync(full_warp, own_fallback); left != 0; left &= left - 1)
+    condition_law(x, ThinningLogLik{v, q}, out, log_likelihood, first_law + (__ffs(left) - 1), lane32);
+}
+
+/// One block of thinning_warps warps for 32 x thinning_warps consecutive laws: the table path (table_laws) when
+/// they all observe one v, 0 < q < 1, and their values n >= v span at most table_capacity; else each warp walks
+/// its 32 laws (walk_laws). The choice is the block's (one shared tile, either use).
+template <int fast_length>
+__global__ void __launch_bounds__(32 * thinning_warps, thinning_min_blocks)
+    thinning_kernel(PmfBatchView x, const std::int64_t* v, double q, double log_q, double log_keep,
+                    MutablePmfBatchView out, double* log_likelihood, double* prior_log_mass) {
+  __shared__ double tile[tile_doubles<fast_length>];
+  __shared__ long long v_min, v_max, n_lo, n_hi, longest;
+  __shared__ double warp_top[thinning_warps];
+  const int t = static_cast<int>(threadIdx.x), lane = t & 31, warp = t >> 5;
+  if (t == 0) {
+    v_min = n_lo = LLONG_MAX;
+    v_max = n_hi = LLONG_MIN;
+    longest = 0;
+  }
+  __syncthreads();
+  const long long law = static_cast<long long>(blockIdx.x) * blockDim.x + t;
+  if (law < static_cast<long long>(x.count) && x.log_scale[law] != -INFINITY) {
+    const std::int64_t lo = x.lo[law], hi = lo + (x.offset[law + 1] - x.offset[law]) - 1, vi = v[law];
+    atomicMin(&v_min, static_cast<long long>(vi));
+    atomicMax(&v_max, static_cast<long long>(vi));
+    atomicMax(&longest, static_cast<long long>(hi - lo + 1));
+    if (hi >= vi && lo >= 0) {
+      atomicMin(&n_lo, static_cast<long long>(lo > vi ? lo : vi));
+      atomicMax(&n_hi, static_cast<long long>(hi));
+    }
+  }
+  __syncthreads();
+  const bool table = q > 0.0 && q < 1.0 && v_min == v_max && v_min >= 0 && n_lo <= n_hi &&
+                     n_hi - n_lo < table_capacity<fast_length> && longest <= INT_MAX;  // int offsets a law
+  if (!table) {
+    walk_laws<fast_length>(tile + warp * (fast_length + fast_length / 16), x, v, q, log_q, log_keep, out,
+                           log_likelihood, prior_log_mass);
+    return;
+  }
+  double* lin = tile;
+  double* logl = tile + table_capacity<fast_length>;
+  const int range = static_cast<int>(n_hi - n_lo + 1);
+  double top = -INFINITY;
+  for (int j = t; j < range; j += blockDim.x) top = fmax(top, logl[j] = detail::thinning_log_mass(n_lo + j, v_min, q));
+  top = warp_max(top);
+  if (lane == 0) warp_top[warp] = top;
+  __syncthreads();
+  top = warp_top[0];
+  for (int k = 1; k < thinning_warps; ++k) top = fmax(top, warp_top[k]);
+  for (int j = t; j < range; j += blockDim.x) lin[j] = exp(logl[j] -= top);
+  __syncthreads();
+  table_laws(lin, logl, n_lo, top, v_min, x, v, out, log_likelihood, prior_log_mass, q);
 }
 
 }  // namespace

@@ -159,6 +159,60 @@ __global__ void __launch_bounds__(sample_threads)
     out[pmf] = pmfs.lo[pmf] + t_star * tile + std::int64_t{lane_weights} * lane + (hit != 0 ? first : last);
 }
 
+/// The same draws for batches whose pmfs all have at most half a tile (128 weights): two pmfs a warp, 16 lanes each.
+/// Lane l of a pmf holds its weights 8 l .. 8 l + 7, as lanes 0 .. 15 of sample_warp_per_pmf's single tile do, and
+/// the Kogge-Stone rounds d = 1 .. 8 within the 16 lanes give the S_l of those lanes bit for bit: in the full warp,
+/// lanes 16 .. 31 hold zeros, the round d = 16 adds to lanes 0 .. 15 nothing, and the tile's total S_31 is
+/// (0 + ... + 0) + S_15 = S_15. With one tile, t* = 0 and carry_{t*} = 0, so step 3 is the whole search: the same
+/// additions, the same hit, the same draw. What is per pmf (the offsets, the uniform, the ballots) serves two.
+__global__ void __launch_bounds__(sample_threads)
+    sample_two_per_warp(PmfBatchView pmfs, std::uint64_t seed, std::uint64_t counter, std::int64_t* out) {
+  constexpr int G = lanes / 2;
+  const std::size_t first = (static_cast<std::size_t>(blockIdx.x) * sample_threads + threadIdx.x) / lanes * 2;
+  if (first >= pmfs.count) return;  // whole warps leave together
+  const int lane32 = static_cast<int>(threadIdx.x % lanes), half = lane32 / G, lane = lane32 % G;
+  const std::size_t pmf = first + static_cast<std::size_t>(half);
+  const bool valid = pmf < pmfs.count;  // the last warp's second half may have no pmf: it keeps step
+  const std::size_t at = valid ? pmf : first;
+  const std::int64_t begin = pmfs.offset[at];
+  const std::int64_t m = valid ? pmfs.offset[at + 1] - begin : 0;
+  const double* w = pmfs.weights + begin;
+  const bool aligned = reinterpret_cast<std::uintptr_t>(w) % 16 == 0;
+  double x[lane_weights];
+  load_lane(w, m, 0, lane, aligned, x);
+  double scan = x[0];
+#pragma unroll
+  for (int r = 1; r < lane_weights; ++r) scan = scan + x[r];
+#pragma unroll
+  for (int d = 1; d < G; d *= 2) {
+    const double y = __shfl_up_sync(full_mask, scan, d, G);
+    if (lane >= d) scan = scan + y;
+  }
+  const double total = __shfl_sync(full_mask, scan, G - 1, G);
+  const double target = total > 0.0 ? philox_uniform(seed, at, counter) * total : 0.0;
+  const double exclusive = __shfl_up_sync(full_mask, scan, 1, G);
+  double c = 0.0 + (lane == 0 ? 0.0 : exclusive);
+  int hit_at = lane_weights, last = -1;
+#pragma unroll
+  for (int r = 0; r < lane_weights; ++r) {
+    c = c + x[r];
+    if (x[r] > 0.0) {
+      if (hit_at == lane_weights && c > target) hit_at = r;
+      last = r;
+    }
+  }
+  const unsigned shift = static_cast<unsigned>(G * half);
+  const unsigned hit = (__ballot_sync(full_mask, hit_at < lane_weights) >> shift) & 0xffffu;
+  const unsigned positive = (__ballot_sync(full_mask, last >= 0) >> shift) & 0xffffu;
+  if (!valid) return;
+  if (!(total > 0.0)) {  // no mass
+    if (lane == 0) out[pmf] = pmfs.lo[pmf];
+    return;
+  }
+  const int chosen = hit != 0 ? __ffs(static_cast<int>(hit)) - 1 : lanes - 1 - __clz(static_cast<int>(positive));
+  if (lane == chosen) out[pmf] = pmfs.lo[pmf] + std::int64_t{lane_weights} * lane + (hit != 0 ? hit_at : last);
+}
+
 // ---- the CUB composition (a benchmark baseline) --------------------------------------------------------------------
 /// The pmf that weight k belongs to (binary search over the offsets).
 struct PmfOfWeight {
@@ -201,8 +255,16 @@ using detail::upload;
 }  // namespace
 
 void sample_batched_device(PmfBatchView pmfs, std::uint64_t seed, std::uint64_t counter, std::int64_t* out,
-                           void* stream) {
+                           void* stream, std::size_t max_length) {
   if (pmfs.count == 0) return;
+  if (max_length > 0 && max_length <= static_cast<std::size_t>(kernels::tile / 2)) {
+    const auto blocks =
+        static_cast<unsigned>((pmfs.count * 16 + kernels::sample_threads - 1) / kernels::sample_threads);
+    kernels::sample_two_per_warp<<<blocks, kernels::sample_threads, 0, static_cast<cudaStream_t>(stream)>>>(
+        pmfs, seed, counter, out);
+    TALLY_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   const auto blocks = static_cast<unsigned>((pmfs.count * 32 + kernels::sample_threads - 1) / kernels::sample_threads);
   kernels::sample_warp_per_pmf<<<blocks, kernels::sample_threads, 0, static_cast<cudaStream_t>(stream)>>>(
       pmfs, seed, counter, out);
@@ -235,7 +297,7 @@ std::vector<std::int64_t> sample_batched(const PmfBatch& pmfs, std::uint64_t see
                                                                                        counter, draws.data());
     TALLY_CUDA_CHECK(cudaGetLastError());
   } else {
-    sample_batched_device(view, seed, counter, draws.data());
+    sample_batched_device(view, seed, counter, draws.data(), nullptr, pmfs.max_length());
   }
   TALLY_CUDA_CHECK(cudaMemcpy(out.data(), draws.data(), out.size() * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
   return out;
