@@ -165,7 +165,7 @@ TEST_CASE("CUDA batched convolution equals the CPU reference (both kernels)", "[
     REQUIRE_THROWS_AS(cuda::convolve_batched(one, one), tally::cuda_error);
     return;
   }
-  // 20 .. 128: the small-pair kernel with 2 .. 8 outputs a lane, two pairs a warp up to 128 outputs
+  // 20 .. 128: the small-pair kernel with 2 .. 10 outputs a lane, two pairs a warp up to 160 outputs
   // (lengths drawn up to max_length; an odd count of pairs leaves the last warp's second half without a pair)
   for (std::size_t max_length : {std::size_t{1}, std::size_t{20}, std::size_t{40}, std::size_t{64}, std::size_t{75},
                                  std::size_t{90}, std::size_t{100}, std::size_t{111}, std::size_t{128}, std::size_t{300},

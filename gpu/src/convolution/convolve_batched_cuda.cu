@@ -88,24 +88,34 @@ __global__ void __launch_bounds__(32 * small_warps) small_kernel(kernels::Pairs<
     b[k] = xp[L::slot(o + k + LM)];
     acc[k] = 0.0;
   }
+  // In a round of R steps from j (a multiple of R), the entering values have padded indices u_r = R c - 1 - r,
+  // r < R, with c = lane + G/2 - j/R (o + LM = R (lane + G/2)): all in [R (c - 1), R c - 1], so slot(u_r) =
+  // (R + 1) c - 2 - r for even R and R c - 1 - r for odd R: one base a round and constant offsets.
+  const auto round_base = [&](int c) { return xp + (R % 2 == 0 ? (R + 1) * c - 2 : R * c - 1); };
   const int s = static_cast<int>(p.s);
-  int j = 0;
-  for (; j + R <= s; j += R) {
+  int j = 0, c = lane + G / 2;
+  for (; j + R <= s; j += R, --c) {
+    const double* enter = round_base(c);
+    const double* y = yp + j;
 #pragma unroll
     for (int r = 0; r < R; ++r) {
-      const double yj = yp[j + r];
+      const double yj = y[r];
 #pragma unroll
       for (int k = 0; k < R; ++k) acc[k] = fma(yj, b[(k - r + R) % R], acc[k]);
-      b[R - 1 - r] = xp[L::slot(o - (j + r) - 1 + LM)];
+      b[R - 1 - r] = enter[-r];
     }
   }
+  {  // the last s mod R steps
+    const double* enter = round_base(c);
+    const double* y = yp + j;
 #pragma unroll
-  for (int r = 0; r < R; ++r) {  // the last s mod R steps (j is a multiple of R here)
-    if (j + r < s) {
-      const double yj = yp[j + r];
+    for (int r = 0; r < R; ++r) {
+      if (j + r < s) {
+        const double yj = y[r];
 #pragma unroll
-      for (int k = 0; k < R; ++k) acc[k] = fma(yj, b[(k - r + R) % R], acc[k]);
-      b[R - 1 - r] = xp[L::slot(o - (j + r) - 1 + LM)];
+        for (int k = 0; k < R; ++k) acc[k] = fma(yj, b[(k - r + R) % R], acc[k]);
+        b[R - 1 - r] = enter[-r];
+      }
     }
   }
   const int outputs = static_cast<int>(p.outputs);
@@ -124,8 +134,8 @@ __global__ void __launch_bounds__(32 * small_warps) small_kernel(kernels::Pairs<
   if (lane == 0) kernels::write_rescaled_pair(rescale, i, p, mx);
 }
 
-/// Launches small_kernel<R, G> for the least R in {2, 3, 4, 5, 6, 7, 8} with G R >= max_outputs (<= 256): two pairs
-/// a warp (G = 16, R up to 8) up to 128 outputs, one (G = 32, R = 5, 6 or 8) above.
+/// Launches small_kernel<R, G> for the least R with G R >= max_outputs (<= 256): two pairs a warp (G = 16, R = 2 ..
+/// 10) up to 160 outputs, one (G = 32, R = 6 or 8) above.
 void launch_small(const kernels::Pairs<double>& pairs, const kernels::Rescale& rescale, long long max_outputs,
                   cudaStream_t s) {
   const auto launch = [&](auto kernel, int per_warp) {
@@ -133,7 +143,7 @@ void launch_small(const kernels::Pairs<double>& pairs, const kernels::Rescale& r
     const auto blocks = static_cast<unsigned>((pairs.count + per_block - 1) / per_block);
     kernel<<<blocks, 32 * small_warps, 0, s>>>(pairs, rescale);
   };
-  if (max_outputs <= 16 * 8) {
+  if (max_outputs <= 16 * 10) {
     const long long r = (max_outputs + 15) / 16;
     if (r <= 2)
       launch(small_kernel<2, 16>, 2);
@@ -147,14 +157,16 @@ void launch_small(const kernels::Pairs<double>& pairs, const kernels::Rescale& r
       launch(small_kernel<6, 16>, 2);
     else if (r == 7)
       launch(small_kernel<7, 16>, 2);
-    else
+    else if (r == 8)
       launch(small_kernel<8, 16>, 2);
+    else if (r == 9)
+      launch(small_kernel<9, 16>, 2);
+    else
+      launch(small_kernel<10, 16>, 2);
     return;
   }
   const long long r = (max_outputs + 31) / 32;
-  if (r <= 5)
-    launch(small_kernel<5, 32>, 1);
-  else if (r == 6)
+  if (r <= 6)
     launch(small_kernel<6, 32>, 1);
   else
     launch(small_kernel<8, 32>, 1);
