@@ -1,0 +1,235 @@
+// Batched joint laws: their layout, the CPU reference of their operations (loops on one core), the dispatch to CUDA.
+#include "tally/gpu/joint_laws.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "joint_cuda.hpp"
+#include "joint_math.hpp"
+#include "population_math.hpp"
+
+namespace tally::gpu {
+
+namespace {
+
+constexpr double neg_inf = -std::numeric_limits<double>::infinity();
+
+/// Law i's box.
+detail::JointBox box(const JointLaws& x, std::size_t i) {
+  const auto k = static_cast<std::size_t>(x.rank());
+  return detail::joint_box(x.rank(), x.lo().data() + i * k, x.shape().data() + i * k);
+}
+
+void check_axis(const JointLaws& x, int axis, const char* who) {
+  if (axis < 0 || axis >= x.rank())
+    tally::detail::fail<shape_error>(who, ": axis ", axis, " is not one of the ", x.rank(), " axes");
+}
+
+/// Every law's values on `axis` are >= 0 (a count), from the host's boxes.
+void check_counts(const JointLaws& x, int axis, const char* who) {
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (x.lo()[i * static_cast<std::size_t>(x.rank()) + static_cast<std::size_t>(axis)] < 0)
+      tally::detail::fail<domain_error>(who, ": law ", i, " has negative values on axis ", axis,
+                                        " (a binomial needs a count)");
+}
+
+/// The output boxes, law by law, from `make` (a JointBox -> JointBox map), as count x rank arrays.
+template <class Make>
+JointLaws allocate_like(const JointLaws& x, int rank, Make make, const char* who) {
+  std::vector<std::int64_t> lo, shape;
+  lo.reserve(x.size() * static_cast<std::size_t>(rank));
+  shape.reserve(lo.capacity());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const detail::JointBox b = make(box(x, i));
+    lo.insert(lo.end(), b.lo, b.lo + rank);
+    shape.insert(shape.end(), b.shape, b.shape + rank);
+  }
+  return JointLaws::allocate(x.where(), rank, std::move(lo), std::move(shape), who);
+}
+
+/// Law i's weights l_e (logarithms, -inf for none) turned into e^{l_e - M}, M the largest; returns M.
+double exponentiate(double* w, std::int64_t n) {
+  double top = neg_inf;
+  for (std::int64_t e = 0; e < n; ++e) top = std::max(top, w[e]);
+  for (std::int64_t e = 0; e < n; ++e) w[e] = top == neg_inf ? 0.0 : std::exp(w[e] - top);
+  return top;
+}
+
+}  // namespace
+
+// ---- the layout ------------------------------------------------------------------------------------------------
+JointLaws JointLaws::allocate(Backend where, int rank, std::vector<std::int64_t> lo, std::vector<std::int64_t> shape,
+                              const char* who) {
+  if (rank < 1 || rank > max_joint_rank)
+    tally::detail::fail<shape_error>(who, ": rank ", rank, " is not in 1 .. ", max_joint_rank);
+  const auto k = static_cast<std::size_t>(rank);
+  if (lo.size() != shape.size() || lo.size() % k != 0)
+    tally::detail::fail<shape_error>(who, ": ", lo.size(), " lower bounds and ", shape.size(), " extents for rank ",
+                                     rank);
+  JointLaws out;
+  out.rank_ = rank;
+  out.where_ = where;
+  out.count_ = lo.size() / k;
+  out.host_offset_.assign(1, 0);
+  for (std::size_t i = 0; i < out.count_; ++i) {
+    std::int64_t size = 1;
+    for (std::size_t a = 0; a < k; ++a) {
+      const std::int64_t m = shape[i * k + a];
+      if (m < 1) tally::detail::fail<shape_error>(who, ": law ", i, " has an extent ", m, " < 1");
+      tally::detail::checked_add(lo[i * k + a], m - 1, who);  // hi fits in int64
+      size = tally::detail::checked_mul(size, m, who);
+    }
+    out.host_offset_.push_back(tally::detail::checked_add(out.host_offset_.back(), size, who));
+  }
+  out.host_lo_ = std::move(lo);
+  out.host_shape_ = std::move(shape);
+  out.weights_ = Column<double>::allocate(where, out.total(), who);
+  out.log_scale_ = Column<double>::allocate(where, out.count_, who);
+  out.offset_ = Column<std::int64_t>::from_host(out.host_offset_, where);
+  out.lo_ = Column<std::int64_t>::from_host(out.host_lo_, where);
+  out.shape_ = Column<std::int64_t>::from_host(out.host_shape_, where);
+  return out;
+}
+
+JointLaws JointLaws::from_host(int rank, const std::vector<Law>& laws, Backend where) {
+  constexpr const char* who = "tally::gpu::JointLaws::from_host";
+  std::vector<std::int64_t> lo, shape;
+  std::vector<double> weights, log_scale;
+  for (std::size_t i = 0; i < laws.size(); ++i) {
+    const Law& law = laws[i];
+    if (law.lo.size() != static_cast<std::size_t>(rank) || law.shape.size() != law.lo.size())
+      tally::detail::fail<shape_error>(who, ": law ", i, " is not of rank ", rank);
+    lo.insert(lo.end(), law.lo.begin(), law.lo.end());
+    shape.insert(shape.end(), law.shape.begin(), law.shape.end());
+    std::int64_t size = 1;
+    for (const std::int64_t m : law.shape) size = m < 1 ? 0 : size * m;
+    if (size < 1 || static_cast<std::size_t>(size) != law.weights.size())
+      tally::detail::fail<shape_error>(who, ": law ", i, " has ", law.weights.size(),
+                                       " weights for its box (extents must be >= 1)");
+    double top = 0.0;
+    for (const double w : law.weights) {
+      if (!(w >= 0.0 && std::isfinite(w))) tally::detail::fail<domain_error>(who, ": law ", i, " has a weight ", w);
+      top = std::max(top, w);
+    }
+    if (std::isnan(law.log_scale)) tally::detail::fail<domain_error>(who, ": law ", i, " has a NaN log scale");
+    for (const double w : law.weights) weights.push_back(top > 0.0 ? w / top : 0.0);
+    log_scale.push_back(top > 0.0 ? law.log_scale + std::log(top) : neg_inf);
+  }
+  JointLaws out = allocate(where, rank, std::move(lo), std::move(shape), who);
+  out.weights_ = Column<double>::from_host(weights, where);
+  out.log_scale_ = Column<double>::from_host(log_scale, where);
+  return out;
+}
+
+std::vector<JointLaws::Law> JointLaws::to_host() const {
+  const std::vector<double> w = weights_.to_host(), s = log_scale_.to_host();
+  const auto k = static_cast<std::size_t>(rank_);
+  std::vector<Law> out(count_);
+  for (std::size_t i = 0; i < count_; ++i) {
+    out[i].lo.assign(host_lo_.begin() + static_cast<std::ptrdiff_t>(i * k),
+                     host_lo_.begin() + static_cast<std::ptrdiff_t>((i + 1) * k));
+    out[i].shape.assign(host_shape_.begin() + static_cast<std::ptrdiff_t>(i * k),
+                        host_shape_.begin() + static_cast<std::ptrdiff_t>((i + 1) * k));
+    out[i].weights.assign(w.begin() + host_offset_[i], w.begin() + host_offset_[i + 1]);
+    out[i].log_scale = s[i];
+  }
+  return out;
+}
+
+// ---- the operations ----------------------------------------------------------------------------------------------
+JointLaws joint_split(const JointLaws& x, int axis, double q) {
+  constexpr const char* who = "tally::gpu::joint_split";
+  check_axis(x, axis, who);
+  if (x.rank() + 1 > max_joint_rank)
+    tally::detail::fail<shape_error>(who, ": a split of rank ", x.rank(), " would pass rank ", max_joint_rank);
+  tally::detail::check_probability(q, who, "q");
+  check_counts(x, axis, who);
+  JointLaws out = allocate_like(x, x.rank() + 1, [&](const detail::JointBox& b) { return detail::split_box(b, axis); },
+                                who);
+  if (x.where() == Backend::cuda) {
+    joint_cuda::split(x, axis, q, out);
+    return out;
+  }
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const detail::JointBox in = box(x, i), to = detail::split_box(in, axis);
+    const double* w = x.weights().host().data() + x.offset()[i];
+    double* o = out.weights().host().data() + out.offset()[i];
+    for (std::int64_t e = 0; e < to.size; ++e) {
+      std::int64_t n = 0, y = 0;
+      const std::int64_t at = detail::split_source(in, to, axis, e, n, y);
+      o[e] = at >= 0 && w[at] > 0.0 ? std::log(w[at]) + detail::binomial_log_mass(n, y, q) : neg_inf;
+    }
+    const double top = exponentiate(o, to.size);
+    out.log_scale().host()[i] = top == neg_inf ? neg_inf : x.log_scale().host()[i] + top;
+  }
+  return out;
+}
+
+JointLaws joint_condition_on_thinning(const JointLaws& x, int axis, double q, const Column<std::int64_t>& v,
+                                      Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::joint_condition_on_thinning";
+  check_axis(x, axis, who);
+  tally::detail::check_probability(q, who, "q");
+  check_counts(x, axis, who);
+  if (v.size() != x.size() || log_likelihood.size() != x.size() || v.where() != x.where() ||
+      log_likelihood.where() != x.where())
+    tally::detail::fail<shape_error>(who, ": ", x.size(), " laws, ", v.size(), " observations and ",
+                                     log_likelihood.size(), " log-likelihoods, not all in one place");
+  JointLaws out = allocate_like(x, x.rank(), [](const detail::JointBox& b) { return b; }, who);
+  if (x.where() == Backend::cuda) {
+    joint_cuda::condition_on_thinning(x, axis, q, v, log_likelihood, out);
+    return out;
+  }
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const detail::JointBox b = box(x, i);
+    const double* w = x.weights().host().data() + x.offset()[i];
+    double* o = out.weights().host().data() + out.offset()[i];
+    const double s = x.log_scale().host()[i];
+    for (std::int64_t e = 0; e < b.size; ++e)
+      o[e] = w[e] > 0.0 ? std::log(w[e]) + detail::binomial_log_mass(detail::joint_coordinate(b, e, axis),
+                                                                     v.host()[i], q)
+                        : neg_inf;
+    const double top = exponentiate(o, b.size);
+    if (top == neg_inf || s == neg_inf) {  // impossible here, or no mass before: the law as it was
+      std::copy(w, w + b.size, o);
+      out.log_scale().host()[i] = s;
+      log_likelihood.host()[i] = neg_inf;
+      continue;
+    }
+    double sum = 0.0;
+    for (std::int64_t e = 0; e < b.size; ++e) sum += o[e];
+    out.log_scale().host()[i] = -std::log(sum);
+    log_likelihood.host()[i] += s + top + std::log(sum);
+  }
+  return out;
+}
+
+JointLaws joint_sum_out(const JointLaws& x, int axis) {
+  constexpr const char* who = "tally::gpu::joint_sum_out";
+  check_axis(x, axis, who);
+  if (x.rank() < 2) tally::detail::fail<shape_error>(who, ": a law of rank 1 has no other coordinates");
+  JointLaws out = allocate_like(x, x.rank() - 1,
+                                [&](const detail::JointBox& b) { return detail::sum_out_box(b, axis); }, who);
+  if (x.where() == Backend::cuda) {
+    joint_cuda::sum_out(x, axis, out);
+    return out;
+  }
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const detail::JointBox in = box(x, i), to = detail::sum_out_box(in, axis);
+    const double* w = x.weights().host().data() + x.offset()[i];
+    double* o = out.weights().host().data() + out.offset()[i];
+    double top = 0.0;
+    for (std::int64_t e = 0; e < to.size; ++e) {
+      const std::int64_t first = detail::sum_out_first(in, to, axis, e);
+      double sum = 0.0;
+      for (std::int64_t t = 0; t < in.shape[axis]; ++t) sum += w[first + t * in.stride[axis]];
+      top = std::max(top, o[e] = sum);
+    }
+    for (std::int64_t e = 0; e < to.size; ++e) o[e] = top > 0.0 ? o[e] / top : 0.0;
+    out.log_scale().host()[i] = top > 0.0 ? x.log_scale().host()[i] + std::log(top) : neg_inf;
+  }
+  return out;
+}
+
+}  // namespace tally::gpu
