@@ -65,7 +65,8 @@ __device__ inline double scan_lanes(const double (&x)[lane_weights], int lane) {
 /// chaining tiles 0, 1, ... again until carry_{t+1} > target. Step 3 walks tile t* (still in registers when it
 /// was the last tile read, else read again, from cache) and the first lane holding a hit writes the draw.
 __global__ void __launch_bounds__(sample_threads)
-    sample_warp_per_pmf(PmfBatchView pmfs, std::uint64_t seed, std::uint64_t counter, std::int64_t* out) {
+    sample_warp_per_pmf(PmfBatchView pmfs, std::uint64_t seed, std::uint64_t counter, std::int64_t* out,
+                        std::uint64_t first_stream) {
   const std::size_t pmf = (static_cast<std::size_t>(blockIdx.x) * sample_threads + threadIdx.x) / lanes;
   const int lane = static_cast<int>(threadIdx.x % lanes);
   if (pmf >= pmfs.count) return;  // whole warps leave together
@@ -107,7 +108,7 @@ __global__ void __launch_bounds__(sample_threads)
     if (lane == 0) out[pmf] = pmfs.lo[pmf];
     return;
   }
-  const double target = philox_uniform(seed, pmf, counter) * carry;
+  const double target = philox_uniform(seed, first_stream + pmf, counter) * carry;
 
   // step 2: t* and before = carry_{t*}; the fallback (no carry_{t+1} > target) is the last tile of positive mass
   std::int64_t t_star = last_tile;
@@ -201,11 +202,11 @@ using detail::upload;
 }  // namespace
 
 void sample_batched_device(PmfBatchView pmfs, std::uint64_t seed, std::uint64_t counter, std::int64_t* out,
-                           void* stream) {
+                           void* stream, std::uint64_t first_stream) {
   if (pmfs.count == 0) return;
   const auto blocks = static_cast<unsigned>((pmfs.count * 32 + kernels::sample_threads - 1) / kernels::sample_threads);
   kernels::sample_warp_per_pmf<<<blocks, kernels::sample_threads, 0, static_cast<cudaStream_t>(stream)>>>(
-      pmfs, seed, counter, out);
+      pmfs, seed, counter, out, first_stream);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -53,8 +53,9 @@ enum class SampleKernel {
 std::vector<std::int64_t> sample_batched(const PmfBatch& pmfs, std::uint64_t seed, std::uint64_t counter,
                                          SampleKernel kernel = SampleKernel::automatic);
 /// Device form: draws into `out` (count entries), asynchronous on `stream`. No temporary storage (warp_per_pmf).
+/// Pmf i draws on the stream first_stream + i (a shard of a larger population: see gpu::sample).
 void sample_batched_device(PmfBatchView pmfs, std::uint64_t seed, std::uint64_t counter, std::int64_t* out,
-                           void* stream = nullptr);
+                           void* stream = nullptr, std::uint64_t first_stream = 0);
 }  // namespace cuda
 
 }  // namespace tally::gpu
