@@ -101,6 +101,7 @@ Graph::Graph(Shard shard, std::shared_ptr<Communicator> communicator, std::uint6
 std::size_t Graph::particles() const { return context_->particles; }
 const Shard& Graph::shard() const { return context_->shard; }
 bool Graph::sharded() const { return context_->comm != nullptr; }
+const std::shared_ptr<Communicator>& Graph::communicator() const { return context_->comm; }
 gpu::Backend Graph::backend() const { return context_->where; }
 void Graph::strict(bool on) { context_->strict = on; }
 bool Graph::strict() const { return context_->strict; }

@@ -188,6 +188,8 @@ class Graph {
   const Shard& shard() const;
   /// Whether this graph is one shard of a sharded population (made with a communicator).
   bool sharded() const;
+  /// The shards' communicator (null for an unsharded graph): for an engine's own collectives between the shards.
+  const std::shared_ptr<Communicator>& communicator() const;
   /// Where the laws and values live (automatic resolved).
   gpu::Backend backend() const;
   /// Strict mode: any fallback the runtime would take (see Fallback) throws inexact_error naming the variable
