@@ -1,5 +1,8 @@
 // The MPI bootstrap of the NCCL communicator: rank 0's unique id broadcast to every rank, one GPU per local rank.
 #include <cuda_runtime.h>
+// MPI's C API only (Open MPI and MPICH would otherwise pull in their deprecated C++ bindings)
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include "tally/error.hpp"
