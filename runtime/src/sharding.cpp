@@ -270,10 +270,24 @@ Exchange plan_exchange(Context& ctx, const std::vector<std::size_t>& ancestors) 
   Communicator& c = comm_of(ctx);
   const auto& bounds = shard_bounds(ctx);
   const std::size_t g = c.size();
-  std::vector<std::size_t> needed = ancestors;
-  std::sort(needed.begin(), needed.end());
-  needed.erase(std::unique(needed.begin(), needed.end()), needed.end());
+  // the distinct ancestors in increasing order, and where each position's is among them (systematic ancestors come
+  // sorted: one linear pass; others by a sort and a search per position)
   Exchange x;
+  std::vector<std::size_t> needed;
+  x.placement.resize(ancestors.size());
+  if (std::is_sorted(ancestors.begin(), ancestors.end())) {
+    for (std::size_t i = 0; i < ancestors.size(); ++i) {
+      if (needed.empty() || needed.back() != ancestors[i]) needed.push_back(ancestors[i]);
+      x.placement[i] = needed.size() - 1;
+    }
+  } else {
+    needed = ancestors;
+    std::sort(needed.begin(), needed.end());
+    needed.erase(std::unique(needed.begin(), needed.end()), needed.end());
+    for (std::size_t i = 0; i < ancestors.size(); ++i)
+      x.placement[i] =
+          static_cast<std::size_t>(std::lower_bound(needed.begin(), needed.end(), ancestors[i]) - needed.begin());
+  }
   x.recv.assign(g, 0);
   std::vector<std::size_t> asked(needed.size());  // the owners' local indices, owner after owner (needed is sorted)
   for (std::size_t k = 0, r = 0; k < needed.size(); ++k) {
@@ -281,9 +295,6 @@ Exchange plan_exchange(Context& ctx, const std::vector<std::size_t>& ancestors) 
     ++x.recv[r];
     asked[k] = needed[k] - bounds[r];
   }
-  x.placement.resize(ancestors.size());
-  for (std::size_t i = 0; i < ancestors.size(); ++i)
-    x.placement[i] = static_cast<std::size_t>(std::lower_bound(needed.begin(), needed.end(), ancestors[i]) - needed.begin());
   x.send = exchange_counts(c, x.recv);
   x.outgoing.resize(std::accumulate(x.send.begin(), x.send.end(), std::size_t{0}));
   c.all_to_all(asked.data(), times(x.recv, sizeof(std::size_t)), x.outgoing.data(), times(x.send, sizeof(std::size_t)),
