@@ -21,7 +21,7 @@ namespace {
 /// What one shard (or the unsharded population) saw, step by step.
 struct Record {
   std::vector<std::vector<std::int64_t>> values;
-  std::vector<std::vector<double>> log_weights, beta_draws;
+  std::vector<std::vector<double>> log_weights, beta_draws, engine_draws;
   std::vector<std::vector<std::size_t>> ancestors;
   std::vector<std::vector<Pmf>> laws;
   std::vector<double> log_means, ess;
@@ -37,6 +37,8 @@ Record population_program(Graph& g) {
   static const std::int64_t y[] = {31, 27, 35, 22, 30};
   const std::size_t n = g.particles(), first = g.shard().first;
   Record r;
+  r.engine_draws.emplace_back();  // the engine's own streams: the population's particle's stream
+  for (std::size_t i = 0; i < n; ++i) r.engine_draws.back().push_back(g.stream(i).uniform());
   auto note_resampling = [&](const Graph::Resampling& s) {
     r.log_means.push_back(s.log_mean_weight);
     r.ess.push_back(s.ess);
@@ -84,6 +86,7 @@ Record join(const std::vector<Record>& shards) {
     append(out.values, r.values);
     append(out.log_weights, r.log_weights);
     append(out.beta_draws, r.beta_draws);
+    append(out.engine_draws, r.engine_draws);
     append(out.ancestors, r.ancestors);
     append(out.laws, r.laws);
     for (std::size_t k = 0; k < out.log_means.size(); ++k) {
@@ -117,6 +120,7 @@ void require_same(const Record& sharded, const Record& whole) {
   REQUIRE(sharded.log_means == whole.log_means);
   REQUIRE(sharded.ess == whole.ess);
   REQUIRE(sharded.beta_draws == whole.beta_draws);
+  REQUIRE(sharded.engine_draws == whole.engine_draws);
   REQUIRE(sharded.laws.size() == whole.laws.size());
   for (std::size_t k = 0; k < whole.laws.size(); ++k) require_same_laws(sharded.laws[k], whole.laws[k]);
   REQUIRE(sharded.summaries.size() == whole.summaries.size());
