@@ -9,13 +9,19 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "results.hpp"
 #include "smc.hpp"
 #include "tally/gpu/backend.hpp"
+#include "tally/runtime/communicator.hpp"
 #include "tally/runtime/graph.hpp"
+#if defined(TALLY_HAVE_MPI)
+#include "tally/runtime/nccl_communicator.hpp"
+#endif
 
 namespace tally::models {
 
@@ -67,13 +73,28 @@ inline Band weighted_band(runtime::Graph& pop, const runtime::Variable& x) {
   return {s.mean, static_cast<double>(s.quantiles[0]), static_cast<double>(s.quantiles[1])};
 }
 
-/// The options the examples take: --particles, --seed, --device cpu|gpu, --plot, --runs, --results.
+/// The options the examples take: --particles, --seed, --device cpu|gpu, --plot, --runs, --results, and for a
+/// sharded population --shards G (simulated shards in this process) or --nccl (one shard per MPI rank).
 struct FilterOptions {
   std::size_t particles = 1024;
   std::uint64_t seed = 1;
   std::string device = "cpu", plot;
   int runs = 1;
   bool results = false;  ///< --results: print_result's machine-readable lines
+  std::size_t shards = 1;  ///< --shards: the population cut in this many shards, run in this process
+  bool nccl = false;       ///< --nccl: one shard per MPI rank, one GPU each (join_nccl sets communicator)
+  std::shared_ptr<runtime::Communicator> communicator;
+
+  /// --shards and --nccl (the examples with a particle filter that can be sharded).
+  void add_sharding_to(CLI::App& app) {
+    app.add_option("--shards", shards,
+                   "cut each filter's population in G shards run in this process, one after another (simulated "
+                   "shards: the same results as one population; on one device with --device gpu)")
+        ->check(CLI::Range(1, 1024));
+    app.add_flag("--nccl", nccl,
+                 "one shard per MPI rank, one GPU each, collectives through NCCL: mpirun -np G <example> --nccl "
+                 "--device gpu (needs tally built with NCCL and MPI)");
+  }
 
   void add_to(CLI::App& app) {
     app.add_option("--particles", particles, "particles of each filter")->check(CLI::Range(1, 1 << 24));
@@ -87,6 +108,59 @@ struct FilterOptions {
   }
   runtime::Device backend() const { return device == "gpu" ? runtime::Device::cuda : runtime::Device::cpu; }
 };
+
+/// The value of body(pop) for the filter's population: one Graph of o.particles particles; o.shards shards of it in
+/// this process (runtime::InProcessGroup: each shard's body runs on its own thread, one after another, so the time is
+/// the shards' sum); or, with --nccl, this MPI rank's shard (o.communicator). Every shard's summaries, ESS and
+/// evidence are the population's; rank 0's result is returned.
+template <class Body>
+auto on_population(const FilterOptions& o, std::uint64_t seed, Body body) {
+  using Result = decltype(body(std::declval<runtime::Graph&>()));
+  if (o.communicator) {
+    const auto& c = o.communicator;
+    runtime::Graph pop(runtime::Shard::even(o.particles, c->size(), c->rank()), c, seed, o.backend());
+    return body(pop);
+  }
+  if (o.shards <= 1) {
+    runtime::Graph pop(o.particles, seed, o.backend());
+    return body(pop);
+  }
+  Result out{};
+  runtime::InProcessGroup::run(o.shards, [&](std::shared_ptr<runtime::Communicator> c) {
+    runtime::Graph pop(runtime::Shard::even(o.particles, o.shards, c->rank()), c, seed, o.backend());
+    Result r = body(pop);
+    if (c->rank() == 0) out = std::move(r);
+  });
+  return out;
+}
+
+/// The population's sum of one number per shard (x itself for an unsharded graph): an all-gather.
+inline double population_sum(const runtime::Graph& pop, double x) {
+  const auto& c = pop.communicator();
+  if (!c) return x;
+  std::vector<double> all(c->size());
+  c->all_gather(&x, all.data(), sizeof(double), gpu::Backend::cpu);
+  double sum = 0;
+  for (const double v : all) sum += v;
+  return sum;
+}
+
+/// --nccl: this process joins the MPI ranks' NCCL communicator (rank 0's unique id broadcast by MPI; the GPU of its
+/// local rank) and its standard output is silenced but on rank 0. The returned object keeps MPI up: hold it until
+/// the end of main. Without MPI in the build: std::runtime_error.
+inline std::shared_ptr<void> join_nccl(FilterOptions& o, int& argc, char**& argv) {
+  if (!o.nccl) return nullptr;
+#if defined(TALLY_HAVE_MPI)
+  auto mpi = std::make_shared<runtime::MpiBootstrap>(&argc, &argv);
+  o.communicator = mpi->nccl();
+  if (mpi->rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) throw std::runtime_error("no /dev/null");
+  return mpi;
+#else
+  (void)argc;
+  (void)argv;
+  throw std::runtime_error("--nccl: this tally was built without NCCL and MPI (TALLY_NCCL, TALLY_MPI)");
+#endif
+}
 
 /// Mean and standard deviation of the finite values (sd 0 for fewer than two), and how many were -inf.
 struct Spread {

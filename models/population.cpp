@@ -127,10 +127,8 @@ void end_of_season(Graph& pop, Run& out, const Variable& N, bool last) {
 /// N_t is what an engine does when the program reads the state; left unrealized, every particle would be the
 /// exact run above, with equal weights. Each operation is one or a few kernel launches for all P particles on the
 /// device (--device gpu), or a loop on one core.
-Run delayed_filter(const Model& m, const std::vector<std::int64_t>& y, std::size_t P, std::uint64_t seed,
-                   runtime::Device where) {
+Run delayed_filter(const Model& m, const std::vector<std::int64_t>& y, Graph& pop) {
   const auto start = std::chrono::steady_clock::now();
-  Graph pop(P, seed, where);
   Run out;
   Variable N = pop.assume(Poisson(m.lambda0));
   for (std::size_t t = 0; t < y.size(); ++t) {
@@ -147,10 +145,8 @@ Run delayed_filter(const Model& m, const std::vector<std::int64_t>& y, std::size
 
 /// The bootstrap filter: N_0, S_t, I_t and so N_t drawn forward; y_t observed as a thinning of the realized N_t,
 /// which adds log Binomial(y_t; N_t, p) to the weight.
-Run bootstrap_filter(const Model& m, const std::vector<std::int64_t>& y, std::size_t P, std::uint64_t seed,
-                     runtime::Device where) {
+Run bootstrap_filter(const Model& m, const std::vector<std::int64_t>& y, Graph& pop) {
   const auto start = std::chrono::steady_clock::now();
-  Graph pop(P, seed, where);
   Run out;
   Variable N = pop.assume(Poisson(m.lambda0));
   pop.realize(N);
@@ -220,6 +216,7 @@ int main(int argc, char** argv) {
   Model m;
   models::FilterOptions options;
   options.add_to(app);
+  options.add_sharding_to(app);
   std::size_t seasons = 20;
   std::uint64_t data_seed = 7;
   app.add_option("--seasons", seasons, "seasons T of synthetic data")->check(CLI::Range(1, 100000));
@@ -232,6 +229,7 @@ int main(int argc, char** argv) {
   app.add_flag("--memory", memory, "print the bytes per particle of each live node of the delayed-sampling program");
   CLI11_PARSE(app, argc, argv);
   try {
+    const auto mpi = models::join_nccl(options, argc, argv);
     const auto [y, truth] = simulate(m, seasons, data_seed);
     std::printf("Population: N_0 ~ Poisson(%g), S_t ~ Binomial(N_{t-1}, %g), I_t ~ Poisson(%g), N_t = S_t + I_t,\n"
                 "y_t ~ Binomial(N_t, %g); %zu seasons simulated with data seed %llu\n",
@@ -261,8 +259,8 @@ int main(int argc, char** argv) {
     std::vector<double> delayed_seconds, boot_seconds;
     for (int r = 0; r < options.runs; ++r) {
       const std::uint64_t seed = options.seed + static_cast<std::uint64_t>(r);
-      delayed_runs.push_back(delayed_filter(m, y, options.particles, seed, options.backend()));
-      boot_runs.push_back(bootstrap_filter(m, y, options.particles, seed, options.backend()));
+      delayed_runs.push_back(models::on_population(options, seed, [&](Graph& pop) { return delayed_filter(m, y, pop); }));
+      boot_runs.push_back(models::on_population(options, seed, [&](Graph& pop) { return bootstrap_filter(m, y, pop); }));
       delayed_evidence.push_back(delayed_runs.back().log_evidence);
       boot_evidence.push_back(boot_runs.back().log_evidence);
       delayed_seconds.push_back(delayed_runs.back().seconds);

@@ -89,9 +89,9 @@ bool end_of_day(RunResult& out, std::size_t t, Graph& pop, const Variable& S, co
 /// I(t) - I(t-1) = new - rec is observed; tally then weighs each particle by the exact P(new - rec = change) (one
 /// skew diagonal, no convolution) and draws new and rec from their exact joint posterior, which updates the Betas.
 /// The contacts tau ~ Binomial(S, 1 - exp(-lambda I / N)) are drawn (a chain binomial).
-RunResult delayed_filter(const Outbreak& data, std::size_t P, std::uint64_t seed, double lambda, runtime::Device where) {
+RunResult delayed_filter(const Outbreak& data, Graph& pop, double lambda) {
   const auto start = std::chrono::steady_clock::now();
-  Graph pop(P, seed, where);
+  const auto P = static_cast<double>(pop.shard().total);  // the population's particles (a shard holds some)
   const auto delta = pop.assume(Beta(2, 2));  // the probability that a contact infects
   const auto gamma = pop.assume(Beta(2, 2));  // the daily probability of recovery
   Variable S = pop.constant(data.pupils - data.infected0), I = pop.constant(data.infected0), R = pop.constant(0);
@@ -115,12 +115,14 @@ RunResult delayed_filter(const Outbreak& data, std::size_t P, std::uint64_t seed
   out.seconds = models::seconds_since(start);  // the steps; the posterior means below are read on the host
   if (out.failed_day == 0) {
     // exact Rao-Blackwellized posterior means: the mean of each particle's Beta, averaged (equal weights)
-    for (const auto& b : pop.beta(delta)) out.delta_mean += runtime::mean(b) / static_cast<double>(P);
-    for (const auto& b : pop.beta(gamma)) out.gamma_mean += runtime::mean(b) / static_cast<double>(P);
+    for (const auto& b : pop.beta(delta)) out.delta_mean += runtime::mean(b) / P;
+    for (const auto& b : pop.beta(gamma)) out.gamma_mean += runtime::mean(b) / P;
+    out.delta_mean = models::population_sum(pop, out.delta_mean);
+    out.gamma_mean = models::population_sum(pop, out.gamma_mean);
     const auto last = pop.value(I);
-    for (std::size_t i = 0; i < P; ++i)
+    for (std::size_t i = 0; i < last.size(); ++i)
       if (last[i] != data.infected(data.days()))
-        std::fprintf(stderr, "warning: particle %zu has I = %lld, not the observed %lld\n", i,
+        std::fprintf(stderr, "warning: particle %zu has I = %lld, not the observed %lld\n", pop.shard().first + i,
                      static_cast<long long>(last[i]), static_cast<long long>(data.infected(data.days())));
   }
   return out;
@@ -128,9 +130,9 @@ RunResult delayed_filter(const Outbreak& data, std::size_t P, std::uint64_t seed
 
 /// The bootstrap filter: every variable drawn forward (delta and gamma too), weight 1 if the simulated I(t) equals
 /// the data, else 0.
-RunResult bootstrap_filter(const Outbreak& data, std::size_t P, std::uint64_t seed, double lambda, runtime::Device where) {
+RunResult bootstrap_filter(const Outbreak& data, Graph& pop, double lambda) {
   const auto start = std::chrono::steady_clock::now();
-  Graph pop(P, seed, where);
+  const auto P = static_cast<double>(pop.shard().total);
   const auto delta = pop.assume(Beta(2, 2)), gamma = pop.assume(Beta(2, 2));
   pop.realize(delta);
   pop.realize(gamma);
@@ -154,8 +156,10 @@ RunResult bootstrap_filter(const Outbreak& data, std::size_t P, std::uint64_t se
   }
   out.seconds = models::seconds_since(start);  // the steps; the posterior means below are read on the host
   if (out.failed_day == 0) {
-    for (double v : pop.scalar_value(delta)) out.delta_mean += v / static_cast<double>(P);
-    for (double v : pop.scalar_value(gamma)) out.gamma_mean += v / static_cast<double>(P);
+    for (double v : pop.scalar_value(delta)) out.delta_mean += v / P;
+    for (double v : pop.scalar_value(gamma)) out.gamma_mean += v / P;
+    out.delta_mean = models::population_sum(pop, out.delta_mean);
+    out.gamma_mean = models::population_sum(pop, out.gamma_mean);
   }
   return out;
 }
@@ -251,14 +255,15 @@ Summary summarize(const std::vector<RunResult>& runs) {
 }
 
 /// Runs both filters `runs` times on `data` and prints the log-evidence table; returns the delayed runs.
-std::pair<std::vector<RunResult>, std::vector<RunResult>> compare(const Outbreak& data, std::size_t particles,
-                                                                  std::uint64_t seed, int runs, double lambda,
-                                                                  runtime::Device where) {
+std::pair<std::vector<RunResult>, std::vector<RunResult>> compare(const Outbreak& data, const models::FilterOptions& o,
+                                                                  int runs, double lambda) {
+  const std::size_t particles = o.particles;
+  const std::uint64_t seed = o.seed;
   std::vector<RunResult> delayed, bootstrap;
   for (int k = 0; k < runs; ++k) {
     const std::uint64_t s = seed + static_cast<std::uint64_t>(k);
-    delayed.push_back(delayed_filter(data, particles, s, lambda, where));
-    bootstrap.push_back(bootstrap_filter(data, particles, s, lambda, where));
+    delayed.push_back(models::on_population(o, s, [&](Graph& pop) { return delayed_filter(data, pop, lambda); }));
+    bootstrap.push_back(models::on_population(o, s, [&](Graph& pop) { return bootstrap_filter(data, pop, lambda); }));
     if (runs > 1)
       std::fprintf(stderr, "days 1..%zu, run %d/%d (seed %llu): delayed sampling %s (%.2f s), bootstrap %s (%.2f s)\n",
                    data.days(), k + 1, runs, static_cast<unsigned long long>(s), outcome(delayed.back()).c_str(),
@@ -309,7 +314,7 @@ int main(int argc, char** argv) {
   std::size_t days = 14;
   double lambda = 10.0;
   std::string plot_path = "sir.png";
-  app.add_option("--particles", particles, "number of particles of each filter")->check(CLI::Range(1, 1 << 22));
+  app.add_option("--particles", particles, "number of particles of each filter")->check(CLI::Range(1, 1 << 24));
   app.add_option("--seed", seed, "seed of the first run (run r uses seed + r)");
   app.add_option("--runs", runs, "independent runs of each filter for the log-evidence table")
       ->check(CLI::Range(1, 100000));
@@ -327,11 +332,14 @@ int main(int argc, char** argv) {
   app.add_option("--compare-runs", compare_runs, "runs of that comparison")->check(CLI::Range(2, 100000));
   bool result_lines = false;  // --results
   models::add_results_flag(app, result_lines);
+  models::FilterOptions options;
+  options.add_sharding_to(app);
   CLI11_PARSE(app, argc, argv);
 
   Outbreak data;
   data.in_bed.resize(days);
   try {
+    const auto mpi = models::join_nccl(options, argc, argv);
     std::printf("SIR epidemic, boarding-school influenza 1978: N = %lld pupils, I(0) = %lld, I(1..%zu) observed\n",
                 static_cast<long long>(data.pupils), static_cast<long long>(data.infected0), data.days());
     std::printf("per day: tau ~ Binomial(S, 1 - exp(-%g I/N)) contacts (sampled), new ~ Binomial(tau, delta),\n"
@@ -339,12 +347,11 @@ int main(int argc, char** argv) {
                 "%zu particles on the %s, systematic resampling every day, seed %llu\n\n",
                 lambda, particles, device.c_str(), static_cast<unsigned long long>(seed));
 
-    models::FilterOptions options;
     options.particles = particles;
     options.seed = seed;
     options.device = device;
     options.results = result_lines;
-    auto [delayed, bootstrap] = compare(data, particles, seed, runs, lambda, options.backend());
+    auto [delayed, bootstrap] = compare(data, options, runs, lambda);
     const std::pair<const char*, const std::vector<RunResult>*> methods[] = {{"delayed", &delayed},
                                                                              {"bootstrap", &bootstrap}};
     for (const auto& [name, results] : methods) {
@@ -364,7 +371,7 @@ int main(int argc, char** argv) {
       early.in_bed.resize(compare_days);
       std::printf("The same comparison on the first %zu days only, where the bootstrap filter can survive:\n",
                   compare_days);
-      compare(early, particles, seed, compare_runs, lambda, options.backend());
+      compare(early, options, compare_runs, lambda);
     }
 
     if (delayed.front().failed_day != 0)

@@ -127,15 +127,16 @@ void draw_continuous(Place& at, Node& rho) {
   auto& s = *rho.continuous;
   const std::uint64_t k = at.draws++;
   switch (root.family) {
-    case ContinuousRoot::beta: s.scalar = gpu::sample_beta(s.params.a, s.params.b, at.seed, k); break;
-    case ContinuousRoot::gamma: s.scalar = gpu::sample_gamma(s.params.a, s.params.b, at.seed, k); break;
+    case ContinuousRoot::beta: s.scalar = gpu::sample_beta(s.params.a, s.params.b, at.seed, k, at.first_particle); break;
+    case ContinuousRoot::gamma: s.scalar = gpu::sample_gamma(s.params.a, s.params.b, at.seed, k, at.first_particle); break;
     case ContinuousRoot::dirichlet:
       s.vector = Batch<Eigen::VectorXd>::make(at.particles, [&](std::size_t i) {
         const Eigen::VectorXd& alpha = s.params.dirichlet[i].alpha;
         Eigen::VectorXd g(alpha.size());
         // component j on its own key, so that the draws of different components are independent
         for (Eigen::Index j = 0; j < alpha.size(); ++j)
-          g[j] = gpu::gamma_variate(alpha[j], at.seed ^ (0x9E37'79B9'7F4A'7C15ull * static_cast<std::uint64_t>(j + 1)), i, k);
+          g[j] = gpu::gamma_variate(alpha[j], at.seed ^ (0x9E37'79B9'7F4A'7C15ull * static_cast<std::uint64_t>(j + 1)),
+                                    at.first_particle + i, k);
         return Eigen::VectorXd(g / g.sum());
       });
       break;

@@ -365,7 +365,7 @@ bool draw_directly(Node& n) {
   }
   const auto hold = n.shared_from_this();
   const std::uint64_t draw = ctx.draws++;
-  n.value = make_values(gpu::sample_binomial(**trials, *q, ctx.seed, draw), true);
+  n.value = make_values(gpu::sample_binomial(**trials, *q, ctx.seed, draw, ctx.first_particle), true);
   n.state = State::realized;
   n.parents = {};
   return true;

@@ -10,6 +10,7 @@
 
 #include "dependence.hpp"
 #include "node.hpp"
+#include "sharding.hpp"
 #include "support.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu/population_ops.hpp"
@@ -84,7 +85,23 @@ Graph::Graph(std::size_t particles, std::uint64_t seed, Device device, Truncatio
   }
 }
 
+Graph::Graph(Shard shard, std::shared_ptr<Communicator> communicator, std::uint64_t seed, Device device, Truncation t)
+    : Graph(shard.count == 0 ? 1 : shard.count, seed, device, t) {
+  constexpr const char* who = "tally::runtime::Graph (sharded)";
+  if (!communicator) tally::detail::fail<usage_error>(who, ": no communicator");
+  if (shard.count == 0 || shard.index != communicator->rank() || shard.index >= communicator->size() ||
+      shard.first > shard.total || shard.count > shard.total - shard.first)
+    tally::detail::fail<domain_error>(who, ": shard ", shard.index, " (", communicator->description(), ") holds ",
+                                      shard.count, " particles from ", shard.first, " of ", shard.total);
+  context_->shard = shard;
+  context_->first_particle = shard.first;
+  context_->comm = std::move(communicator);
+}
+
 std::size_t Graph::particles() const { return context_->particles; }
+const Shard& Graph::shard() const { return context_->shard; }
+bool Graph::sharded() const { return context_->comm != nullptr; }
+const std::shared_ptr<Communicator>& Graph::communicator() const { return context_->comm; }
 gpu::Backend Graph::backend() const { return context_->where; }
 void Graph::strict(bool on) { context_->strict = on; }
 bool Graph::strict() const { return context_->strict; }
@@ -95,7 +112,7 @@ RandomStream& Graph::stream(std::size_t i) {
   auto& s = context_->streams;
   if (s.empty()) {
     s.reserve(particles());
-    for (std::size_t k = 0; k < particles(); ++k) s.emplace_back(context_->seed ^ engine_key, k);
+    for (std::size_t k = 0; k < particles(); ++k) s.emplace_back(context_->seed ^ engine_key, context_->first_particle + k);
   }
   return s[i];
 }
@@ -386,7 +403,10 @@ const gpu::Column<std::int64_t>& Graph::values(const Variable& x) {
 
 gpu::WeightedSummary Graph::summarize(const Variable& x, std::span<const double> probabilities) {
   auto n = node_of(x, "summarize");
-  return guarded(*this, [&] { return gpu::summarize(*realized(*n), context_->log_weight, probabilities); });
+  return guarded(*this, [&] {
+    if (sharded()) return detail::sharded_summarize(*context_, *realized(*n), probabilities);
+    return gpu::summarize(*realized(*n), context_->log_weight, probabilities);
+  });
 }
 
 void Graph::realize(const Variable& x) {
@@ -488,6 +508,7 @@ std::vector<std::vector<std::size_t>> Graph::touches(const std::vector<Variable>
 Graph::Resampling Graph::resample_by_weight(gpu::Resampler kind) { return resample_by_weight(1.0, kind); }
 
 Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kind) {
+  if (sharded()) return guarded(*this, [&] { return sharded_resample_by_weight(threshold, kind); });
   return guarded(*this, [&]() -> Resampling {
   gpu::WeightSummary summary{};
   auto ancestors = gpu::resample(context_->log_weight, kind, context_->seed ^ resampling_key, context_->resamplings++, summary);
@@ -501,12 +522,36 @@ Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kin
   });
 }
 
+Graph::Resampling Graph::sharded_resample_by_weight(double threshold, gpu::Resampler kind) {
+  // the same steps as the unsharded resampler, collectively: the counter advances on every shard alike
+  const std::uint64_t counter = context_->resamplings++;
+  const detail::ShardedResampling weights = detail::sharded_summary(*context_);
+  const double total = static_cast<double>(context_->shard.total);
+  if (weights.impossible) return {-std::numeric_limits<double>::infinity(), 0.0, {}};
+  const double log_mean = weights.summary.log_sum - std::log(total);
+  if (threshold < 1.0 && !(weights.summary.ess < threshold * total)) return {log_mean, weights.summary.ess, {}};
+  const auto ancestors = detail::sharded_ancestors(*context_, weights, kind, context_->seed ^ resampling_key, counter);
+  auto zero = gpu::filled(0.0, particles(), context_->where);
+  detail::sharded_gather(*context_, ancestors, nullptr);
+  context_->log_weight = std::move(zero);
+  return {log_mean, weights.summary.ess, gpu::Column<std::size_t>::from_host(ancestors, context_->where), true};
+}
+
 void Graph::resample(const std::vector<std::size_t>& ancestors) {
-  if (ancestors.size() != particles())
+  const std::size_t range = sharded() ? context_->shard.total : particles();
+  const bool sized = ancestors.size() == particles();
+  const bool in_range = std::all_of(ancestors.begin(), ancestors.end(), [&](std::size_t a) { return a < range; });
+  if (sharded() && !detail::on_every_shard(*context_, sized && in_range) && sized && in_range)
+    tally::detail::fail<domain_error>("tally::runtime::Graph::resample: another shard's ancestors are invalid");
+  if (!sized)
     tally::detail::fail<shape_error>("tally::runtime::Graph::resample: ", ancestors.size(), " ancestors for ",
                                      particles(), " particles");
   for (std::size_t a : ancestors)
-    if (a >= particles()) tally::detail::fail<domain_error>("tally::runtime::Graph::resample: ancestor ", a, " out of range");
+    if (a >= range) tally::detail::fail<domain_error>("tally::runtime::Graph::resample: ancestor ", a, " out of range");
+  if (sharded()) {
+    guarded(*this, [&] { detail::sharded_gather(*context_, ancestors, &context_->log_weight); });
+    return;
+  }
   const auto where = gpu::Column<std::size_t>::from_host(ancestors, context_->where);
   auto weights = detail::gather(context_->log_weight, where);  // before the nodes: the move after cannot fail
   gather(where);

@@ -14,6 +14,7 @@
 #include "tally/distributions/truncation.hpp"
 #include "state.hpp"
 #include "tally/runtime/batch.hpp"
+#include "tally/runtime/communicator.hpp"
 #include "tally/runtime/conjugate.hpp"
 #include "tally/runtime/observation.hpp"
 
@@ -74,6 +75,11 @@ struct Context : Place {
   bool strict = false;
   std::vector<Sampled>* report = nullptr;  // while an observation computes: what the runtime sampled
   Node* first_live = nullptr;  // every live node of this context, linked through Node::next_live
+  // One shard of a sharded population (runtime/src/sharding.hpp): the shard (Place::first_particle is its first),
+  // the communicator (null for an unsharded graph: Shard{0, P, 0, P}), and the shards' bounds once gathered.
+  Shard shard;
+  std::shared_ptr<Communicator> comm;
+  std::vector<std::size_t> shard_bounds;
 };
 
 /// A node. Ownership (strong references) always points one way along each edge, so the graph of strong references

@@ -455,12 +455,12 @@ void add_log_equal(const Values& x, const Values& v, LogLikelihood& ll) { gpu::a
 Values sample(Place& at, const Laws& x) {
   if (x.parameters) return sample(at, dense(x));
   const std::uint64_t k = at.draws++;
-  if (x.device) return make_values(gpu::sample(*x.device, at.seed, k), x.device_nonnegative);
+  if (x.device) return make_values(gpu::sample(*x.device, at.seed, k, at.first_particle), x.device_nonnegative);
   std::vector<std::int64_t> out(at.particles);
   for (std::size_t i = 0; i < at.particles; ++i) {
     const Pmf& p = x.host[i];
     out[i] = gpu::cpu::sample_one(std::span<const double>(p.weights().data(), static_cast<std::size_t>(p.size())),
-                                  p.lo(), at.seed, i, k);
+                                  p.lo(), at.seed, at.first_particle + i, k);
   }
   return make_values(gpu::Column<std::int64_t>::host_values(std::move(out)));
 }

@@ -27,13 +27,16 @@ struct AffineLaw {
 using ChildLaw = std::variant<Thinning, ScaledPoisson, IndexedPoisson, MarkovStep, AffineLaw>;
 
 /// Where a graph's state lives and what its operations need: the number of particles, the backend, the
-/// truncation, and the draws so far (the k-th draw of the graph uses philox_uniform(seed, i, k) in particle i).
+/// truncation, and the draws so far (the k-th draw of the graph uses philox_uniform(seed, first_particle + i, k) in
+/// particle i: first_particle is 0 but for one shard of a sharded population, whose particle i is the population's
+/// particle first_particle + i, so that the shards draw what the whole population would).
 struct Place {
   std::size_t particles = 1;
   gpu::Backend where = gpu::Backend::cpu;
   Truncation truncation;
   std::uint64_t seed = 1;
   std::uint64_t draws = 0;
+  std::uint64_t first_particle = 0;
   bool device() const { return where == gpu::Backend::cuda; }
 };
 

@@ -90,7 +90,8 @@ namespace tally::gpu::cuda {
 std::vector<std::int64_t> sample_batched(const PmfBatch&, std::uint64_t, std::uint64_t, SampleKernel) {
   throw cuda_error("tally::gpu::cuda::sample_batched: tally was built without CUDA");
 }
-void sample_batched_device(PmfBatchView, std::uint64_t, std::uint64_t, std::int64_t*, void*, std::size_t) {
+void sample_batched_device(PmfBatchView, std::uint64_t, std::uint64_t, std::int64_t*, void*, std::uint64_t,
+                           std::size_t) {
   throw cuda_error("tally::gpu::cuda::sample_batched_device: tally was built without CUDA");
 }
 WeightSummary summarize_log_weights(std::span<const double>) {

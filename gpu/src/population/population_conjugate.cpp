@@ -145,16 +145,16 @@ void gamma_poisson_update(Column<double>& a, Column<double>& b, double s, const 
 }
 
 Column<double> sample_gamma(const Column<double>& a, const Column<double>& b, std::uint64_t seed,
-                            std::uint64_t counter) {
+                            std::uint64_t counter, std::uint64_t first_stream) {
   constexpr const char* who = "tally::gpu::sample_gamma";
   same_shape(a, b, who);
-  if (on_device(a.where())) return population_cuda::sample_gamma(a, b, seed, counter);
+  if (on_device(a.where())) return population_cuda::sample_gamma(a, b, seed, counter, first_stream);
   check_positive(a, who, "a");
   check_positive(b, who, "b");
   std::vector<double> out(a.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
     int next = 0;
-    out[i] = detail::gamma_draw(a.host()[i], seed, i, counter, next) / b.host()[i];
+    out[i] = detail::gamma_draw(a.host()[i], seed, first_stream + i, counter, next) / b.host()[i];
   }
   return Column<double>::host_values(std::move(out));
 }

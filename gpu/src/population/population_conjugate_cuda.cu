@@ -100,7 +100,7 @@ void gamma_poisson_update(Column<double>& a, Column<double>& b, double s, const 
 }
 
 Column<double> sample_gamma(const Column<double>& a, const Column<double>& b, std::uint64_t seed,
-                            std::uint64_t counter) {
+                            std::uint64_t counter, std::uint64_t first_stream) {
   auto out = Column<double>::allocate(Backend::cuda, a.size(), "tally::gpu::sample_gamma");
   const double *ap = a.data(), *bp = b.data();
   double* o = out.data();
@@ -110,7 +110,7 @@ Column<double> sample_gamma(const Column<double>& a, const Column<double>& b, st
       return;
     }
     int next = 0;
-    o[i] = detail::gamma_draw(ap[i], seed, static_cast<std::uint64_t>(i), counter, next) / bp[i];
+    o[i] = detail::gamma_draw(ap[i], seed, first_stream + static_cast<std::uint64_t>(i), counter, next) / bp[i];
   });
   return out;
 }

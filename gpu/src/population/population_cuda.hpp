@@ -35,10 +35,10 @@ ValueRange support_range(const Laws& x);
 double max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before, const Column<double>& after);
 double max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after);
 void add_to(Column<double>& acc, const Column<double>& x);
-Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter);
+Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream);
 Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column<double>& q, std::uint64_t seed,
-                                     std::uint64_t counter);
-Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter);
+                                     std::uint64_t counter, std::uint64_t first_stream);
+Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream);
 Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const Column<std::int64_t>& y,
                             std::int64_t b, std::int64_t c);
 Column<std::int64_t> filled(std::int64_t v, std::size_t count);
@@ -67,5 +67,5 @@ void add_gamma_poisson_log_mass(double s, const Column<double>& a, const Column<
                                 const Column<std::int64_t>& k, Column<double>& log_likelihood);
 void negative_binomial_update(Column<double>& a, Column<double>& b, double r, const Column<std::int64_t>& k);
 void gamma_poisson_update(Column<double>& a, Column<double>& b, double s, const Column<std::int64_t>& k);
-Column<double> sample_gamma(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter);
+Column<double> sample_gamma(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream);
 }  // namespace tally::gpu::population_cuda

@@ -54,9 +54,9 @@ ValueRange support_range(const Laws&) { none("support_range"); }
 double max_mass_ratio(const Laws&, const Laws*, const Column<double>&, const Column<double>&) { none("max_mass_ratio"); }
 double max_mass_ratio(const Column<double>&, const Column<double>&, const Column<double>&) { none("max_mass_ratio"); }
 void add_to(Column<double>&, const Column<double>&) { none("add_to"); }
-Column<std::int64_t> sample(const Laws&, std::uint64_t, std::uint64_t) { none("sample"); }
-Column<std::int64_t> sample_binomial(const Column<std::int64_t>&, const Column<double>&, std::uint64_t, std::uint64_t) { none("sample_binomial"); }
-Column<double> sample_beta(const Column<double>&, const Column<double>&, std::uint64_t, std::uint64_t) { none("sample_beta"); }
+Column<std::int64_t> sample(const Laws&, std::uint64_t, std::uint64_t, std::uint64_t) { none("sample"); }
+Column<std::int64_t> sample_binomial(const Column<std::int64_t>&, const Column<double>&, std::uint64_t, std::uint64_t, std::uint64_t) { none("sample_binomial"); }
+Column<double> sample_beta(const Column<double>&, const Column<double>&, std::uint64_t, std::uint64_t, std::uint64_t) { none("sample_beta"); }
 Column<std::int64_t> linear(const Column<std::int64_t>&, std::int64_t, const Column<std::int64_t>&, std::int64_t, std::int64_t) { none("linear"); }
 Column<std::int64_t> filled(std::int64_t, std::size_t) { none("filled"); }
 Column<double> filled(double, std::size_t) { none("filled"); }
@@ -81,6 +81,6 @@ void add_gamma_poisson_log_mass(double, const Column<double>&, const Column<doub
 }
 void negative_binomial_update(Column<double>&, Column<double>&, double, const Column<std::int64_t>&) { none("negative_binomial_update"); }
 void gamma_poisson_update(Column<double>&, Column<double>&, double, const Column<std::int64_t>&) { none("gamma_poisson_update"); }
-Column<double> sample_gamma(const Column<double>&, const Column<double>&, std::uint64_t, std::uint64_t) { none("sample_gamma"); }
+Column<double> sample_gamma(const Column<double>&, const Column<double>&, std::uint64_t, std::uint64_t, std::uint64_t) { none("sample_gamma"); }
 }  // namespace population_cuda
 }  // namespace tally::gpu

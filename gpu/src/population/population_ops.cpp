@@ -284,9 +284,13 @@ void add_to(Column<double>& acc, const Column<double>& x) {
   for (std::size_t i = 0; i < x.size(); ++i) acc.host()[i] += x.host()[i];
 }
 
-Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter) {
-  if (on_device(x.where())) return population_cuda::sample(x, seed, counter);
-  return Column<std::int64_t>::host_values(cpu::sample_batched(x.host(), seed, counter));
+Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream) {
+  if (on_device(x.where())) return population_cuda::sample(x, seed, counter, first_stream);
+  if (first_stream == 0) return Column<std::int64_t>::host_values(cpu::sample_batched(x.host(), seed, counter));
+  const PmfBatch& pmfs = x.host();
+  std::vector<std::int64_t> out(pmfs.size());
+  for (std::size_t i = 0; i < pmfs.size(); ++i) out[i] = cpu::sample_one(pmfs[i], pmfs.lo[i], seed, first_stream + i, counter);
+  return Column<std::int64_t>::host_values(std::move(out));
 }
 
 double gamma_variate(double shape, std::uint64_t seed, std::uint64_t particle, std::uint64_t counter) {
@@ -302,27 +306,28 @@ double beta_variate(double a, double b, std::uint64_t seed, std::uint64_t partic
 }
 
 Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column<double>& q, std::uint64_t seed,
-                                     std::uint64_t counter) {
+                                     std::uint64_t counter, std::uint64_t first_stream) {
   constexpr const char* who = "tally::gpu::sample_binomial";
   same_shape(n, q, who);
-  if (on_device(n.where())) return population_cuda::sample_binomial(n, q, seed, counter);
+  if (on_device(n.where())) return population_cuda::sample_binomial(n, q, seed, counter, first_stream);
   std::vector<std::int64_t> out(n.size());
   for (std::size_t i = 0; i < n.size(); ++i) {
     detail::check_binomial(who, i, n.host()[i], q.host()[i]);
-    out[i] = detail::binomial_draw(n.host()[i], q.host()[i], philox_uniform(seed, i, counter));
+    out[i] = detail::binomial_draw(n.host()[i], q.host()[i], philox_uniform(seed, first_stream + i, counter));
   }
   return Column<std::int64_t>::host_values(std::move(out));
 }
 
-Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter) {
+Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter,
+                           std::uint64_t first_stream) {
   constexpr const char* who = "tally::gpu::sample_beta";
   same_shape(a, b, who);
-  if (on_device(a.where())) return population_cuda::sample_beta(a, b, seed, counter);
+  if (on_device(a.where())) return population_cuda::sample_beta(a, b, seed, counter, first_stream);
   std::vector<double> out(a.size());
   for (std::size_t i = 0; i < a.size(); ++i) {
     tally::detail::check_positive(a.host()[i], who, "a");
     tally::detail::check_positive(b.host()[i], who, "b");
-    out[i] = detail::beta_draw(a.host()[i], b.host()[i], seed, i, counter);
+    out[i] = detail::beta_draw(a.host()[i], b.host()[i], seed, first_stream + i, counter);
   }
   return Column<double>::host_values(std::move(out));
 }

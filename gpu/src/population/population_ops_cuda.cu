@@ -518,14 +518,15 @@ void add_to(Column<double>& acc, const Column<double>& x) {
   each(x.size(), [=] __device__(long long i) { a[i] += xp[i]; });
 }
 
-Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter) {
+Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream) {
   auto out = Column<std::int64_t>::allocate(Backend::cuda, x.size(), "tally::gpu::sample");
-  if (x.size() > 0) cuda::sample_batched_device(x.view(), seed, counter, out.data(), nullptr, x.max_length());
+  if (x.size() > 0)
+    cuda::sample_batched_device(x.view(), seed, counter, out.data(), nullptr, first_stream, x.max_length());
   return out;
 }
 
 Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column<double>& q, std::uint64_t seed,
-                                     std::uint64_t counter) {
+                                     std::uint64_t counter, std::uint64_t first_stream) {
   constexpr const char* who = "tally::gpu::sample_binomial";
   auto out = Column<std::int64_t>::allocate(Backend::cuda, n.size(), who);
   FirstBad bad(n.size());
@@ -541,19 +542,20 @@ Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column
       o[i] = 0;
       return;
     }
-    o[i] = detail::binomial_draw(ni, qi, philox_uniform(seed, static_cast<std::uint64_t>(i), counter));
+    o[i] = detail::binomial_draw(ni, qi, philox_uniform(seed, first_stream + static_cast<std::uint64_t>(i), counter));
   });
   const std::size_t i = bad.read();
   if (i < n.size()) detail::check_binomial(who, i, n.to_host()[i], q.to_host()[i]);
   return out;
 }
 
-Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter) {
+Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter,
+                           std::uint64_t first_stream) {
   auto out = Column<double>::allocate(Backend::cuda, a.size(), "tally::gpu::sample_beta");
   const double *ap = a.data(), *bp = b.data();
   double* o = out.data();
   each(a.size(), [=] __device__(long long i) {
-    o[i] = detail::beta_draw(ap[i], bp[i], seed, static_cast<std::uint64_t>(i), counter);
+    o[i] = detail::beta_draw(ap[i], bp[i], seed, first_stream + static_cast<std::uint64_t>(i), counter);
   });
   return out;
 }

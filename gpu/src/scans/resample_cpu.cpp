@@ -7,23 +7,14 @@
 #include "resample_order.hpp"
 #include "tally/gpu/philox.hpp"
 #include "tally/gpu/resample.hpp"
+#include "tally/gpu/resample_tiles.hpp"
+#include "tally/error.hpp"
 
 namespace tally::gpu::cpu {
 namespace {
 
 constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr std::size_t tile = detail::resample_tile;
-constexpr std::size_t threads = detail::resample_threads;
-constexpr std::size_t items = detail::resample_items;
-constexpr std::size_t combine_threads = detail::combine_threads;
-constexpr std::size_t warp = detail::warp_lanes;
-
-/// Passes 1 and 2 of resample_order.hpp, as the kernels run them: x_i, m_t, f_t, O_t (t <= n), M, W, Q.
-struct Tiles {
-  std::vector<double> x;  // e^{l_i - m_t}, P of them
-  std::vector<double> m, f, o;
-  double big_m = 0, w = 0, q = 0, g = 0;  // g = P / W
-};
 
 /// The block order of thread j's sums over its items (thread_sum(j)), B threads: the bases (in place) and total.
 template <class F>
@@ -32,42 +23,66 @@ double block_sums(std::vector<double>& a, F thread_sum) {
   return detail::block_order_scan(a);
 }
 
-Tiles tile_passes(std::span<const double> l) {
-  const std::size_t p = l.size(), n = (p + tile - 1) / tile;
-  Tiles tiles;
-  tiles.x.resize(p);
-  tiles.m.resize(n);
-  tiles.f.resize(n);
-  tiles.o.resize(n + 1);
-  std::vector<double> s(n), q(n), a(threads);
-  // pass 1's item r of thread j = 32 w + l: the particle T t + 512 w + 32 r + l (warp-striped; 0 past P)
-  const auto x_at = [&](std::size_t t, std::size_t j, std::size_t r) {
-    const std::size_t i = t * tile + j / warp * (warp * items) + warp * r + j % warp;
-    return i < p ? tiles.x[i] : 0.0;
+/// x_i = e^{l_i - m} (0 where l_i = -inf) of one tile, and m = the tile's largest log-weight.
+double tile_weights(std::span<const double> l, std::vector<double>& x) {
+  double mx = -inf;
+  for (const double v : l) mx = std::max(mx, v);
+  x.resize(l.size());
+  for (std::size_t i = 0; i < l.size(); ++i) x[i] = l[i] == -inf ? 0.0 : std::exp(l[i] - mx);
+  return mx;
+}
+
+}  // namespace
+}  // namespace tally::gpu::cpu
+
+namespace tally::gpu::tiles {
+
+using cpu::block_sums;
+using cpu::inf;
+
+TileTotals tile_totals(std::span<const double> l) {
+  constexpr std::size_t tile = detail::resample_tile, threads = detail::resample_threads;
+  constexpr std::size_t items = detail::resample_items, warp = detail::warp_lanes;
+  std::vector<double> x, a(threads);
+  const double mx = cpu::tile_weights(l, x);
+  // pass 1's item r of thread j = 32 w + l: the tile's particle 512 w + 32 r + l (warp-striped; 0 past the tile)
+  const auto x_at = [&](std::size_t j, std::size_t r) {
+    const std::size_t i = j / warp * (warp * items) + warp * r + j % warp;
+    return i < x.size() ? x[i] : 0.0;
   };
-  for (std::size_t t = 0; t < n; ++t) {  // pass 1
-    const std::size_t first = t * tile, end = std::min(p, first + tile);
-    double mx = -inf;
-    for (std::size_t i = first; i < end; ++i) mx = std::max(mx, l[i]);
-    tiles.m[t] = mx;
-    for (std::size_t i = first; i < end; ++i) tiles.x[i] = l[i] == -inf ? 0.0 : std::exp(l[i] - mx);
-    s[t] = block_sums(a, [&](std::size_t j) {
-      double sum = x_at(t, j, 0);
-      for (std::size_t r = 1; r < items; ++r) sum = sum + x_at(t, j, r);
-      return sum;
-    });
-    q[t] = block_sums(a, [&](std::size_t j) {
-      double sum = x_at(t, j, 0) * x_at(t, j, 0);
-      for (std::size_t r = 1; r < items; ++r) sum = sum + x_at(t, j, r) * x_at(t, j, r);
-      return sum;
-    });
-  }
+  static_assert(tile == threads * items);
+  TileTotals out{mx, 0.0, 0.0};
+  out.sum = block_sums(a, [&](std::size_t j) {
+    double sum = x_at(j, 0);
+    for (std::size_t r = 1; r < items; ++r) sum = sum + x_at(j, r);
+    return sum;
+  });
+  out.sum_squares = block_sums(a, [&](std::size_t j) {
+    double sum = x_at(j, 0) * x_at(j, 0);
+    for (std::size_t r = 1; r < items; ++r) sum = sum + x_at(j, r) * x_at(j, r);
+    return sum;
+  });
+  return out;
+}
+
+TilePlan combine_tiles(std::span<const TileTotals> totals, std::size_t particles) {
+  constexpr std::size_t combine_threads = detail::combine_threads;
+  const std::size_t n = totals.size();
+  if (n == 0 || n != (particles + tile_size - 1) / tile_size)
+    tally::detail::fail<shape_error>("tally::gpu::tiles::combine_tiles: ", n, " tiles for ", particles, " particles");
+  TilePlan plan;
+  plan.particles = particles;
+  plan.factor.resize(n);
+  plan.start.resize(n + 1);
   // pass 2: thread j of combine_threads (512) takes the tiles [c j, c (j + 1)), clipped to n
-  tiles.big_m = *std::max_element(tiles.m.begin(), tiles.m.end());
+  plan.max_log_weight = -inf;
+  for (const TileTotals& t : totals) plan.max_log_weight = std::max(plan.max_log_weight, t.max_log_weight);
+  if (plan.max_log_weight == -inf)
+    tally::detail::fail<domain_error>("tally::gpu::tiles::combine_tiles: every log-weight is -inf (no particle has weight)");
   std::vector<double> big_s(n);
   for (std::size_t t = 0; t < n; ++t) {
-    tiles.f[t] = std::exp(tiles.m[t] - tiles.big_m);
-    big_s[t] = s[t] * tiles.f[t];
+    plan.factor[t] = std::exp(totals[t].max_log_weight - plan.max_log_weight);
+    big_s[t] = totals[t].sum * plan.factor[t];
   }
   const std::size_t c = (n + combine_threads - 1) / combine_threads;
   const auto chunk = [&](std::size_t j) { return std::min(n, j * c); };
@@ -78,9 +93,10 @@ Tiles tile_passes(std::span<const double> l) {
     return sum;
   });
   std::vector<double> unused(combine_threads);
-  tiles.q = block_sums(unused, [&](std::size_t j) {
+  plan.squares = block_sums(unused, [&](std::size_t j) {
     double sum = 0.0;
-    for (std::size_t t = chunk(j); t < chunk(j + 1); ++t) sum = sum + q[t] * (tiles.f[t] * tiles.f[t]);
+    for (std::size_t t = chunk(j); t < chunk(j + 1); ++t)
+      sum = sum + totals[t].sum_squares * (plan.factor[t] * plan.factor[t]);
     return sum;
   });
   // R_t by each thread's walk, masked after a tile with S = 0, then the prefix maximum O_t
@@ -89,24 +105,39 @@ Tiles tile_passes(std::span<const double> l) {
     double r = base[j];
     for (std::size_t t = chunk(j); t < chunk(j + 1); ++t) {
       o = std::max(o, t == 0 || big_s[t - 1] > 0.0 ? r : 0.0);
-      tiles.o[t] = o;
+      plan.start[t] = o;
       r = r + big_s[t];
     }
   }
-  tiles.o[n] = tiles.w = std::max(o, big_s[n - 1] > 0.0 ? total : 0.0);
-  tiles.g = static_cast<double>(p) / tiles.w;
-  return tiles;
+  plan.start[n] = plan.total = std::max(o, big_s[n - 1] > 0.0 ? total : 0.0);
+  plan.scale = static_cast<double>(particles) / plan.total;
+  return plan;
 }
 
-/// Pass 3: tile t's particles get their runs [k(C_{i-1}), k(C_i)) of out.
-void write_tile(const Tiles& tiles, std::size_t t, double u, std::vector<std::size_t>& out) {
-  const std::size_t p = tiles.x.size(), first = t * tile;
+std::size_t TilePlan::begin(std::size_t t, double u) const {
+  return detail::systematic_position(start[t], total, scale, particles, static_cast<double>(particles), u);
+}
+
+WeightSummary TilePlan::summary() const {
+  return {max_log_weight, max_log_weight + std::log(total), total * total / squares};
+}
+
+void tile_ancestors(const TilePlan& plan, std::size_t t, std::span<const double> l, double u,
+                    std::span<std::size_t> out) {
+  constexpr std::size_t tile = detail::resample_tile, threads = detail::resample_threads;
+  constexpr std::size_t items = detail::resample_items;
+  const std::size_t p = plan.particles, first = t * tile;
   const auto pd = static_cast<double>(p);
-  const double o_lo = tiles.o[t], o_hi = tiles.o[t + 1];
-  const std::size_t k_lo = detail::systematic_position(o_lo, tiles.w, tiles.g, p, pd, u);
-  const std::size_t k_hi = detail::systematic_position(o_hi, tiles.w, tiles.g, p, pd, u);
+  const double o_lo = plan.start[t], o_hi = plan.start[t + 1];
+  const std::size_t k_lo = detail::systematic_position(o_lo, plan.total, plan.scale, p, pd, u);
+  const std::size_t k_hi = detail::systematic_position(o_hi, plan.total, plan.scale, p, pd, u);
+  if (out.size() != k_hi - k_lo)
+    tally::detail::fail<shape_error>("tally::gpu::tiles::tile_ancestors: room for ", out.size(), " positions, tile ",
+                                     t, " has ", k_hi - k_lo);
   if (k_lo == k_hi) return;
-  const auto x_at = [&](std::size_t i) { return first + i < p ? tiles.x[first + i] : 0.0; };  // i < T
+  std::vector<double> x;
+  cpu::tile_weights(l, x);
+  const auto x_at = [&](std::size_t i) { return i < x.size() ? x[i] : 0.0; };  // i < T
   std::vector<double> v(threads), run(tile);  // v: the threads' bases, as in pass 1
   block_sums(v, [&](std::size_t j) {
     double sum = x_at(j * items);
@@ -134,12 +165,16 @@ void write_tile(const Tiles& tiles, std::size_t t, double u, std::vector<std::si
     const std::size_t end =
         static_cast<std::ptrdiff_t>(i) >= big_l
             ? k_hi
-            : detail::systematic_position(std::min(o_hi, o_lo + tiles.f[t] * run[i]), tiles.w, tiles.g, p, pd,
-                                           u);
-    for (; k < end; ++k) out[k] = first + i;
+            : detail::systematic_position(std::min(o_hi, o_lo + plan.factor[t] * run[i]), plan.total, plan.scale,
+                                           p, pd, u);
+    for (; k < end; ++k) out[k - k_lo] = first + i;
   }
 }
 
+}  // namespace tally::gpu::tiles
+
+namespace tally::gpu::cpu {
+namespace {
 }  // namespace
 
 WeightSummary summarize_log_weights(std::span<const double> log_w) {
@@ -160,11 +195,18 @@ std::vector<std::size_t> resample(std::span<const double> log_w, Resampler kind,
   const std::size_t p = log_w.size();
   std::vector<std::size_t> out(p);
   if (kind == Resampler::systematic || summary != nullptr) {
-    const Tiles tiles = tile_passes(log_w);
-    if (summary != nullptr) *summary = {tiles.big_m, tiles.big_m + std::log(tiles.w), tiles.w * tiles.w / tiles.q};
+    const std::size_t n = (p + tile - 1) / tile;
+    const auto tile_of = [&](std::size_t t) { return log_w.subspan(t * tile, std::min(tile, p - t * tile)); };
+    std::vector<tiles::TileTotals> totals(n);
+    for (std::size_t t = 0; t < n; ++t) totals[t] = tiles::tile_totals(tile_of(t));
+    const tiles::TilePlan plan = tiles::combine_tiles(totals, p);
+    if (summary != nullptr) *summary = plan.summary();
     if (kind == Resampler::systematic) {
       const double u = philox_uniform(seed, 0, counter);
-      for (std::size_t t = 0; t < tiles.m.size(); ++t) write_tile(tiles, t, u, out);
+      for (std::size_t t = 0; t < n; ++t) {
+        const std::size_t k_lo = plan.begin(t, u), k_hi = plan.begin(t + 1, u);
+        tiles::tile_ancestors(plan, t, tile_of(t), u, std::span<std::size_t>(out).subspan(k_lo, k_hi - k_lo));
+      }
       return out;
     }
   }

@@ -65,7 +65,8 @@ __device__ inline double scan_lanes(const double (&x)[lane_weights], int lane) {
 /// chaining tiles 0, 1, ... again until carry_{t+1} > target. Step 3 walks tile t* (still in registers when it
 /// was the last tile read, else read again, from cache) and the first lane holding a hit writes the draw.
 __global__ void __launch_bounds__(sample_threads)
-    sample_warp_per_pmf(PmfBatchView pmfs, std::uint64_t seed, std::uint64_t counter, std::int64_t* out) {
+    sample_warp_per_pmf(PmfBatchView pmfs, std::uint64_t seed, std::uint64_t counter, std::int64_t* out,
+                        std::uint64_t first_stream) {
   const std::size_t pmf = (static_cast<std::size_t>(blockIdx.x) * sample_threads + threadIdx.x) / lanes;
   const int lane = static_cast<int>(threadIdx.x % lanes);
   if (pmf >= pmfs.count) return;  // whole warps leave together
@@ -107,7 +108,7 @@ __global__ void __launch_bounds__(sample_threads)
     if (lane == 0) out[pmf] = pmfs.lo[pmf];
     return;
   }
-  const double target = philox_uniform(seed, pmf, counter) * carry;
+  const double target = philox_uniform(seed, first_stream + pmf, counter) * carry;
 
   // step 2: t* and before = carry_{t*}; the fallback (no carry_{t+1} > target) is the last tile of positive mass
   std::int64_t t_star = last_tile;
@@ -166,7 +167,8 @@ __global__ void __launch_bounds__(sample_threads)
 /// (0 + ... + 0) + S_15 = S_15. With one tile, t* = 0 and carry_{t*} = 0, so step 3 is the whole search: the same
 /// additions, the same hit, the same draw. What is per pmf (the offsets, the uniform, the ballots) serves two.
 __global__ void __launch_bounds__(sample_threads)
-    sample_two_per_warp(PmfBatchView pmfs, std::uint64_t seed, std::uint64_t counter, std::int64_t* out) {
+    sample_two_per_warp(PmfBatchView pmfs, std::uint64_t seed, std::uint64_t counter, std::int64_t* out,
+                        std::uint64_t first_stream) {
   constexpr int G = lanes / 2;
   const std::size_t first = (static_cast<std::size_t>(blockIdx.x) * sample_threads + threadIdx.x) / lanes * 2;
   if (first >= pmfs.count) return;  // whole warps leave together
@@ -189,7 +191,7 @@ __global__ void __launch_bounds__(sample_threads)
     if (lane >= d) scan = scan + y;
   }
   const double total = __shfl_sync(full_mask, scan, G - 1, G);
-  const double target = total > 0.0 ? philox_uniform(seed, at, counter) * total : 0.0;
+  const double target = total > 0.0 ? philox_uniform(seed, first_stream + at, counter) * total : 0.0;
   const double exclusive = __shfl_up_sync(full_mask, scan, 1, G);
   double c = 0.0 + (lane == 0 ? 0.0 : exclusive);
   int hit_at = lane_weights, last = -1;
@@ -255,19 +257,19 @@ using detail::upload;
 }  // namespace
 
 void sample_batched_device(PmfBatchView pmfs, std::uint64_t seed, std::uint64_t counter, std::int64_t* out,
-                           void* stream, std::size_t max_length) {
+                           void* stream, std::uint64_t first_stream, std::size_t max_length) {
   if (pmfs.count == 0) return;
   if (max_length > 0 && max_length <= static_cast<std::size_t>(kernels::tile / 2)) {
     const auto blocks =
         static_cast<unsigned>((pmfs.count * 16 + kernels::sample_threads - 1) / kernels::sample_threads);
     kernels::sample_two_per_warp<<<blocks, kernels::sample_threads, 0, static_cast<cudaStream_t>(stream)>>>(
-        pmfs, seed, counter, out);
+        pmfs, seed, counter, out, first_stream);
     TALLY_CUDA_CHECK(cudaGetLastError());
     return;
   }
   const auto blocks = static_cast<unsigned>((pmfs.count * 32 + kernels::sample_threads - 1) / kernels::sample_threads);
   kernels::sample_warp_per_pmf<<<blocks, kernels::sample_threads, 0, static_cast<cudaStream_t>(stream)>>>(
-      pmfs, seed, counter, out);
+      pmfs, seed, counter, out, first_stream);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -297,7 +299,7 @@ std::vector<std::int64_t> sample_batched(const PmfBatch& pmfs, std::uint64_t see
                                                                                        counter, draws.data());
     TALLY_CUDA_CHECK(cudaGetLastError());
   } else {
-    sample_batched_device(view, seed, counter, draws.data(), nullptr, pmfs.max_length());
+    sample_batched_device(view, seed, counter, draws.data(), nullptr, 0, pmfs.max_length());
   }
   TALLY_CUDA_CHECK(cudaMemcpy(out.data(), draws.data(), out.size() * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
   return out;

@@ -60,7 +60,8 @@ void gamma_poisson_update(Column<double>& a, Column<double>& b, double s, const 
 /// One Gamma(shape a_i, rate b_i) draw per particle (a_i, b_i > 0): X / b_i with X ~ Gamma(a_i, 1) by Marsaglia and
 /// Tsang on the uniforms philox_uniform(seed, i, counter * 256 + j), j < 256: exactly gamma_variate(a_i, seed, i,
 /// counter) / b_i on the host, and the same on the device but for the last bits of the device's log and pow.
+/// first_stream: as for sample (population_ops.hpp), particle i draws on stream first_stream + i.
 Column<double> sample_gamma(const Column<double>& a, const Column<double>& b, std::uint64_t seed,
-                            std::uint64_t counter);
+                            std::uint64_t counter, std::uint64_t first_stream = 0);
 
 }  // namespace tally::gpu

@@ -79,18 +79,21 @@ double max_mass_ratio(const Column<double>& log_mass, const Column<double>& befo
 /// acc_i += x_i.
 void add_to(Column<double>& acc, const Column<double>& x);
 
-/// One draw per law: sample_batched's rule with u_i = philox_uniform(seed, i, counter) (identical on both).
-Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter);
+/// One draw per law: sample_batched's rule with u_i = philox_uniform(seed, first_stream + i, counter) (identical on
+/// both). first_stream: the global index of particle 0 when the laws are one shard of a larger population (a sharded
+/// runtime::Graph), so that a shard draws what the whole population draws for its particles; 0 otherwise. The same
+/// holds for the draws below.
+Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream = 0);
 /// One Binomial(n_i, q_i) draw per particle, by inversion on u_i = philox_uniform(seed, i, counter) without a table
 /// (population_math.hpp's binomial_draw: O(sqrt(n q (1 - q))) steps each, nothing stored; identical on both).
 /// tally::domain_error naming the first particle with n_i < 0 or q_i outside [0, 1] (device: a flag read back,
 /// one synchronization).
 Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column<double>& q, std::uint64_t seed,
-                                     std::uint64_t counter);
+                                     std::uint64_t counter, std::uint64_t first_stream = 0);
 /// One Beta(a_i, b_i) draw per particle, X / (X + Y) with X ~ Gamma(a_i), Y ~ Gamma(b_i) by Marsaglia and Tsang
 /// (2000) on the uniforms philox_uniform(seed, i, counter * 256 + j), j < 256 (gamma_math.hpp).
 Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed,
-                           std::uint64_t counter);
+                           std::uint64_t counter, std::uint64_t first_stream = 0);
 
 /// The host draws behind sample_beta, one particle at a time: a Gamma(shape, 1) variate (Marsaglia and Tsang) and
 /// a Beta(a, b) variate on the uniforms philox_uniform(seed, particle, counter * 256 + j), j < 256.

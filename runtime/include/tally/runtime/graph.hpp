@@ -16,6 +16,7 @@
 #include "tally/gpu/population_arrays.hpp"
 #include "tally/gpu/resample.hpp"
 #include "tally/gpu/summaries.hpp"
+#include "tally/runtime/communicator.hpp"
 #include "tally/runtime/conjugate.hpp"
 #include "tally/runtime/observation.hpp"
 
@@ -162,7 +163,33 @@ class Graph {
   explicit Graph(std::size_t particles = 1, std::uint64_t seed = 1, Truncation truncation = {});
   /// Device::cuda without a usable device: tally::cuda_error.
   Graph(std::size_t particles, std::uint64_t seed, Device device, Truncation truncation = {});
+  /// One shard of a population sharded over communicator->size() shards (README, "Several GPUs"): this graph holds
+  /// the population's particles shard.first .. shard.first + shard.count - 1 (shard.index = communicator->rank()),
+  /// and every shard runs the same program. What the unsharded Graph(shard.total, seed, ...) would compute for
+  /// those particles, this shard computes:
+  /// - draws: particle i draws philox_uniform(seed, shard.first + i, k), the population's particle's uniform, and
+  ///   stream(i) is the population's stream(shard.first + i);
+  /// - resample_by_weight (collective): the population's log-evidence increment and ESS, and the same ancestors
+  ///   (global indices; bit for bit: systematic by the tiles of gpu/include/tally/gpu/resample_tiles.hpp, multinomial
+  ///   by the CPU reference's sequential sums), with the particles' laws and values moved between the shards
+  ///   (runtime/src/sharding.hpp);
+  /// - resample(ancestors) (collective): ancestors are the population's indices, one per particle of this shard;
+  /// - summarize (collective): the population's summary (to rounding: sums combined in another order).
+  /// Everything else (assume, observe, value, marginal, log_weights, ...) is this shard's, with no communication.
+  /// The shards' ancestors are computed on the host from the log-weights copied there (8 bytes a particle each
+  /// way for a CUDA shard). Dirichlet parameters cannot move between shards yet (usage_error when resampling).
+  /// The communicator must outlive the graph. tally::domain_error for shard.count = 0, shard.index !=
+  /// communicator->rank() or a shard outside shard.total (the shards' agreement is checked on their first collective).
+  Graph(Shard shard, std::shared_ptr<Communicator> communicator, std::uint64_t seed, Device device,
+        Truncation truncation = {});
+  /// This graph's particles (a shard's own: shard().count).
   std::size_t particles() const;
+  /// The shard this graph holds: Shard{0, P, 0, P} for an unsharded graph.
+  const Shard& shard() const;
+  /// Whether this graph is one shard of a sharded population (made with a communicator).
+  bool sharded() const;
+  /// The shards' communicator (null for an unsharded graph): for an engine's own collectives between the shards.
+  const std::shared_ptr<Communicator>& communicator() const;
   /// Where the laws and values live (automatic resolved).
   gpu::Backend backend() const;
   /// Strict mode: any fallback the runtime would take (see Fallback) throws inexact_error naming the variable
@@ -307,14 +334,16 @@ class Graph {
   const gpu::Column<double>& log_weight_column() const;
   /// Sets every log-weight to 0 (after resampling).
   void reset_log_weights();
-  /// Resampling: particle i becomes a copy of particle ancestors[i], in every live variable (size P each).
+  /// Resampling: particle i becomes a copy of particle ancestors[i], in every live variable (size P each). A shard
+  /// of a sharded population: ancestors are indices of the population's particles (< shard().total), and the call
+  /// is collective.
   void resample(const std::vector<std::size_t>& ancestors);
   /// What resample_by_weight did.
   struct Resampling {
     double log_mean_weight;               ///< \f$\log \frac1P \sum_i e^{\ell_i}\f$: the log-evidence increment
     double ess;                           ///< effective sample size of the weights before resampling
     gpu::Column<std::size_t> ancestors;   ///< where the graph keeps them (to_host() copies them); empty when
-                                          ///< nothing was resampled
+                                          ///< nothing was resampled. A shard's: the population's indices.
     bool resampled = false;               ///< whether the particles were resampled
   };
   /// Resamples by the particles' own log-weights (tally::gpu::resample, where the state lives, the device's fused
@@ -343,6 +372,8 @@ class Graph {
   std::shared_ptr<detail::Node> node_of(const Handle& x, const char* who) const;
   /// Every live variable's state by ancestors (resampling, where the state lives).
   void gather(const gpu::Column<std::size_t>& ancestors);
+  /// resample_by_weight of a shard: collective (runtime/src/sharding.hpp).
+  Resampling sharded_resample_by_weight(double threshold, gpu::Resampler kind);
   std::shared_ptr<detail::Context> context_;
 };
 

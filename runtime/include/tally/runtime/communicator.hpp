@@ -1,0 +1,73 @@
+// Collectives between the shards of a sharded population: the interface, and G shards in one process.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+
+#include "tally/gpu/backend.hpp"
+
+namespace tally::runtime {
+
+/// One shard of a population of `total` particles: its particles are the population's particles first ..
+/// first + count - 1, and `index` is its rank among the shards (Communicator::rank()). The shards of one population
+/// cover 0 .. total - 1 in rank order, each with at least one particle (Graph's sharded constructor checks it on
+/// its first collective).
+struct Shard {
+  std::size_t index = 0;
+  std::size_t count = 1;
+  std::size_t first = 0;
+  std::size_t total = 1;
+  /// The even split of `total` particles over `shards`: shard `index` gets floor(total / shards) particles, one
+  /// more for the first total % shards (tally::domain_error when total < shards or index >= shards).
+  static Shard even(std::size_t total, std::size_t shards, std::size_t index);
+};
+
+/// A collective failed: a shard broke off (threw, or returned without taking part), the shards called different
+/// collectives, or the transport (NCCL, MPI) reported an error.
+struct communicator_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// The collectives a sharded population needs, between size() ranks, each holding one shard. Every rank calls the
+/// same collectives in the same order (the program is the same on every shard); each call returns when this rank's
+/// part is done (its output written). `where` says where both buffers live: host memory (Backend::cpu) or device
+/// memory (Backend::cuda, on the rank's device). Implementations: InProcessGroup (G shards in one process, for the
+/// tests and for simulated shards) and, when tally is built with NCCL, NcclCommunicator (nccl_communicator.hpp).
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual std::size_t rank() const = 0;
+  virtual std::size_t size() const = 0;
+  /// Every rank gives `bytes` bytes at `in`; out (size() * bytes) receives rank r's at out + r * bytes.
+  virtual void all_gather(const void* in, void* out, std::size_t bytes, gpu::Backend where) = 0;
+  /// Pairwise exchange: this rank sends send_bytes[q] bytes to rank q, taken from `send` one rank after the other
+  /// (rank q's from send + send_bytes[0] + ... + send_bytes[q - 1]), and receives recv_bytes[q] bytes from rank q,
+  /// laid out the same way in `recv`. send_bytes[q] of rank r must equal recv_bytes[r] of rank q (exchange the
+  /// counts first, with a host exchange of one size_t per rank). Both spans have size() entries.
+  virtual void all_to_all(const void* send, std::span<const std::size_t> send_bytes, void* recv,
+                          std::span<const std::size_t> recv_bytes, gpu::Backend where) = 0;
+  /// What it is, for messages ("in-process shard 2 of 4", "NCCL rank 1 of 8 on device 1").
+  virtual std::string description() const = 0;
+};
+
+/// G shards in one process, for tests and for simulated shards on one device: run(G, program) calls
+/// program(communicator) for the ranks 0 .. G-1, each on its own thread, one at a time: a rank runs until it
+/// enters a collective or returns, then the next rank in turn runs (cooperatively, a baton passed under a mutex).
+/// So the ranks never run library code at the same moment (the library needs no locks: tally's Graph is not
+/// thread-safe, and need not be), the run is deterministic, and a device's work is issued from one thread at a time.
+/// The last rank to enter a collective performs it (host copies, or device-to-device copies on the one device) and
+/// every rank then returns from it with its output written.
+/// If a rank throws, the ranks waiting in or later entering a collective get communicator_error, and run() rethrows
+/// the first rank's exception once every thread has ended. A rank that returns while others still enter
+/// collectives makes them throw communicator_error too (a program that is not the same on every shard).
+class InProcessGroup {
+ public:
+  /// ranks >= 1 (tally::domain_error otherwise).
+  static void run(std::size_t ranks, const std::function<void(std::shared_ptr<Communicator>)>& program);
+};
+
+}  // namespace tally::runtime

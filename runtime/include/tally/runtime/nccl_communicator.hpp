@@ -1,0 +1,77 @@
+// Collectives between GPUs through NCCL (one process per GPU), and an MPI bootstrap for NCCL's unique id.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "tally/runtime/communicator.hpp"
+
+namespace tally::runtime {
+
+/// A Communicator over NCCL, one process (rank) per GPU: rank r of `size` drives device `device`, and the shards of
+/// a population are the ranks' graphs (Graph(Shard, communicator, ...)). Built when tally is configured with
+/// TALLY_NCCL (AUTO: on when CUDA and NCCL are found; NCCL ships with the CUDA toolkit), which defines
+/// TALLY_HAVE_NCCL. Every rank makes one with the same unique id (rank 0 draws it with unique_id() and shares it: by
+/// MPI, MpiBootstrap below, or any other way), so the same code runs on one host or across hosts.
+/// NVLink multicast (NVLS) is left off: the constructor sets NCCL_NVLS_ENABLE=0 in the environment before
+/// ncclCommInitRank unless the user set it, and tally never calls cuMulticastCreate.
+/// The collectives run on a stream of the rank's device (blocking: ordered after the graph's work on the default
+/// stream) and return once it has finished. Host buffers (Backend::cpu) are staged through device memory.
+/// NCCL cannot hold two ranks on one device: simulated shards on one GPU use InProcessGroup instead.
+/// Errors: communicator_error with NCCL's message. A failed collective leaves the communicator unusable (NCCL's
+/// own rule); the ranks should then stop.
+class NcclCommunicator final : public Communicator {
+ public:
+  /// NCCL's ncclUniqueId, as bytes.
+  using Id = std::array<char, 128>;
+  /// A fresh unique id (ncclGetUniqueId), drawn by one rank and given to all.
+  static Id unique_id();
+  /// Joins the communicator of `size` ranks as `rank`, on CUDA device `device` (made current on this thread).
+  NcclCommunicator(const Id& id, std::size_t rank, std::size_t size, int device);
+  ~NcclCommunicator() override;
+  NcclCommunicator(const NcclCommunicator&) = delete;
+  NcclCommunicator& operator=(const NcclCommunicator&) = delete;
+
+  std::size_t rank() const override { return rank_; }
+  std::size_t size() const override { return size_; }
+  int device() const { return device_; }
+  void all_gather(const void* in, void* out, std::size_t bytes, gpu::Backend where) override;
+  void all_to_all(const void* send, std::span<const std::size_t> send_bytes, void* recv,
+                  std::span<const std::size_t> recv_bytes, gpu::Backend where) override;
+  std::string description() const override;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+  std::size_t rank_, size_;
+  int device_;
+};
+
+#if defined(TALLY_HAVE_MPI)
+/// The MPI bootstrap (TALLY_MPI: AUTO, on when NCCL and MPI are found; defines TALLY_HAVE_MPI): under
+/// `mpirun -np G program`, rank 0 of MPI_COMM_WORLD draws the NCCL unique id and broadcasts it (MPI_Bcast), and
+/// every rank joins the NCCL communicator on the device of its rank among the ranks of its host (its local rank,
+/// modulo the host's devices). MPI is used for this alone; the collectives go through NCCL.
+class MpiBootstrap {
+ public:
+  /// MPI_Init unless MPI is already initialized (then MPI_Finalize is left to whoever initialized it).
+  MpiBootstrap(int* argc, char*** argv);
+  ~MpiBootstrap();
+  MpiBootstrap(const MpiBootstrap&) = delete;
+  MpiBootstrap& operator=(const MpiBootstrap&) = delete;
+  std::size_t rank() const { return rank_; }
+  std::size_t size() const { return size_; }
+  std::size_t local_rank() const { return local_rank_; }
+  /// The NCCL communicator of all MPI ranks (collective over MPI_COMM_WORLD). device < 0: local_rank() modulo the
+  /// number of visible devices.
+  std::shared_ptr<NcclCommunicator> nccl(int device = -1) const;
+
+ private:
+  std::size_t rank_ = 0, size_ = 1, local_rank_ = 0;
+  bool finalize_ = false;
+};
+#endif
+
+}  // namespace tally::runtime

@@ -1,0 +1,130 @@
+// The NCCL communicator: all-gather and pairwise exchange between GPUs, one process per GPU, NVLS off.
+#include "tally/runtime/nccl_communicator.hpp"
+
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "tally/error.hpp"
+
+namespace tally::runtime {
+
+namespace {
+void check(ncclResult_t r, const char* what) {
+  if (r != ncclSuccess)
+    throw communicator_error(tally::detail::message("tally::runtime::NcclCommunicator: ", what, ": ", ncclGetErrorString(r)));
+}
+void check(cudaError_t r, const char* what) {
+  if (r != cudaSuccess)
+    throw communicator_error(tally::detail::message("tally::runtime::NcclCommunicator: ", what, ": ", cudaGetErrorString(r)));
+}
+/// Device memory for staging host buffers, freed with it.
+struct Staging {
+  explicit Staging(std::size_t bytes) {
+    if (bytes > 0) check(cudaMalloc(&p, bytes), "cudaMalloc (staging)");
+  }
+  ~Staging() {
+    if (p != nullptr) cudaFree(p);
+  }
+  Staging(const Staging&) = delete;
+  Staging& operator=(const Staging&) = delete;
+  void* p = nullptr;
+};
+}  // namespace
+
+struct NcclCommunicator::State {
+  ncclComm_t comm = nullptr;
+  cudaStream_t stream = nullptr;
+};
+
+NcclCommunicator::Id NcclCommunicator::unique_id() {
+  static_assert(sizeof(ncclUniqueId) == sizeof(Id));
+  ncclUniqueId id;
+  check(ncclGetUniqueId(&id), "ncclGetUniqueId");
+  Id out;
+  std::memcpy(out.data(), &id, sizeof(id));
+  return out;
+}
+
+NcclCommunicator::NcclCommunicator(const Id& id, std::size_t rank, std::size_t size, int device)
+    : state_(std::make_unique<State>()), rank_(rank), size_(size), device_(device) {
+  if (size == 0 || rank >= size)
+    tally::detail::fail<domain_error>("tally::runtime::NcclCommunicator: rank ", rank, " of ", size);
+  // NVLink multicast (NVLS) off unless the user chose otherwise; tally never calls cuMulticastCreate
+  setenv("NCCL_NVLS_ENABLE", "0", 0);
+  check(cudaSetDevice(device), "cudaSetDevice");
+  check(cudaStreamCreate(&state_->stream), "cudaStreamCreate");
+  ncclUniqueId nid;
+  std::memcpy(&nid, id.data(), sizeof(nid));
+  const ncclResult_t r = ncclCommInitRank(&state_->comm, static_cast<int>(size), nid, static_cast<int>(rank));
+  if (r != ncclSuccess) {
+    cudaStreamDestroy(state_->stream);
+    check(r, "ncclCommInitRank");
+  }
+}
+
+NcclCommunicator::~NcclCommunicator() {
+  if (state_->comm != nullptr) ncclCommDestroy(state_->comm);
+  if (state_->stream != nullptr) cudaStreamDestroy(state_->stream);
+}
+
+std::string NcclCommunicator::description() const {
+  return tally::detail::message("NCCL rank ", rank_, " of ", size_, " on device ", device_);
+}
+
+void NcclCommunicator::all_gather(const void* in, void* out, std::size_t bytes, gpu::Backend where) {
+  check(cudaSetDevice(device_), "cudaSetDevice");
+  if (bytes == 0) return;
+  const bool host = where == gpu::Backend::cpu;
+  Staging staged_in(host ? bytes : 0), staged_out(host ? bytes * size_ : 0);
+  const void* send = in;
+  void* recv = out;
+  if (host) {
+    check(cudaMemcpy(staged_in.p, in, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    send = staged_in.p;
+    recv = staged_out.p;
+  }
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // the graph's work that wrote `in`
+  check(ncclAllGather(send, recv, bytes, ncclChar, state_->comm, state_->stream), "ncclAllGather");
+  check(cudaStreamSynchronize(state_->stream), "cudaStreamSynchronize");
+  if (host) check(cudaMemcpy(out, staged_out.p, bytes * size_, cudaMemcpyDeviceToHost), "cudaMemcpy");
+}
+
+void NcclCommunicator::all_to_all(const void* send, std::span<const std::size_t> send_bytes, void* recv,
+                                  std::span<const std::size_t> recv_bytes, gpu::Backend where) {
+  if (send_bytes.size() != size_ || recv_bytes.size() != size_)
+    tally::detail::fail<shape_error>("tally::runtime::NcclCommunicator::all_to_all: counts for ", send_bytes.size(),
+                                     " and ", recv_bytes.size(), " ranks, not ", size_);
+  check(cudaSetDevice(device_), "cudaSetDevice");
+  const std::size_t sent = std::accumulate(send_bytes.begin(), send_bytes.end(), std::size_t{0});
+  const std::size_t received = std::accumulate(recv_bytes.begin(), recv_bytes.end(), std::size_t{0});
+  const bool host = where == gpu::Backend::cpu;
+  Staging staged_send(host ? sent : 0), staged_recv(host ? received : 0);
+  const char* from = static_cast<const char*>(send);
+  char* to = static_cast<char*>(recv);
+  if (host) {
+    if (sent > 0) check(cudaMemcpy(staged_send.p, send, sent, cudaMemcpyHostToDevice), "cudaMemcpy");
+    from = static_cast<const char*>(staged_send.p);
+    to = static_cast<char*>(staged_recv.p);
+  }
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  check(ncclGroupStart(), "ncclGroupStart");
+  std::size_t at_send = 0, at_recv = 0;
+  for (std::size_t q = 0; q < size_; ++q) {
+    if (send_bytes[q] > 0)
+      check(ncclSend(from + at_send, send_bytes[q], ncclChar, static_cast<int>(q), state_->comm, state_->stream), "ncclSend");
+    if (recv_bytes[q] > 0)
+      check(ncclRecv(to + at_recv, recv_bytes[q], ncclChar, static_cast<int>(q), state_->comm, state_->stream), "ncclRecv");
+    at_send += send_bytes[q];
+    at_recv += recv_bytes[q];
+  }
+  check(ncclGroupEnd(), "ncclGroupEnd");
+  check(cudaStreamSynchronize(state_->stream), "cudaStreamSynchronize");
+  if (host && received > 0) check(cudaMemcpy(recv, staged_recv.p, received, cudaMemcpyDeviceToHost), "cudaMemcpy");
+}
+
+}  // namespace tally::runtime

@@ -1,0 +1,354 @@
+// Moving particles between shards: every live variable's laws and values sent to the shards whose particles need them.
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "shard_collectives.hpp"
+#include "sharding.hpp"
+#include "tally/error.hpp"
+#include "tally/gpu/population_ops.hpp"
+#include "tally/runtime/graph.hpp"
+
+namespace tally::runtime::detail {
+namespace {
+
+/// Who sends what: this shard asks each owner for the distinct particles it needs (sorted), and places them.
+struct Exchange {
+  std::vector<std::size_t> send, recv;  // particles to / from each rank
+  std::vector<std::size_t> outgoing;    // local indices of the particles sent, rank after rank
+  std::vector<std::size_t> placement;   // this shard's particle i: its index among the particles received
+  gpu::Column<std::size_t> outgoing_column, placement_column;  // the same where the graph keeps its state
+  std::size_t sent() const { return outgoing.size(); }
+  std::size_t received() const { return std::accumulate(recv.begin(), recv.end(), std::size_t{0}); }
+};
+
+Exchange plan_exchange(Context& ctx, const std::vector<std::size_t>& ancestors) {
+  Communicator& c = comm_of(ctx);
+  const auto& bounds = shard_bounds(ctx);
+  const std::size_t g = c.size();
+  // the distinct ancestors in increasing order, and where each position's is among them (systematic ancestors come
+  // sorted: one linear pass; others by a sort and a search per position)
+  Exchange x;
+  std::vector<std::size_t> needed;
+  x.placement.resize(ancestors.size());
+  if (std::is_sorted(ancestors.begin(), ancestors.end())) {
+    for (std::size_t i = 0; i < ancestors.size(); ++i) {
+      if (needed.empty() || needed.back() != ancestors[i]) needed.push_back(ancestors[i]);
+      x.placement[i] = needed.size() - 1;
+    }
+  } else {
+    needed = ancestors;
+    std::sort(needed.begin(), needed.end());
+    needed.erase(std::unique(needed.begin(), needed.end()), needed.end());
+    for (std::size_t i = 0; i < ancestors.size(); ++i)
+      x.placement[i] =
+          static_cast<std::size_t>(std::lower_bound(needed.begin(), needed.end(), ancestors[i]) - needed.begin());
+  }
+  x.recv.assign(g, 0);
+  std::vector<std::size_t> asked(needed.size());  // the owners' local indices, owner after owner (needed is sorted)
+  for (std::size_t k = 0, r = 0; k < needed.size(); ++k) {
+    while (needed[k] >= bounds[r + 1]) ++r;
+    ++x.recv[r];
+    asked[k] = needed[k] - bounds[r];
+  }
+  x.send = exchange_counts(c, x.recv);
+  x.outgoing.resize(std::accumulate(x.send.begin(), x.send.end(), std::size_t{0}));
+  c.all_to_all(asked.data(), times(x.recv, sizeof(std::size_t)), x.outgoing.data(), times(x.send, sizeof(std::size_t)),
+               gpu::Backend::cpu);
+  for (const std::size_t i : x.outgoing)
+    if (i >= ctx.particles)
+      throw communicator_error("tally::runtime::Graph: a shard asked for a particle this shard does not hold");
+  x.outgoing_column = gpu::Column<std::size_t>::from_host(x.outgoing, ctx.where);
+  x.placement_column = gpu::Column<std::size_t>::from_host(x.placement, ctx.where);
+  return x;
+}
+
+/// A column's values at the outgoing particles, sent; the received ones, placed.
+template <class T>
+gpu::Column<T> exchange_column(Communicator& c, const Exchange& x, const gpu::Column<T>& column) {
+  const gpu::Backend where = column.where();
+  gpu::Column<T> out = x.sent() > 0 ? gpu::gather(column, x.outgoing_column) : gpu::Column<T>::allocate(where, 0, "");
+  auto in = gpu::Column<T>::allocate(where, x.received(), "tally::runtime::Graph (moving particles)");
+  c.all_to_all(out.data(), times(x.send, sizeof(T)), in.data(), times(x.recv, sizeof(T)), where);
+  return gpu::gather(in, x.placement_column);
+}
+
+/// gpu::Laws (host or device): the outgoing laws' lengths, lower ends, log-scales and weights sent; placed.
+gpu::Laws exchange_laws(Communicator& c, const Exchange& x, const gpu::Laws& laws, std::size_t max_length) {
+  const gpu::Backend where = laws.where();
+  const bool host = where == gpu::Backend::cpu;
+  gpu::Laws out = x.sent() > 0 ? gpu::gather(laws, x.outgoing_column) : gpu::Laws::allocate(where, 0, 0, 0, "");
+  std::vector<std::int64_t> offset(out.size() + 1, 0);
+  if (host)
+    offset = out.host().offset;
+  else if (out.size() > 0)
+    gpu::detail::device_copy(offset.data(), out.view().offset, offset.size() * sizeof(std::int64_t), 1);
+  std::vector<std::int64_t> lengths(out.size());
+  for (std::size_t i = 0; i < out.size(); ++i) lengths[i] = offset[i + 1] - offset[i];
+  std::vector<std::int64_t> lengths_in(x.received());
+  c.all_to_all(lengths.data(), times(x.send, 8), lengths_in.data(), times(x.recv, 8), gpu::Backend::cpu);
+  std::vector<std::size_t> send_weights(x.send.size()), recv_weights(x.recv.size());
+  for (std::size_t q = 0, i = 0; q < x.send.size(); ++q) {
+    const std::size_t begin = i;
+    i += x.send[q];
+    send_weights[q] = static_cast<std::size_t>(offset[i] - offset[begin]) * sizeof(double);
+  }
+  std::vector<std::int64_t> offset_in(x.received() + 1, 0);
+  for (std::size_t q = 0, i = 0; q < x.recv.size(); ++q) {
+    std::int64_t sum = 0;
+    for (std::size_t k = 0; k < x.recv[q]; ++k, ++i) {
+      sum += lengths_in[i];
+      offset_in[i + 1] = offset_in[i] + lengths_in[i];
+    }
+    recv_weights[q] = static_cast<std::size_t>(sum) * sizeof(double);
+  }
+  const auto total = static_cast<std::size_t>(offset_in.back());
+  gpu::Laws in = gpu::Laws::allocate(where, x.received(), total, max_length, "tally::runtime::Graph (moving particles)");
+  const std::vector<std::size_t> send8 = times(x.send, 8), recv8 = times(x.recv, 8);
+  if (host) {
+    const gpu::PmfBatch& o = out.host();
+    gpu::PmfBatch& i = in.host();
+    i.offset = offset_in;
+    c.all_to_all(o.lo.data(), send8, i.lo.data(), recv8, where);
+    c.all_to_all(o.log_scale.data(), send8, i.log_scale.data(), recv8, where);
+    c.all_to_all(o.weights.data() + offset[0], send_weights, i.weights.data(), recv_weights, where);
+  } else {
+    const gpu::PmfBatchView o = out.view();
+    const gpu::MutablePmfBatchView i = in.mutable_view();
+    gpu::detail::device_copy(i.offset, offset_in.data(), offset_in.size() * sizeof(std::int64_t), 0);
+    c.all_to_all(o.lo, send8, i.lo, recv8, where);
+    c.all_to_all(o.log_scale, send8, i.log_scale, recv8, where);
+    c.all_to_all(o.weights + offset[0], send_weights, i.weights, recv_weights, where);
+  }
+  return gpu::gather(in, x.placement_column);
+}
+
+/// Host laws (tally::Pmf per particle): lower end, log-scale, error bound, length and weights of each, sent; placed.
+Batch<Pmf> exchange_pmfs(Communicator& c, const Exchange& x, const Batch<Pmf>& pmfs) {
+  const std::size_t n = x.sent();
+  std::vector<std::int64_t> lo(n), length(n);
+  std::vector<double> scale(n), error(n), weights;
+  std::vector<std::size_t> send_weights(x.send.size(), 0);
+  for (std::size_t q = 0, k = 0; q < x.send.size(); ++q)
+    for (std::size_t j = 0; j < x.send[q]; ++j, ++k) {
+      const Pmf& p = pmfs[x.outgoing[k]];
+      lo[k] = p.lo();
+      scale[k] = p.log_scale();
+      error[k] = p.error_bound();
+      length[k] = static_cast<std::int64_t>(p.weights().size());
+      weights.insert(weights.end(), p.weights().data(), p.weights().data() + p.weights().size());
+      send_weights[q] += static_cast<std::size_t>(p.weights().size()) * sizeof(double);
+    }
+  const std::size_t m = x.received();
+  std::vector<std::int64_t> lo_in(m), length_in(m);
+  std::vector<double> scale_in(m), error_in(m);
+  const std::vector<std::size_t> send8 = times(x.send, 8), recv8 = times(x.recv, 8);
+  constexpr gpu::Backend host = gpu::Backend::cpu;
+  c.all_to_all(lo.data(), send8, lo_in.data(), recv8, host);
+  c.all_to_all(length.data(), send8, length_in.data(), recv8, host);
+  c.all_to_all(scale.data(), send8, scale_in.data(), recv8, host);
+  c.all_to_all(error.data(), send8, error_in.data(), recv8, host);
+  std::vector<std::size_t> recv_weights(x.recv.size(), 0), start(m + 1, 0);
+  for (std::size_t q = 0, k = 0; q < x.recv.size(); ++q)
+    for (std::size_t j = 0; j < x.recv[q]; ++j, ++k) {
+      recv_weights[q] += static_cast<std::size_t>(length_in[k]) * sizeof(double);
+      start[k + 1] = start[k] + static_cast<std::size_t>(length_in[k]);
+    }
+  std::vector<double> weights_in(start.back());
+  c.all_to_all(weights.data(), send_weights, weights_in.data(), recv_weights, host);
+  return Batch<Pmf>::make(x.placement.size(), [&](std::size_t i) {
+    const std::size_t k = x.placement[i];
+    Eigen::VectorXd w = Eigen::Map<const Eigen::VectorXd>(weights_in.data() + start[k],
+                                                          static_cast<Eigen::Index>(length_in[k]));
+    return Pmf(lo_in[k], std::move(w), scale_in[k], error_in[k]);
+  });
+}
+
+/// One state to move, in the order of the live nodes (the same on every shard: the program is the same).
+struct Item {
+  enum Kind : std::uint64_t { pmfs = 1, device_laws, parameter_laws, values, column, probabilities, dirichlet };
+  Kind kind = pmfs;
+  Laws* laws = nullptr;
+  Values* value = nullptr;
+  gpu::Column<double>* doubles = nullptr;
+  std::shared_ptr<const gpu::Column<double>>* p = nullptr;
+  std::size_t same_as = 0;  // 1 + the index of an earlier item holding the same shared state, or 0
+};
+/// What each shard says of an item: checked equal on every shard (kind, sharing, form), and combined (the laws'
+/// error bound: the largest; known nonnegative: on every shard; the length bound: the largest).
+struct Header {
+  std::uint64_t kind, same_as, form;
+  double error;
+  std::uint64_t nonnegative, max_length;
+};
+
+}  // namespace
+
+void sharded_gather(Context& ctx, const std::vector<std::size_t>& ancestors, gpu::Column<double>* log_weights) {
+  Communicator& c = comm_of(ctx);
+  // the items, in the order of the live nodes; shared laws and values once (as Graph::gather)
+  std::vector<Item> items;
+  std::map<const void*, std::size_t> shared;
+  auto add_laws = [&](Laws& l) {
+    if (l.empty()) return;
+    Item it;
+    it.kind = l.parameters ? Item::parameter_laws : l.device ? Item::device_laws : Item::pmfs;
+    it.laws = &l;
+    if (l.device || l.parameters) {
+      const void* key = l.device ? static_cast<const void*>(l.device.get()) : l.parameters.get();
+      auto [at, fresh] = shared.try_emplace(key, items.size() + 1);
+      if (!fresh) it.same_as = at->second;
+    }
+    items.push_back(it);
+  };
+  auto add_values = [&](Values& v) {
+    if (v.empty()) return;
+    Item it;
+    it.kind = Item::values;
+    it.value = &v;
+    auto [at, fresh] = shared.try_emplace(v.column.get(), items.size() + 1);
+    if (!fresh) it.same_as = at->second;
+    items.push_back(it);
+  };
+  auto add_column = [&](gpu::Column<double>& col) {
+    Item it;
+    it.kind = Item::column;
+    it.doubles = &col;
+    if (col.size() > 0) items.push_back(it);
+  };
+  for (Node* n = ctx.first_live; n != nullptr; n = n->next_live) {
+    add_laws(n->marginal);
+    add_values(n->value);
+    add_values(n->tie_c);
+    add_laws(n->tie_base);
+    if (auto* s = n->continuous.get()) {
+      add_column(s->params.a);
+      add_column(s->params.b);
+      add_column(s->scalar);
+      if (!s->params.dirichlet.empty() || !s->vector.empty()) {
+        Item it;
+        it.kind = Item::dirichlet;
+        items.push_back(it);
+      }
+    }
+    if (n->operands)
+      for (auto& o : *n->operands) add_laws(o);
+    if (auto* k = std::get_if<CountChild>(&n->kind)) add_values(k->trials);
+    if (auto* b = std::get_if<PerParticleBinomial>(&n->kind)) {
+      Item it;
+      it.kind = Item::probabilities;
+      it.p = &b->p;
+      items.push_back(it);
+    }
+  }
+  // the same items on every shard, or an error on every shard
+  const auto counts = gather_all(c, static_cast<std::uint64_t>(items.size()));
+  if (!std::all_of(counts.begin(), counts.end(), [&](std::uint64_t k) { return k == counts[0]; }))
+    throw communicator_error("tally::runtime::Graph: the shards hold different live variables (the program must be "
+                             "the same on every shard)");
+  std::vector<Header> mine(items.size()), all(items.size() * c.size());
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const Item& it = items[k];
+    Header& h = mine[k];
+    h = {it.kind, it.same_as, 0, 0.0, 0, 0};
+    if (it.laws != nullptr) {
+      h.error = it.laws->device_error;
+      h.nonnegative = it.laws->device_nonnegative;
+      if (it.laws->device) h.max_length = it.laws->device->max_length();
+      if (it.laws->parameters) h.form = static_cast<std::uint64_t>(it.laws->parameters->family) * 2 + (it.laws->parameters->b.size() > 0);
+    }
+    if (it.value != nullptr) h.nonnegative = it.value->nonnegative;
+  }
+  c.all_gather(mine.data(), all.data(), items.size() * sizeof(Header), gpu::Backend::cpu);
+  std::vector<Header> combined = mine;
+  for (std::size_t r = 0; r < c.size(); ++r)
+    for (std::size_t k = 0; k < items.size(); ++k) {
+      const Header& h = all[r * items.size() + k];
+      Header& out = combined[k];
+      if (h.kind != out.kind || h.same_as != out.same_as || h.form != out.form)
+        throw communicator_error(tally::detail::message("tally::runtime::Graph: shard ", r, "'s live variables differ from shard ",
+                                                        c.rank(), "'s (the program must be the same on every shard)"));
+      out.error = std::max(out.error, h.error);
+      out.nonnegative = out.nonnegative && h.nonnegative;
+      out.max_length = std::max(out.max_length, h.max_length);
+    }
+  for (const Item& it : items)
+    if (it.kind == Item::dirichlet)
+      tally::detail::fail<usage_error>("tally::runtime::Graph: a sharded population cannot move Dirichlet parameters "
+                                       "between shards yet (resample a Dirichlet program unsharded)");
+
+  // every item's moved state, computed aside
+  const Exchange x = plan_exchange(ctx, ancestors);
+  std::vector<Laws> new_laws(items.size());
+  std::vector<Values> new_values(items.size());
+  std::vector<gpu::Column<double>> new_columns(items.size());
+  std::vector<std::shared_ptr<const gpu::Column<double>>> new_p(items.size());
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const Item& it = items[k];
+    const Header& h = combined[k];
+    if (it.same_as != 0) continue;
+    switch (it.kind) {
+      case Item::pmfs:
+        new_laws[k].host = exchange_pmfs(c, x, it.laws->host);
+        break;
+      case Item::device_laws:
+        new_laws[k].device = std::make_shared<const gpu::Laws>(exchange_laws(c, x, *it.laws->device, h.max_length));
+        new_laws[k].device_error = h.error;
+        new_laws[k].device_nonnegative = h.nonnegative != 0;
+        break;
+      case Item::parameter_laws: {
+        const ParameterForm& from = *it.laws->parameters;
+        auto form = std::make_shared<ParameterForm>();
+        form->family = from.family;
+        form->n = make_values(exchange_column(c, x, *from.n), from.n.nonnegative);
+        form->a = exchange_column(c, x, from.a);
+        if (from.b.size() > 0) form->b = exchange_column(c, x, from.b);
+        new_laws[k].parameters = std::move(form);
+        new_laws[k].device_error = h.error;
+        new_laws[k].device_nonnegative = h.nonnegative != 0;
+        break;
+      }
+      case Item::values:
+        new_values[k] = make_values(exchange_column(c, x, *it.value->column), h.nonnegative != 0);
+        break;
+      case Item::column:
+        new_columns[k] = exchange_column(c, x, *it.doubles);
+        break;
+      case Item::probabilities:
+        new_p[k] = std::make_shared<const gpu::Column<double>>(exchange_column(c, x, **it.p));
+        break;
+      case Item::dirichlet:
+        break;
+    }
+  }
+  gpu::Column<double> weights;
+  if (log_weights != nullptr) weights = exchange_column(c, x, *log_weights);
+  // commit: moves and shared_ptr copies only
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const Item& it = items[k];
+    const std::size_t from = it.same_as == 0 ? k : it.same_as - 1;
+    switch (it.kind) {
+      case Item::pmfs:
+        *it.laws = std::move(new_laws[k]);
+        break;
+      case Item::device_laws:
+      case Item::parameter_laws:
+        *it.laws = new_laws[from];
+        break;
+      case Item::values:
+        *it.value = new_values[from];
+        break;
+      case Item::column:
+        *it.doubles = std::move(new_columns[k]);
+        break;
+      case Item::probabilities:
+        *it.p = std::move(new_p[k]);
+        break;
+      case Item::dirichlet:
+        break;
+    }
+  }
+  if (log_weights != nullptr) *log_weights = std::move(weights);
+}
+
+}  // namespace tally::runtime::detail

@@ -1,0 +1,109 @@
+// Summaries over the shards: the population's weighted mean, ESS and quantiles from the shards' statistics.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "shard_collectives.hpp"
+#include "sharding.hpp"
+#include "tally/error.hpp"
+
+namespace tally::runtime::detail {
+namespace {
+constexpr double inf = std::numeric_limits<double>::infinity();
+/// Sums of one double per rank, added in rank order (every rank the same).
+std::vector<double> summed(Communicator& c, const std::vector<double>& mine) {
+  std::vector<double> all(mine.size() * c.size()), out(mine.size(), 0.0);
+  if (mine.empty()) return out;
+  c.all_gather(mine.data(), all.data(), mine.size() * sizeof(double), gpu::Backend::cpu);
+  for (std::size_t r = 0; r < c.size(); ++r)
+    for (std::size_t k = 0; k < mine.size(); ++k) out[k] += all[r * mine.size() + k];
+  return out;
+}
+}  // namespace
+
+gpu::WeightedSummary sharded_summarize(Context& ctx, const gpu::Column<std::int64_t>& values,
+                                       std::span<const double> probabilities) {
+  constexpr const char* who = "tally::runtime::Graph::summarize";
+  Communicator& c = comm_of(ctx);
+  const auto& bounds = shard_bounds(ctx);
+  bool good = true;
+  for (const double p : probabilities) good = good && p >= 0.0 && p <= 1.0;
+  if (!on_every_shard(ctx, good))
+    tally::detail::fail<domain_error>(who, ": a probability is not in [0, 1] (on this shard or another)");
+  const std::vector<double> l = checked_log_weights(ctx, who);
+  const std::vector<std::int64_t> v = values.to_host();
+  double top = -inf;
+  std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = std::numeric_limits<std::int64_t>::min();
+  for (const double x : l) top = std::max(top, x);
+  const auto tops = gather_all(c, top);
+  top = *std::max_element(tops.begin(), tops.end());
+  gpu::WeightedSummary out;
+  out.all_impossible = top == -inf;
+  std::vector<double> w(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    w[i] = out.all_impossible ? 1.0 : std::exp(l[i] - top);
+    if (w[i] > 0) lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
+  }
+  // the values of positive weight span [lo, hi] over the population
+  const auto los = gather_all(c, lo), his = gather_all(c, hi);
+  lo = *std::min_element(los.begin(), los.end());
+  hi = *std::max_element(his.begin(), his.end());
+  double total = 0, squares = 0, moment = 0;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    total += w[i];
+    squares += w[i] * w[i];
+    moment += w[i] * static_cast<double>(v[i]);
+  }
+  const std::vector<double> sums = summed(c, {total, squares, moment});
+  total = sums[0];
+  out.ess = sums[0] * sums[0] / sums[1];
+  out.mean = sums[2] / total;
+  out.quantiles.assign(probabilities.size(), hi);
+  const double span = static_cast<double>(hi) - static_cast<double>(lo);
+  const double p = static_cast<double>(bounds.back());
+  if (span < 4.0 * p && span < double(1 << 20)) {  // the population's histogram of weight by value
+    std::vector<double> h(static_cast<std::size_t>(hi - lo + 1), 0.0);
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (w[i] > 0) h[static_cast<std::size_t>(v[i] - lo)] += w[i];
+    h = summed(c, h);
+    std::vector<bool> found(probabilities.size(), false);
+    double cum = 0;
+    for (std::size_t k = 0; k < h.size(); ++k) {
+      if (!(h[k] > 0)) continue;
+      cum += h[k];
+      for (std::size_t q = 0; q < probabilities.size(); ++q)
+        if (!found[q] && cum / total >= probabilities[q]) {
+          out.quantiles[q] = lo + static_cast<std::int64_t>(k);
+          found[q] = true;
+        }
+    }
+    return out;
+  }
+  // bisection: Q(p) is the smallest x in [lo, hi] with sum_{v_i <= x} w_i / W >= p (hi where rounding leaves none)
+  std::vector<std::int64_t> a(probabilities.size(), lo), b(probabilities.size(), hi);  // Q in [a, b] once found
+  for (int step = 0; step < 66; ++step) {
+    std::vector<double> below(probabilities.size(), 0.0);
+    std::vector<std::int64_t> mid(probabilities.size());
+    bool open = false;
+    for (std::size_t q = 0; q < probabilities.size(); ++q) {
+      mid[q] = a[q] + (b[q] - a[q]) / 2;
+      open = open || a[q] < b[q];
+      for (std::size_t i = 0; i < v.size(); ++i)
+        if (w[i] > 0 && v[i] <= mid[q]) below[q] += w[i];
+    }
+    if (!open) break;
+    below = summed(c, below);
+    for (std::size_t q = 0; q < probabilities.size(); ++q) {
+      if (a[q] >= b[q]) continue;
+      if (below[q] / total >= probabilities[q]) {
+        b[q] = mid[q];
+      } else {
+        a[q] = mid[q] + 1;
+      }
+    }
+  }
+  for (std::size_t q = 0; q < probabilities.size(); ++q) out.quantiles[q] = a[q];
+  return out;
+}
+
+}  // namespace tally::runtime::detail

@@ -1,0 +1,59 @@
+// Private: the collective steps of a sharded population (resampling, moving particles, summaries) over a Communicator.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "node.hpp"
+#include "tally/gpu/resample.hpp"
+#include "tally/gpu/resample_tiles.hpp"
+#include "tally/gpu/summaries.hpp"
+
+namespace tally::runtime::detail {
+
+/// The shards' first particles and the population's size: bounds[r] .. bounds[r + 1] - 1 are shard r's particles
+/// (G + 1 numbers). Gathered on the first call (a collective) and checked: the shards cover 0 .. total - 1 in rank
+/// order, each with at least one particle, all on one backend (tally::domain_error on every rank otherwise).
+const std::vector<std::size_t>& shard_bounds(Context& ctx);
+
+/// Whether `ok` holds on every shard (one all-gather): so that a check that fails on one shard throws on all of
+/// them, and none is left waiting in a collective.
+bool on_every_shard(Context& ctx, bool ok);
+
+/// What the whole population's log-weights say (tally::gpu::resample's summary, bit for bit: the tiles of
+/// gpu/include/tally/gpu/resample_tiles.hpp), and, when asked, this shard's P_s ancestors (global indices) drawn
+/// by `kind` with the uniforms of the unsharded resampler (seed, counter): systematic by the tiles' passes,
+/// multinomial by the sequential prefix sums of the CPU reference, chained from shard to shard. impossible: every
+/// log-weight of the population is -inf (no ancestors). Collective; tally::domain_error on every shard for a NaN
+/// or +inf log-weight on any.
+struct ShardedResampling {
+  gpu::WeightSummary summary{};
+  bool impossible = false;
+  gpu::tiles::TilePlan plan;       // pass 2, the same on every shard
+  std::vector<double> owned;       // the log-weights of the tiles this shard owns: the particles [cut[me], cut[me + 1])
+  std::vector<std::size_t> cut;    // rank r owns the tiles whose first particle it holds
+};
+ShardedResampling sharded_summary(Context& ctx);
+std::vector<std::size_t> sharded_ancestors(Context& ctx, const ShardedResampling& weights, gpu::Resampler kind,
+                                           std::uint64_t seed, std::uint64_t counter);
+
+/// Every live variable's state (the state Graph::gather moves: laws, values, conjugate parameters, per-particle
+/// probabilities) and, when log_weights is given, the log-weights: particle i of this shard becomes a copy of the
+/// population's particle ancestors[i], wherever it lives. Each shard asks the owners for the distinct particles it
+/// needs; the owners gather them and send them (Communicator::all_to_all), and each shard places them: the same
+/// laws and values, bit for bit, as Graph::gather of the unsharded population. Computed aside, then moved in (the
+/// strong guarantee, as Graph::gather, where the communicator itself does not fail). Dirichlet states cannot move
+/// between shards yet: usage_error on every shard. Collective.
+void sharded_gather(Context& ctx, const std::vector<std::size_t>& ancestors, gpu::Column<double>* log_weights);
+
+/// gpu::summarize over the whole population (every shard gets the same summary): the largest log-weight, the sums
+/// W, sum w^2 and sum w v combined in rank order, and the quantiles from the population's histogram of weight by
+/// value (summed over the shards) where the values span fewer than 4 P integers (at most 2^20), else by bisection
+/// over the values (one all-gather a step, at most 64 steps). The same definitions as gpu::summarize; its sums are
+/// added in another order, so the numbers agree to rounding (about 1e-15 relative; a quantile may differ where the
+/// cumulative weight lands within that of p). Collective.
+gpu::WeightedSummary sharded_summarize(Context& ctx, const gpu::Column<std::int64_t>& values,
+                                       std::span<const double> probabilities);
+
+}  // namespace tally::runtime::detail

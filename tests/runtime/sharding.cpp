@@ -1,0 +1,284 @@
+// Sharded populations: G shards (in one process) give the unsharded population's draws, weights and resamplings.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "tally/distributions.hpp"
+#include "tally/gpu/backend.hpp"
+#include "tally/runtime/graph.hpp"
+#if defined(TALLY_HAVE_NCCL)
+#include "tally/runtime/nccl_communicator.hpp"
+#endif
+
+using namespace tally;
+using namespace tally::runtime;
+
+namespace {
+
+/// What one shard (or the unsharded population) saw, step by step.
+struct Record {
+  std::vector<std::vector<std::int64_t>> values;
+  std::vector<std::vector<double>> log_weights, beta_draws, engine_draws;
+  std::vector<std::vector<std::size_t>> ancestors;
+  std::vector<std::vector<Pmf>> laws;
+  std::vector<double> log_means, ess;
+  std::vector<gpu::WeightedSummary> summaries;
+};
+
+constexpr double summary_probabilities[] = {0.05, 0.5, 0.95};
+
+/// The population model's seasons (thinning, immigration, observed binomial counts, resampling), with states left
+/// marginalized across some resamplings so that laws, per-particle probabilities and Beta parameters move between
+/// shards. The same program whatever the shard: per-particle inputs depend on the population's particle index.
+Record population_program(Graph& g) {
+  static const std::int64_t y[] = {31, 27, 35, 22, 30};
+  const std::size_t n = g.particles(), first = g.shard().first;
+  Record r;
+  r.engine_draws.emplace_back();  // the engine's own streams: the population's particle's stream
+  for (std::size_t i = 0; i < n; ++i) r.engine_draws.back().push_back(g.stream(i).uniform());
+  auto note_resampling = [&](const Graph::Resampling& s) {
+    r.log_means.push_back(s.log_mean_weight);
+    r.ess.push_back(s.ess);
+    r.ancestors.push_back(s.ancestors.to_host());
+  };
+  // a conjugate parameter observed per particle, kept marginalized across the resamplings
+  const Continuous rho = g.assume(Beta(2.0, 3.0));
+  std::vector<std::int64_t> successes(n);
+  for (std::size_t i = 0; i < n; ++i) successes[i] = static_cast<std::int64_t>((first + i) % 7);
+  g.observe(g.binomial(6, rho), successes);
+
+  Variable N = g.assume(Poisson(50.0));
+  for (std::size_t t = 0; t < std::size(y); ++t) {
+    if (t > 0) N = g.add(g.binomial(N, 0.8), g.assume(Poisson(10.0)));
+    g.observe(g.binomial(N, 0.6), y[t]);
+    r.log_weights.push_back(g.log_weights());
+    if (t % 2 == 0) {  // N marginalized while the particles move: its laws travel
+      r.laws.push_back(g.marginal(N));
+      note_resampling(g.resample_by_weight(t == 2 ? gpu::Resampler::multinomial : gpu::Resampler::systematic));
+      r.values.push_back(g.value(N));
+    } else {
+      r.values.push_back(g.value(N));
+      r.summaries.push_back(g.summarize(N, summary_probabilities));
+      // a per-particle binomial left unrealized across the resampling: its probabilities travel
+      std::vector<double> p(n);
+      for (std::size_t i = 0; i < n; ++i) p[i] = 0.2 + 0.1 * static_cast<double>((first + i) % 5);
+      const Variable D = g.binomial(N, p);
+      note_resampling(g.resample_by_weight(0.9));
+      r.values.push_back(g.value(D));
+    }
+  }
+  r.beta_draws.push_back(g.scalar_value(rho));
+  return r;
+}
+
+/// The shards' records, joined in rank order (per-particle vectors concatenated; population-wide numbers checked
+/// equal on every shard and kept once).
+Record join(const std::vector<Record>& shards) {
+  Record out = shards[0];
+  auto append = [](auto& into, const auto& from) {
+    for (std::size_t k = 0; k < into.size(); ++k) into[k].insert(into[k].end(), from[k].begin(), from[k].end());
+  };
+  for (std::size_t s = 1; s < shards.size(); ++s) {
+    const Record& r = shards[s];
+    append(out.values, r.values);
+    append(out.log_weights, r.log_weights);
+    append(out.beta_draws, r.beta_draws);
+    append(out.engine_draws, r.engine_draws);
+    append(out.ancestors, r.ancestors);
+    append(out.laws, r.laws);
+    for (std::size_t k = 0; k < out.log_means.size(); ++k) {
+      REQUIRE(r.log_means[k] == out.log_means[k]);
+      REQUIRE(r.ess[k] == out.ess[k]);
+    }
+    for (std::size_t k = 0; k < out.summaries.size(); ++k) {
+      REQUIRE(r.summaries[k].mean == out.summaries[k].mean);
+      REQUIRE(r.summaries[k].quantiles == out.summaries[k].quantiles);
+    }
+  }
+  return out;
+}
+
+void require_same_laws(const std::vector<Pmf>& a, const std::vector<Pmf>& b) {
+  REQUIRE(a.size() == b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    INFO("particle " << i);
+    REQUIRE(a[i].lo() == b[i].lo());
+    REQUIRE(a[i].log_scale() == b[i].log_scale());
+    REQUIRE(a[i].weights() == b[i].weights());  // bit for bit
+  }
+}
+
+/// The sharded record equals the unsharded one: draws, log-weights, ancestors, laws and evidence bit for bit;
+/// summaries to rounding (their sums are combined in another order).
+void require_same(const Record& sharded, const Record& whole) {
+  REQUIRE(sharded.values == whole.values);
+  REQUIRE(sharded.log_weights == whole.log_weights);
+  REQUIRE(sharded.ancestors == whole.ancestors);
+  REQUIRE(sharded.log_means == whole.log_means);
+  REQUIRE(sharded.ess == whole.ess);
+  REQUIRE(sharded.beta_draws == whole.beta_draws);
+  REQUIRE(sharded.engine_draws == whole.engine_draws);
+  REQUIRE(sharded.laws.size() == whole.laws.size());
+  for (std::size_t k = 0; k < whole.laws.size(); ++k) require_same_laws(sharded.laws[k], whole.laws[k]);
+  REQUIRE(sharded.summaries.size() == whole.summaries.size());
+  for (std::size_t k = 0; k < whole.summaries.size(); ++k) {
+    CHECK(sharded.summaries[k].mean == Approx(whole.summaries[k].mean).epsilon(1e-13));
+    CHECK(sharded.summaries[k].ess == Approx(whole.summaries[k].ess).epsilon(1e-13));
+    CHECK(sharded.summaries[k].quantiles == whole.summaries[k].quantiles);
+  }
+}
+
+/// The program on `counts.size()` shards holding counts[r] particles each, in one process.
+Record run_sharded(const std::vector<std::size_t>& counts, std::uint64_t seed, Device device) {
+  const std::size_t total = std::accumulate(counts.begin(), counts.end(), std::size_t{0});
+  std::vector<Record> records(counts.size());
+  InProcessGroup::run(counts.size(), [&](std::shared_ptr<Communicator> comm) {
+    const std::size_t r = comm->rank();
+    const std::size_t first = std::accumulate(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(r), std::size_t{0});
+    Graph g(Shard{r, counts[r], first, total}, comm, seed, device);
+    records[r] = population_program(g);
+  });
+  return join(records);
+}
+
+void check_splits(Device device) {
+  // 5000 particles: two resampling tiles (4096 each), cut anywhere by the shards
+  const std::size_t total = 5000;
+  const std::uint64_t seed = 17;
+  Graph whole_graph(total, seed, device);
+  const Record whole = population_program(whole_graph);
+  // the program resamples (the particles move) and its laws differ between particles (they are worth moving)
+  REQUIRE(whole.ancestors[0].size() == total);
+  REQUIRE(whole.ancestors[2].size() == total);
+  std::size_t differ = 0;
+  for (const Pmf& law : whole.laws[1]) differ += law.weights() != whole.laws[1][0].weights();
+  REQUIRE(differ > total / 2);
+  const std::vector<std::vector<std::size_t>> splits = {
+      {5000}, {2500, 2500}, {4089, 911}, {1, 4100, 899}, {1667, 1667, 1666}, {1000, 1000, 1000, 2000}, {4096, 1, 1, 902}};
+  for (const auto& counts : splits) {
+    INFO("shards: " << counts.size() << ", first " << counts[0]);
+    require_same(run_sharded(counts, seed, device), whole);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Shard::even splits a population in rank order", "[runtime][sharding]") {
+  std::size_t next = 0;
+  for (std::size_t r = 0; r < 3; ++r) {
+    const Shard s = Shard::even(10, 3, r);
+    CHECK(s.index == r);
+    CHECK(s.first == next);
+    CHECK(s.count == (r == 0 ? 4u : 3u));
+    next += s.count;
+  }
+  CHECK(next == 10);
+  CHECK_THROWS_AS(Shard::even(2, 3, 0), tally::domain_error);
+  CHECK_THROWS_AS(Shard::even(5, 3, 3), tally::domain_error);
+}
+
+TEST_CASE("G shards on the CPU give the unsharded population's draws, weights, laws and evidence",
+          "[runtime][sharding]") {
+  check_splits(Device::cpu);
+}
+
+TEST_CASE("A small population on more shards than tiles, every split", "[runtime][sharding]") {
+  const std::uint64_t seed = 5;
+  Graph whole_graph(7, seed, Device::cpu);
+  const Record whole = population_program(whole_graph);
+  for (const std::vector<std::size_t>& counts : {std::vector<std::size_t>{3, 4}, {1, 1, 5}, {2, 2, 2, 1}, {1, 1, 1, 4}})
+    require_same(run_sharded(counts, seed, Device::cpu), whole);
+}
+
+TEST_CASE("G shards on one GPU give the unsharded device population's results", "[runtime][sharding][device]") {
+  if (!gpu::cuda_available()) {
+    WARN("device half skipped: " << gpu::device_description());
+    return;
+  }
+  check_splits(Device::cuda);
+}
+
+TEST_CASE("Sharded resampling of an impossible population, explicit ancestors, and bad input", "[runtime][sharding]") {
+  InProcessGroup::run(3, [](std::shared_ptr<Communicator> comm) {
+    const Shard s = Shard::even(10, 3, comm->rank());
+    Graph g(s, comm, 3, Device::cpu);
+    const Variable x = g.assume(Binomial(4, 0.5));
+    // -inf on one shard only: the population still resamples, that shard's particles get no offspring
+    std::vector<std::int64_t> obs(s.count, s.index == 1 ? 9 : 2);
+    g.observe(x, obs);
+    const auto step = g.resample_by_weight();
+    REQUIRE(step.resampled);
+    for (const std::size_t a : step.ancestors.to_host()) CHECK((a < 4 || a >= 7));
+    for (const std::int64_t v : g.value(x)) CHECK(v == 2);
+    // every particle impossible: nothing changes, on every shard
+    const Variable z = g.assume(Binomial(4, 0.5));
+    g.observe(z, 7);
+    const auto dead = g.resample_by_weight();
+    CHECK(dead.log_mean_weight == -std::numeric_limits<double>::infinity());
+    CHECK(dead.ancestors.empty());
+    // explicit ancestors are the population's indices; a bad one on one shard throws on every shard
+    g.reset_log_weights();
+    std::vector<std::size_t> reversed(s.count);
+    for (std::size_t i = 0; i < s.count; ++i) reversed[i] = 9 - (s.first + i);
+    const Variable w = g.constant([&] {
+      std::vector<std::int64_t> v(s.count);
+      for (std::size_t i = 0; i < s.count; ++i) v[i] = static_cast<std::int64_t>(s.first + i);
+      return v;
+    }());
+    g.resample(reversed);
+    const auto moved = g.value(w);
+    for (std::size_t i = 0; i < s.count; ++i) CHECK(moved[i] == static_cast<std::int64_t>(9 - (s.first + i)));
+    std::vector<std::size_t> bad = reversed;
+    if (s.index == 2) bad[0] = 10;
+    CHECK_THROWS_AS(g.resample(bad), tally::domain_error);
+    CHECK(g.value(w) == moved);  // unchanged
+  });
+}
+
+TEST_CASE("InProcessGroup: a shard that throws stops the others' collectives", "[runtime][sharding]") {
+  struct Boom : std::runtime_error {
+    using std::runtime_error::runtime_error;
+  };
+  int reached = 0;
+  CHECK_THROWS_AS(InProcessGroup::run(3,
+                                      [&](std::shared_ptr<Communicator> comm) {
+                                        Graph g(Shard::even(30, 3, comm->rank()), comm, 1, Device::cpu);
+                                        g.observe(g.assume(Binomial(4, 0.5)), 2);
+                                        if (comm->rank() == 1) throw Boom("shard 1 fails");
+                                        try {
+                                          g.resample_by_weight();
+                                        } catch (const communicator_error&) {
+                                          ++reached;
+                                          throw;
+                                        }
+                                      }),
+                  Boom);
+  CHECK(reached == 2);
+  // a shard that returns while the others enter a collective
+  CHECK_THROWS_AS(InProcessGroup::run(2,
+                                      [&](std::shared_ptr<Communicator> comm) {
+                                        Graph g(Shard::even(4, 2, comm->rank()), comm, 1, Device::cpu);
+                                        if (comm->rank() == 0) g.resample_by_weight();
+                                      }),
+                  communicator_error);
+  CHECK_THROWS_AS(Graph(Shard{1, 4, 0, 4}, nullptr, 1, Device::cpu), usage_error);
+}
+
+#if defined(TALLY_HAVE_NCCL)
+TEST_CASE("The NCCL communicator with one rank on one GPU gives the unsharded results", "[runtime][sharding][nccl]") {
+  if (!gpu::cuda_available()) {
+    WARN("NCCL test skipped: " << gpu::device_description());
+    return;
+  }
+  // NCCL cannot put two ranks on one device: one rank here; several need several GPUs (README, "Several GPUs").
+  const std::uint64_t seed = 17;
+  Graph whole_graph(5000, seed, Device::cuda);
+  const Record whole = population_program(whole_graph);
+  auto comm = std::make_shared<NcclCommunicator>(NcclCommunicator::unique_id(), 0, 1, 0);
+  Graph g(Shard{0, 5000, 0, 5000}, comm, seed, Device::cuda);
+  require_same(population_program(g), whole);
+}
+#endif
