@@ -4,6 +4,8 @@
 
 #include <Eigen/Core>
 #include <cstdint>
+#include <functional>
+#include <tuple>
 #include <vector>
 
 #include "tally/distributions/bernoulli.hpp"
@@ -12,7 +14,7 @@
 #include "tally/distributions/poisson.hpp"
 #include "tally/runtime/graph.hpp"
 
-namespace models::joint {
+namespace tally::models::joint {
 
 using tally::runtime::Graph;
 using tally::runtime::Observation;
@@ -44,7 +46,9 @@ inline std::pair<Variable, Variable> season(Graph& g, const Variable& a, const V
   return {next_a, next_b};
 }
 
-inline MigrationRun run_migration(Graph& g, const Migration& w) {
+/// Runs the program; after_season(t, r) (if given) is called once season t is observed (to read marginals).
+inline MigrationRun run_migration(Graph& g, const Migration& w,
+                                  const std::function<void(std::size_t, const MigrationRun&)>& after_season = {}) {
   MigrationRun r;
   r.a = g.assume(tally::Poisson(w.lambda_a));
   r.b = g.assume(tally::Poisson(w.lambda_b));
@@ -52,6 +56,7 @@ inline MigrationRun run_migration(Graph& g, const Migration& w) {
     if (t > 0) std::tie(r.a, r.b) = season(g, r.a, r.b, w);
     r.observations.push_back(g.observe(g.binomial(r.a, w.p), w.ya[t]));
     r.observations.push_back(g.observe(g.binomial(r.b, w.p), w.yb[t]));
+    if (after_season) after_season(t, r);
   }
   return r;
 }
@@ -116,4 +121,4 @@ inline WetGrassRun run_wet_grass(Graph& g, const WetGrass& n) {
   return r;
 }
 
-}  // namespace models::joint
+}  // namespace tally::models::joint

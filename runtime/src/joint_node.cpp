@@ -29,11 +29,11 @@ struct over_budget {};
 
 bool enabled(const Context& c) { return c.truncation.max_joint_bytes > 0; }
 
-/// The truncation for joint operations: a table may hold at most what the budget allows one particle.
+/// The truncation for joint operations: one table, while it is built (one particle at a time), may use the whole
+/// budget; what the P tables of a result hold together is checked by compute().
 Truncation joint_truncation(const Context& c) {
   Truncation t = c.truncation;
-  const std::int64_t per_particle = c.truncation.max_joint_bytes / 8 / static_cast<std::int64_t>(c.particles);
-  t.max_size = std::max<std::int64_t>(1, std::min(t.max_size, per_particle));
+  t.max_size = std::max<std::int64_t>(1, std::min(t.max_size, c.truncation.max_joint_bytes / 8));
   return t;
 }
 
@@ -116,6 +116,39 @@ JointPmf thin_in_place(const JointPmf& d, int axis, double q) {
   return JointPmf(std::move(new_lo), std::move(shape), std::move(w), d.log_scale(), d.error_bound());
 }
 
+JointPmf split_in_place(const JointPmf& d, int axis, double q) {
+  if (d.lo(axis) < 0)
+    tally::detail::fail<domain_error>("tally::runtime: a split count must be >= 0, but its support starts at ",
+                                      d.lo(axis));
+  // (.., x, .., ) -> (.., x - y, .., y) with Bin(y; x, q): the kept part on [0, hi], the moved part appended on
+  // [0, hi]; each pmf value computed once per (x, y), not once per entry
+  const std::int64_t hi = d.hi(axis), lo = d.lo(axis), extent = d.extent(axis);
+  Coordinates new_lo = d.lo(), shape = d.shape();
+  new_lo[static_cast<std::size_t>(axis)] = 0;
+  shape[static_cast<std::size_t>(axis)] = hi + 1;
+  new_lo.push_back(0);
+  shape.push_back(hi + 1);
+  const std::int64_t stride = d.stride(axis);  // the later extents: old index (o, x, r); new index (o, x - y, r, y)
+  const std::int64_t outer = d.size() / (extent * stride);
+  const double cells = double(outer) * double(hi + 1) * double(stride) * double(hi + 1);
+  if (cells > double(std::numeric_limits<Eigen::Index>::max() / 2))
+    tally::detail::fail<overflow_error>("tally::runtime: a split's table needs ", cells, " entries");
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(outer * (hi + 1) * stride * (hi + 1));
+  std::vector<double> kernel;
+  for (std::int64_t x = lo; x <= hi; ++x) {
+    kernel.resize(static_cast<std::size_t>(x + 1));
+    for (std::int64_t y = 0; y <= x; ++y) kernel[static_cast<std::size_t>(y)] = std::exp(log_binomial_pmf(x, y, q));
+    for (std::int64_t o = 0; o < outer; ++o)
+      for (std::int64_t r = 0; r < stride; ++r) {
+        const double m = d.weights()[(o * extent + (x - lo)) * stride + r];
+        if (m == 0.0) continue;
+        for (std::int64_t y = 0; y <= x; ++y)
+          w[((o * (hi + 1) + (x - y)) * stride + r) * (hi + 1) + y] = m * kernel[static_cast<std::size_t>(y)];
+      }
+  }
+  return JointPmf(std::move(new_lo), std::move(shape), std::move(w), d.log_scale(), d.error_bound());
+}
+
 namespace {
 
 /// Appends the child Y | X_axis ~ law as a new axis.
@@ -125,6 +158,41 @@ JointPmf append_child(const JointPmf& d, int axis, const ChildLaw& law, const Tr
                                },
                                [&](const auto& k) { return add_child(d, axis, k, t); }},
                     law);
+}
+
+// ---- the largest likelihood of an observation over all parent values (for the error bounds) ---------------------
+/// \f$\sup_{\lambda \ge 0} \mathrm{Poisson}(y; \lambda) = \mathrm{Poisson}(y; y)\f$.
+double poisson_sup(std::int64_t y) { return y <= 0 ? (y == 0 ? 1.0 : 0.0) : std::exp(log_poisson_pmf(y, double(y))); }
+/// \f$\sup_{n \ge 0} \mathrm{Binomial}(y; n, q)\f$: unimodal in n, largest near n = y / q.
+double binomial_sup(std::int64_t y, double q) {
+  if (y < 0) return 0.0;
+  if (y == 0 || q >= 1.0) return 1.0;
+  if (q <= 0.0) return 0.0;
+  const double centre = std::floor(double(y) / q);
+  double best = 0.0;
+  for (double n = std::max(double(y), centre - 2); n <= centre + 2; ++n)
+    best = std::max(best, std::exp(log_binomial_pmf(std::int64_t(n), y, q)));
+  return std::min(1.0, best * (1 + 1e-12));
+}
+double likelihood_sup(const ChildLaw& law, std::int64_t y) {
+  return std::visit(overloaded{[&](const Thinning& k) { return binomial_sup(y, k.keep); },
+                               [&](const ScaledPoisson&) { return poisson_sup(y); },
+                               [&](const IndexedPoisson& k) {
+                                 double best = 0.0;
+                                 for (double r : k.rates) best = std::max(best, std::exp(log_poisson_pmf(y, r)));
+                                 return std::min(1.0, best * (1 + 1e-12));
+                               },
+                               [&](const MarkovStep& k) {
+                                 return y >= 0 && y < k.transition.cols() ? k.transition.col(y).maxCoeff() : 0.0;
+                               },
+                               [&](const AffineLaw&) { return 1.0; }},
+                    law);
+}
+double likelihood_sup(const SelectedChild& s, std::int64_t y) {
+  if (s.family == SelectedChild::poisson) return poisson_sup(y);
+  double best = 0.0;
+  for (double q : s.keep) best = std::max(best, binomial_sup(y, q));
+  return best;
 }
 
 JointConditioned condition_child(const JointPmf& d, int axis, const ChildLaw& law, std::int64_t y) {
@@ -341,7 +409,10 @@ bool join_joint_sum(Node& z, const JointSum& j) {
   if (y_form == realized) y_values = to_vector(y->value);
   auto laws = compute(ctx, [&](std::size_t i) {
     const JointPmf& d = g->laws[i];
-    if (split_in_place) return split(d, a, thinning->keep, t);  // X - Y in place of X, Y appended
+    if (split_in_place) {  // X - Y in place of X, Y appended
+      if (double(d.size()) * double(d.hi(a) + 1) > double(t.max_size)) throw over_budget{};
+      return detail::split_in_place(d, a, thinning->keep);
+    }
     if (y_form == member) {
       Coordinates k(static_cast<std::size_t>(d.rank()), 0);
       k[static_cast<std::size_t>(a)] += j.sign_x;
@@ -604,17 +675,17 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
   std::shared_ptr<JointGroup> g;
   std::optional<Batch<JointPmf>> posterior;
   int constants = 0;
-  auto conditioned = [&](std::size_t i, const JointConditioned& c, const JointPmf& prior, int drop) {
+  // The stored posterior is mu l / L with the computed L. Against the exact mu* l / L (the exact posterior up to a
+  // constant, which is all that the next likelihoods read: they are ratios of masses), its L1 error is at most
+  // sum |mu - mu*| l <= sup(l) e M, relative to its mass L: rho sup(l) with rho = e M / L; the likelihood L itself
+  // is off by at most the same. (The normalized posterior's 2 rho counts the constant's error again at every
+  // observation and drops the factor sup(l) <= 1: along a filter that compounds by 2 / L a step.) sup(l) is the
+  // largest likelihood over every parent value, inside the table or in the tails it dropped.
+  auto conditioned = [&](std::size_t i, const JointConditioned& c, const JointPmf& prior, int drop, double sup) {
+    const double rho = std::isfinite(c.log_likelihood_error) ? -std::expm1(-c.log_likelihood_error) * sup : 1.0;
     loglik[i] = c.log_likelihood;
-    error = std::max(error, c.log_likelihood_error);
-    // The stored posterior is mu l / L with the computed L: against the exact mu* l / L (the exact posterior up to
-    // a constant, which is all the next likelihoods read: they are ratios of masses), its L1 error is at most
-    // ||mu - mu*|| / L <= e M / L = rho, where the normalized posterior's 2 rho would count the constant's error
-    // again at every observation (a factor 2 / L compounding along a filter). The log-evidence, a telescoping sum
-    // of these ratios, then carries the truncated mass relative to the final normalizer, once.
-    JointPmf p = c.posterior ? (std::isfinite(c.log_likelihood_error)
-                                    ? c.posterior->with_error_bound(-std::expm1(-c.log_likelihood_error))
-                                    : *c.posterior)
+    error = std::max(error, rho < 1 ? -std::log1p(-rho) : std::numeric_limits<double>::infinity());
+    JointPmf p = c.posterior ? (rho < 1 ? c.posterior->with_error_bound(rho) : *c.posterior)
                              : prior;  // impossible: that particle keeps its law (its weight is 0)
     for (int k = 0; k < drop; ++k) p = marginalize_out(p, p.rank() - 1);  // the constants' axes
     return trimmed(p, ctx.truncation);
@@ -625,7 +696,7 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
     g = x->group;
     const int a = axis_of(*g, *x);
     posterior = Batch<JointPmf>::make(ctx.particles, [&](std::size_t i) {
-      return conditioned(i, condition_child(g->laws[i], a, c->law, y[i]), g->laws[i], 0);
+      return conditioned(i, condition_child(g->laws[i], a, c->law, y[i]), g->laws[i], 0, likelihood_sup(c->law, y[i]));
     });
   } else if (const auto* s = std::get_if<SelectedChild>(&child.kind)) {
     draw_stuck_parents(child, true);
@@ -643,7 +714,8 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
       std::vector<int> axes;
       const JointPmf d = f->table(i, axes, wide);
       const std::vector<int> others(axes.begin() + 1, axes.end());
-      return conditioned(i, condition_selected(d, *s, axes[0], others, y[i]), d, g ? constants : 0);
+      return conditioned(i, condition_selected(d, *s, axes[0], others, y[i]), d, g ? constants : 0,
+                         likelihood_sup(*s, y[i]));
     });
   } else {
     return false;

@@ -54,6 +54,10 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll);
 /// \binom{x}{y} q^y (1-q)^{x-y}\f$, without the (X - Y, Y) table of split(). Sums of non-negative products, so each
 /// entry keeps its relative precision; error bound unchanged. domain_error for an axis with negative values.
 JointPmf thin_in_place(const JointPmf& d, int axis, double q);
+/// The binomial split X_axis -> (X - Y, Y), Y ~ Binomial(X, q): what tally::split computes (X - Y in place of X, Y
+/// appended), with each pmf value formed once per (x, y) instead of once per entry, products formed directly (an
+/// entry below 2^-1000 of the largest is flushed by the table anyway). Error bound unchanged.
+JointPmf split_in_place(const JointPmf& d, int axis, double q);
 /// Resampling: the groups of the live nodes, each gathered once (aside: commit with the returned function).
 struct GroupGather {
   std::vector<std::pair<JointGroup*, Batch<JointPmf>>> gathered;

@@ -17,7 +17,7 @@
 
 using namespace tally;
 using namespace tally::runtime;
-namespace mj = models::joint;
+namespace mj = tally::models::joint;
 
 namespace {
 
@@ -410,5 +410,86 @@ TEST_CASE("joint laws: thinning a coordinate in place is split() with the kept p
           }
         }
     CHECK(got.error_bound() == d.error_bound());
+    // and the split itself
+    const JointPmf fast = tally::runtime::detail::split_in_place(d, axis, q), slow = split(d, axis, q);
+    REQUIRE(fast.rank() == 4);
+    for (std::int64_t i0 = fast.lo(0); i0 <= fast.hi(0); ++i0)
+      for (std::int64_t i1 = fast.lo(1); i1 <= fast.hi(1); ++i1)
+        for (std::int64_t i2 = fast.lo(2); i2 <= fast.hi(2); ++i2)
+          for (std::int64_t i3 = fast.lo(3); i3 <= fast.hi(3); ++i3) {
+            const std::vector<std::int64_t> at{i0, i1, i2, i3};
+            const double f = log_pdf(fast, at), e = log_pdf(slow, at);
+            if (e == -std::numeric_limits<double>::infinity()) {
+              CHECK(f == e);
+            } else {
+              CHECK(f == Approx(e).margin(1e-12));
+            }
+          }
   }
+}
+
+TEST_CASE("joint laws: the carried error bound covers the evidence's true error on the three examples",
+          "[runtime][joint][bound]") {
+  // Each likelihood's bound, summed, bounds the log-evidence's error (each is a relative error of one factor).
+  auto bound_of = [](const std::vector<Observation>& obs) {
+    double b = 0;
+    for (const auto& o : obs) b += o.exactness().truncation_error;
+    return b;
+  };
+  const mj::Migration w;
+  const MigrationForward migration = migration_forward(w, 110);
+  for (const double tolerance : {1e-15, 1e-9, 1e-6}) {
+    // coarse tolerances make the truncation error measurable above rounding (1e-15 is the default)
+    Truncation t;
+    t.tolerance = tolerance;
+    Graph g(1, 1, t);
+    const mj::MigrationRun r = mj::run_migration(g, w);
+    const double actual = std::abs(total_log_likelihood(r.observations, 0) - static_cast<double>(migration.log_evidence));
+    const double bound = bound_of(r.observations);
+    INFO("migration, tolerance " << tolerance << ": actual " << actual << ", bound " << bound);
+    CHECK(actual <= bound);
+    if (tolerance == 1e-15) CHECK(bound <= 1e-10);  // with the 2 rho rule of normalized posteriors: 0.1
+    std::printf("error bound: migration, tolerance %g: actual %.3g, bound %.3g, ratio %.3g\n", tolerance, actual,
+                bound, bound / actual);
+  }
+  const mj::RateHmm h;
+  const RateHmmEnumeration hmm = rate_hmm_enumeration(h, 200, 650);
+  for (const double tolerance : {1e-15, 1e-9, 1e-6}) {
+    Truncation t;
+    t.tolerance = tolerance;
+    Graph g(1, 1, t);
+    const mj::RateHmmRun r = mj::run_rate_hmm(g, h);
+    const double actual = std::abs(total_log_likelihood(r.observations, 0) - static_cast<double>(hmm.log_evidence));
+    const double bound = bound_of(r.observations);
+    INFO("rate HMM, tolerance " << tolerance << ": actual " << actual << ", bound " << bound);
+    CHECK(actual <= bound);
+    if (tolerance == 1e-15) CHECK(bound <= 1e-5);  // with the 2 rho rule: infinite after 12 observations
+    std::printf("error bound: rate HMM, tolerance %g: actual %.3g, bound %.3g, ratio %.3g\n", tolerance, actual, bound,
+                bound / actual);
+  }
+  {
+    Graph g;  // bounded laws only: nothing truncated, the bound is 0 and the error rounding
+    const mj::WetGrassRun r = mj::run_wet_grass(g, mj::WetGrass{});
+    CHECK(r.wet.exactness().truncation_error == 0.0);
+    CHECK(std::abs(r.wet[0] - std::log(0.6471)) < 1e-15);
+  }
+}
+
+TEST_CASE("joint laws: children of several parents check their arguments before anything changes", "[runtime][joint]") {
+  const auto live = Graph::live_nodes();
+  {
+    Graph g;
+    const Variable s = g.assume(Categorical(Eigen::Vector3d(0.2, 0.3, 0.5)));
+    const Variable r = g.assume(Geometric(0.5));
+    CHECK_THROWS_AS(g.poisson(s, {}), shape_error);
+    CHECK_THROWS_AS(g.poisson(s, {r}, -1.0), domain_error);
+    CHECK_THROWS_AS(g.binomial(r, s, {}), shape_error);
+    CHECK_THROWS_AS(g.binomial(r, s, {0.5, 1.5}), domain_error);
+    Graph other;
+    CHECK_THROWS_AS(g.poisson(s, {other.assume(Geometric(0.5))}), usage_error);
+    // a state beyond the rates: a clear error when the law is formed, and the graph goes on
+    CHECK_THROWS_AS(g.observe(g.poisson(s, {r, r}), 1), domain_error);
+    CHECK(std::isfinite(g.observe(g.poisson(s, {r, r, r}), 1)[0]));
+  }
+  CHECK(Graph::live_nodes() == live);
 }

@@ -123,9 +123,12 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 ///   realized first, as in the paper: a Fallback::pruned, reported by the next observation, refused in strict
 ///   mode; a coordinate of a joint law needs no pruning).
 /// Sums: z = x + y is an exact convolution when x and y are independent. When y is an initialized direct child
-/// of x (y ~ Binomial(x, q), y = x + 1, ...), the pair is enumerated jointly over x, exactly. Otherwise, when x and
-/// y share an uninstantiated ancestor (found by reachability), that ancestor is realized (sampled from its exact
-/// posterior) before the convolution: never a silently wrong convolution. Observing z conditions x on the skew
+/// of x (y ~ Binomial(x, q), y = x + 1, ...), the pair is enumerated jointly over x, exactly (and when y lives on
+/// after the sum, held by a handle or a child, y and the sum are kept in one joint law: see "Joint laws" below).
+/// Otherwise, when x and y share an uninstantiated ancestor (found by reachability), that ancestor becomes a joint
+/// law that x and y join as they are grafted, so that the sum is a linear combination of its coordinates, exactly;
+/// with joint laws off or past their budget, that ancestor is realized (sampled from its exact posterior) before
+/// the convolution: never a silently wrong convolution. Observing z conditions x on the skew
 /// diagonal, and ties y = z - x (y is realized with x). Observing a sum that was never needed as a law takes the
 /// skew diagonal of its operands' outer product directly (no convolution); observing an initialized child of a
 /// marginalized or realized parent (Binomial(x, q), Poisson(a x), Poisson(rates[x]), Categorical(T[x])) conditions
@@ -161,14 +164,16 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 ///   every check of the arguments (an empty handle or one of another Graph, a variable observed twice or at
 ///   itself, per-particle vectors of the wrong size, out-of-range probabilities and ancestors), which all come
 ///   before any change; constant, assume (priors, children, conjugate parents and their counts of constant or
-///   realized trials), add, subtract, affine, name, strict, stream, in_support, touches, log_weights, memory, bytes,
+///   realized trials), poisson(state, rates, a) and binomial(x, state, keep), add, subtract, affine, name, strict, stream, in_support, touches, log_weights, memory, bytes,
 ///   reset_log_weights; resample and
 ///   resample_by_weight (the particles are gathered aside and moved in only when all succeeded; a failed
 ///   resample_by_weight has still advanced its resampling counter, so a retry draws other uniforms); strict mode's
 ///   inexact_error, raised before the fallback would sample.
 /// - *Basic* (the graph stays usable, its invariants hold and nothing leaks; work already done is kept): observe,
 ///   value, values, realize, summarize, marginal, value / scalar_value / beta / gamma / dirichlet of a conjugate
-///   parameter, and binomial(x, p) and binomial(x, rho), which realize x first when it is not. These graft, marginalize and realize nodes along a path before the step that may fail (a child law
+///   parameter, and binomial(x, p) and binomial(x, rho), which realize x first when it is not. Operations on joint laws compute each new table aside and commit
+///   it at once, so a failure leaves each joint law as it was (two laws merged into one, exactly, may stay merged).
+///   These graft, marginalize and realize nodes along a path before the step that may fail (a child law
 ///   that does not fit its parent's support, a law past max_size, a device allocation): the nodes already moved
 ///   keep their new exact states (a marginalized law, or a value drawn from its exact posterior, as a fallback would
 ///   draw it), the failed node and everything below it stay as they were, and the log-weights change only when an
