@@ -7,6 +7,7 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <type_traits>
 
 #include "node.hpp"
 #include "tally/distributions/algebra.hpp"
@@ -42,18 +43,52 @@ Truncation joint_truncation(const Context& c) {
 /// largest entry do not multiply the sizes of the tables built from it.
 JointPmf trimmed(const JointPmf& d, const Truncation& t) { return t.tolerance > 0 && t.tolerance < 1 ? truncate(d, t) : d; }
 
-/// P joint laws made by f(i) (trimmed), within the budget (over_budget, and nothing kept, otherwise).
-template <class F>
-Batch<JointPmf> compute(const Context& c, F f) {
+// ---- particles with equal inputs -------------------------------------------------------------------------------
+// Until something is drawn, every particle of a program holds the same joint laws: an operation computes once and
+// copies its result to each particle whose inputs equal the previous particle's (compared entry by entry, far
+// cheaper than the operation).
+bool equal(const JointPmf& a, const JointPmf& b) {
+  return a.lo() == b.lo() && a.shape() == b.shape() && a.log_scale() == b.log_scale() &&
+         a.error_bound() == b.error_bound() && a.weights() == b.weights();
+}
+bool equal(const Pmf& a, const Pmf& b) {
+  return a.lo() == b.lo() && a.size() == b.size() && a.log_scale() == b.log_scale() &&
+         a.error_bound() == b.error_bound() && a.weights() == b.weights();
+}
+/// Whether particle i's table in b equals particle i - 1's.
+bool repeats(const Batch<JointPmf>& b, std::size_t i) { return i > 0 && b.size() > 1 && equal(b[i], b[i - 1]); }
+template <class T>
+bool repeats(const std::vector<T>& v, std::size_t i) {
+  if constexpr (std::is_same_v<T, Pmf>)
+    return i > 0 && equal(v[i], v[i - 1]);
+  else
+    return i > 0 && v[i] == v[i - 1];
+}
+
+/// P values made by f(i), f called only where same(i) is false (else particle i - 1's value is copied).
+template <class T, class F, class Same>
+Batch<T> per_particle(std::size_t particles, F f, Same same) {
+  std::optional<T> last;
+  return Batch<T>::make(particles, [&](std::size_t i) {
+    if (!last || !same(i)) last.emplace(f(i));
+    return *last;
+  });
+}
+
+/// P joint laws made by f(i) (trimmed), within the budget (over_budget, and nothing kept, otherwise); f is called
+/// only where same(i) is false.
+template <class F, class Same>
+Batch<JointPmf> compute(const Context& c, F f, Same same) {
   std::int64_t bytes = 0;
+  std::optional<JointPmf> last;
   try {
     return Batch<JointPmf>::make(c.particles, [&](std::size_t i) {
-      JointPmf r = trimmed(f(i), c.truncation);
-      bytes += static_cast<std::int64_t>(r.size()) * 8;
+      if (!last || !same(i)) last.emplace(trimmed(f(i), c.truncation));
+      bytes += static_cast<std::int64_t>(last->size()) * 8;
       if (bytes > c.truncation.max_joint_bytes) throw over_budget{};
-      return r;
+      return *last;
     });
-  } catch (const overflow_error&) {  // a table past the per-particle share of the budget
+  } catch (const overflow_error&) {  // a table past the budget
     throw over_budget{};
   }
 }
@@ -214,12 +249,16 @@ void sweep(const std::shared_ptr<JointGroup>& gp, Context& ctx) {
       g.laws.clear();
       return;
     }
-    g.laws = Batch<JointPmf>::make(ctx.particles, [&](std::size_t i) { return marginalize_out(g.laws[i], a); });
+    g.laws = per_particle<JointPmf>(
+        ctx.particles, [&](std::size_t i) { return marginalize_out(g.laws[i], a); },
+        [&](std::size_t i) { return repeats(g.laws, i); });
     g.members.erase(g.members.begin() + a);
   }
   if (g.rank() == 1) {
     const auto m = g.members[0].lock();
-    m->marginal = place(ctx, Batch<Pmf>::make(ctx.particles, [&](std::size_t i) { return marginal(g.laws[i], 0); }));
+    m->marginal = place(ctx, per_particle<Pmf>(
+                                 ctx.particles, [&](std::size_t i) { return marginal(g.laws[i], 0); },
+                                 [&](std::size_t i) { return repeats(g.laws, i); }));
     g.members.clear();
     g.laws.clear();
     m->group.reset();
@@ -238,7 +277,7 @@ void group_of_one(Node& p) {
   Context& ctx = *p.context;
   const auto pmfs = to_pmfs(law(p));
   auto g = std::make_shared<JointGroup>();
-  g->laws = compute(ctx, [&](std::size_t i) { return joint(pmfs[i]); });
+  g->laws = compute(ctx, [&](std::size_t i) { return joint(pmfs[i]); }, [&](std::size_t i) { return repeats(pmfs, i); });
   g->members.push_back(p.weak_from_this());
   p.group = std::move(g);
   p.marginal.clear();
@@ -263,7 +302,9 @@ std::shared_ptr<JointGroup> couple(const std::vector<Node*>& nodes) {
     const auto from = p->group;
     Context& ctx = *p->context;
     const Truncation t = joint_truncation(ctx);
-    g->laws = compute(ctx, [&](std::size_t i) { return outer(g->laws[i], from->laws[i], t); });
+    g->laws = compute(
+        ctx, [&](std::size_t i) { return outer(g->laws[i], from->laws[i], t); },
+        [&](std::size_t i) { return repeats(g->laws, i) && repeats(from->laws, i); });
     for (auto& m : from->members) {
       g->members.push_back(m);
       if (auto live = m.lock()) live->group = g;
@@ -314,7 +355,7 @@ void join_child(Node& n, const ChildLaw& law) {
       return affine(d, a, f.a, f.c, t);
     }
     return append_child(d, a, law, t);
-  });
+  }, [&](std::size_t i) { return repeats(g->laws, i); });
   g->laws = std::move(laws);
   if (in_place)
     g->members[static_cast<std::size_t>(a)] = n.weak_from_this();
@@ -366,6 +407,11 @@ void join_sum(Node& z, int sign) {
     for (const auto& [law_of_operand, s] : folded)
       d = add_independent(d, za, s > 0 ? law_of_operand[i] : negate(law_of_operand[i]), t);
     return d;
+  }, [&](std::size_t i) {
+    bool same = repeats(g->laws, i);
+    for (const auto& c : constants) same = same && repeats(c.first, i);
+    for (const auto& f : folded) same = same && repeats(f.first, i);
+    return same;
   });
   g->laws = std::move(laws);
   if (replace >= 0)
@@ -425,7 +471,7 @@ bool join_joint_sum(Node& z, const JointSum& j) {
     k[static_cast<std::size_t>(a)] = j.sign_x;
     k.back() = j.sign_y;
     return linear_combination(e, k, 0, y_form == joins ? -1 : e.rank() - 1, t);
-  });
+  }, [&](std::size_t i) { return repeats(g->laws, i) && (y_values.empty() || repeats(y_values, i)); });
   g->laws = std::move(laws);
   if (split_in_place) {
     g->members[static_cast<std::size_t>(a)] = z.weak_from_this();
@@ -465,6 +511,12 @@ struct SelectedFrame {
   std::vector<int> axis;                          // member axes (constants: filled per table)
   std::vector<std::vector<std::int64_t>> values;  // realized parents' values (empty for members)
   int constants = 0;
+  /// Whether particle i's inputs equal particle i - 1's.
+  bool repeats(std::size_t i) const {
+    bool same = i > 0 && (!g || detail::repeats(g->laws, i));
+    for (const auto& v : values) same = same && (v.empty() || detail::repeats(v, i));
+    return same;
+  }
   JointPmf table(std::size_t i, std::vector<int>& axes, const Truncation& t) const {
     axes = axis;
     std::optional<JointPmf> d;
@@ -508,13 +560,16 @@ void join_selected(Node& n) {
   const SelectedFrame f = selected_frame(n);
   if (!f.g) {  // every parent realized: an ordinary law per particle
     Truncation wide = ctx.truncation;
-    n.marginal = place(ctx, Batch<Pmf>::make(ctx.particles, [&](std::size_t i) {
-      std::vector<int> axes;
-      const JointPmf d = f.table(i, axes, wide);
-      const std::vector<int> others(axes.begin() + 1, axes.end());
-      const JointPmf e = add_selected(d, s, axes[0], others, wide);
-      return marginal(e, e.rank() - 1);
-    }));
+    n.marginal = place(ctx, per_particle<Pmf>(
+                                ctx.particles,
+                                [&](std::size_t i) {
+                                  std::vector<int> axes;
+                                  const JointPmf d = f.table(i, axes, wide);
+                                  const std::vector<int> others(axes.begin() + 1, axes.end());
+                                  const JointPmf e = add_selected(d, s, axes[0], others, wide);
+                                  return marginal(e, e.rank() - 1);
+                                },
+                                [&](std::size_t i) { return f.repeats(i); }));
     n.state = State::marginalized;
     n.parents = {};
     n.more_parents.clear();
@@ -525,7 +580,7 @@ void join_selected(Node& n) {
     const JointPmf d = f.table(i, axes, t);
     const std::vector<int> others(axes.begin() + 1, axes.end());
     return add_selected(d, s, axes[0], others, t);
-  });
+  }, [&](std::size_t i) { return f.repeats(i); });
   const auto g = f.g;
   g->laws = std::move(laws);
   for (int k = 0; k < f.constants; ++k) g->members.emplace_back();  // the constants' axes: summed out below
@@ -640,7 +695,9 @@ bool join(Node& n) {
 Laws group_marginal(Node& n) {
   const JointGroup& g = *n.group;
   const int a = axis_of(g, n);
-  return place(*n.context, Batch<Pmf>::make(n.context->particles, [&](std::size_t i) { return marginal(g.laws[i], a); }));
+  return place(*n.context, per_particle<Pmf>(
+                               n.context->particles, [&](std::size_t i) { return marginal(g.laws[i], a); },
+                               [&](std::size_t i) { return repeats(g.laws, i); }));
 }
 
 void group_realize(Node& n, const Values& values) {
@@ -652,13 +709,16 @@ void group_realize(Node& n, const Values& values) {
     g->laws.clear();
   } else {
     const std::vector<std::int64_t> v = to_vector(values);
-    g->laws = Batch<JointPmf>::make(ctx.particles, [&](std::size_t i) {
-      try {
-        return slice(g->laws[i], a, v[i]).normalized();  // error bound e M / M_v
-      } catch (const shape_error&) {                     // no mass at v: that particle is dead, any law will do
-        return marginalize_out(g->laws[i], a);
-      }
-    });
+    g->laws = per_particle<JointPmf>(
+        ctx.particles,
+        [&](std::size_t i) {
+          try {
+            return slice(g->laws[i], a, v[i]).normalized();  // error bound e M / M_v
+          } catch (const shape_error&) {  // no mass at v: that particle is dead, any law will do
+            return marginalize_out(g->laws[i], a);
+          }
+        },
+        [&](std::size_t i) { return repeats(g->laws, i) && repeats(v, i); });
     g->members.erase(g->members.begin() + a);
   }
   n.group.reset();
@@ -695,9 +755,13 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
     if (x == nullptr || !x->group) return false;
     g = x->group;
     const int a = axis_of(*g, *x);
-    posterior = Batch<JointPmf>::make(ctx.particles, [&](std::size_t i) {
-      return conditioned(i, condition_child(g->laws[i], a, c->law, y[i]), g->laws[i], 0, likelihood_sup(c->law, y[i]));
-    });
+    posterior = per_particle<JointPmf>(
+        ctx.particles,
+        [&](std::size_t i) {
+          return conditioned(i, condition_child(g->laws[i], a, c->law, y[i]), g->laws[i], 0,
+                             likelihood_sup(c->law, y[i]));
+        },
+        [&](std::size_t i) { return repeats(g->laws, i) && repeats(y, i) && (loglik[i] = loglik[i - 1], true); });
   } else if (const auto* s = std::get_if<SelectedChild>(&child.kind)) {
     draw_stuck_parents(child, true);
     std::optional<SelectedFrame> f;
@@ -710,13 +774,16 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
     g = f->g;
     constants = f->constants;
     const Truncation wide = ctx.truncation;
-    posterior = Batch<JointPmf>::make(ctx.particles, [&](std::size_t i) {
-      std::vector<int> axes;
-      const JointPmf d = f->table(i, axes, wide);
-      const std::vector<int> others(axes.begin() + 1, axes.end());
-      return conditioned(i, condition_selected(d, *s, axes[0], others, y[i]), d, g ? constants : 0,
-                         likelihood_sup(*s, y[i]));
-    });
+    posterior = per_particle<JointPmf>(
+        ctx.particles,
+        [&](std::size_t i) {
+          std::vector<int> axes;
+          const JointPmf d = f->table(i, axes, wide);
+          const std::vector<int> others(axes.begin() + 1, axes.end());
+          return conditioned(i, condition_selected(d, *s, axes[0], others, y[i]), d, g ? constants : 0,
+                             likelihood_sup(*s, y[i]));
+        },
+        [&](std::size_t i) { return f->repeats(i) && repeats(y, i) && (loglik[i] = loglik[i - 1], true); });
   } else {
     return false;
   }
