@@ -329,7 +329,10 @@ void graft(Node& root) {
     if (std::holds_alternative<Sum>(v->kind)) {
       // the operands are grafted; realize shared ancestors until they are independent (operands in one joint
       // law are not: the sum joins it)
-      auto one_law = [&] { return v->parents[0]->group && v->parents[0]->group == v->parents[1]->group; };
+      const Node* const sum_node = v.get();  // (a structured binding: clang 14 does not capture it)
+      auto one_law = [sum_node] {
+        return sum_node->parents[0]->group && sum_node->parents[0]->group == sum_node->parents[1]->group;
+      };
       while (Node* a = one_law() ? nullptr : shared_ancestor(*v->parents[0], *v->parents[1])) {
         graft(*a);
         if (a->state == State::marginalized) {

@@ -18,6 +18,8 @@
 namespace tally::runtime::detail {
 namespace {
 
+using Tables = JointGroup::Laws;  // P joint laws (state.hpp's Laws are P laws of one variable)
+
 template <class... F>
 struct overloaded : F... {
   using F::operator()...;
@@ -56,7 +58,7 @@ bool equal(const Pmf& a, const Pmf& b) {
          a.error_bound() == b.error_bound() && a.weights() == b.weights();
 }
 /// Whether particle i's table in b equals particle i - 1's.
-bool repeats(const Batch<JointPmf>& b, std::size_t i) { return i > 0 && b.size() > 1 && equal(b[i], b[i - 1]); }
+bool repeats(const Tables& b, std::size_t i) { return i > 0 && b.size() > 1 && (b[i] == b[i - 1] || equal(*b[i], *b[i - 1])); }
 template <class T>
 bool repeats(const std::vector<T>& v, std::size_t i) {
   if constexpr (std::is_same_v<T, Pmf>)
@@ -75,18 +77,30 @@ Batch<T> per_particle(std::size_t particles, F f, Same same) {
   });
 }
 
+/// The same for joint laws: equal particles share one table.
+template <class F, class Same>
+Tables shared_per_particle(std::size_t particles, F f, Same same) {
+  std::shared_ptr<const JointPmf> last;
+  return Tables::make(particles, [&](std::size_t i) {
+    if (!last || !same(i)) last = std::make_shared<const JointPmf>(f(i));
+    return last;
+  });
+}
+
 /// P joint laws made by f(i) (trimmed), within the budget (over_budget, and nothing kept, otherwise); f is called
 /// only where same(i) is false.
 template <class F, class Same>
-Batch<JointPmf> compute(const Context& c, F f, Same same) {
+Tables compute(const Context& c, F f, Same same) {
   std::int64_t bytes = 0;
-  std::optional<JointPmf> last;
+  std::shared_ptr<const JointPmf> last;
   try {
-    return Batch<JointPmf>::make(c.particles, [&](std::size_t i) {
-      if (!last || !same(i)) last.emplace(trimmed(f(i), c.truncation));
-      bytes += static_cast<std::int64_t>(last->size()) * 8;
-      if (bytes > c.truncation.max_joint_bytes) throw over_budget{};
-      return *last;
+    return Tables::make(c.particles, [&](std::size_t i) {
+      if (!last || !same(i)) {
+        last = std::make_shared<const JointPmf>(trimmed(f(i), c.truncation));
+        bytes += static_cast<std::int64_t>(last->size()) * 8;  // tables shared by equal particles count once
+        if (bytes > c.truncation.max_joint_bytes) throw over_budget{};
+      }
+      return last;
     });
   } catch (const overflow_error&) {  // a table past the budget
     throw over_budget{};
@@ -249,15 +263,15 @@ void sweep(const std::shared_ptr<JointGroup>& gp, Context& ctx) {
       g.laws.clear();
       return;
     }
-    g.laws = per_particle<JointPmf>(
-        ctx.particles, [&](std::size_t i) { return marginalize_out(g.laws[i], a); },
+    g.laws = shared_per_particle(
+        ctx.particles, [&](std::size_t i) { return marginalize_out(*g.laws[i], a); },
         [&](std::size_t i) { return repeats(g.laws, i); });
     g.members.erase(g.members.begin() + a);
   }
   if (g.rank() == 1) {
     const auto m = g.members[0].lock();
     m->marginal = place(ctx, per_particle<Pmf>(
-                                 ctx.particles, [&](std::size_t i) { return marginal(g.laws[i], 0); },
+                                 ctx.particles, [&](std::size_t i) { return marginal(*g.laws[i], 0); },
                                  [&](std::size_t i) { return repeats(g.laws, i); }));
     g.members.clear();
     g.laws.clear();
@@ -303,7 +317,7 @@ std::shared_ptr<JointGroup> couple(const std::vector<Node*>& nodes) {
     Context& ctx = *p->context;
     const Truncation t = joint_truncation(ctx);
     g->laws = compute(
-        ctx, [&](std::size_t i) { return outer(g->laws[i], from->laws[i], t); },
+        ctx, [&](std::size_t i) { return outer(*g->laws[i], *from->laws[i], t); },
         [&](std::size_t i) { return repeats(g->laws, i) && repeats(from->laws, i); });
     for (auto& m : from->members) {
       g->members.push_back(m);
@@ -347,7 +361,7 @@ void join_child(Node& n, const ChildLaw& law) {
   // x is summed out at once: Y takes its place (thinning, Markov step, affine map; a Poisson child is appended)
   const bool in_place = !live && !std::holds_alternative<ScaledPoisson>(law) && !std::holds_alternative<IndexedPoisson>(law);
   auto laws = compute(ctx, [&](std::size_t i) {
-    const JointPmf& d = g->laws[i];
+    const JointPmf& d = *g->laws[i];
     if (in_place) {
       if (thinning) return thin_in_place(d, a, std::get<Thinning>(law).keep);
       if (const auto* m = std::get_if<MarkovStep>(&law)) return markov_step(d, a, *m, t);
@@ -402,7 +416,7 @@ void join_sum(Node& z, int sign) {
   auto laws = compute(ctx, [&](std::size_t i) {
     std::int64_t c = 0;
     for (const auto& [v, s] : constants) c += s * v[i];
-    JointPmf d = linear_combination(g->laws[i], kappa, c, replace, t);
+    JointPmf d = linear_combination(*g->laws[i], kappa, c, replace, t);
     const int za = replace >= 0 ? replace : d.rank() - 1;
     for (const auto& [law_of_operand, s] : folded)
       d = add_independent(d, za, s > 0 ? law_of_operand[i] : negate(law_of_operand[i]), t);
@@ -454,7 +468,7 @@ bool join_joint_sum(Node& z, const JointSum& j) {
   std::vector<std::int64_t> y_values;
   if (y_form == realized) y_values = to_vector(y->value);
   auto laws = compute(ctx, [&](std::size_t i) {
-    const JointPmf& d = g->laws[i];
+    const JointPmf& d = *g->laws[i];
     if (split_in_place) {  // X - Y in place of X, Y appended
       if (double(d.size()) * double(d.hi(a) + 1) > double(t.max_size)) throw over_budget{};
       return detail::split_in_place(d, a, thinning->keep);
@@ -520,7 +534,7 @@ struct SelectedFrame {
   JointPmf table(std::size_t i, std::vector<int>& axes, const Truncation& t) const {
     axes = axis;
     std::optional<JointPmf> d;
-    if (g) d = g->laws[i];
+    if (g) d = *g->laws[i];
     for (std::size_t k = 0; k < parents.size(); ++k) {
       if (values[k].empty()) continue;
       const std::int64_t v = values[k][i];
@@ -625,7 +639,8 @@ bool draw_stuck_parents(Node& n, bool needed) {
 
 std::size_t JointGroup::bytes() const {
   std::size_t b = 0;
-  for (std::size_t i = 0; i < laws.size(); ++i) b += static_cast<std::size_t>(laws[i].size()) * 8 + 64;
+  for (std::size_t i = 0; i < laws.size(); ++i)
+    if (i == 0 || laws[i] != laws[i - 1]) b += static_cast<std::size_t>(laws[i]->size()) * 8 + 64;  // shared once
   return b;
 }
 
@@ -696,7 +711,7 @@ Laws group_marginal(Node& n) {
   const JointGroup& g = *n.group;
   const int a = axis_of(g, n);
   return place(*n.context, per_particle<Pmf>(
-                               n.context->particles, [&](std::size_t i) { return marginal(g.laws[i], a); },
+                               n.context->particles, [&](std::size_t i) { return marginal(*g.laws[i], a); },
                                [&](std::size_t i) { return repeats(g.laws, i); }));
 }
 
@@ -709,13 +724,13 @@ void group_realize(Node& n, const Values& values) {
     g->laws.clear();
   } else {
     const std::vector<std::int64_t> v = to_vector(values);
-    g->laws = per_particle<JointPmf>(
+    g->laws = shared_per_particle(
         ctx.particles,
         [&](std::size_t i) {
           try {
-            return slice(g->laws[i], a, v[i]).normalized();  // error bound e M / M_v
+            return slice(*g->laws[i], a, v[i]).normalized();  // error bound e M / M_v
           } catch (const shape_error&) {  // no mass at v: that particle is dead, any law will do
-            return marginalize_out(g->laws[i], a);
+            return marginalize_out(*g->laws[i], a);
           }
         },
         [&](std::size_t i) { return repeats(g->laws, i) && repeats(v, i); });
@@ -733,7 +748,7 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
   std::vector<double> loglik(ctx.particles);
   double error = 0.0;
   std::shared_ptr<JointGroup> g;
-  std::optional<Batch<JointPmf>> posterior;
+  std::optional<Tables> posterior;
   int constants = 0;
   // The stored posterior is mu l / L with the computed L. Against the exact mu* l / L (the exact posterior up to a
   // constant, which is all that the next likelihoods read: they are ratios of masses), its L1 error is at most
@@ -755,10 +770,10 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
     if (x == nullptr || !x->group) return false;
     g = x->group;
     const int a = axis_of(*g, *x);
-    posterior = per_particle<JointPmf>(
+    posterior = shared_per_particle(
         ctx.particles,
         [&](std::size_t i) {
-          return conditioned(i, condition_child(g->laws[i], a, c->law, y[i]), g->laws[i], 0,
+          return conditioned(i, condition_child(*g->laws[i], a, c->law, y[i]), *g->laws[i], 0,
                              likelihood_sup(c->law, y[i]));
         },
         [&](std::size_t i) { return repeats(g->laws, i) && repeats(y, i) && (loglik[i] = loglik[i - 1], true); });
@@ -774,7 +789,7 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
     g = f->g;
     constants = f->constants;
     const Truncation wide = ctx.truncation;
-    posterior = per_particle<JointPmf>(
+    posterior = shared_per_particle(
         ctx.particles,
         [&](std::size_t i) {
           std::vector<int> axes;
@@ -809,7 +824,7 @@ GroupGather gather_groups(Node* first_live, const std::vector<std::size_t>& ance
     JointGroup* g = n->group.get();
     if (!g || std::find(seen.begin(), seen.end(), g) != seen.end()) continue;
     seen.push_back(g);
-    Batch<JointPmf> laws = g->laws;
+    JointGroup::Laws laws = g->laws;
     laws.select(ancestors);
     out.gathered.emplace_back(g, std::move(laws));
   }

@@ -24,7 +24,9 @@ class Node;
 /// marginalized node again with its marginal. Members have no parents, no M-path child and no tie: everything
 /// that depends on them joins the group (or conditions it, when observed at once).
 struct JointGroup {
-  Batch<JointPmf> laws;
+  /// Particle i's table; particles with equal tables (all of them, until something is drawn) share one.
+  using Laws = Batch<std::shared_ptr<const JointPmf>>;
+  Laws laws;
   std::vector<std::weak_ptr<Node>> members;  // an empty or expired entry is an axis nobody needs: summed out
   int rank() const { return static_cast<int>(members.size()); }
   std::size_t bytes() const;
@@ -60,7 +62,7 @@ JointPmf thin_in_place(const JointPmf& d, int axis, double q);
 JointPmf split_in_place(const JointPmf& d, int axis, double q);
 /// Resampling: the groups of the live nodes, each gathered once (aside: commit with the returned function).
 struct GroupGather {
-  std::vector<std::pair<JointGroup*, Batch<JointPmf>>> gathered;
+  std::vector<std::pair<JointGroup*, JointGroup::Laws>> gathered;
   void commit();
 };
 GroupGather gather_groups(Node* first_live, const std::vector<std::size_t>& ancestors);

@@ -312,7 +312,8 @@ class Graph {
   /// Which variables observing each observation can change now. result[i] lists, in increasing order, every j with
   /// \f$\mathrm{anc}^*(o_i) \cap \mathrm{anc}^*(v_j) \neq \emptyset\f$ (o_i = observations[i], v_j = variables[j]),
   /// where anc*(x) is x itself and every node reachable from x along dependence edges (x's parents while it is
-  /// initialized, its marginalized parents while it is marginalized, the node an observed sum tied it to) through
+  /// initialized, its marginalized parents while it is marginalized, the node an observed sum tied it to, the
+  /// oldest other coordinate of the joint law it is a coordinate of: coordinates of one joint law touch) through
   /// non-realized nodes only. A realized node is a constant: it blocks the search, and a realized observation or
   /// variable touches nothing. So a non-realized node touches itself, two roots never touch, a child touches its
   /// parent and every ancestor, a sum touches its operands, and two children of one parent touch through it until
