@@ -150,7 +150,13 @@ int main(int argc, char** argv) {
       const std::uint64_t seed = options.seed + static_cast<std::uint64_t>(run);
       for (bool joint : {true, false}) {
         if (joint && fallback_only) continue;
-        const FilterRun f = filter(w, options, seed, joint);
+        FilterRun f;
+        try {
+          f = filter(w, options, seed, joint);
+        } catch (const std::exception& e) {  // reported, and the other filter still runs
+          std::printf("  %-16s failed: %s\n", joint ? "joint laws" : "joint laws off", e.what());
+          continue;
+        }
         const auto [lo, hi] = std::minmax_element(f.log_evidence.begin(), f.log_evidence.end());
         std::printf("  %-16s estimate %.10f  particle spread %.3e  sampled %6zu variables  %.3f s\n",
                     joint ? "joint laws" : "joint laws off", log_mean_exp(f.log_evidence), *hi - *lo, f.sampled,
