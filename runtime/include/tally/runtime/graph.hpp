@@ -233,7 +233,11 @@ class Graph {
   /// node reads nothing back.
   Variable binomial(const Variable& x, const std::vector<double>& p);
   Variable binomial(const Variable& x, gpu::Column<double> p);
-  /// Binomial(x, rho) with rho a Beta variable: x is realized first (Fallback::parent_realized) when it is not.
+  /// Binomial(x, rho) with rho a Beta variable: x is realized first (Fallback::parent_realized, refused in strict
+  /// mode) when it is not. It is not kept in a joint law: given an observed y, x's posterior is exact under
+  /// BetaBinomial(y; x, a, b), but rho's is a mixture of Beta(a + y, b + x - y) over x, which no conjugate state
+  /// holds; the exact way (condition x at once, realize x from its posterior only when rho is asked for) is not
+  /// built yet.
   Variable binomial(const Variable& x, const Continuous& rho);
   /// a x + c (a != 0), and x + y, x - y.
   Variable affine(const Variable& x, std::int64_t a, std::int64_t c);
