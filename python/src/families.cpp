@@ -53,11 +53,19 @@ py::class_<Family> family(py::module_& m, const char* name, const char* doc) {
 void bind_families(py::module_& m) {
   py::class_<Truncation>(m, "Truncation",
                          "How an unbounded family becomes a finite pmf: the tail mass that may be dropped "
-                         "(tolerance) and the largest dense size (max_size).")
-      .def(py::init([](double tolerance, std::int64_t max_size) { return Truncation{tolerance, max_size}; }),
-           py::arg("tolerance") = Truncation{}.tolerance, py::arg("max_size") = Truncation{}.max_size)
+                         "(tolerance), the largest dense size (max_size) and the largest joint law of coupled variables "
+                         "a Graph keeps (max_joint_bytes).")
+      .def(py::init([](double tolerance, std::int64_t max_size, std::int64_t max_joint_bytes) {
+             Truncation t{tolerance, max_size};
+             t.max_joint_bytes = max_joint_bytes;
+             return t;
+           }),
+           py::arg("tolerance") = Truncation{}.tolerance, py::arg("max_size") = Truncation{}.max_size,
+           py::arg("max_joint_bytes") = Truncation{}.max_joint_bytes)
       .def_readwrite("tolerance", &Truncation::tolerance)
       .def_readwrite("max_size", &Truncation::max_size)
+      .def_readwrite("max_joint_bytes", &Truncation::max_joint_bytes,
+                     "largest joint law of coupled variables a Graph forms, in bytes over all particles (0: none)")
       .def("__repr__", [](const Truncation& t) {
         return "Truncation(tolerance=" + number(t.tolerance) + ", max_size=" + std::to_string(t.max_size) + ")";
       });

@@ -50,6 +50,8 @@ void tie(Node& x, Node& y, std::int64_t a, Values c) {
 void marginalize(Node& n) {
   const auto keep = n.shared_from_this();
   Context& ctx = *n.context;
+  // coupled to other marginalized variables: kept in one joint law with them (joint_node.hpp)
+  if (needs_joint(n) && join(n)) return;
   std::visit(overloaded{
                  [&](DiscreteRoot& r) { n.marginal = prior(ctx, r.prior); },
                  [&](DiscreteChild& c) {
@@ -73,6 +75,7 @@ void marginalize(Node& n) {
                    attach(x, n, 0);
                  },
                  [&](ContinuousRoot&) {},  // created marginalized
+                 [&](SelectedChild&) {},   // always joined (join returns true for it)
                  [&](CountChild& c) {
                    Node& rho = *n.parents[0];
                    n.marginal = count_laws(ctx, c, rho);
@@ -116,7 +119,7 @@ void condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
   };
   std::visit(
       overloaded{
-          [&](DiscreteRoot&) {}, [&](ContinuousRoot&) {}, [&](PerParticleBinomial&) {},
+          [&](DiscreteRoot&) {}, [&](ContinuousRoot&) {}, [&](PerParticleBinomial&) {}, [&](SelectedChild&) {},
           [&](DiscreteChild& c) {
             if (Node* x = n.mparents[0]) {
               x->marginal = condition(ctx, law(*x), c.law, v, sink());
@@ -169,6 +172,7 @@ void condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
 /// n takes its values: its parents conditioned (by condition_parents, before), its own state dropped, and a node
 /// tied to it by an observed sum realized with it.
 void set_realized(Node& n, const Values& values) {
+  if (n.group) group_realize(n, values);  // the other coordinates of its joint law conditioned on it
   n.state = State::realized;
   n.value = values;
   n.marginal.clear();
@@ -240,6 +244,10 @@ void prepare_sum(Node& z) {
 }  // namespace
 
 const Laws& law(Node& n) {
+  if (n.group) {  // a coordinate of a joint law: its marginal, computed when asked
+    n.marginal = group_marginal(n);
+    return n.marginal;
+  }
   if (n.tied_to) {  // a X + c, mapped afresh when asked (X may be conditioned by its children while tied)
     n.marginal = affine(*n.context, law(*n.tied_to), n.tie_a, n.tie_c);
     return n.marginal;
@@ -263,7 +271,7 @@ void fallback(Node& n, Fallback reason) {
     throw inexact_error(std::string("tally::runtime::Graph (strict): would sample ") + n.name + " (" +
                             to_string(reason) + ") to go on; the step was refused",
                         {Sampled{n.name, reason}});
-  if (ctx.report) ctx.report->push_back({n.name, reason});
+  (ctx.report ? *ctx.report : ctx.pending).push_back({n.name, reason});  // outside an observation: the next one
 }
 
 void graft(Node& root) {
@@ -296,12 +304,17 @@ void graft(Node& root) {
           const auto hold = a->shared_from_this();
           graft(*a);
           if (a->state != State::marginalized) continue;
+          // kept exactly: the ancestor becomes a joint law that its descendants join as they are grafted, so
+          // that the operands end up coordinates of one joint law (joint_node.hpp)
+          if (a->group || make_group(*a)) break;
           fallback(*a, Fallback::shared_ancestor);
           a->discrete() ? sample(*a) : sample_continuous(*a);
         }
       }
       stack.push_back({v, true, requester});
       for (auto& p : v->parents)
+        if (p) stack.push_back({p, false, v.get()});
+      for (auto& p : v->more_parents)
         if (p) stack.push_back({p, false, v.get()});
       continue;
     }
@@ -314,8 +327,13 @@ void graft(Node& root) {
       continue;
     }
     if (std::holds_alternative<Sum>(v->kind)) {
-      // the operands are grafted; realize shared ancestors until they are independent
-      while (Node* a = shared_ancestor(*v->parents[0], *v->parents[1])) {
+      // the operands are grafted; realize shared ancestors until they are independent (operands in one joint
+      // law are not: the sum joins it)
+      const Node* const sum_node = v.get();  // (a structured binding: clang 14 does not capture it)
+      auto one_law = [sum_node] {
+        return sum_node->parents[0]->group && sum_node->parents[0]->group == sum_node->parents[1]->group;
+      };
+      while (Node* a = one_law() ? nullptr : shared_ancestor(*v->parents[0], *v->parents[1])) {
         graft(*a);
         if (a->state == State::marginalized) {
           fallback(*a, Fallback::shared_ancestor);
@@ -390,6 +408,13 @@ std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values) {
     gpu::add_to(ctx.log_weight, ll.values);
     return std::pair<gpu::Column<double>, double>{std::move(ll.values), ll.error};
   };
+  if (n.state == State::initialized && std::holds_alternative<SelectedChild>(n.kind)) {
+    // a child of several random parents: their joint law is conditioned directly
+    for (auto* p : {&n.parents[0]}) graft(**p);
+    for (const auto& p : n.more_parents) graft(*p);
+    observe_joint_child(n, values, ll);
+    return done();
+  }
   if (n.state == State::initialized &&
       (std::holds_alternative<CountChild>(n.kind) || std::holds_alternative<DiscreteChild>(n.kind))) {
     // An observed child of a parent: the parent is conditioned directly (the child's own law is never built: a
@@ -406,6 +431,7 @@ std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values) {
       set_realized(n, values);
       return done();
     }
+    if (parent.group && observe_joint_child(n, values, ll)) return done();  // a coordinate of a joint law
     if (parent.state == State::realized) {
       // log P(y = v | x) for the realized x: a thinning of a count known to be >= 0 by its log mass on the device
       // (one thread a particle), else the same conditioning on point masses (one pass, no child law)

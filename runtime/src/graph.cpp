@@ -64,7 +64,11 @@ auto guarded(const Graph& g, F f) -> decltype(f()) {
 
 /// Records what the runtime samples while one observation computes (Context::report), and stops at scope exit.
 struct Recording {
-  explicit Recording(detail::Context& c) : ctx(c) { ctx.report = &sampled; }
+  // what the runtime sampled since the last observation, outside one (marginal, value, ...), is reported first
+  explicit Recording(detail::Context& c) : ctx(c), sampled(std::move(c.pending)) {
+    ctx.pending.clear();
+    ctx.report = &sampled;
+  }
   ~Recording() { ctx.report = nullptr; }
   Recording(const Recording&) = delete;
   Recording& operator=(const Recording&) = delete;
@@ -175,6 +179,33 @@ Variable Graph::assume(const Variable& x, const IndexedPoisson& law) {
   return Variable(child(context_, node_of(x, "assume"), law));
 }
 Variable Graph::assume(const Variable& x, const MarkovStep& law) { return Variable(child(context_, node_of(x, "assume"), law)); }
+
+Variable Graph::poisson(const Variable& state, const std::vector<Variable>& rates, double a) {
+  constexpr const char* who = "tally::runtime::Graph::poisson";
+  auto s = node_of(state, "poisson");
+  if (rates.empty()) tally::detail::fail<shape_error>(who, ": no rates");
+  tally::detail::check_nonnegative(a, who, "scale a");
+  std::vector<std::shared_ptr<Node>> r;
+  for (const auto& x : rates) r.push_back(node_of(x, "poisson"));
+  auto n = std::make_shared<Node>(context_, detail::SelectedChild{detail::SelectedChild::poisson, a, {}}, State::initialized);
+  n->parents[0] = std::move(s);
+  n->more_parents = std::move(r);
+  return Variable(n);
+}
+
+Variable Graph::binomial(const Variable& x, const Variable& state, const std::vector<double>& keep) {
+  constexpr const char* who = "tally::runtime::Graph::binomial";
+  auto s = node_of(state, "binomial");
+  auto c = node_of(x, "binomial");
+  if (keep.empty()) tally::detail::fail<shape_error>(who, ": no probabilities");
+  for (double q : keep) tally::detail::check_probability(q, who, "keep probability");
+  Eigen::VectorXd q = Eigen::Map<const Eigen::VectorXd>(keep.data(), static_cast<Eigen::Index>(keep.size()));
+  auto n = std::make_shared<Node>(context_, detail::SelectedChild{detail::SelectedChild::thinning, 1.0, std::move(q)},
+                                  State::initialized);
+  n->parents[0] = std::move(s);
+  n->more_parents = {std::move(c)};
+  return Variable(n);
+}
 
 namespace {
 /// A realized constant a x + b y + c, made at once from realized operands (no law is built).
@@ -593,6 +624,12 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
     if (!host_ancestors) host_ancestors = a.to_host();
     return *host_ancestors;
   };
+  std::optional<detail::GroupGather> groups;  // joint laws live on the host
+  for (Node* n = context_->first_live; n != nullptr; n = n->next_live)
+    if (n->group) {
+      groups = detail::gather_groups(context_->first_live, ancestors_on_host());
+      break;
+    }
   for (Node* n = context_->first_live; n != nullptr; n = n->next_live) {
     gather_laws(n->marginal);
     gather_values(n->value);
@@ -627,6 +664,7 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
     c->vector = std::move(gathered.second);
   }
   for (auto& [target, gathered] : new_p) *target = std::move(gathered);
+  if (groups) groups->commit();
 }
 
 std::vector<NodeMemory> Graph::memory() const {
@@ -638,6 +676,7 @@ std::vector<NodeMemory> Graph::memory() const {
     if (n->operands) b += (*n->operands)[0].bytes() + (*n->operands)[1].bytes();
     if (auto* c = n->continuous.get())
       b += c->params.a.bytes() + c->params.b.bytes() + c->scalar.bytes();
+    if (n->group && detail::group_anchor(*n) == nullptr) b += n->group->bytes();  // a joint law: counted once
     out.push_back({n->name, b, static_cast<double>(b) / P});
   }
   return out;

@@ -12,6 +12,7 @@
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/sample.hpp"
 #include "tally/distributions/truncation.hpp"
+#include "joint_node.hpp"
 #include "state.hpp"
 #include "tally/runtime/batch.hpp"
 #include "tally/runtime/communicator.hpp"
@@ -57,7 +58,16 @@ struct CountChild {
   double successes = 0;    // r of a NegativeBinomial
   double scale = 1.0;      // a of a Poisson(a lambda)
 };
-using Kind = std::variant<DiscreteRoot, DiscreteChild, PerParticleBinomial, Sum, JointSum, ContinuousRoot, CountChild>;
+/// A child of several random parents (parents[0] = the state S, Node::more_parents the others), always kept in a
+/// joint law with them (joint_node.hpp): Poisson(a R_S) with more_parents = R_0, ..., R_{K-1}, or Binomial(X, q_S)
+/// with more_parents = {X}.
+struct SelectedChild {
+  enum Family { poisson, thinning } family;
+  double scale = 1.0;     // a of Poisson(a R_S)
+  Eigen::VectorXd keep;   // q_0, ..., q_{K-1} of Binomial(X, q_S)
+};
+using Kind = std::variant<DiscreteRoot, DiscreteChild, PerParticleBinomial, Sum, JointSum, ContinuousRoot, CountChild,
+                          SelectedChild>;
 
 enum class State { initialized, marginalized, realized };
 
@@ -74,6 +84,7 @@ struct Context : Place {
   std::uint64_t truncating = 0;    // nodes made so far whose own laws are truncated (see truncates())
   bool strict = false;
   std::vector<Sampled>* report = nullptr;  // while an observation computes: what the runtime sampled
+  std::vector<Sampled> pending;  // what it sampled outside an observation (marginal, value, ...): the next reports it
   Node* first_live = nullptr;  // every live node of this context, linked through Node::next_live
   // One shard of a sharded population (runtime/src/sharding.hpp): the shard (Place::first_particle is its first),
   // the communicator (null for an unsharded graph: Shard{0, P, 0, P}), and the shards' bounds once gathered.
@@ -93,7 +104,10 @@ struct Context : Place {
 ///    them, so they never dangle;
 ///  - a *realized* node owns nothing and is owned by its initialized children (which read its value) and by
 ///    handles;
-///  - after an observed sum ties Y = a X + c, X owns Y (`tied`) and Y points back with a raw pointer (`tied_to`).
+///  - after an observed sum ties Y = a X + c, X owns Y (`tied`) and Y points back with a raw pointer (`tied_to`);
+///  - coupled marginalized variables kept in one joint law (joint_node.hpp) each own the law's JointGroup
+///    (`group`), which holds them only weakly; such a member owns nothing else (no parents, no M-path child), and a
+///    member that dies is summed out of the law.
 /// Every strong edge goes from a node to a node created before it (a parent) or from a marginalized parent to its
 /// marginalized child, and a node is never both; so there is no cycle. Destruction is iterative (see ~Node).
 class Node : public std::enable_shared_from_this<Node> {
@@ -108,6 +122,9 @@ class Node : public std::enable_shared_from_this<Node> {
   State state;
 
   std::array<std::shared_ptr<Node>, 2> parents;  // owning, while initialized
+  std::vector<std::shared_ptr<Node>> more_parents;  // owning, while initialized: a SelectedChild's other parents
+  std::shared_ptr<JointGroup> group;             // owning: the joint law this marginalized node is an axis of
+  std::uint64_t id = 0;                          // the order of creation in its graph (older nodes: smaller)
   std::weak_ptr<Node> operand_y;                 // JointSum only: the child operand, not owned
   std::array<Node*, 2> mparents{};               // raw, while marginalized: the parents to condition on realization
   std::shared_ptr<Node> mchild;                  // owning: the marginalized child (next on the M-path)
@@ -178,13 +195,20 @@ std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values);
 
 // ---- Reachability (reachability.cpp) --------------------------------------------------------------------------
 /// Calls f(u) for every node u that n's law depends on directly: its owning parents (while initialized), its raw
-/// mparents (while marginalized) and tied_to (a node fixed by an observed sum). These are the dependence edges of
-/// uninstantiated_ancestors and Graph::touches. They form no directed cycle (parents and mparents point to older
-/// nodes; a tie joins two operands that were independent), though they may form undirected ones.
+/// mparents (while marginalized), tied_to (a node fixed by an observed sum) and, for a member of a joint law, the
+/// oldest other member (so that members touch one another). These are the dependence edges of
+/// uninstantiated_ancestors and Graph::touches. They form no directed cycle (parents, mparents and group anchors
+/// point to older nodes; a tie joins two operands that were independent), though they may form undirected ones.
+/// The oldest other live member of n's joint group, or nullptr (joint_node.cpp).
+Node* group_anchor(const Node& n);
 template <class F>
 void for_each_dependence_edge(const Node& n, F&& f) {
   for (const auto& p : n.parents)
     if (p) f(p.get());
+  for (const auto& p : n.more_parents)
+    if (p) f(p.get());
+  if (n.group)
+    if (Node* a = group_anchor(n)) f(a);
   for (Node* p : n.mparents)
     if (p) f(p);
   if (n.tied_to) f(n.tied_to);

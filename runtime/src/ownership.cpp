@@ -16,6 +16,7 @@ Context::Context(std::size_t n, std::uint64_t program_seed, gpu::Backend backend
 
 Node::Node(std::shared_ptr<Context> c, Kind k, State s)
     : context(std::move(c)), kind(std::move(k)), state(s) {
+  id = context->made;
   name = std::to_string(context->made++);
   name.insert(name.begin(), '#');
   if (truncates(*this)) ++context->truncating;
@@ -43,6 +44,8 @@ Node::~Node() {
   if (outermost) graveyard = &pending;
   for (auto* owned : {&parents[0], &parents[1], &mchild, &tied})
     if (*owned) graveyard->push_back(std::move(*owned));
+  for (auto& owned : more_parents)
+    if (owned) graveyard->push_back(std::move(owned));
   if (outermost) {
     while (!pending.empty()) {
       std::shared_ptr<Node> next = std::move(pending.back());

@@ -186,6 +186,7 @@ Maybe affine_set(const SupportSet& a, std::int64_t m, std::int64_t c, Work& work
 bool leaf_known(const Node& n) {
   if (!n.discrete()) return false;
   if (n.state == State::realized) return !n.value.empty();
+  if (n.group) return false;  // a coordinate of a joint law: its marginal is computed when asked, not kept
   if (n.state == State::marginalized) return !n.marginal.empty() && !n.marginal.parameters;  // weights to read
   return std::holds_alternative<DiscreteRoot>(n.kind);
 }

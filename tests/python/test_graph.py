@@ -2,6 +2,7 @@
 parents, exactness and strict mode, resampling, log-weights, zero-copy columns (NumPy, DLPack), dependence."""
 
 import gc
+import math
 
 import numpy as np
 import pytest
@@ -130,8 +131,21 @@ def test_conjugate_parents():
     g.name(m, "m")
 
 
-def test_exactness_report_and_strict_mode():
+def test_joint_laws_keep_coupled_children_exact():
     g = tally.Graph()
+    g.strict = True
+    x = g.assume(tally.Binomial(10, 0.5))
+    b = g.binomial(x, 0.5)
+    c = g.binomial(x, 0.5)
+    o = g.observe(b + c, 4)  # b and c share x: one joint law, exact (strict mode does not throw)
+    assert o.exact
+    # P(b + c = 4) = sum_x Bin(x; 10, .5) Bin(4; 2x, .5): given x, b + c ~ Binomial(2 x, .5)
+    want = sum(math.comb(10, k) / 2**10 * (math.comb(2 * k, 4) / 2 ** (2 * k) if 2 * k >= 4 else 0) for k in range(11))
+    assert abs(o.log_likelihoods[0] - math.log(want)) < 1e-12
+
+
+def test_exactness_report_and_strict_mode():
+    g = tally.Graph(1, 1, "cpu", tally.Truncation(max_joint_bytes=0))  # joint laws off: couplings are fallbacks
     x = g.assume(tally.Binomial(10, 0.5))
     g.name(x, "x")
     a = g.binomial(x, 0.5)

@@ -79,13 +79,21 @@ TEST_CASE("exactness: tree-shaped programs are exact, with their truncation boun
   }
 }
 
-TEST_CASE("exactness: a sum of two children of one parent names the sampled ancestor; strict mode throws",
+/// Joint laws off (Truncation::max_joint_bytes = 0): every coupling is a reported fallback, as before joint laws.
+Truncation no_joint_laws() {
+  Truncation t;
+  t.max_joint_bytes = 0;
+  return t;
+}
+
+TEST_CASE("exactness: with joint laws off, a sum of two children of one parent names the sampled ancestor; strict "
+          "mode throws",
           "[runtime][engine]") {
   for (const Device d : devices()) {
     INFO(name(d));
     const auto live = Graph::live_nodes();
     {
-      Graph g(16, 5, d);
+      Graph g(16, 5, d, no_joint_laws());
       SharedAncestor p(g);
       const Observation o = g.observe(p.z, 9);
       REQUIRE_FALSE(o.exact());
@@ -101,7 +109,7 @@ TEST_CASE("exactness: a sum of two children of one parent names the sampled ance
       }
     }
     {
-      Graph g(16, 5, d);
+      Graph g(16, 5, d, no_joint_laws());
       g.strict(true);
       SharedAncestor p(g);
       try {
@@ -117,6 +125,27 @@ TEST_CASE("exactness: a sum of two children of one parent names the sampled ance
       const Observation o = g.observe(p.y, 4);
       CHECK(o.exact());
       CHECK(std::isfinite(o[0]));
+    }
+    CHECK(Graph::live_nodes() == live);
+  }
+}
+
+TEST_CASE("exactness: with joint laws on (the default), the same sum is exact in every particle, also in strict mode",
+          "[runtime][engine][joint]") {
+  for (const Device d : devices()) {
+    INFO(name(d));
+    const auto live = Graph::live_nodes();
+    {
+      Graph g(16, 5, d);
+      g.strict(true);
+      SharedAncestor p(g);
+      const Observation o = g.observe(p.z, 9);
+      REQUIRE(o.exact());
+      // P(y + w = 9) = sum_x Bin(x; 20, .5) P(Bin(x, .3) + Bin(x, .6) = 9): y and w independent given x only
+      double want = 0.0;
+      for (std::int64_t x = 0; x <= 20; ++x)
+        want += pdf(to_pmf(Binomial(20, 0.5)), x) * pdf(sum(to_pmf(Binomial(x, 0.3)), to_pmf(Binomial(x, 0.6))), 9);
+      for (std::size_t i = 0; i < 16; ++i) REQUIRE(o[i] == Approx(std::log(want)).epsilon(1e-12));
     }
     CHECK(Graph::live_nodes() == live);
   }

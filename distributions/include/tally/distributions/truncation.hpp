@@ -17,6 +17,11 @@ struct Truncation {
   /// sizes before any work (2^36, tens of seconds on one core); a costlier one is an overflow_error naming the
   /// sizes, at once, instead of an apparent hang.
   std::int64_t max_work = std::int64_t{1} << 36;
+  /// Largest size in bytes of one joint law of coupled variables over all the particles of a graph (8 bytes per
+  /// entry of each particle's table; tally::runtime keeps coupled variables in such laws, see graph.hpp). A joint
+  /// law that would be larger is not formed: the runtime samples instead and reports it (Fallback::joint_limit).
+  /// 0 turns joint laws off (every coupling is then a reported fallback).
+  std::int64_t max_joint_bytes = std::int64_t{256} << 20;
 };
 
 }  // namespace tally

@@ -121,17 +121,38 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// - observe(x, v) adds log P(x = v | everything observed so far) to each particle's log-weight, and conditions;
 /// - value(x) draws x from its exact posterior (and conditions its marginalized parents on the draw);
 /// - marginal(x) is x's law given the observations (a marginalized child of x that absorbed observations is
-///   realized first, as in the paper).
+///   realized first, as in the paper: a Fallback::pruned, reported by the next observation, refused in strict
+///   mode; a coordinate of a joint law needs no pruning).
 /// Sums: z = x + y is an exact convolution when x and y are independent. When y is an initialized direct child
-/// of x (y ~ Binomial(x, q), y = x + 1, ...), the pair is enumerated jointly over x, exactly. Otherwise, when x and
-/// y share an uninstantiated ancestor (found by reachability), that ancestor is realized (sampled from its exact
-/// posterior) before the convolution: never a silently wrong convolution. Observing z conditions x on the skew
+/// of x (y ~ Binomial(x, q), y = x + 1, ...), the pair is enumerated jointly over x, exactly (and when y lives on
+/// after the sum, held by a handle or a child, y and the sum are kept in one joint law: see "Joint laws" below).
+/// Otherwise, when x and y share an uninstantiated ancestor (found by reachability), that ancestor becomes a joint
+/// law that x and y join as they are grafted, so that the sum is a linear combination of its coordinates, exactly;
+/// with joint laws off or past their budget, that ancestor is realized (sampled from its exact posterior) before
+/// the convolution: never a silently wrong convolution. Observing z conditions x on the skew
 /// diagonal, and ties y = z - x (y is realized with x). Observing a sum that was never needed as a law takes the
 /// skew diagonal of its operands' outer product directly (no convolution); observing an initialized child of a
 /// marginalized or realized parent (Binomial(x, q), Poisson(a x), Poisson(rates[x]), Categorical(T[x])) conditions
 /// the parent directly, without building the child's law.
-/// Every sampling the runtime does on its own (Fallback) is reported by the next observation's exactness() while
-/// that observation computes, and refused in strict mode.
+/// Joint laws (runtime/src/joint_node.hpp): where an operation would couple marginalized variables that share an
+/// ancestor, the runtime keeps their joint law instead of sampling: the second child of a count that lives on
+/// (y ~ Binomial(x, m) kept with x - y: a migration), a sum of two descendants of one variable (a diamond), a
+/// child of several random parents (poisson(state, rates), binomial(x, state, keep)). Each particle then holds one
+/// tally::JointPmf over the coupled variables that are still needed: every child grafted below one of them joins the
+/// law as a new coordinate, an observed child conditions it directly (its coordinate is never built), a variable
+/// realized (observed, drawn) is sliced out, and one that nobody can reach any more (no handle, no child) is summed
+/// out at the next operation on the law (variable elimination on the fly); a law left with one variable becomes
+/// that variable's marginal again. Ownership stays acyclic (node.hpp). Such programs are exact: their observations
+/// report nothing sampled. A joint law larger than Truncation::max_joint_bytes over all particles (default 256
+/// MiB; 0 turns joint laws off) is not formed: the variables that would enter it are drawn from their exact
+/// posteriors first and reported (Fallback::joint_limit), as is a variable inside a marginalized chain (one with a
+/// marginalized parent) that would have to join one. Joint laws live on the host, for a CUDA graph too (their
+/// inputs are copied to the host, their marginals and draws back to the device): the same results, host speed.
+/// Binomial(x, rho) with rho a Beta variable stays as below: x is realized first (a reported parent_realized).
+/// Every sampling the runtime does on its own (Fallback) is reported by the next observation's exactness(): while
+/// that observation computes, or before it (a marginal(), value() or beta() that had to prune a marginalized child
+/// draws it; the observation that follows lists it first). Strict mode refuses each of them at once (marginal()
+/// and the others throw inexact_error too).
 /// Impossible observations give that particle a log-weight of -inf; the graph stays usable.
 /// Observations beyond the truncated tail of an unbounded law also read -inf: tighten Truncation (the third
 /// constructor argument, e.g. {1e-300}) where such data are expected. A Graph is not thread-safe.
@@ -144,14 +165,16 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 ///   every check of the arguments (an empty handle or one of another Graph, a variable observed twice or at
 ///   itself, per-particle vectors of the wrong size, out-of-range probabilities and ancestors), which all come
 ///   before any change; constant, assume (priors, children, conjugate parents and their counts of constant or
-///   realized trials), add, subtract, affine, name, strict, stream, in_support, touches, log_weights, memory, bytes,
+///   realized trials), poisson(state, rates, a) and binomial(x, state, keep), add, subtract, affine, name, strict, stream, in_support, touches, log_weights, memory, bytes,
 ///   reset_log_weights; resample and
 ///   resample_by_weight (the particles are gathered aside and moved in only when all succeeded; a failed
 ///   resample_by_weight has still advanced its resampling counter, so a retry draws other uniforms); strict mode's
 ///   inexact_error, raised before the fallback would sample.
 /// - *Basic* (the graph stays usable, its invariants hold and nothing leaks; work already done is kept): observe,
 ///   value, values, realize, summarize, marginal, value / scalar_value / beta / gamma / dirichlet of a conjugate
-///   parameter, and binomial(x, p) and binomial(x, rho), which realize x first when it is not. These graft, marginalize and realize nodes along a path before the step that may fail (a child law
+///   parameter, and binomial(x, p) and binomial(x, rho), which realize x first when it is not. Operations on joint laws compute each new table aside and commit
+///   it at once, so a failure leaves each joint law as it was (two laws merged into one, exactly, may stay merged).
+///   These graft, marginalize and realize nodes along a path before the step that may fail (a child law
 ///   that does not fit its parent's support, a law past max_size, a device allocation): the nodes already moved
 ///   keep their new exact states (a marginalized law, or a value drawn from its exact posterior, as a fallback would
 ///   draw it), the failed node and everything below it stay as they were, and the log-weights change only when an
@@ -220,6 +243,14 @@ class Graph {
   Variable assume(const Variable& x, const MarkovStep& law);
   /// Binomial(x, q) (the same as assume(x, Thinning(q))).
   Variable binomial(const Variable& x, double q) { return assume(x, Thinning(q)); }
+  /// Children of several random parents, kept exactly in one joint law with them (see "Joint laws" above):
+  /// y ~ Poisson(a R_s) with s = state in {0, ..., K-1} selecting one of the counts rates = R_0, ..., R_{K-1}
+  /// (an HMM whose emission rates are unknown counts), a >= 0 (domain_error), rates not empty (shape_error).
+  /// A state outside [0, K) or a negative rate where the law has mass: domain_error when the child is built.
+  Variable poisson(const Variable& state, const std::vector<Variable>& rates, double a = 1.0);
+  /// y ~ Binomial(x, keep[s]) with s = state in {0, ..., keep.size() - 1}: a thinning whose probability a random
+  /// category selects. Each keep in [0, 1] (domain_error), keep not empty (shape_error).
+  Variable binomial(const Variable& x, const Variable& state, const std::vector<double>& keep);
   /// Binomial(x_i, p_i) with per-particle probabilities the engine computed (from realized values, say:
   /// gpu::hazard_probabilities(values(I), c) for an epidemic's chain binomial), where the graph keeps its state
   /// (a host vector is copied there). x is realized first if it is not (Fallback::parent_realized), so the laws
@@ -229,7 +260,11 @@ class Graph {
   /// node reads nothing back.
   Variable binomial(const Variable& x, const std::vector<double>& p);
   Variable binomial(const Variable& x, gpu::Column<double> p);
-  /// Binomial(x, rho) with rho a Beta variable: x is realized first (Fallback::parent_realized) when it is not.
+  /// Binomial(x, rho) with rho a Beta variable: x is realized first (Fallback::parent_realized, refused in strict
+  /// mode) when it is not. It is not kept in a joint law: given an observed y, x's posterior is exact under
+  /// BetaBinomial(y; x, a, b), but rho's is a mixture of Beta(a + y, b + x - y) over x, which no conjugate state
+  /// holds; the exact way (condition x at once, realize x from its posterior only when rho is asked for) is not
+  /// built yet.
   Variable binomial(const Variable& x, const Continuous& rho);
   /// a x + c (a != 0), and x + y, x - y.
   Variable affine(const Variable& x, std::int64_t a, std::int64_t c);
@@ -308,7 +343,8 @@ class Graph {
   /// Which variables observing each observation can change now. result[i] lists, in increasing order, every j with
   /// \f$\mathrm{anc}^*(o_i) \cap \mathrm{anc}^*(v_j) \neq \emptyset\f$ (o_i = observations[i], v_j = variables[j]),
   /// where anc*(x) is x itself and every node reachable from x along dependence edges (x's parents while it is
-  /// initialized, its marginalized parents while it is marginalized, the node an observed sum tied it to) through
+  /// initialized, its marginalized parents while it is marginalized, the node an observed sum tied it to, the
+  /// oldest other coordinate of the joint law it is a coordinate of: coordinates of one joint law touch) through
   /// non-realized nodes only. A realized node is a constant: it blocks the search, and a realized observation or
   /// variable touches nothing. So a non-realized node touches itself, two roots never touch, a child touches its
   /// parent and every ancestor, a sum touches its operands, and two children of one parent touch through it until

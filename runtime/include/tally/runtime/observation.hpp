@@ -22,6 +22,10 @@ enum class Fallback {
   /// A family needed the value of its parameter: the count n of Binomial(n, rho) with rho a Beta variable, the n
   /// of Binomial(n, p) with per-particle p, or a variable tied by an observed sum that took a new child.
   parent_realized,
+  /// A joint law of coupled variables would exceed Truncation::max_joint_bytes, or a variable to be coupled sits
+  /// inside a marginalized chain (it has a marginalized parent) that a joint law does not take over: the variable
+  /// was drawn from its exact posterior so that the others go on without it.
+  joint_limit,
 };
 
 /// The name of a fallback, as in the messages ("shared ancestor", ...).

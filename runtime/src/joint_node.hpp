@@ -1,0 +1,70 @@
+// Private: joint nodes, coupled marginalized variables kept as one joint law per particle (variable elimination on
+// the fly), and the operations the delayed-sampling core performs on them.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+#include "state.hpp"
+#include "tally/distributions/joint_pmf.hpp"
+#include "tally/runtime/batch.hpp"
+
+namespace tally::runtime::detail {
+
+class Node;
+
+/// The joint law of k coupled marginalized variables: one tally::JointPmf per particle, axis a being the variable
+/// members[a]. The laws live on the host for every graph: joint laws have no device kernel yet, so a CUDA graph
+/// copies the laws that enter a joint law to the host and the marginals and draws it gives back to the device.
+///
+/// Ownership: each member owns the group (Node::group); the group holds its members weakly, so there is no cycle.
+/// A member that dies (no handle and no child needs it any more) leaves an expired entry, summed out of the law at
+/// the next operation on the group; a group left with one live member dissolves: that member becomes an ordinary
+/// marginalized node again with its marginal. Members have no parents, no M-path child and no tie: everything
+/// that depends on them joins the group (or conditions it, when observed at once).
+struct JointGroup {
+  /// Particle i's table; particles with equal tables (all of them, until something is drawn) share one.
+  using Laws = Batch<std::shared_ptr<const JointPmf>>;
+  Laws laws;
+  std::vector<std::weak_ptr<Node>> members;  // an empty or expired entry is an axis nobody needs: summed out
+  int rank() const { return static_cast<int>(members.size()); }
+  std::size_t bytes() const;
+};
+
+/// Whether marginalizing the initialized n goes through a joint law: a parent of n is a member of one, n has
+/// several random parents (SelectedChild), or n is a sum s_x X + s_y Y with Y an initialized child of X that
+/// lives on (a handle or a child holds it), so that Y and the sum stay coupled.
+bool needs_joint(Node& n);
+/// Marginalizes n (whose parents are grafted) into a joint law: its random parents merged into one group, n added
+/// as an axis, parents nobody needs any more summed out. Returns false when n is to be marginalized the ordinary
+/// way instead: a joint law that was only an option (a sum with a child that lives on) did not fit, or one that was
+/// needed did not (then the parents were realized first, each reported as Fallback::joint_limit).
+bool join(Node& n);
+/// Makes the marginalized n (a discrete node with no marginalized parent or child, not tied by an observed sum,
+/// not yet in a group) the one axis of a new joint law; false, and nothing changed, where that is not possible.
+bool make_group(Node& n);
+/// The marginal laws of a member (where the graph keeps its laws).
+Laws group_marginal(Node& n);
+/// A member takes its values: the other axes are conditioned on them and n's axis is removed.
+void group_realize(Node& n, const Values& values);
+/// Observing the initialized child (a DiscreteChild of a member, or a SelectedChild) at values: the joint law of
+/// its parents is conditioned directly (the child's own axis is never built) and log P(child = v | ...) is added to
+/// ll. The child is then realized. False, and nothing done, for any other node.
+bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll);
+/// X_axis replaced by Y ~ Binomial(X_axis, q) in place (X summed out): \f$\mu'(.., y, ..) = \sum_x \mu(.., x, ..)
+/// \binom{x}{y} q^y (1-q)^{x-y}\f$, without the (X - Y, Y) table of split(). Sums of non-negative products, so each
+/// entry keeps its relative precision; error bound unchanged. domain_error for an axis with negative values.
+JointPmf thin_in_place(const JointPmf& d, int axis, double q);
+/// The binomial split X_axis -> (X - Y, Y), Y ~ Binomial(X, q): what tally::split computes (X - Y in place of X, Y
+/// appended), with each pmf value formed once per (x, y) instead of once per entry, products formed directly (an
+/// entry below 2^-1000 of the largest is flushed by the table anyway). Error bound unchanged.
+JointPmf split_in_place(const JointPmf& d, int axis, double q);
+/// Resampling: the groups of the live nodes, each gathered once (aside: commit with the returned function).
+struct GroupGather {
+  std::vector<std::pair<JointGroup*, JointGroup::Laws>> gathered;
+  void commit();
+};
+GroupGather gather_groups(Node* first_live, const std::vector<std::size_t>& ancestors);
+
+}  // namespace tally::runtime::detail
