@@ -216,7 +216,9 @@ void sharded_gather(Context& ctx, const std::vector<std::size_t>& ancestors, gpu
     it.doubles = &col;
     if (col.size() > 0) items.push_back(it);
   };
+  bool joint = false;  // a joint law (joint_node.hpp) lives: not moved between shards yet
   for (Node* n = ctx.first_live; n != nullptr; n = n->next_live) {
+    joint = joint || n->group != nullptr;
     add_laws(n->marginal);
     add_values(n->value);
     add_values(n->tie_c);
@@ -272,6 +274,10 @@ void sharded_gather(Context& ctx, const std::vector<std::size_t>& ancestors, gpu
       out.nonnegative = out.nonnegative && h.nonnegative;
       out.max_length = std::max(out.max_length, h.max_length);
     }
+  if (joint)  // the same program on every shard: every shard throws here, before anything moved
+    tally::detail::fail<usage_error>("tally::runtime::Graph: a sharded population cannot move joint laws between shards "
+                                     "yet (resample a program with coupled counts unsharded, or with "
+                                     "Truncation::max_joint_bytes = 0)");
   for (const Item& it : items)
     if (it.kind == Item::dirichlet)
       tally::detail::fail<usage_error>("tally::runtime::Graph: a sharded population cannot move Dirichlet parameters "

@@ -238,6 +238,18 @@ TEST_CASE("Sharded resampling of an impossible population, explicit ancestors, a
   });
 }
 
+TEST_CASE("Sharded resampling refuses joint laws with a usage_error, and the shards stay usable", "[runtime][sharding]") {
+  InProcessGroup::run(2, [](std::shared_ptr<Communicator> comm) {
+    Graph g(Shard::even(6, 2, comm->rank()), comm, 5, Device::cpu);
+    const Variable a = g.assume(Binomial(20, 0.5));
+    const Variable moved = g.binomial(a, 0.3), stayed = g.subtract(a, moved);  // both parts go on: a joint law
+    g.observe(g.binomial(stayed, 0.5), 4);
+    CHECK_THROWS_AS(g.resample_by_weight(), tally::runtime::usage_error);
+    const auto after = g.observe(g.binomial(moved, 0.5), 2);  // still usable: the joint law conditions exactly
+    CHECK(after.exactness().exact());
+  });
+}
+
 TEST_CASE("InProcessGroup: a shard that throws stops the others' collectives", "[runtime][sharding]") {
   struct Boom : std::runtime_error {
     using std::runtime_error::runtime_error;
