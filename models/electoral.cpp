@@ -127,10 +127,9 @@ double upper_tail(const SparsePmf& d, std::int64_t k) {
   return s * std::exp(d.log_scale());
 }
 
-/// Draws the pmf of the total as impulses, with the majority line, into a PNG; false (and a message) on failure.
+/// Draws the pmf of the total as impulses, with the majority line, into a PNG; throws models::plot_error on failure.
 bool plot(const SparsePmf& d, std::int64_t majority, double win, const std::string& path) {
-  FILE* gp = open_gnuplot();
-  if (gp == nullptr) return false;
+  FILE* gp = open_gnuplot(path);
   std::fprintf(gp, "$pmf << EOD\n");
   for (Eigen::Index i = 0; i < d.size(); ++i)
     std::fprintf(gp, "%lld %.17g\n", static_cast<long long>(d.points()[i]), pdf(d, d.points()[i]));

@@ -163,8 +163,7 @@ Run particle_filter(const Model& m, const std::vector<std::int64_t>& y, const mo
 
 bool plot(const std::vector<std::int64_t>& y, const std::vector<std::int64_t>& x, const std::vector<Probs>& f,
           const std::string& path) {
-  FILE* gp = models::open_gnuplot();
-  if (gp == nullptr) return false;
+  FILE* gp = models::open_gnuplot(path);
   std::fprintf(gp, "$d << EOD\n");
   for (std::size_t t = 0; t < y.size(); ++t)
     std::fprintf(gp, "%zu %lld %lld %g %g %g\n", t, static_cast<long long>(y[t]), static_cast<long long>(x[t]),

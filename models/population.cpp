@@ -189,8 +189,7 @@ void print_memory(const Model& m, const std::vector<std::int64_t>& y, const mode
 
 bool plot(const std::vector<std::int64_t>& y, const std::vector<std::int64_t>& truth, const Run& exact,
           const Run& delayed, const Run& boot, double p, const std::string& path) {
-  FILE* gp = models::open_gnuplot();
-  if (gp == nullptr) return false;
+  FILE* gp = models::open_gnuplot(path);
   std::fprintf(gp, "$d << EOD\n");
   for (std::size_t t = 0; t < y.size(); ++t)
     std::fprintf(gp, "%zu %lld %lld %g %g %g %g %g %g\n", t, static_cast<long long>(y[t]),

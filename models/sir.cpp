@@ -184,10 +184,9 @@ void print_run(const char* name, const Outbreak& data, const RunResult& run) {
   std::printf("\n");
 }
 
-/// Draws the data and the filtered S and R with their 90% bands into a PNG; false (and a message) on failure.
+/// Draws the data and the filtered S and R with their 90% bands into a PNG; throws models::plot_error on failure.
 bool plot(const Outbreak& data, const RunResult& run, double lambda, const std::string& path) {
-  FILE* gp = open_gnuplot();
-  if (gp == nullptr) return false;
+  FILE* gp = open_gnuplot(path);
   std::fprintf(gp, "$run << EOD\n");
   for (std::size_t t = 0; t < run.days.size(); ++t) {
     const auto& d = run.days[t];
