@@ -285,6 +285,7 @@ int main(int argc, char** argv) {
   tally::models::add_results_flag(app, results);
   CLI11_PARSE(app, argc, argv);
   try {
+    if (!plot_path.empty()) models::check_plot(plot_path);  // before the run: a plot that cannot be drawn fails at once
     const Units u = load(data);
     const std::int64_t total = u.total(), majority = total / 2 + 1;
     std::printf("%zu units, %lld electoral votes, majority %lld (data: %s)\n", u.votes.size(),

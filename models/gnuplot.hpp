@@ -23,17 +23,23 @@ inline std::string gnuplot_quote(const std::string& s) {
   return q + "'";
 }
 
-/// A pipe to a new gnuplot that will draw `path`. Throws plot_error when `path` cannot be written (checked here,
-/// before gnuplot runs: gnuplot would only warn and write the image to standard output) or gnuplot is missing.
-/// gnuplot's standard output is discarded; its error messages go to stderr.
-inline FILE* open_gnuplot(const std::string& path) {
+/// Throws plot_error when `path` cannot be written or gnuplot is missing: the models call it before they run, so that
+/// a plot that cannot be drawn fails at once, not after the computation.
+inline void check_plot(const std::string& path) {
   if (FILE* f = std::fopen(path.c_str(), "ab"); f == nullptr)
     throw plot_error("cannot write the plot " + path + ": " + std::strerror(errno));
   else
     std::fclose(f);
   if (std::system("command -v gnuplot > /dev/null 2>&1") != 0)
-    throw plot_error("gnuplot not found: no plot drawn at " + path +
+    throw plot_error("gnuplot not found: no plot can be drawn at " + path +
                      " (install gnuplot, e.g. apt-get install gnuplot-nox, or leave --plot out)");
+}
+
+/// A pipe to a new gnuplot that will draw `path`. Throws plot_error when `path` cannot be written (checked here,
+/// before gnuplot runs: gnuplot would only warn and write the image to standard output) or gnuplot is missing.
+/// gnuplot's standard output is discarded; its error messages go to stderr.
+inline FILE* open_gnuplot(const std::string& path) {
+  check_plot(path);
   FILE* gp = popen("gnuplot > /dev/null", "w");
   if (gp == nullptr) throw plot_error("could not start gnuplot: no plot drawn at " + path);
   return gp;

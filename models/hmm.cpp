@@ -195,6 +195,7 @@ int main(int argc, char** argv) {
   app.add_option("--data-seed", data_seed, "seed of the synthetic data");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (!options.plot.empty()) models::check_plot(options.plot);  // before the run: a plot that cannot be drawn fails at once
     const auto [y, x] = simulate(m, steps, data_seed);
     std::printf("HMM: K = 3 states, rates (2, 10, 25), init (0.5, 0.3, 0.2), T = [.85 .10 .05; .10 .80 .10; "
                 ".05 .15 .80];\n%zu steps simulated with data seed %llu\ny:", steps,

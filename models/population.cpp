@@ -231,6 +231,7 @@ int main(int argc, char** argv) {
   app.add_flag("--memory", memory, "print the bytes per particle of each live node of the delayed-sampling program");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (!options.plot.empty()) models::check_plot(options.plot);  // before the run: a plot that cannot be drawn fails at once
     const auto [y, truth] = simulate(m, seasons, data_seed);
     std::printf("Population: N_0 ~ Poisson(%g), S_t ~ Binomial(N_{t-1}, %g), I_t ~ Poisson(%g), N_t = S_t + I_t,\n"
                 "y_t ~ Binomial(N_t, %g); %zu seasons simulated with data seed %llu\n",

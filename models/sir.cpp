@@ -331,6 +331,7 @@ int main(int argc, char** argv) {
   Outbreak data;
   data.in_bed.resize(days);
   try {
+    if (!plot_path.empty()) models::check_plot(plot_path);  // before the run: a plot that cannot be drawn fails at once
     std::printf("SIR epidemic, boarding-school influenza 1978: N = %lld pupils, I(0) = %lld, I(1..%zu) observed\n",
                 static_cast<long long>(data.pupils), static_cast<long long>(data.infected0), data.days());
     std::printf("per day: tau ~ Binomial(S, 1 - exp(-%g I/N)) contacts (sampled), new ~ Binomial(tau, delta),\n"

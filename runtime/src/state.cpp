@@ -96,7 +96,7 @@ Pmf push_pmf(const Pmf& x, const ChildLaw& law, const Truncation& t) {
 
 /// Refuses at once (overflow_error naming the sizes) a joint enumeration over x's support that would take more than
 /// t.max_work terms: each value v costs about three tabulations of the child's law given v (its kept range found
-/// twice, then its terms), of ~80 standard deviations each (fuzz/open's slow joint sums: a Poisson(1.25 X) child
+/// twice, then its terms), of ~80 standard deviations each (fuzz/corpus/engine/regress-slow-*: a Poisson(1.25 X) child
 /// of an X over 7843 values took seconds per particle).
 void check_joint_work(const Pmf& x, const ChildLaw& law, const Truncation& t, const char* who) {
   const auto width = [&](std::int64_t v) -> double {

@@ -231,7 +231,7 @@ TEST_CASE("a child law that does not fit its parent, found only when grafted, le
 
 TEST_CASE("a sum of a variable and its child past max_work is refused at once, and exact below it",
           "[runtime][exception_safety][reliability]") {
-  // fuzz/open's engine-slow-marginal and engine-slow-value: Z = X + Y with Y | X ~ Poisson(1.25 X) and X over
+  // fuzz/corpus/engine/regress-slow-marginal-* and regress-slow-value-* (were fuzz/open): Z = X + Y with Y | X ~ Poisson(1.25 X) and X over
   // thousands of values is enumerated jointly over X, each value costing a Poisson law; it ran for seconds per
   // particle past the work bound the rest of the algebra keeps (fuzz/engine.cpp's max_work = 2^18)
   const auto live = Graph::live_nodes();
