@@ -329,14 +329,14 @@ Variable Graph::binomial(const Variable& x, gpu::Column<double> p) {
   if (p.size() != particles())
     tally::detail::fail<shape_error>(who, ": ", p.size(), " probabilities for ", particles(), " particles");
   return guarded(*this, [&] {
-  auto q = std::make_shared<gpu::Column<double>>(p.where() == context_->where ? std::move(p)
-                                                                               : gpu::Column<double>::from_host(p.to_host(), context_->where));
-  if (q->where() == gpu::Backend::cpu)
-    for (double v : q->host()) tally::detail::check_probability(v, who, "p");
-  realized_parameter(*n);
-  auto node = std::make_shared<Node>(context_, detail::PerParticleBinomial{std::move(q)}, State::initialized);
-  node->parents[0] = std::move(n);
-  return Variable(node);
+    auto q = std::make_shared<gpu::Column<double>>(
+        p.where() == context_->where ? std::move(p) : gpu::Column<double>::from_host(p.to_host(), context_->where));
+    if (q->where() == gpu::Backend::cpu)
+      for (double v : q->host()) tally::detail::check_probability(v, who, "p");
+    realized_parameter(*n);
+    auto node = std::make_shared<Node>(context_, detail::PerParticleBinomial{std::move(q)}, State::initialized);
+    node->parents[0] = std::move(n);
+    return Variable(node);
   });
 }
 

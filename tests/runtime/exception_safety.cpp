@@ -231,9 +231,10 @@ TEST_CASE("a child law that does not fit its parent, found only when grafted, le
 
 TEST_CASE("a sum of a variable and its child past max_work is refused at once, and exact below it",
           "[runtime][exception_safety][reliability]") {
-  // fuzz/corpus/engine/regress-slow-marginal-* and regress-slow-value-* (were fuzz/open): Z = X + Y with Y | X ~ Poisson(1.25 X) and X over
-  // thousands of values is enumerated jointly over X, each value costing a Poisson law; it ran for seconds per
-  // particle past the work bound the rest of the algebra keeps (fuzz/engine.cpp's max_work = 2^18)
+  // fuzz/corpus/engine/regress-slow-marginal-* and regress-slow-value-* (were fuzz/open): Z = X + Y with
+  // Y | X ~ Poisson(1.25 X) and X over thousands of values is enumerated jointly over X, each value costing a
+  // Poisson law; it ran for seconds per particle past the work bound the rest of the algebra keeps
+  // (fuzz/engine.cpp's max_work = 2^18)
   const auto live = Graph::live_nodes();
   Truncation bounded;
   bounded.max_work = std::int64_t{1} << 18;
@@ -255,7 +256,8 @@ TEST_CASE("a sum of a variable and its child past max_work is refused at once, a
     const Pmf law = g.marginal(sz)[0];
     for (std::int64_t v : {0, 3, 11, 25}) {
       double expected = 0.0;
-      for (std::int64_t k = 0; k <= v; ++k) expected += pdf(Poisson(5.0), k) * (k == 0 ? (v == 0 ? 1.0 : 0.0) : pdf(Poisson(1.25 * double(k)), v - k));
+      for (std::int64_t k = 0; k <= v; ++k)
+        expected += pdf(Poisson(5.0), k) * (k == 0 ? (v == 0 ? 1.0 : 0.0) : pdf(Poisson(1.25 * double(k)), v - k));
       REQUIRE(std::exp(log_pdf(law, v) - law.log_mass()) == Approx(expected).epsilon(1e-9).margin(1e-300));
     }
   }

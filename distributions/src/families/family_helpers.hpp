@@ -28,8 +28,8 @@ inline void check_tail_reach(double top, const char* who) {
 
 /// \f$\sum_j pmf(j)\f$ for j from `from` to `to` (either direction), each term from the one before by
 /// pmf(j+1) = pmf(j) ratio(j) in long double, re-anchored on exp(log_pmf(j)) every anchor_every steps. With
-/// `may_stop` (the pmf, once it decreases in this direction, keeps decreasing), stops as soon as the remaining terms, each
-/// at most the current one, cannot add 1e-20 of the sum. A sum that needs more than max_sum_terms terms (a cdf of
+/// `may_stop` (the pmf, once it decreases in this direction, keeps decreasing), stops as soon as the remaining
+/// terms, each at most the current one, cannot add 1e-20 of the sum. A sum that needs more than max_sum_terms terms (a cdf of
 /// a law whose spread is ~1e8 or more: BetaBinomial or Hypergeometric with a huge n) is an overflow_error naming
 /// `who` and the range, instead of an apparent hang.
 inline constexpr std::int64_t max_sum_terms = std::int64_t{1} << 23;
@@ -98,13 +98,15 @@ std::int64_t walk_quantile(double prob, std::int64_t lo, std::int64_t hi, std::i
       too_far(count);
       c -= term;
       --k;
-      term = count % anchor_every == 0 ? std::exp(static_cast<long double>(log_pmf(k))) : term / static_cast<long double>(ratio(k));
+      term = count % anchor_every == 0 ? std::exp(static_cast<long double>(log_pmf(k)))
+                                       : term / static_cast<long double>(ratio(k));
     }
   } else {  // up: cdf(k + 1) = cdf(k) + pmf(k + 1)
     if (prob > 1.0 - 1e-3) return bisect_quantile(prob, k + 1, hi, cdf);
     for (std::int64_t count = 1; k < hi && c < prob; ++count) {
       too_far(count);
-      term = count % anchor_every == 0 ? std::exp(static_cast<long double>(log_pmf(k + 1))) : term * static_cast<long double>(ratio(k));
+      term = count % anchor_every == 0 ? std::exp(static_cast<long double>(log_pmf(k + 1)))
+                                       : term * static_cast<long double>(ratio(k));
       ++k;
       c += term;
     }
