@@ -127,10 +127,9 @@ double upper_tail(const SparsePmf& d, std::int64_t k) {
   return s * std::exp(d.log_scale());
 }
 
-/// Draws the pmf of the total as impulses, with the majority line, into a PNG; false (and a message) on failure.
+/// Draws the pmf of the total as impulses, with the majority line, into a PNG; throws models::plot_error on failure.
 bool plot(const SparsePmf& d, std::int64_t majority, double win, const std::string& path) {
-  FILE* gp = open_gnuplot();
-  if (gp == nullptr) return false;
+  FILE* gp = open_gnuplot(path);
   std::fprintf(gp, "$pmf << EOD\n");
   for (Eigen::Index i = 0; i < d.size(); ++i)
     std::fprintf(gp, "%lld %.17g\n", static_cast<long long>(d.points()[i]), pdf(d, d.points()[i]));
@@ -286,6 +285,7 @@ int main(int argc, char** argv) {
   tally::models::add_results_flag(app, results);
   CLI11_PARSE(app, argc, argv);
   try {
+    if (!plot_path.empty()) models::check_plot(plot_path);  // before the run: a plot that cannot be drawn fails at once
     const Units u = load(data);
     const std::int64_t total = u.total(), majority = total / 2 + 1;
     std::printf("%zu units, %lld electoral votes, majority %lld (data: %s)\n", u.votes.size(),

@@ -1,11 +1,20 @@
-// The examples' plotting: a pipe to gnuplot that says why when no plot can be drawn.
+// The examples' plotting: a pipe to gnuplot, and a clear error (a non-zero exit of the model) when no plot is drawn.
 #pragma once
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <stdexcept>
 #include <string>
 
 namespace tally::models {
+
+/// A plot that could not be drawn (path not writable, gnuplot missing or failing): the models' main() reports it
+/// on stderr and exits non-zero, as for any other bad input.
+struct plot_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 /// A gnuplot string literal (single quotes; a quote inside is doubled).
 inline std::string gnuplot_quote(const std::string& s) {
@@ -14,22 +23,32 @@ inline std::string gnuplot_quote(const std::string& s) {
   return q + "'";
 }
 
-/// A pipe to a new gnuplot, or nullptr after saying why on stdout (gnuplot missing or not started).
-inline FILE* open_gnuplot() {
-  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0) {
-    std::printf("gnuplot not found: no plot drawn (install gnuplot, e.g. apt-get install gnuplot-nox)\n");
-    return nullptr;
-  }
-  FILE* gp = popen("gnuplot", "w");
-  if (gp == nullptr) std::printf("could not start gnuplot: no plot drawn\n");
+/// Throws plot_error when `path` cannot be written or gnuplot is missing: the models call it before they run, so that
+/// a plot that cannot be drawn fails at once, not after the computation.
+inline void check_plot(const std::string& path) {
+  if (FILE* f = std::fopen(path.c_str(), "ab"); f == nullptr)
+    throw plot_error("cannot write the plot " + path + ": " + std::strerror(errno));
+  else
+    std::fclose(f);
+  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0)
+    throw plot_error("gnuplot not found: no plot can be drawn at " + path +
+                     " (install gnuplot, e.g. apt-get install gnuplot-nox, or leave --plot out)");
+}
+
+/// A pipe to a new gnuplot that will draw `path`. Throws plot_error when `path` cannot be written (checked here,
+/// before gnuplot runs: gnuplot would only warn and write the image to standard output) or gnuplot is missing.
+/// gnuplot's standard output is discarded; its error messages go to stderr.
+inline FILE* open_gnuplot(const std::string& path) {
+  check_plot(path);
+  FILE* gp = popen("gnuplot > /dev/null", "w");
+  if (gp == nullptr) throw plot_error("could not start gnuplot: no plot drawn at " + path);
   return gp;
 }
 
-/// Closes the pipe; false after saying so when gnuplot failed to draw `path`.
+/// Closes the pipe; throws plot_error when gnuplot failed to draw `path` (its own message is on stderr above).
 inline bool close_gnuplot(FILE* gp, const std::string& path) {
-  if (pclose(gp) == 0) return true;
-  std::printf("gnuplot failed: no plot drawn at %s\n", path.c_str());
-  return false;
+  if (pclose(gp) != 0) throw plot_error("gnuplot failed: no plot drawn at " + path);
+  return true;
 }
 
 }  // namespace tally::models

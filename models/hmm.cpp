@@ -163,8 +163,7 @@ Run particle_filter(const Model& m, const std::vector<std::int64_t>& y, const mo
 
 bool plot(const std::vector<std::int64_t>& y, const std::vector<std::int64_t>& x, const std::vector<Probs>& f,
           const std::string& path) {
-  FILE* gp = models::open_gnuplot();
-  if (gp == nullptr) return false;
+  FILE* gp = models::open_gnuplot(path);
   std::fprintf(gp, "$d << EOD\n");
   for (std::size_t t = 0; t < y.size(); ++t)
     std::fprintf(gp, "%zu %lld %lld %g %g %g\n", t, static_cast<long long>(y[t]), static_cast<long long>(x[t]),
@@ -196,6 +195,7 @@ int main(int argc, char** argv) {
   app.add_option("--data-seed", data_seed, "seed of the synthetic data");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (!options.plot.empty()) models::check_plot(options.plot);  // before the run: a plot that cannot be drawn fails at once
     const auto [y, x] = simulate(m, steps, data_seed);
     std::printf("HMM: K = 3 states, rates (2, 10, 25), init (0.5, 0.3, 0.2), T = [.85 .10 .05; .10 .80 .10; "
                 ".05 .15 .80];\n%zu steps simulated with data seed %llu\ny:", steps,

@@ -73,7 +73,7 @@ FilterRun filter(const mj::Migration& w, const models::FilterOptions& o, std::ui
 }
 
 bool plot(const mj::Migration& w, const std::vector<Season>& s, double log_evidence, const std::string& path) {
-  FILE* gp = models::open_gnuplot();
+  FILE* gp = models::open_gnuplot(path);
   if (gp == nullptr) return false;
   std::fprintf(gp, "$d << EOD\n");
   for (std::size_t t = 0; t < s.size(); ++t)
@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
                "run only the filter with joint laws off (the joint filter's estimate is the exact one anyway)");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (!options.plot.empty()) models::check_plot(options.plot);  // before the run: a plot that cannot be drawn fails at once
     std::printf("Migration: A_0 ~ Poisson(%g), B_0 ~ Poisson(%g); each season M ~ Binomial(A, %g) moves to B,\n"
                 "A' = Binomial(A - M, %g) + Poisson(%g), B' = Binomial(B + M, %g) + Poisson(%g); counts "
                 "ya ~ Binomial(A, %g), yb ~ Binomial(B, %g)\n",
@@ -170,7 +171,7 @@ int main(int argc, char** argv) {
       }
     }
     if (!options.plot.empty()) {
-      if (!plot(w, seasons, log_evidence, options.plot)) return 2;
+      plot(w, seasons, log_evidence, options.plot);
       std::printf("plot: %s\n", options.plot.c_str());
     }
   } catch (const std::exception& e) {

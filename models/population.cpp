@@ -185,8 +185,7 @@ void print_memory(const Model& m, const std::vector<std::int64_t>& y, const mode
 
 bool plot(const std::vector<std::int64_t>& y, const std::vector<std::int64_t>& truth, const Run& exact,
           const Run& delayed, const Run& boot, double p, const std::string& path) {
-  FILE* gp = models::open_gnuplot();
-  if (gp == nullptr) return false;
+  FILE* gp = models::open_gnuplot(path);
   std::fprintf(gp, "$d << EOD\n");
   for (std::size_t t = 0; t < y.size(); ++t)
     std::fprintf(gp, "%zu %lld %lld %g %g %g %g %g %g\n", t, static_cast<long long>(y[t]),
@@ -230,6 +229,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   try {
     const auto mpi = models::join_nccl(options, argc, argv);
+    if (!options.plot.empty()) models::check_plot(options.plot);  // before the run: a plot that cannot be drawn fails at once
     const auto [y, truth] = simulate(m, seasons, data_seed);
     std::printf("Population: N_0 ~ Poisson(%g), S_t ~ Binomial(N_{t-1}, %g), I_t ~ Poisson(%g), N_t = S_t + I_t,\n"
                 "y_t ~ Binomial(N_t, %g); %zu seasons simulated with data seed %llu\n",

@@ -23,7 +23,7 @@ namespace {
 
 bool plot(const std::vector<Pmf>& rates, const std::vector<double>& state1, const std::vector<std::int64_t>& y,
           double log_evidence, const std::string& path) {
-  FILE* gp = models::open_gnuplot();
+  FILE* gp = models::open_gnuplot(path);
   if (gp == nullptr) return false;
   for (std::size_t k = 0; k < rates.size(); ++k) {
     std::fprintf(gp, "$r%zu << EOD\n", k);
@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   models::add_results_flag(app, results);
   CLI11_PARSE(app, argc, argv);
   try {
+    if (!plot_path.empty()) models::check_plot(plot_path);  // before the run: a plot that cannot be drawn fails at once
     std::printf("Rate HMM: R_k ~ Geometric(%g), %g (prior means %g, %g); s_0 ~ Categorical(%g, %g), 2-state Markov "
                 "chain;\ny_t | s_t, R ~ Poisson(%g R_{s_t}); %zu counts:",
                 h.q[0], h.q[1], (1 - h.q[0]) / h.q[0], (1 - h.q[1]) / h.q[1], h.init[0], h.init[1], h.a, h.y.size());
@@ -102,7 +103,7 @@ int main(int argc, char** argv) {
     }
     if (results) std::printf("RESULT model=rate_hmm log_evidence=%.12g seconds=%.6g\n", log_evidence, seconds);
     if (!plot_path.empty()) {
-      if (!plot(post, state1, h.y, log_evidence, plot_path)) return 2;
+      plot(post, state1, h.y, log_evidence, plot_path);
       std::printf("plot: %s\n", plot_path.c_str());
     }
   } catch (const std::exception& e) {

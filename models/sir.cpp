@@ -188,10 +188,9 @@ void print_run(const char* name, const Outbreak& data, const RunResult& run) {
   std::printf("\n");
 }
 
-/// Draws the data and the filtered S and R with their 90% bands into a PNG; false (and a message) on failure.
+/// Draws the data and the filtered S and R with their 90% bands into a PNG; throws models::plot_error on failure.
 bool plot(const Outbreak& data, const RunResult& run, double lambda, const std::string& path) {
-  FILE* gp = open_gnuplot();
-  if (gp == nullptr) return false;
+  FILE* gp = open_gnuplot(path);
   std::fprintf(gp, "$run << EOD\n");
   for (std::size_t t = 0; t < run.days.size(); ++t) {
     const auto& d = run.days[t];
@@ -340,6 +339,7 @@ int main(int argc, char** argv) {
   data.in_bed.resize(days);
   try {
     const auto mpi = models::join_nccl(options, argc, argv);
+    if (!plot_path.empty()) models::check_plot(plot_path);  // before the run: a plot that cannot be drawn fails at once
     std::printf("SIR epidemic, boarding-school influenza 1978: N = %lld pupils, I(0) = %lld, I(1..%zu) observed\n",
                 static_cast<long long>(data.pupils), static_cast<long long>(data.infected0), data.days());
     std::printf("per day: tau ~ Binomial(S, 1 - exp(-%g I/N)) contacts (sampled), new ~ Binomial(tau, delta),\n"

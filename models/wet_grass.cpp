@@ -53,7 +53,7 @@ std::string fraction(std::int64_t num, std::int64_t den) {
 }
 
 bool plot(const double prior[3], const double post[3], const std::string& path) {
-  FILE* gp = models::open_gnuplot();
+  FILE* gp = models::open_gnuplot(path);
   if (gp == nullptr) return false;
   const char* names[3] = {"cloudy", "sprinkler", "rain"};
   std::fprintf(gp, "$d << EOD\n");
@@ -78,6 +78,7 @@ int main(int argc, char** argv) {
   models::add_results_flag(app, results);
   CLI11_PARSE(app, argc, argv);
   try {
+    if (!plot_path.empty()) models::check_plot(plot_path);  // before the run: a plot that cannot be drawn fails at once
     const mj::WetGrass n;
     std::printf("Wet grass: cloudy ~ Bernoulli(%.2f); sprinkler | cloudy ~ Bernoulli(%.2f, %.2f); rain | cloudy ~ "
                 "Bernoulli(%.2f, %.2f);\nwet | sprinkler, rain ~ Bernoulli(%.2f, %.2f, %.2f, %.2f); observed: wet = 1\n\n",
@@ -117,7 +118,7 @@ int main(int argc, char** argv) {
       return 1;
     }
     if (!plot_path.empty()) {
-      if (!plot(prior, post, plot_path)) return 2;
+      plot(prior, post, plot_path);
       std::printf("plot: %s\n", plot_path.c_str());
     }
   } catch (const std::exception& e) {

@@ -125,7 +125,7 @@ void conjugate_update(Place& at, const CountChild& c, Node& rho, const Values& v
 void draw_continuous(Place& at, Node& rho) {
   const auto& root = std::get<ContinuousRoot>(rho.kind);
   auto& s = *rho.continuous;
-  const std::uint64_t k = at.draws++;
+  const std::uint64_t k = at.draws;  // counted once drawn: a failed draw (device memory) is retried with k
   switch (root.family) {
     case ContinuousRoot::beta: s.scalar = gpu::sample_beta(s.params.a, s.params.b, at.seed, k, at.first_particle); break;
     case ContinuousRoot::gamma: s.scalar = gpu::sample_gamma(s.params.a, s.params.b, at.seed, k, at.first_particle); break;
@@ -141,6 +141,7 @@ void draw_continuous(Place& at, Node& rho) {
       });
       break;
   }
+  ++at.draws;
   s.params = {};
 }
 

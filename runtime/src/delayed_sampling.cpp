@@ -129,10 +129,14 @@ void condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
           [&](JointSum& j) {
             Node* x = n.mparents[0];
             if (!x) return;
-            x->marginal = condition_on_joint_sum(ctx, law(*x), j.law, j.sign_x, j.sign_y, v, sink());
+            // both computed before anything changes (either may fail: device memory)
+            Laws posterior = condition_on_joint_sum(ctx, law(*x), j.law, j.sign_x, j.sign_y, v, sink());
+            auto y = n.operand_y.lock();
+            const bool tied = y && y->state == State::initialized;
+            Values c = tied ? linear(v, j.sign_y, {}, 0, 0) : Values{};
+            x->marginal = std::move(posterior);
             // Y = s_y (z - s_x X) = -s_x s_y X + s_y z
-            if (auto y = n.operand_y.lock(); y && y->state == State::initialized)
-              tie(*x, *y, -j.sign_x * j.sign_y, linear(v, j.sign_y, {}, 0, 0));
+            if (tied) tie(*x, *y, -j.sign_x * j.sign_y, std::move(c));
             x->mchild.reset();
           },
           [&](Sum& s) {
@@ -172,6 +176,8 @@ void condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
 /// n takes its values: its parents conditioned (by condition_parents, before), its own state dropped, and a node
 /// tied to it by an observed sum realized with it.
 void set_realized(Node& n, const Values& values) {
+  // the partner's values first: the one step that may fail (device memory) comes before anything changes
+  Values partner = n.tied ? linear(values, n.tied->tie_a, n.tied->tie_c, 1, 0) : Values{};
   if (n.group) group_realize(n, values);  // the other coordinates of its joint law conditioned on it
   n.state = State::realized;
   n.value = values;
@@ -179,7 +185,7 @@ void set_realized(Node& n, const Values& values) {
   n.operands.reset();
   if (auto y = std::move(n.tied)) {
     y->tied_to = nullptr;
-    realize(*y, linear(values, y->tie_a, y->tie_c, 1, 0));
+    realize(*y, partner);
   }
 }
 
@@ -382,8 +388,9 @@ bool draw_directly(Node& n) {
     return false;
   }
   const auto hold = n.shared_from_this();
-  const std::uint64_t draw = ctx.draws++;
+  const std::uint64_t draw = ctx.draws;  // counted once drawn: a failed draw (device memory) is retried with it
   n.value = make_values(gpu::sample_binomial(**trials, *q, ctx.seed, draw, ctx.first_particle), true);
+  ++ctx.draws;
   n.state = State::realized;
   n.parents = {};
   return true;
@@ -391,7 +398,16 @@ bool draw_directly(Node& n) {
 
 void sample(Node& n) {
   if (Node* x = n.tied_to) return sample(*x);  // the pair is drawn through X (its partner follows)
-  realize(n, detail::sample(*n.context, law(n)));
+  Context& ctx = *n.context;
+  const std::uint64_t draws = ctx.draws;
+  try {
+    realize(n, detail::sample(ctx, law(n)));
+  } catch (...) {
+    // realize() changes nothing before what may fail (a device allocation while the parents are conditioned):
+    // the draw is forgotten too, so that a retry draws the same values, as if the failed call had not been made
+    if (n.state != State::realized) ctx.draws = draws;
+    throw;
+  }
 }
 
 void sample_continuous(Node& n) {

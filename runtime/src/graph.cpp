@@ -52,9 +52,18 @@ gpu::Backend resolve(Device d, std::size_t particles) {
       e.requested, e.free);
 }
 
-/// f(), with a device allocation that fails said again with what the graph holds (counted only then).
+/// f(), with a device allocation that fails said again with what the graph holds (counted only then). Only the
+/// outermost guarded() of a call says it (one operation may call another: observe(x, v) makes a constant).
+thread_local int guarded_depth = 0;  // one counter for every guarded() (a static inside would be one per F)
 template <class F>
 auto guarded(const Graph& g, F f) -> decltype(f()) {
+  struct Depth {
+    Depth() { ++guarded_depth; }
+    ~Depth() { --guarded_depth; }
+    Depth(const Depth&) = delete;
+    Depth& operator=(const Depth&) = delete;
+  } inside;
+  if (guarded_depth > 1) return f();
   try {
     return f();
   } catch (const device_memory_error& e) {
@@ -122,7 +131,9 @@ RandomStream& Graph::stream(std::size_t i) {
 }
 std::vector<double> Graph::log_weights() const { return context_->log_weight.to_host(); }
 const gpu::Column<double>& Graph::log_weight_column() const { return context_->log_weight; }
-void Graph::reset_log_weights() { context_->log_weight = gpu::filled(0.0, particles(), context_->where); }
+void Graph::reset_log_weights() {
+  guarded(*this, [&] { context_->log_weight = gpu::filled(0.0, particles(), context_->where); });
+}
 std::int64_t Graph::live_nodes() { return Node::live(); }
 
 template <class Handle>
@@ -136,26 +147,32 @@ void Graph::name(const Variable& x, std::string name) { node_of(x, "name")->name
 void Graph::name(const Continuous& x, std::string name) { node_of(x, "name")->name = std::move(name); }
 
 Variable Graph::constant(std::int64_t v) {
-  // filled where the graph lives (no host vector of P copies, no copy to the device)
-  auto n = node_of(constant(gpu::filled(v, particles(), context_->where)), "constant");
-  n->value.nonnegative = v >= 0;
-  return Variable(n);
+  return guarded(*this, [&] {
+    // filled where the graph lives (no host vector of P copies, no copy to the device)
+    auto n = node_of(constant(gpu::filled(v, particles(), context_->where)), "constant");
+    n->value.nonnegative = v >= 0;
+    return Variable(n);
+  });
 }
 Variable Graph::constant(const std::vector<std::int64_t>& v) {
   if (v.size() != particles())
     tally::detail::fail<shape_error>("tally::runtime::Graph::constant: ", v.size(), " values for ", particles(), " particles");
-  auto n = node_of(constant(gpu::Column<std::int64_t>::from_host(v, context_->where)), "constant");
-  n->value.nonnegative = std::all_of(v.begin(), v.end(), [](std::int64_t k) { return k >= 0; });
-  return Variable(n);
+  return guarded(*this, [&] {
+    auto n = node_of(constant(gpu::Column<std::int64_t>::from_host(v, context_->where)), "constant");
+    n->value.nonnegative = std::all_of(v.begin(), v.end(), [](std::int64_t k) { return k >= 0; });
+    return Variable(n);
+  });
 }
 Variable Graph::constant(gpu::Column<std::int64_t> v) {
   if (v.size() != particles())
     tally::detail::fail<shape_error>("tally::runtime::Graph::constant: ", v.size(), " values for ", particles(), " particles");
-  if (v.where() != context_->where) v = gpu::Column<std::int64_t>::from_host(v.to_host(), context_->where);
-  auto n = std::make_shared<Node>(context_, detail::DiscreteRoot{Pmf::point(0)}, State::realized);
-  n->value = detail::make_values(std::move(v));
-  n->computed = true;
-  return Variable(n);
+  return guarded(*this, [&] {
+    if (v.where() != context_->where) v = gpu::Column<std::int64_t>::from_host(v.to_host(), context_->where);
+    auto n = std::make_shared<Node>(context_, detail::DiscreteRoot{Pmf::point(0)}, State::realized);
+    n->value = detail::make_values(std::move(v));
+    n->computed = true;
+    return Variable(n);
+  });
 }
 
 Variable Graph::assume(const Pmf& prior) {
@@ -220,7 +237,8 @@ std::shared_ptr<Node> realized_linear(const std::shared_ptr<detail::Context>& ct
 
 Variable Graph::affine(const Variable& x, std::int64_t a, std::int64_t c) {
   if (a == 0) return assume(Pmf::point(c));
-  if (auto n = node_of(x, "affine"); n->state == State::realized) return Variable(realized_linear(context_, *n, a, nullptr, 0, c));
+  if (auto n = node_of(x, "affine"); n->state == State::realized)
+    return guarded(*this, [&] { return Variable(realized_linear(context_, *n, a, nullptr, 0, c)); });
   return Variable(child(context_, node_of(x, "affine"), detail::AffineLaw{a, c}));
 }
 
@@ -237,7 +255,7 @@ Variable Graph::add(const Variable& x, const Variable& y) {
   auto nx = node_of(x, "add"), ny = node_of(y, "add");
   if (nx == ny) return affine(x, 2, 0);  // x + x = 2x, exactly
   if (nx->state == State::realized && ny->state == State::realized)
-    return Variable(realized_linear(context_, *nx, 1, ny.get(), 1, 0));
+    return guarded(*this, [&] { return Variable(realized_linear(context_, *nx, 1, ny.get(), 1, 0)); });
   return Variable(sum_node(context_, nx, ny, +1));
 }
 
@@ -245,23 +263,27 @@ Variable Graph::subtract(const Variable& x, const Variable& y) {
   auto nx = node_of(x, "subtract"), ny = node_of(y, "subtract");
   if (nx == ny) return assume(Pmf::point(0));
   if (nx->state == State::realized && ny->state == State::realized)
-    return Variable(realized_linear(context_, *nx, 1, ny.get(), -1, 0));
+    return guarded(*this, [&] { return Variable(realized_linear(context_, *nx, 1, ny.get(), -1, 0)); });
   return Variable(sum_node(context_, nx, ny, -1));
 }
 
 Continuous Graph::assume(const Beta& law) {
-  auto n = std::make_shared<Node>(context_, detail::ContinuousRoot{detail::ContinuousRoot::beta}, State::marginalized);
-  n->continuous = std::make_unique<Node::ContinuousState>();
-  n->continuous->params.a = gpu::filled(law.alpha, particles(), context_->where);
-  n->continuous->params.b = gpu::filled(law.beta, particles(), context_->where);
-  return Continuous(n);
+  return guarded(*this, [&] {
+    auto n = std::make_shared<Node>(context_, detail::ContinuousRoot{detail::ContinuousRoot::beta}, State::marginalized);
+    n->continuous = std::make_unique<Node::ContinuousState>();
+    n->continuous->params.a = gpu::filled(law.alpha, particles(), context_->where);
+    n->continuous->params.b = gpu::filled(law.beta, particles(), context_->where);
+    return Continuous(n);
+  });
 }
 Continuous Graph::assume(const Gamma& law) {
-  auto n = std::make_shared<Node>(context_, detail::ContinuousRoot{detail::ContinuousRoot::gamma}, State::marginalized);
-  n->continuous = std::make_unique<Node::ContinuousState>();
-  n->continuous->params.a = gpu::filled(law.shape, particles(), context_->where);
-  n->continuous->params.b = gpu::filled(law.rate, particles(), context_->where);
-  return Continuous(n);
+  return guarded(*this, [&] {
+    auto n = std::make_shared<Node>(context_, detail::ContinuousRoot{detail::ContinuousRoot::gamma}, State::marginalized);
+    n->continuous = std::make_unique<Node::ContinuousState>();
+    n->continuous->params.a = gpu::filled(law.shape, particles(), context_->where);
+    n->continuous->params.b = gpu::filled(law.rate, particles(), context_->where);
+    return Continuous(n);
+  });
 }
 Continuous Graph::assume(const Dirichlet& law) {
   auto n = std::make_shared<Node>(context_, detail::ContinuousRoot{detail::ContinuousRoot::dirichlet},
@@ -288,7 +310,8 @@ Variable Graph::binomial(const std::vector<std::int64_t>& n, const Continuous& r
   if (n.size() != particles())
     tally::detail::fail<shape_error>("tally::runtime::Graph::binomial: ", n.size(), " trial counts for ", particles(), " particles");
   for (auto k : n) tally::detail::check_count(k, "tally::runtime::Graph::binomial", "number of trials n");
-  detail::CountChild c{detail::CountChild::binomial, detail::make_values(*context_, n), 0.0, 1.0};
+  detail::CountChild c{detail::CountChild::binomial, guarded(*this, [&] { return detail::make_values(*context_, n); }),
+                       0.0, 1.0};
   auto node = std::make_shared<Node>(context_, std::move(c), State::initialized);
   node->parents[0] = std::move(p);
   return Variable(node);
@@ -345,7 +368,7 @@ Variable Graph::binomial(const Variable& x, const std::vector<double>& p) {
     tally::detail::fail<shape_error>("tally::runtime::Graph::binomial: ", p.size(), " probabilities for ", particles(), " particles");
   // checked here, on the host, whatever the backend (a device column's values are checked where they are used)
   for (double v : p) tally::detail::check_probability(v, "tally::runtime::Graph::binomial", "p");
-  return binomial(x, gpu::Column<double>::from_host(p, context_->where));
+  return guarded(*this, [&] { return binomial(x, gpu::Column<double>::from_host(p, context_->where)); });
 }
 
 Variable Graph::binomial(const Variable& x, gpu::Column<double> p) {
@@ -353,20 +376,23 @@ Variable Graph::binomial(const Variable& x, gpu::Column<double> p) {
   auto n = node_of(x, "binomial");
   if (p.size() != particles())
     tally::detail::fail<shape_error>(who, ": ", p.size(), " probabilities for ", particles(), " particles");
-  auto q = std::make_shared<gpu::Column<double>>(p.where() == context_->where ? std::move(p)
-                                                                               : gpu::Column<double>::from_host(p.to_host(), context_->where));
-  if (q->where() == gpu::Backend::cpu)
-    for (double v : q->host()) tally::detail::check_probability(v, who, "p");
-  realized_parameter(*n);
-  auto node = std::make_shared<Node>(context_, detail::PerParticleBinomial{std::move(q)}, State::initialized);
-  node->parents[0] = std::move(n);
-  return Variable(node);
+  return guarded(*this, [&] {
+    auto q = std::make_shared<gpu::Column<double>>(
+        p.where() == context_->where ? std::move(p) : gpu::Column<double>::from_host(p.to_host(), context_->where));
+    if (q->where() == gpu::Backend::cpu)
+      for (double v : q->host()) tally::detail::check_probability(v, who, "p");
+    realized_parameter(*n);
+    auto node = std::make_shared<Node>(context_, detail::PerParticleBinomial{std::move(q)}, State::initialized);
+    node->parents[0] = std::move(n);
+    return Variable(node);
+  });
 }
 
 Variable Graph::binomial(const Variable& x, const Continuous& rho) {
   auto p = node_of(rho, "binomial");
   require_family(*p, detail::ContinuousRoot::beta, "binomial", "Beta");
-  const detail::Values& n = realized_parameter(*node_of(x, "binomial"));
+  const auto nx = node_of(x, "binomial");
+  const detail::Values& n = guarded(*this, [&]() -> const detail::Values& { return realized_parameter(*nx); });
   if (context_->where == gpu::Backend::cpu)
     for (std::size_t i = 0; i < particles(); ++i)
       tally::detail::check_count(n[i], "tally::runtime::Graph::binomial", "number of trials n");
@@ -378,14 +404,14 @@ Variable Graph::binomial(const Variable& x, const Continuous& rho) {
 
 Observation Graph::observe(const Variable& x, std::int64_t v) {
   node_of(x, "observe");
-  return observe(x, constant(gpu::filled(v, particles(), context_->where)));
+  return guarded(*this, [&] { return observe(x, constant(gpu::filled(v, particles(), context_->where))); });
 }
 
 Observation Graph::observe(const Variable& x, const std::vector<std::int64_t>& v) {
   if (v.size() != particles())
     tally::detail::fail<shape_error>("tally::runtime::Graph::observe: ", v.size(), " values for ", particles(), " particles");
   node_of(x, "observe");
-  return observe(x, constant(v));
+  return guarded(*this, [&] { return observe(x, constant(v)); });
 }
 
 Observation Graph::observe(const Variable& x, const Variable& v) {
@@ -447,23 +473,29 @@ void Graph::realize(const Variable& x) {
 
 void Graph::realize(const Continuous& x) {
   auto n = node_of(x, "realize");
-  if (n->state != State::realized) detail::sample_continuous(*n);
+  guarded(*this, [&] {
+    if (n->state != State::realized) detail::sample_continuous(*n);
+  });
 }
 
 std::vector<Pmf> Graph::marginal(const Variable& x) {
   auto n = node_of(x, "marginal");
-  guarded(*this, [&] { detail::graft(*n); });
-  if (n->state == State::realized) {
-    std::vector<Pmf> out;
-    for (std::int64_t v : detail::to_vector(n->value)) out.push_back(Pmf::point(v));
-    return out;
-  }
-  return detail::to_pmfs(detail::law(*n));
+  return guarded(*this, [&] {
+    detail::graft(*n);
+    if (n->state == State::realized) {
+      std::vector<Pmf> out;
+      for (std::int64_t v : detail::to_vector(n->value)) out.push_back(Pmf::point(v));
+      return out;
+    }
+    return detail::to_pmfs(detail::law(*n));
+  });
 }
 
 std::vector<Eigen::VectorXd> Graph::value(const Continuous& x) {
   auto n = node_of(x, "value");
-  if (n->state != State::realized) detail::sample_continuous(*n);
+  guarded(*this, [&] {
+    if (n->state != State::realized) detail::sample_continuous(*n);
+  });
   const auto& c = *n->continuous;
   std::vector<Eigen::VectorXd> out;
   if (std::get<detail::ContinuousRoot>(n->kind).family == detail::ContinuousRoot::dirichlet) {
@@ -478,15 +510,17 @@ std::vector<double> Graph::scalar_value(const Continuous& x) {
   auto n = node_of(x, "scalar_value");
   if (std::get<detail::ContinuousRoot>(n->kind).family == detail::ContinuousRoot::dirichlet)
     tally::detail::fail<usage_error>("tally::runtime::Graph::scalar_value: ", n->name, " is a Dirichlet variable (use value)");
-  if (n->state != State::realized) detail::sample_continuous(*n);
+  guarded(*this, [&] {
+    if (n->state != State::realized) detail::sample_continuous(*n);
+  });
   return n->continuous->scalar.to_host();
 }
 
 namespace {
-const Node& unrealized(const std::shared_ptr<Node>& n, const char* who) {
+const Node& unrealized(const Graph& g, const std::shared_ptr<Node>& n, const char* who) {
   if (n->state == State::realized)
     tally::detail::fail<usage_error>(who, ": the variable is realized; it has a value, not parameters");
-  detail::graft(*n);  // prune: the parameters then include what the M-path below absorbed
+  guarded(g, [&] { detail::graft(*n); });  // prune: the parameters then include what the M-path absorbed
   return *n;
 }
 }  // namespace
@@ -494,7 +528,7 @@ const Node& unrealized(const std::shared_ptr<Node>& n, const char* who) {
 std::vector<Beta> Graph::beta(const Continuous& x) {
   const auto node = node_of(x, "beta");
   require_family(*node, detail::ContinuousRoot::beta, "beta", "Beta");  // before grafting: a refused query changes nothing
-  const auto& p = unrealized(node, "beta").continuous->params;
+  const auto& p = unrealized(*this, node, "beta").continuous->params;
   const auto a = p.a.to_host(), b = p.b.to_host();
   std::vector<Beta> out;
   for (std::size_t i = 0; i < a.size(); ++i) out.emplace_back(a[i], b[i]);
@@ -503,7 +537,7 @@ std::vector<Beta> Graph::beta(const Continuous& x) {
 std::vector<Gamma> Graph::gamma(const Continuous& x) {
   const auto node = node_of(x, "gamma");
   require_family(*node, detail::ContinuousRoot::gamma, "gamma", "Gamma");  // before grafting: a refused query changes nothing
-  const auto& p = unrealized(node, "gamma").continuous->params;
+  const auto& p = unrealized(*this, node, "gamma").continuous->params;
   const auto a = p.a.to_host(), b = p.b.to_host();
   std::vector<Gamma> out;
   for (std::size_t i = 0; i < a.size(); ++i) out.emplace_back(a[i], b[i]);
@@ -512,7 +546,7 @@ std::vector<Gamma> Graph::gamma(const Continuous& x) {
 std::vector<Dirichlet> Graph::dirichlet(const Continuous& x) {
   const auto node = node_of(x, "dirichlet");
   require_family(*node, detail::ContinuousRoot::dirichlet, "dirichlet", "Dirichlet");  // before grafting: a refused query changes nothing
-  const auto& p = unrealized(node, "dirichlet").continuous->params;
+  const auto& p = unrealized(*this, node, "dirichlet").continuous->params;
   std::vector<Dirichlet> out;
   for (std::size_t i = 0; i < particles(); ++i) out.push_back(p.dirichlet[i]);
   return out;
@@ -541,14 +575,23 @@ Graph::Resampling Graph::resample_by_weight(gpu::Resampler kind) { return resamp
 Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kind) {
   if (sharded()) return guarded(*this, [&] { return sharded_resample_by_weight(threshold, kind); });
   return guarded(*this, [&]() -> Resampling {
+  // the counter of this call's uniforms advances only when the call succeeds: a retry after a failure (a device
+  // allocation) draws the same uniforms, as if the failed call had not been made
   gpu::WeightSummary summary{};
-  auto ancestors = gpu::resample(context_->log_weight, kind, context_->seed ^ resampling_key, context_->resamplings++, summary);
+  auto ancestors = gpu::resample(context_->log_weight, kind, context_->seed ^ resampling_key, context_->resamplings, summary);
   const double log_mean = summary.log_sum - std::log(static_cast<double>(particles()));
-  if (ancestors.size() == 0) return {-std::numeric_limits<double>::infinity(), 0.0, {}};  // every particle impossible
-  if (threshold < 1.0 && !(summary.ess < threshold * static_cast<double>(particles()))) return {log_mean, summary.ess, {}};
+  if (ancestors.size() == 0) {  // every particle impossible
+    ++context_->resamplings;
+    return {-std::numeric_limits<double>::infinity(), 0.0, {}};
+  }
+  if (threshold < 1.0 && !(summary.ess < threshold * static_cast<double>(particles()))) {
+    ++context_->resamplings;
+    return {log_mean, summary.ess, {}};
+  }
   auto zero = gpu::filled(0.0, particles(), context_->where);  // before gathering: the moves after it cannot fail
   gather(ancestors);
   context_->log_weight = std::move(zero);
+  ++context_->resamplings;
   return {log_mean, summary.ess, std::move(ancestors), true};
   });
 }
@@ -583,10 +626,12 @@ void Graph::resample(const std::vector<std::size_t>& ancestors) {
     guarded(*this, [&] { detail::sharded_gather(*context_, ancestors, &context_->log_weight); });
     return;
   }
-  const auto where = gpu::Column<std::size_t>::from_host(ancestors, context_->where);
-  auto weights = detail::gather(context_->log_weight, where);  // before the nodes: the move after cannot fail
-  gather(where);
-  context_->log_weight = std::move(weights);
+  guarded(*this, [&] {
+    const auto where = gpu::Column<std::size_t>::from_host(ancestors, context_->where);
+    auto weights = detail::gather(context_->log_weight, where);  // before the nodes: the move after cannot fail
+    gather(where);
+    context_->log_weight = std::move(weights);
+  });
 }
 
 void Graph::gather(const gpu::Column<std::size_t>& a) {

@@ -94,6 +94,32 @@ Pmf push_pmf(const Pmf& x, const ChildLaw& law, const Truncation& t) {
                     law);
 }
 
+/// Refuses at once (overflow_error naming the sizes) a joint enumeration over x's support that would take more than
+/// t.max_work terms: each value v costs about three tabulations of the child's law given v (its kept range found
+/// twice, then its terms), of ~80 standard deviations each (fuzz/corpus/engine/regress-slow-*: a Poisson(1.25 X) child
+/// of an X over 7843 values took seconds per particle).
+void check_joint_work(const Pmf& x, const ChildLaw& law, const Truncation& t, const char* who) {
+  const auto width = [&](std::int64_t v) -> double {
+    const double n = static_cast<double>(v);
+    return std::visit(overloaded{[&](const Thinning& k) {
+                                   return std::min(n + 1.0, 80.0 * std::sqrt(std::max(0.0, n * k.keep * (1.0 - k.keep))) + 80.0);
+                                 },
+                                 [&](const ScaledPoisson& k) { return 80.0 * std::sqrt(std::max(0.0, k.scale * n)) + 80.0; },
+                                 [&](const IndexedPoisson& k) {
+                                   return v >= 0 && v < k.rates.size() ? 80.0 * std::sqrt(k.rates[v]) + 80.0 : 1.0;
+                                 },
+                                 [&](const MarkovStep& k) { return static_cast<double>(k.transition.cols()); },
+                                 [&](const AffineLaw&) { return 1.0; }},
+                      law);
+  };
+  double work = 0.0;
+  for (std::int64_t j = 0; j < x.size(); ++j)
+    if (x.weights()[j] != 0.0) work += 3.0 * width(x.lo() + j);
+  if (work > static_cast<double>(t.max_work))
+    tally::detail::fail<overflow_error>(who, ": enumerating a parent of ", x.size(), " values with its child needs about ",
+                                        work, " terms, more than max_work = ", t.max_work, " (raise Truncation::max_work)");
+}
+
 Conditioned pull_pmf(const Pmf& x, const ChildLaw& law, std::int64_t y) {
   return std::visit(overloaded{[&](const AffineLaw& k) { return condition_affine(x, k.a, k.c, y); },
                                [&](const auto& k) { return condition(x, k, y); }},
@@ -380,6 +406,7 @@ Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int si
   const Batch<Pmf>& h = x.host;
   return host_map(at, [&](std::size_t i) {
     const Pmf& px = h[i];
+    check_joint_work(px, law, at.truncation, "tally::runtime: the joint law of a variable and its child");
     std::vector<std::pair<double, Pmf>> parts;  // (weight of x, law of z given x)
     std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = std::numeric_limits<std::int64_t>::min();
     double error = 0.0;
@@ -412,6 +439,7 @@ Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int s
   std::vector<double> add(at.particles);
   auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {
     const Pmf& px = h[i];
+    check_joint_work(px, law, at.truncation, "tally::runtime: conditioning a variable on a sum with its child");
     Eigen::VectorXd lw(px.size());
     double error = px.error_bound();
     for (std::int64_t j = 0; j < px.size(); ++j) {  // (v <= hi; ++v would overflow at INT64_MAX)
@@ -454,8 +482,13 @@ void add_log_equal(const Values& x, const Values& v, LogLikelihood& ll) { gpu::a
 
 Values sample(Place& at, const Laws& x) {
   if (x.parameters) return sample(at, dense(x));
-  const std::uint64_t k = at.draws++;
-  if (x.device) return make_values(gpu::sample(*x.device, at.seed, k, at.first_particle), x.device_nonnegative);
+  const std::uint64_t k = at.draws;  // counted once drawn: a failed draw (device memory) is retried with k
+  if (x.device) {
+    Values drawn = make_values(gpu::sample(*x.device, at.seed, k, at.first_particle), x.device_nonnegative);
+    ++at.draws;
+    return drawn;
+  }
+  ++at.draws;
   std::vector<std::int64_t> out(at.particles);
   for (std::size_t i = 0; i < at.particles; ++i) {
     const Pmf& p = x.host[i];

@@ -230,3 +230,38 @@ TEST_CASE("a child law that does not fit its parent, found only when grafted, le
   }
   REQUIRE(Graph::live_nodes() == live);
 }
+
+TEST_CASE("a sum of a variable and its child past max_work is refused at once, and exact below it",
+          "[runtime][exception_safety][reliability]") {
+  // fuzz/corpus/engine/regress-slow-marginal-* and regress-slow-value-* (were fuzz/open): Z = X + Y with
+  // Y | X ~ Poisson(1.25 X) and X over thousands of values is enumerated jointly over X, each value costing a
+  // Poisson law; it ran for seconds per particle past the work bound the rest of the algebra keeps
+  // (fuzz/engine.cpp's max_work = 2^18)
+  const auto live = Graph::live_nodes();
+  Truncation bounded;
+  bounded.max_work = std::int64_t{1} << 18;
+  for (std::size_t particles : {std::size_t{1}, std::size_t{8}}) {
+    INFO("P = " << particles);
+    Graph g(particles, 23, Device::cpu, bounded);
+    const Variable x = g.assume(Poisson(20000.0));
+    const Variable z = g.add(x, g.assume(x, ScaledPoisson(1.25)));
+    const std::vector<double> before = g.log_weights();
+    REQUIRE_THROWS_AS(g.marginal(z), tally::overflow_error);
+    REQUIRE_THROWS_WITH(g.value(z), Catch::Contains("max_work"));
+    REQUIRE_THROWS_AS(g.observe(z, 45000), tally::overflow_error);
+    REQUIRE(g.log_weights() == before);
+    require_law_sane(g, x);  // the parent is intact
+
+    // a small X: the joint enumeration runs, and agrees with sum_x P(X = x) Poisson(z - x; 1.25 x)
+    const Variable s = g.assume(Poisson(5.0));
+    const Variable sz = g.add(s, g.assume(s, ScaledPoisson(1.25)));
+    const Pmf law = g.marginal(sz)[0];
+    for (std::int64_t v : {0, 3, 11, 25}) {
+      double expected = 0.0;
+      for (std::int64_t k = 0; k <= v; ++k)
+        expected += pdf(Poisson(5.0), k) * (k == 0 ? (v == 0 ? 1.0 : 0.0) : pdf(Poisson(1.25 * double(k)), v - k));
+      REQUIRE(std::exp(log_pdf(law, v) - law.log_mass()) == Approx(expected).epsilon(1e-9).margin(1e-300));
+    }
+  }
+  REQUIRE(Graph::live_nodes() == live);
+}

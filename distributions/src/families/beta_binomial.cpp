@@ -94,7 +94,12 @@ double cdf(const BetaBinomial& d, std::int64_t k) {
 
 std::int64_t quantile(const BetaBinomial& d, double prob) {
   detail::check_probability(prob, "tally::quantile(BetaBinomial)", "prob");
-  return detail::bisect_quantile(prob, 0, d.trials(), [&](std::int64_t k) { return cdf(d, k); });
+  const std::int64_t n = d.trials();
+  // unimodal: from the mode (its cdf's sum stops early); U-shaped: from the end whose side holds prob
+  const std::int64_t start = unimodal(d) ? mode(d) : prob <= 0.5 ? 0 : n;
+  return detail::walk_quantile(
+      prob, 0, n, start, [&](std::int64_t k) { return cdf(d, k); }, [&](std::int64_t k) { return log_pdf(d, k); },
+      [&](std::int64_t k) { return ratio(d, k); }, "tally::quantile(BetaBinomial)");
 }
 
 std::pair<std::int64_t, std::int64_t> support(const BetaBinomial& d) { return {0, d.trials()}; }

@@ -79,7 +79,9 @@ double cdf(const Hypergeometric& d, std::int64_t k) {
 std::int64_t quantile(const Hypergeometric& d, double prob) {
   detail::check_probability(prob, "tally::quantile(Hypergeometric)", "prob");
   const auto [lo, hi] = support(d);
-  return detail::bisect_quantile(prob, lo, hi, [&](std::int64_t k) { return cdf(d, k); });
+  return detail::walk_quantile(
+      prob, lo, hi, mode(d), [&](std::int64_t k) { return cdf(d, k); }, [&](std::int64_t k) { return log_pdf(d, k); },
+      [&](std::int64_t k) { return ratio(d, k); }, "tally::quantile(Hypergeometric)");
 }
 
 std::pair<std::int64_t, std::int64_t> support(const Hypergeometric& d) {

@@ -24,12 +24,16 @@ inline void require_device(const char* who) {
   if (!cuda_available()) throw cuda_error(std::string(who) + ": no CUDA device (" + device_description() + ")");
 }
 
+/// cudaMalloc through the fault-injection hook (count_device_allocation), with cudaErrorMemoryAllocation turned
+/// into tally::device_memory_error naming `who` (device_memory_cuda.cu).
+void* device_malloc(std::size_t bytes, const char* who);
+
 /// Device memory owned by a value: freed in the destructor, never leaked on an exception.
 template <class T>
 class DeviceBuffer {
  public:
   explicit DeviceBuffer(std::size_t n) : size_(n) {
-    if (n > 0) cuda_check(cudaMalloc(reinterpret_cast<void**>(&data_), n * sizeof(T)), "cudaMalloc", __FILE__, __LINE__);
+    if (n > 0) data_ = static_cast<T*>(device_malloc(n * sizeof(T), "tally::gpu (a kernel's device buffer)"));
   }
   ~DeviceBuffer() {
     if (data_) cudaFree(data_);

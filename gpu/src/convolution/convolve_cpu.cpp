@@ -9,6 +9,14 @@
 namespace tally::gpu::cpu {
 namespace {
 
+// GCC compiles the inner loop for AVX-512, AVX2+FMA and plain x86-64 and picks one at load time; clang (14) has no
+// target_clones on function templates, so it builds one plain version (as on other architectures).
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
+#define TALLY_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#else
+#define TALLY_VECTOR_CLONES
+#endif
+
 // Tuning knobs, in one place.
 constexpr std::size_t output_block = 32;        // outputs accumulated in registers at once
 constexpr std::size_t contraction_block = 256;  // terms summed before a partial sum is added to r (accuracy)
@@ -18,7 +26,7 @@ constexpr std::size_t contraction_block = 256;  // terms summed before a partial
 // a window of xp:  r_k = sum_{j=0}^{s-1} y_j xp_{k+s-1-j},  k in [0, l+s-2],  and the windows of
 // output_block consecutive k are contiguous in xp, so the inner loop over t is a vector FMA.
 template <class T>
-__attribute__((target_clones("avx512f", "avx2,fma", "default")))
+TALLY_VECTOR_CLONES
 void convolve_padded(const T* xp, const T* y, std::size_t s, std::size_t outputs, T* r) {
   std::fill(r, r + outputs, T(0));
   for (std::size_t j0 = 0; j0 < s; j0 += contraction_block) {

@@ -8,6 +8,7 @@
 #include "tally/error.hpp"
 #include "tally/gpu/backend.hpp"
 #include "tally/gpu/convolve.hpp"
+#include "tally/gpu/population_arrays.hpp"
 
 namespace tally::gpu::cuda {
 namespace kernels {
@@ -187,7 +188,10 @@ void run_device_alloc(const T* p, std::size_t m, const T* q, std::size_t n, T* r
   std::size_t bytes = 0;
   run_device<T>(nullptr, bytes, p, m, q, n, r, s, kernel);
   void* temp = nullptr;
-  if (bytes > 0) TALLY_CUDA_CHECK(cudaMallocAsync(&temp, bytes, s));
+  if (bytes > 0) {
+    ::tally::gpu::detail::count_device_allocation(bytes, "tally::gpu::convolve (temporary storage)");  // the fault-injection hook
+    TALLY_CUDA_CHECK(cudaMallocAsync(&temp, bytes, s));
+  }
   try {
     char dummy = 0;
     run_device<T>(bytes > 0 ? temp : &dummy, bytes, p, m, q, n, r, s, kernel);

@@ -54,6 +54,7 @@ void trim_pool() {
 
 void* device_allocate(std::size_t bytes, const char* who) {
   require_device(who);
+  count_device_allocation(bytes, who);
   keep_pool_memory();
   void* p = nullptr;
   cudaError_t status = cudaMallocAsync(&p, bytes, nullptr);
@@ -73,6 +74,35 @@ void* device_allocate(std::size_t bytes, const char* who) {
   }
   cuda_check(status, "cudaMallocAsync", __FILE__, __LINE__);
   return p;
+}
+
+void* device_malloc(std::size_t bytes, const char* who) {
+  count_device_allocation(bytes, who);
+  void* p = nullptr;
+  const cudaError_t status = cudaMalloc(&p, bytes);
+  if (status == cudaErrorMemoryAllocation) {
+    cudaGetLastError();
+    std::size_t free = 0, total = 0;
+    cudaMemGetInfo(&free, &total);
+    free += pool_unused_bytes();
+    throw device_memory_error(tally::detail::message(who, ": ", bytes, " bytes of device memory do not fit (", free,
+                                                     " bytes free of ", total, ")"),
+                              bytes, free);
+  }
+  cuda_check(status, "cudaMalloc", __FILE__, __LINE__);
+  return p;
+}
+
+std::size_t device_bytes_in_use() {
+  if (!cuda_available()) return 0;
+  TALLY_CUDA_CHECK(cudaDeviceSynchronize());
+  int device = 0;
+  cudaMemPool_t pool;
+  std::uint64_t used = 0;
+  TALLY_CUDA_CHECK(cudaGetDevice(&device));
+  TALLY_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+  TALLY_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+  return static_cast<std::size_t>(used);
 }
 
 void device_free(void* p) noexcept {

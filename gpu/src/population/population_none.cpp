@@ -9,6 +9,7 @@ void* device_allocate(std::size_t, const char* who) {
   throw cuda_error(std::string(who) + ": tally was built without CUDA (no device memory)");
 }
 void device_free(void*) noexcept {}
+std::size_t device_bytes_in_use() { return 0; }
 void device_copy(void*, const void*, std::size_t, int) {
   throw cuda_error("tally::gpu::detail::device_copy: tally was built without CUDA");
 }

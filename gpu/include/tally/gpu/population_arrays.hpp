@@ -29,6 +29,19 @@ namespace detail {
 /// and cudaErrorMemoryAllocation is turned into the same error). tally::cuda_error without a device.
 void* device_allocate(std::size_t bytes, const char* who);
 void device_free(void* p) noexcept;
+/// Fault injection, for tests: the k-th device allocation from now (k = 1: the next one) throws device_memory_error
+/// as if the device were full (0 bytes free), before asking CUDA; then the hook is off again. k = 0 turns it off.
+/// Returns the count it replaces (what was left of an earlier k: a test pauses the hook with k = 0 and resumes).
+/// Every device allocation of tally goes through it (device_allocate, the kernels' temporary buffers); when off it
+/// costs an atomic increment. Not thread-safe against allocations on other threads (a test arms it, then runs).
+std::size_t fail_device_allocation_after(std::size_t k) noexcept;
+/// The number of device allocations asked for since the program started (the range a test walks k over).
+std::size_t device_allocation_count() noexcept;
+/// Counts one allocation of `bytes` for `who`, and throws the injected device_memory_error when it is the one.
+void count_device_allocation(std::size_t bytes, const char* who);
+/// The bytes of device memory that tally's allocations hold now (the memory pool's used bytes, after the device
+/// finished its work): for leak checks. 0 without CUDA.
+std::size_t device_bytes_in_use();
 /// Synchronous copies between host and device memory (direction: 0 host to device, 1 device to host, 2 device to
 /// device).
 void device_copy(void* dst, const void* src, std::size_t bytes, int direction);

@@ -168,7 +168,7 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 ///   realized trials), poisson(state, rates, a) and binomial(x, state, keep), add, subtract, affine, name, strict, stream, in_support, touches, log_weights, memory, bytes,
 ///   reset_log_weights; resample and
 ///   resample_by_weight (the particles are gathered aside and moved in only when all succeeded; a failed
-///   resample_by_weight has still advanced its resampling counter, so a retry draws other uniforms); strict mode's
+///   resample_by_weight leaves its resampling counter as it was, so a retry draws the same uniforms); strict mode's
 ///   inexact_error, raised before the fallback would sample.
 /// - *Basic* (the graph stays usable, its invariants hold and nothing leaks; work already done is kept): observe,
 ///   value, values, realize, summarize, marginal, value / scalar_value / beta / gamma / dirichlet of a conjugate

@@ -1,0 +1,17 @@
+# A model asked for a plot it cannot draw must exit non-zero and say why (issue 20), at once, before it runs.
+# Usage: cmake -DMODEL=<executable> -DEXPECT=<text on stderr> [-DPLOT=<path>] [-DNO_GNUPLOT=1] -P model_plot_failure.cmake
+if(NOT PLOT)
+  set(PLOT /nonexistent-directory/plot.png)
+endif()
+set(command ${MODEL} --plot ${PLOT})
+if(NO_GNUPLOT)  # a PATH without gnuplot (the model is run by its full path)
+  set(command ${CMAKE_COMMAND} -E env PATH=/nonexistent-directory ${command})
+endif()
+execute_process(COMMAND ${command} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 60)
+if(rc EQUAL 0)
+  message(FATAL_ERROR "${MODEL} --plot ${PLOT} exited 0 (stdout: ${out}; stderr: ${err})")
+endif()
+if(NOT err MATCHES "${EXPECT}")
+  message(FATAL_ERROR "${MODEL}: stderr does not say '${EXPECT}': ${err}")
+endif()
+message(STATUS "${MODEL}: exit ${rc}, ${err}")
