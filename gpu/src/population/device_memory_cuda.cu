@@ -50,6 +50,18 @@ void trim_pool() {
     cudaMemPoolTrimTo(pool, 0);
   cudaGetLastError();
 }
+
+/// The device_memory_error of an allocation of `bytes` that did not fit (the CUDA error cleared), with what is free:
+/// the device's free memory and the pool's unused bytes.
+[[noreturn]] void refuse(std::size_t bytes, const char* who) {
+  cudaGetLastError();
+  std::size_t free = 0, total = 0;
+  cudaMemGetInfo(&free, &total);
+  free += pool_unused_bytes();
+  throw device_memory_error(tally::detail::message(who, ": ", bytes, " bytes of device memory do not fit (", free,
+                                                   " bytes free of ", total, ")"),
+                            bytes, free);
+}
 }  // namespace
 
 void* device_allocate(std::size_t bytes, const char* who) {
@@ -64,13 +76,7 @@ void* device_allocate(std::size_t bytes, const char* who) {
     status = cudaMallocAsync(&p, bytes, nullptr);
   }
   if (status == cudaErrorMemoryAllocation) {
-    cudaGetLastError();
-    std::size_t free = 0, total = 0;
-    cudaMemGetInfo(&free, &total);
-    free += pool_unused_bytes();
-    throw device_memory_error(tally::detail::message(who, ": ", bytes, " bytes of device memory do not fit (", free,
-                                                     " bytes free of ", total, ")"),
-                              bytes, free);
+    refuse(bytes, who);
   }
   cuda_check(status, "cudaMallocAsync", __FILE__, __LINE__);
   return p;
@@ -81,13 +87,7 @@ void* device_malloc(std::size_t bytes, const char* who) {
   void* p = nullptr;
   const cudaError_t status = cudaMalloc(&p, bytes);
   if (status == cudaErrorMemoryAllocation) {
-    cudaGetLastError();
-    std::size_t free = 0, total = 0;
-    cudaMemGetInfo(&free, &total);
-    free += pool_unused_bytes();
-    throw device_memory_error(tally::detail::message(who, ": ", bytes, " bytes of device memory do not fit (", free,
-                                                     " bytes free of ", total, ")"),
-                              bytes, free);
+    refuse(bytes, who);
   }
   cuda_check(status, "cudaMalloc", __FILE__, __LINE__);
   return p;
