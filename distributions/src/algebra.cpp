@@ -51,18 +51,20 @@ SparsePmf affine(const SparsePmf& x, std::int64_t a, std::int64_t c) {
 
 SparsePmf affine(const Pmf& x, std::int64_t a, std::int64_t c) { return affine(to_sparse(x), a, c); }
 
-SparsePmf sum(const SparsePmf& x, const SparsePmf& y) {
+SparsePmf sum(const SparsePmf& x, const SparsePmf& y) { return sum(x, y, Truncation{}); }
+
+SparsePmf sum(const SparsePmf& x, const SparsePmf& y, const Truncation& t) {
   struct Term {
     std::int64_t point;
     double weight;
   };
-  // every pair is a term: refuse at once past Truncation's default max_size pairs (2^27, 2 GiB of terms), as
-  // a dense result past max_size is refused (fuzz_algebra found 27000 x 27000 points asking for 12 GB)
+  // every pair is a term: refuse at once past t.max_size pairs (the default 2^27: 2 GiB of terms), as a dense
+  // result past max_size is refused (fuzz_algebra found 27000 x 27000 points asking for 12 GB, and later 2^26
+  // pairs sorted for over a minute under the fuzzer's own max_size of 2^13)
   const double pairs = static_cast<double>(x.size()) * static_cast<double>(y.size());
-  if (pairs > static_cast<double>(Truncation{}.max_size))
+  if (pairs > static_cast<double>(t.max_size))
     detail::fail<overflow_error>("tally::sum(SparsePmf, SparsePmf): ", x.size(), " x ", y.size(), " points make ",
-                                 pairs, " pairs, more than max_size = ", Truncation{}.max_size,
-                                 " (sum the dense pmfs instead)");
+                                 pairs, " pairs, more than max_size = ", t.max_size, " (sum the dense pmfs instead)");
   std::vector<Term> terms;
   terms.reserve(static_cast<std::size_t>(x.size() * y.size()));
   for (Eigen::Index i = 0; i < x.size(); ++i)
@@ -75,12 +77,12 @@ SparsePmf sum(const SparsePmf& x, const SparsePmf& y) {
   IntVector points(static_cast<Eigen::Index>(terms.size()));
   Eigen::VectorXd weights(points.size());
   Eigen::Index n = 0;
-  for (const Term& t : terms) {
-    if (n > 0 && points[n - 1] == t.point) {
-      weights[n - 1] += t.weight;
+  for (const Term& term : terms) {
+    if (n > 0 && points[n - 1] == term.point) {
+      weights[n - 1] += term.weight;
     } else {
-      points[n] = t.point;
-      weights[n++] = t.weight;
+      points[n] = term.point;
+      weights[n++] = term.weight;
     }
   }
   return SparsePmf(points.head(n), weights.head(n), x.log_scale() + y.log_scale(),

@@ -361,3 +361,19 @@ TEST_CASE("BetaBinomial and Hypergeometric quantiles walk from the mode and agre
         check(d, support(d).first, support(d).second);
       }
 }
+
+TEST_CASE("a sparse sum of more pairs than the truncation's max_size is refused at once", "[reliability]") {
+  // fuzz_algebra (CI, 2026-11-25): two sparse laws of thousands of points each, 2^26 pairs sorted for over a minute
+  // while the fuzzer's truncation allowed 2^13; the sum now honours a given Truncation's max_size
+  std::vector<std::int64_t> points(3000);
+  for (std::size_t i = 0; i < points.size(); ++i) points[i] = static_cast<std::int64_t>(7 * i);
+  const SparsePmf x(Eigen::Map<const IntVector>(points.data(), Eigen::Index(points.size())),
+                    Eigen::VectorXd::Constant(Eigen::Index(points.size()), 0.5));
+  Truncation small;
+  small.max_size = 1 << 13;
+  REQUIRE_THROWS_AS(sum(x, x, small), overflow_error);
+  const SparsePmf few(IntVector::LinSpaced(50, 0, 49), Eigen::VectorXd::Constant(50, 1.0));
+  const SparsePmf s = sum(few, few, small);  // 2500 pairs: within the bound, and the same as without it
+  REQUIRE(s.size() == sum(few, few).size());
+  REQUIRE(s.size() == 99);
+}

@@ -5,6 +5,7 @@
 
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/sparse_pmf.hpp"
+#include "tally/distributions/truncation.hpp"
 
 namespace tally {
 
@@ -30,7 +31,9 @@ SparsePmf affine(const Pmf& x, std::int64_t a, std::int64_t c);
 SparsePmf affine(const SparsePmf& x, std::int64_t a, std::int64_t c);
 
 /// Law of X + Y for independent X, Y with sparse supports: every pair of points, masses multiplied, equal sums
-/// merged; O(mn log mn). Error bound as for the dense sum.
+/// merged; O(mn log mn). Error bound as for the dense sum. overflow_error, at once, when the m n pairs are more
+/// than t.max_size (the result could have that many points; Truncation's default when t is not given).
 SparsePmf sum(const SparsePmf& x, const SparsePmf& y);
+SparsePmf sum(const SparsePmf& x, const SparsePmf& y, const Truncation& t);
 
 }  // namespace tally
