@@ -138,19 +138,18 @@ JointPmf outer(const JointPmf& a, const JointPmf& b, const Truncation& t) {
 
 }  // namespace
 
-JointPmf thin_in_place(const JointPmf& d, int axis, double q) {
+namespace {
+
+/// The binomial terms of a thinning or a split of X_axis (a count: domain_error saying `what` otherwise): for every
+/// entry m of d at (o, x, r) (o the earlier axes, r the later ones, as one index each) and every y = 0 .. x,
+/// term(o, x, r, y, m Bin(y; x, q)), each pmf value computed once per (x, y), not once per entry; zero entries
+/// skipped.
+template <class Term>
+void binomial_terms(const JointPmf& d, int axis, double q, const char* what, Term term) {
   if (d.lo(axis) < 0)
-    tally::detail::fail<domain_error>("tally::runtime: a thinning's parent must be a count >= 0, but its support starts at ",
-                                      d.lo(axis));
-  // the same box but for axis, now [0, hi]; each old entry spreads over y = 0..x with Bin(y; x, q) (sums of
-  // non-negative products: every entry keeps its relative precision)
-  const std::int64_t hi = d.hi(axis), lo = d.lo(axis), extent = d.extent(axis);
-  Coordinates new_lo = d.lo(), shape = d.shape();
-  new_lo[static_cast<std::size_t>(axis)] = 0;
-  shape[static_cast<std::size_t>(axis)] = hi + 1;
-  const std::int64_t stride = d.stride(axis);  // unchanged: the later extents
+    tally::detail::fail<domain_error>("tally::runtime: ", what, ", but its support starts at ", d.lo(axis));
+  const std::int64_t hi = d.hi(axis), lo = d.lo(axis), extent = d.extent(axis), stride = d.stride(axis);
   const std::int64_t outer = d.size() / (extent * stride);
-  Eigen::VectorXd w = Eigen::VectorXd::Zero(outer * (hi + 1) * stride);
   std::vector<double> kernel;
   for (std::int64_t x = lo; x <= hi; ++x) {
     kernel.resize(static_cast<std::size_t>(x + 1));
@@ -159,42 +158,47 @@ JointPmf thin_in_place(const JointPmf& d, int axis, double q) {
       for (std::int64_t r = 0; r < stride; ++r) {
         const double m = d.weights()[(o * extent + (x - lo)) * stride + r];
         if (m == 0.0) continue;
-        for (std::int64_t y = 0; y <= x; ++y) w[(o * (hi + 1) + y) * stride + r] += m * kernel[static_cast<std::size_t>(y)];
+        for (std::int64_t y = 0; y <= x; ++y) term(o, x, r, y, m * kernel[static_cast<std::size_t>(y)]);
       }
   }
+}
+
+}  // namespace
+
+JointPmf thin_in_place(const JointPmf& d, int axis, double q) {
+  // the same box but for axis, now [0, hi]; each old entry spreads over y = 0..x with Bin(y; x, q) (sums of
+  // non-negative products: every entry keeps its relative precision)
+  const std::int64_t hi = d.hi(axis), stride = d.stride(axis);  // stride unchanged: the later extents
+  Coordinates new_lo = d.lo(), shape = d.shape();
+  new_lo[static_cast<std::size_t>(axis)] = 0;
+  shape[static_cast<std::size_t>(axis)] = hi + 1;
+  const std::int64_t outer = d.size() / (d.extent(axis) * stride);
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(outer * (hi + 1) * stride);
+  binomial_terms(d, axis, q, "a thinning's parent must be a count >= 0",
+                 [&](std::int64_t o, std::int64_t, std::int64_t r, std::int64_t y, double v) {
+                   w[(o * (hi + 1) + y) * stride + r] += v;
+                 });
   return JointPmf(std::move(new_lo), std::move(shape), std::move(w), d.log_scale(), d.error_bound());
 }
 
 JointPmf split_in_place(const JointPmf& d, int axis, double q) {
-  if (d.lo(axis) < 0)
-    tally::detail::fail<domain_error>("tally::runtime: a split count must be >= 0, but its support starts at ",
-                                      d.lo(axis));
   // (.., x, .., ) -> (.., x - y, .., y) with Bin(y; x, q): the kept part on [0, hi], the moved part appended on
-  // [0, hi]; each pmf value computed once per (x, y), not once per entry
-  const std::int64_t hi = d.hi(axis), lo = d.lo(axis), extent = d.extent(axis);
+  // [0, hi]
+  const std::int64_t hi = d.hi(axis), stride = d.stride(axis);  // old index (o, x, r); new index (o, x - y, r, y)
   Coordinates new_lo = d.lo(), shape = d.shape();
   new_lo[static_cast<std::size_t>(axis)] = 0;
   shape[static_cast<std::size_t>(axis)] = hi + 1;
   new_lo.push_back(0);
   shape.push_back(hi + 1);
-  const std::int64_t stride = d.stride(axis);  // the later extents: old index (o, x, r); new index (o, x - y, r, y)
-  const std::int64_t outer = d.size() / (extent * stride);
+  const std::int64_t outer = d.size() / (d.extent(axis) * stride);
   const double cells = double(outer) * double(hi + 1) * double(stride) * double(hi + 1);
   if (cells > double(std::numeric_limits<Eigen::Index>::max() / 2))
     tally::detail::fail<overflow_error>("tally::runtime: a split's table needs ", cells, " entries");
   Eigen::VectorXd w = Eigen::VectorXd::Zero(outer * (hi + 1) * stride * (hi + 1));
-  std::vector<double> kernel;
-  for (std::int64_t x = lo; x <= hi; ++x) {
-    kernel.resize(static_cast<std::size_t>(x + 1));
-    for (std::int64_t y = 0; y <= x; ++y) kernel[static_cast<std::size_t>(y)] = std::exp(log_binomial_pmf(x, y, q));
-    for (std::int64_t o = 0; o < outer; ++o)
-      for (std::int64_t r = 0; r < stride; ++r) {
-        const double m = d.weights()[(o * extent + (x - lo)) * stride + r];
-        if (m == 0.0) continue;
-        for (std::int64_t y = 0; y <= x; ++y)
-          w[((o * (hi + 1) + (x - y)) * stride + r) * (hi + 1) + y] = m * kernel[static_cast<std::size_t>(y)];
-      }
-  }
+  binomial_terms(d, axis, q, "a split count must be >= 0",
+                 [&](std::int64_t o, std::int64_t x, std::int64_t r, std::int64_t y, double v) {
+                   w[((o * (hi + 1) + (x - y)) * stride + r) * (hi + 1) + y] = v;
+                 });
   return JointPmf(std::move(new_lo), std::move(shape), std::move(w), d.log_scale(), d.error_bound());
 }
 
