@@ -35,6 +35,7 @@ struct Outcome {
   std::vector<double> numbers;  // particle 0's log-likelihood, law, value
   bool exact = true;            // whether the outcome is a function of the program alone (no draw involved)
   std::string error;            // what it threw
+  std::vector<Fallback> sampled;  // what the runtime sampled on its own (observation's report, or pending)
 };
 
 /// Calls f under the fuzz policy, allowing also the runtime's documented errors (usage_error for misuse,
@@ -155,6 +156,7 @@ Outcome apply(int op, FuzzedDataProvider& in, Run& r, Graph& other, std::size_t 
         for (double l : o.log_likelihoods()) fuzz::check_log(l, "a log-likelihood");
         out.numbers.push_back(o[0]);
         out.exact = o.exactness().exact();
+        for (const auto& e : o.exactness().sampled) out.sampled.push_back(e.reason);
       }, out, size);
       break;
     }
@@ -263,6 +265,7 @@ Outcome apply(int op, FuzzedDataProvider& in, Run& r, Graph& other, std::size_t 
     }
   }
   for (double l : g.log_weights()) fuzz::check_log(l, "a log-weight");
+  for (const auto& e : g.pending_samplings()) out.sampled.push_back(e.reason);
   return out;
 }
 
@@ -299,11 +302,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const Outcome b = apply(op, in_eight, eight, other, 8);
       if (!a.exact || !b.exact) diverged = true;
       if (std::getenv("TALLY_FUZZ_TRACE"))  // replaying a finding: the program, one operation a line
-        std::fprintf(stderr, "step %d: op %d threw %d/%d exact %d/%d '%s'\n", step, op, a.threw, b.threw, a.exact,
-                     b.exact, b.error.c_str());
+        std::fprintf(stderr, "step %d: op %d threw %d/%d exact %d/%d sampled %zu/%zu '%s'\n", step, op, a.threw,
+                     b.threw, a.exact, b.exact, a.sampled.size(), b.sampled.size(), b.error.c_str());
       // once particles differ, another particle of P = 8 may need a law too large for max_size where particle 0
       // does not: the runs then took different paths and are compared no more
       if (same && diverged && a.threw != b.threw) same = false;
+      // the runtime's fallbacks are decisions about the whole population (a joint law past max_size in particle 5
+      // of P = 8 draws the coupled variables of every particle: fuzz/corpus/engine/regress-p1p8-joint-b330d4eb07):
+      // once the two runs report different samplings, particle 0 took different paths in them
+      if (same && a.sampled != b.sampled) same = false;
       if (same) {
         // particle 0 draws the same uniforms in both runs, so the two agree on it until a resampling mixes
         // particles (after which P = 8 may copy another particle into slot 0)

@@ -197,6 +197,9 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("device", [](const Graph& gr) { return gr.backend() == gpu::Backend::cuda ? "cuda" : "cpu"; })
       .def_property("strict", py::overload_cast<>(&Graph::strict, py::const_), py::overload_cast<bool>(&Graph::strict),
                     "Strict mode: a fallback raises InexactError instead of sampling.")
+      .def_property_readonly("pending_samplings", &Graph::pending_samplings,
+                             "The variables sampled since the last observation (list of Sampled): what the next "
+                             "observation's exactness lists first.")
       .def_property_readonly("truncation", &Graph::truncation)
       .def("name", [](Graph& gr, const PyVariable& x, std::string n) { gr.name(x.v, std::move(n)); }, py::arg("x"),
            py::arg("name"))

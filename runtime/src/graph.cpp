@@ -118,6 +118,7 @@ const std::shared_ptr<Communicator>& Graph::communicator() const { return contex
 gpu::Backend Graph::backend() const { return context_->where; }
 void Graph::strict(bool on) { context_->strict = on; }
 bool Graph::strict() const { return context_->strict; }
+const std::vector<Sampled>& Graph::pending_samplings() const { return context_->pending; }
 const Truncation& Graph::truncation() const { return context_->truncation; }
 RandomStream& Graph::stream(std::size_t i) {
   if (i >= particles()) tally::detail::fail<domain_error>("tally::runtime::Graph::stream: particle ", i, " of ", particles());

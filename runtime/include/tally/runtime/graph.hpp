@@ -219,6 +219,11 @@ class Graph {
   /// instead of sampling it. Off by default.
   void strict(bool on);
   bool strict() const;
+  /// The variables the runtime sampled on its own since the last observation (a marginal(), value(), beta(), ...
+  /// that had to prune a marginalized child or fall back), in the order drawn: what the next observation's
+  /// exactness() will list first. Empty while everything since the last observation was exact. A decision about
+  /// the whole population (a joint law past its budget in one particle) is reported here for every particle.
+  const std::vector<Sampled>& pending_samplings() const;
   /// Names x in reports and errors (exactness, memory); variables are "#k" otherwise.
   void name(const Variable& x, std::string name);
   void name(const Continuous& x, std::string name);

@@ -1,0 +1,90 @@
+// Graph::pending_samplings(): what the runtime sampled on its own since the last observation, before that
+// observation reports it; a fallback about the whole population (fuzz_engine's P = 1 against P = 8 finding).
+#include <catch2/catch.hpp>
+#include <cstdint>
+#include <vector>
+
+#include "tally/distributions.hpp"
+#include "tally/runtime/graph.hpp"
+
+using namespace tally;
+using namespace tally::runtime;
+
+namespace {
+
+std::vector<Fallback> reasons(const std::vector<Sampled>& s) {
+  std::vector<Fallback> r;
+  for (const auto& e : s) r.push_back(e.reason);
+  return r;
+}
+
+/// fuzz/corpus/engine/regress-p1p8-joint-b330d4eb07 as a program: rho ~ Beta, x ~ NegativeBinomial(r, rho), rho
+/// drawn, y ~ Binomial(x, q), z = x - y, marginal(y) (y joins an M-path of its own), then z's law. With the fuzz
+/// target's truncation (max_size 2^13), z's joint law with x (held by its handle) needs 122^2 entries in particle 5
+/// of 8, more than max_size: every particle draws x (one representation per population), and says so.
+struct SplitProgram {
+  explicit SplitProgram(std::size_t particles) : g(particles, 4184749468738713749ull, Device::cpu, truncation()) {
+    const Continuous rho = g.assume(Beta(0.31960784313725488, 0.31818709642958443));
+    x = g.negative_binomial(0.31960784313725488, rho);
+    g.name(x, "x");
+    g.value(rho);
+    y = g.assume(x, Thinning(0.49460849026218057));
+    g.name(y, "y");
+    z = g.subtract(x, y);
+  }
+  static Truncation truncation() {
+    Truncation t;
+    t.max_size = std::int64_t{1} << 13;
+    t.max_work = std::int64_t{1} << 18;
+    return t;
+  }
+  Graph g;
+  Variable x, y, z;
+};
+
+}  // namespace
+
+TEST_CASE("pending_samplings lists what marginal() drew until the next observation reports it", "[runtime][engine]") {
+  Graph g(1, 2);
+  const Variable x = g.assume(Poisson(6.0));
+  const Variable y = g.assume(x, Thinning(0.5));
+  g.name(y, "y");
+  CHECK(g.pending_samplings().empty());
+  g.observe(g.assume(y, Thinning(0.5)), 1);  // y is x's marginalized child, with what it absorbed
+  CHECK(g.pending_samplings().empty());
+  g.marginal(x);  // prunes: y is drawn
+  REQUIRE(g.pending_samplings().size() == 1);
+  CHECK(g.pending_samplings()[0].variable == "y");
+  CHECK(g.pending_samplings()[0].reason == Fallback::pruned);
+  const Observation o = g.observe(g.assume(Binomial(3, 0.5)), 1);
+  CHECK(reasons(o.exactness().sampled) == std::vector<Fallback>{Fallback::pruned});
+  CHECK(g.pending_samplings().empty());
+}
+
+TEST_CASE("a joint law past max_size in one particle draws its variables in every particle, and says so",
+          "[runtime][engine][joint]") {
+  SplitProgram one(1), eight(8);
+  one.g.marginal(one.y);
+  eight.g.marginal(eight.y);
+  CHECK(one.g.pending_samplings().empty());
+  CHECK(eight.g.pending_samplings().empty());
+  const auto z1 = one.g.marginal(one.z);
+  const auto z8 = eight.g.marginal(eight.z);
+  // P = 1: y is pruned (x took the child z), and z = x - y keeps a law (x is not drawn)
+  CHECK(reasons(one.g.pending_samplings()) == std::vector<Fallback>{Fallback::pruned});
+  CHECK(z1[0].size() > 1);
+  // P = 8: the same prune, then x too (its joint law with z is past max_size in particle 5), in every particle
+  REQUIRE(reasons(eight.g.pending_samplings()) == std::vector<Fallback>{Fallback::pruned, Fallback::joint_limit});
+  CHECK(eight.g.pending_samplings()[1].variable == "x");
+  for (const Pmf& law : z8) CHECK(law.size() == 1);  // z = x - y with both drawn
+  const auto x8 = eight.g.value(eight.x), y8 = eight.g.value(eight.y);
+  for (std::size_t i = 0; i < 8; ++i) CHECK(z8[i].lo() == x8[i] - y8[i]);
+  const Observation o = eight.g.observe(eight.z, z8[0].lo());
+  CHECK(reasons(o.exactness().sampled) == std::vector<Fallback>{Fallback::pruned, Fallback::joint_limit});
+  CHECK(eight.g.pending_samplings().empty());
+  // strict mode refuses the population's fallback before anything is drawn
+  SplitProgram strict(8);
+  strict.g.marginal(strict.y);
+  strict.g.strict(true);
+  CHECK_THROWS_AS(strict.g.marginal(strict.z), inexact_error);
+}
