@@ -1,6 +1,7 @@
-// Private: the CUDA forms of the batched joint-law operations (joint_laws_cuda.cu; joint_laws_none.cpp without CUDA).
+// Private: the CUDA forms of the batched joint-law operations (joint_*_cuda.cu; joint_laws_none.cpp without CUDA).
 #pragma once
 
+#include "joint_likelihood.hpp"
 #include "tally/gpu/joint_laws.hpp"
 
 namespace tally::gpu::joint_cuda {
@@ -10,5 +11,12 @@ void split(const JointLaws& x, int axis, double q, JointLaws& out);
 void condition_on_thinning(const JointLaws& x, int axis, double q, const Column<std::int64_t>& v,
                            Column<double>& log_likelihood, JointLaws& out);
 void sum_out(const JointLaws& x, int axis, JointLaws& out);
+void add_independent(const JointLaws& x, int axis, const JointLaws& y, JointLaws& out);
+void linear_combination(const JointLaws& x, const detail::JointLinear& f, JointLaws& out);
+void markov_step(const JointLaws& x, int axis, const Table& t, JointLaws& out);
+/// l's table pointer (a child's) is device memory.
+void condition(const JointLaws& x, const detail::JointLikelihood& l, const Column<std::int64_t>& v,
+               Column<double>& log_likelihood, JointLaws& out);
+void sample(const JointLaws& x, const Column<double>& uniforms, Column<std::int64_t>& out);
 
 }  // namespace tally::gpu::joint_cuda

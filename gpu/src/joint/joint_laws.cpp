@@ -5,58 +5,19 @@
 #include <cmath>
 #include <limits>
 
+#include "joint_batch.hpp"
 #include "joint_cuda.hpp"
 #include "joint_math.hpp"
 #include "population_math.hpp"
 
 namespace tally::gpu {
 
-namespace {
-
-constexpr double neg_inf = -std::numeric_limits<double>::infinity();
-
-/// Law i's box.
-detail::JointBox box(const JointLaws& x, std::size_t i) {
-  const auto k = static_cast<std::size_t>(x.rank());
-  return detail::joint_box(x.rank(), x.lo().data() + i * k, x.shape().data() + i * k);
-}
-
-void check_axis(const JointLaws& x, int axis, const char* who) {
-  if (axis < 0 || axis >= x.rank())
-    tally::detail::fail<shape_error>(who, ": axis ", axis, " is not one of the ", x.rank(), " axes");
-}
-
-/// Every law's values on `axis` are >= 0 (a count), from the host's boxes.
-void check_counts(const JointLaws& x, int axis, const char* who) {
-  for (std::size_t i = 0; i < x.size(); ++i)
-    if (x.lo()[i * static_cast<std::size_t>(x.rank()) + static_cast<std::size_t>(axis)] < 0)
-      tally::detail::fail<domain_error>(who, ": law ", i, " has negative values on axis ", axis,
-                                        " (a binomial needs a count)");
-}
-
-/// The output boxes, law by law, from `make` (a JointBox -> JointBox map), as count x rank arrays.
-template <class Make>
-JointLaws allocate_like(const JointLaws& x, int rank, Make make, const char* who) {
-  std::vector<std::int64_t> lo, shape;
-  lo.reserve(x.size() * static_cast<std::size_t>(rank));
-  shape.reserve(lo.capacity());
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const detail::JointBox b = make(box(x, i));
-    lo.insert(lo.end(), b.lo, b.lo + rank);
-    shape.insert(shape.end(), b.shape, b.shape + rank);
-  }
-  return JointLaws::allocate(x.where(), rank, std::move(lo), std::move(shape), who);
-}
-
-/// Law i's weights l_e (logarithms, -inf for none) turned into e^{l_e - M}, M the largest; returns M.
-double exponentiate(double* w, std::int64_t n) {
-  double top = neg_inf;
-  for (std::int64_t e = 0; e < n; ++e) top = std::max(top, w[e]);
-  for (std::int64_t e = 0; e < n; ++e) w[e] = top == neg_inf ? 0.0 : std::exp(w[e] - top);
-  return top;
-}
-
-}  // namespace
+using detail::allocate_like;
+using detail::box;
+using detail::check_axis;
+using detail::check_counts;
+using detail::exponentiate;
+using detail::minus_inf;
 
 // ---- the layout ------------------------------------------------------------------------------------------------
 JointLaws JointLaws::allocate(Backend where, int rank, std::vector<std::int64_t> lo, std::vector<std::int64_t> shape,
@@ -114,7 +75,7 @@ JointLaws JointLaws::from_host(int rank, const std::vector<Law>& laws, Backend w
     }
     if (std::isnan(law.log_scale)) tally::detail::fail<domain_error>(who, ": law ", i, " has a NaN log scale");
     for (const double w : law.weights) weights.push_back(top > 0.0 ? w / top : 0.0);
-    log_scale.push_back(top > 0.0 ? law.log_scale + std::log(top) : neg_inf);
+    log_scale.push_back(top > 0.0 ? law.log_scale + std::log(top) : minus_inf);
   }
   JointLaws out = allocate(where, rank, std::move(lo), std::move(shape), who);
   out.weights_ = Column<double>::from_host(weights, where);
@@ -158,10 +119,10 @@ JointLaws joint_split(const JointLaws& x, int axis, double q) {
     for (std::int64_t e = 0; e < to.size; ++e) {
       std::int64_t n = 0, y = 0;
       const std::int64_t at = detail::split_source(in, to, axis, e, n, y);
-      o[e] = at >= 0 && w[at] > 0.0 ? std::log(w[at]) + detail::binomial_log_mass(n, y, q) : neg_inf;
+      o[e] = at >= 0 && w[at] > 0.0 ? std::log(w[at]) + detail::binomial_log_mass(n, y, q) : minus_inf;
     }
     const double top = exponentiate(o, to.size);
-    out.log_scale().host()[i] = top == neg_inf ? neg_inf : x.log_scale().host()[i] + top;
+    out.log_scale().host()[i] = top == minus_inf ? minus_inf : x.log_scale().host()[i] + top;
   }
   return out;
 }
@@ -189,12 +150,12 @@ JointLaws joint_condition_on_thinning(const JointLaws& x, int axis, double q, co
     for (std::int64_t e = 0; e < b.size; ++e)
       o[e] = w[e] > 0.0 ? std::log(w[e]) + detail::binomial_log_mass(detail::joint_coordinate(b, e, axis),
                                                                      v.host()[i], q)
-                        : neg_inf;
+                        : minus_inf;
     const double top = exponentiate(o, b.size);
-    if (top == neg_inf || s == neg_inf) {  // impossible here, or no mass before: the law as it was
+    if (top == minus_inf || s == minus_inf) {  // impossible here, or no mass before: the law as it was
       std::copy(w, w + b.size, o);
       out.log_scale().host()[i] = s;
-      log_likelihood.host()[i] = neg_inf;
+      log_likelihood.host()[i] = minus_inf;
       continue;
     }
     double sum = 0.0;
@@ -227,7 +188,7 @@ JointLaws joint_sum_out(const JointLaws& x, int axis) {
       top = std::max(top, o[e] = sum);
     }
     for (std::int64_t e = 0; e < to.size; ++e) o[e] = top > 0.0 ? o[e] / top : 0.0;
-    out.log_scale().host()[i] = top > 0.0 ? x.log_scale().host()[i] + std::log(top) : neg_inf;
+    out.log_scale().host()[i] = top > 0.0 ? x.log_scale().host()[i] + std::log(top) : minus_inf;
   }
   return out;
 }

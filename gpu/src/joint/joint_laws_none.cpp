@@ -14,4 +14,12 @@ void condition_on_thinning(const JointLaws&, int, double, const Column<std::int6
   none("joint_condition_on_thinning");
 }
 void sum_out(const JointLaws&, int, JointLaws&) { none("joint_sum_out"); }
+void add_independent(const JointLaws&, int, const JointLaws&, JointLaws&) { none("joint_add_independent"); }
+void linear_combination(const JointLaws&, const detail::JointLinear&, JointLaws&) { none("joint_linear_combination"); }
+void markov_step(const JointLaws&, int, const Table&, JointLaws&) { none("joint_markov_step"); }
+void condition(const JointLaws&, const detail::JointLikelihood&, const Column<std::int64_t>&, Column<double>&,
+               JointLaws&) {
+  none("joint conditioning");
+}
+void sample(const JointLaws&, const Column<double>&, Column<std::int64_t>&) { none("joint_sample"); }
 }  // namespace tally::gpu::joint_cuda

@@ -87,4 +87,138 @@ TALLY_HOST_DEVICE inline std::int64_t sum_out_first(const JointBox& in, const Jo
   return at;
 }
 
+/// The coordinates of entry e of the box, x[0 .. rank).
+TALLY_HOST_DEVICE inline void joint_coordinates(const JointBox& b, std::int64_t e, std::int64_t* x) {
+  for (int a = b.rank - 1; a >= 0; --a) {
+    x[a] = b.lo[a] + e % b.shape[a];
+    e /= b.shape[a];
+  }
+}
+
+/// The entry of the box at x (every x_a inside it): \f$\sum_a (x_a - lo_a)\, \mathrm{stride}_a\f$.
+TALLY_HOST_DEVICE inline std::int64_t joint_entry(const JointBox& b, const std::int64_t* x) {
+  std::int64_t at = 0;
+  for (int a = 0; a < b.rank; ++a) at += (x[a] - b.lo[a]) * b.stride[a];
+  return at;
+}
+
+/// The box with axis `axis` spanning [lo, lo + shape - 1] instead.
+TALLY_HOST_DEVICE inline JointBox replace_axis_box(const JointBox& in, int axis, std::int64_t lo, std::int64_t shape) {
+  std::int64_t l[max_joint_rank], s[max_joint_rank];
+  for (int a = 0; a < in.rank; ++a) {
+    l[a] = a == axis ? lo : in.lo[a];
+    s[a] = a == axis ? shape : in.shape[a];
+  }
+  return joint_box(in.rank, l, s);
+}
+
+/// The box with an axis [lo, lo + shape - 1] appended.
+TALLY_HOST_DEVICE inline JointBox append_axis_box(const JointBox& in, std::int64_t lo, std::int64_t shape) {
+  std::int64_t l[max_joint_rank], s[max_joint_rank];
+  for (int a = 0; a < in.rank; ++a) {
+    l[a] = in.lo[a];
+    s[a] = in.shape[a];
+  }
+  l[in.rank] = lo;
+  s[in.rank] = shape;
+  return joint_box(in.rank + 1, l, s);
+}
+
+/// A linear combination \f$V = c + \sum_a \kappa_a X_a\f$ of a law's coordinates, and where V goes: in place of axis
+/// `replace` (X_replace summed out), or appended (replace = -1).
+struct JointLinear {
+  std::int64_t coefficient[max_joint_rank];
+  std::int64_t constant;
+  int replace;
+};
+
+/// \f$c + \kappa \cdot x\f$ (the caller checked on the host that it fits in int64 over the box).
+TALLY_HOST_DEVICE inline std::int64_t linear_value(const JointLinear& f, int rank, const std::int64_t* x) {
+  std::int64_t v = f.constant;
+  for (int a = 0; a < rank; ++a) v += f.coefficient[a] * x[a];
+  return v;
+}
+
+/// V's range over the box: \f$c + \sum_a \min / \max(\kappa_a lo_a, \kappa_a hi_a)\f$.
+TALLY_HOST_DEVICE inline void linear_range(const JointLinear& f, const JointBox& b, std::int64_t& lo, std::int64_t& hi) {
+  lo = hi = f.constant;
+  for (int a = 0; a < b.rank; ++a) {
+    const std::int64_t p = f.coefficient[a] * b.lo[a], q = f.coefficient[a] * (b.lo[a] + b.shape[a] - 1);
+    lo += p < q ? p : q;
+    hi += p < q ? q : p;
+  }
+}
+
+/// The output box of a linear combination: V's range in place of axis f.replace, or appended.
+TALLY_HOST_DEVICE inline JointBox linear_box(const JointLinear& f, const JointBox& in) {
+  std::int64_t lo = 0, hi = 0;
+  linear_range(f, in, lo, hi);
+  return f.replace >= 0 ? replace_axis_box(in, f.replace, lo, hi - lo + 1) : append_axis_box(in, lo, hi - lo + 1);
+}
+
+/// Output entry e of a linear combination: \f$\sum_{x_r} w(x)\,[v = c + \kappa \cdot x]\f$ over the replaced axis r
+/// in increasing x_r (one term when V is appended), the input weights w in the input box.
+TALLY_HOST_DEVICE inline double linear_entry(const JointLinear& f, const JointBox& in, const JointBox& out,
+                                             const double* w, std::int64_t e) {
+  std::int64_t y[max_joint_rank], x[max_joint_rank];
+  joint_coordinates(out, e, y);
+  for (int a = 0; a < in.rank; ++a) x[a] = y[a];
+  if (f.replace < 0) return linear_value(f, in.rank, x) == y[in.rank] ? w[joint_entry(in, x)] : 0.0;
+  const int r = f.replace;
+  const std::int64_t v = y[r];
+  double sum = 0.0;
+  for (std::int64_t t = 0; t < in.shape[r]; ++t) {
+    x[r] = in.lo[r] + t;
+    if (linear_value(f, in.rank, x) == v) sum += w[joint_entry(in, x)];
+  }
+  return sum;
+}
+
+/// Output entry e of the convolution along `axis` with a 1-D law (weights u on ulo, ulo + 1, ...):
+/// \f$\sum_j w(\dots, z - j, \dots)\, u_j\f$ over the j that keep z - j inside the input's axis, in increasing j.
+TALLY_HOST_DEVICE inline double add_entry(const JointBox& in, const JointBox& out, int axis, const double* w,
+                                          const double* u, std::int64_t ulo, std::int64_t un, std::int64_t e) {
+  std::int64_t x[max_joint_rank];
+  joint_coordinates(out, e, x);
+  const std::int64_t z = x[axis], hi = in.lo[axis] + in.shape[axis] - 1;
+  const std::int64_t j0 = z - hi > ulo ? z - hi : ulo, j1 = z - in.lo[axis] < ulo + un - 1 ? z - in.lo[axis] : ulo + un - 1;
+  x[axis] = z - j0;
+  const std::int64_t first = joint_entry(in, x), step = in.stride[axis];
+  double sum = 0.0;
+  for (std::int64_t j = j0; j <= j1; ++j) sum += w[first - (j - j0) * step] * u[j - ulo];
+  return sum;
+}
+
+/// Output entry e of a Markov step of `axis` (input values k on that axis, the K x C row-major table t):
+/// \f$\sum_k w(\dots, k, \dots)\, T_{k y}\f$ in increasing k, y the output's value on the axis.
+TALLY_HOST_DEVICE inline double markov_entry(const JointBox& in, const JointBox& out, int axis, const double* w,
+                                             const double* t, std::int64_t cols, std::int64_t e) {
+  std::int64_t x[max_joint_rank];
+  joint_coordinates(out, e, x);
+  const std::int64_t y = x[axis];
+  x[axis] = in.lo[axis];
+  const std::int64_t first = joint_entry(in, x);
+  double sum = 0.0;
+  for (std::int64_t k = 0; k < in.shape[axis]; ++k)
+    sum += w[first + k * in.stride[axis]] * t[(in.lo[axis] + k) * cols + y];
+  return sum;
+}
+
+/// \f$\log \mathrm{Poisson}(v;\, a\, x_{r_s})\f$ with s = x_state: the selected Poisson emission's log-likelihood
+/// at entry x (-inf for a state without a rate axis: the host checked the boxes).
+struct SelectedPoisson {
+  int state_axis;
+  int rate_axes[max_joint_rank];
+  int rates;
+  double scale;
+};
+
+/// Inverse-cdf draw of a law's entry by the joint laws' rule, the same on one core and on the device: the n weights
+/// are cut into joint_block chunks of ceil(n / joint_block) entries; chunk t's sum S_t is a sequential sum, its start
+/// B_t = S_0 + ... + S_{t-1} a sequential sum, the total B_{joint_block}; with target = u total, chunk t's candidate is
+/// its first entry e whose B_t + (w_{first} + ... + w_e) (sequential) exceeds the target, and the draw is the smallest
+/// candidate over the chunks (a positive weight: see joint_sample), or the last positive weight when none (u total
+/// rounded up to total).
+TALLY_HOST_DEVICE inline std::int64_t sample_chunk(std::int64_t n) { return (n + joint_block - 1) / joint_block; }
+
 }  // namespace tally::gpu::detail

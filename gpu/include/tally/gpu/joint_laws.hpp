@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "tally/gpu/population_arrays.hpp"
+#include "tally/gpu/population_chain.hpp"
+#include "tally/gpu/population_children.hpp"
 
 namespace tally::gpu {
 
@@ -89,5 +91,56 @@ JointLaws joint_condition_on_thinning(const JointLaws& x, int axis, double q, co
 /// The joint law of the other coordinates, X_axis summed out (rank k - 1 >= 1; the later axes move down by one):
 /// \f$\mu'(x_{-a}) = \sum_{x_a} \mu(x)\f$, rescaled to largest 1. shape_error for rank 1 or a bad axis.
 JointLaws joint_sum_out(const JointLaws& x, int axis);
+
+/// The convolution of coordinate `axis` with an independent count Y_i ~ y_i (y: rank-1 laws, one per law of x, in
+/// the same place): \f$\mu'_i(x) = \sum_j \mu_i(x_0, \dots, x_{axis} - j, \dots)\, \nu_i(j)\f$, the new axis spanning
+/// [lo_axis + lo_y, hi_axis + hi_y] (tally::add_independent before trimming), log scales added, rescaled to largest 1.
+/// Sums of products of weights in increasing j. shape_error for a bad axis, y not of rank 1, or other sizes or places;
+/// overflow_error when an end of the axis leaves int64 (checked on the host's boxes).
+JointLaws joint_add_independent(const JointLaws& x, int axis, const JointLaws& y);
+
+/// The law with the coordinate \f$V = c + \sum_a \kappa_a X_a\f$ (tally::linear_combination before trimming):
+/// appended as the last axis (replace = -1: \f$\mu'(x, v) = \mu(x)\,[v = c + \kappa \cdot x]\f$, rank k + 1 <=
+/// max_joint_rank), or in place of X_replace, which is summed out (\f$\mu'(x_{-r}, v) = \sum_{x_r} \mu(x)\,[v = c +
+/// \kappa \cdot x]\f$). V spans its range over each box (|kappa| > 1 leaves zeros inside it). Sums, differences
+/// and affine maps of coordinates are such combinations. shape_error for coefficients of another rank, replace
+/// outside [-1, k), or a rank past max_joint_rank; overflow_error when V's range leaves int64.
+JointLaws joint_linear_combination(const JointLaws& x, const std::vector<std::int64_t>& coefficients,
+                                   std::int64_t constant, int replace = -1);
+
+/// One Markov step of coordinate `axis` in place: \f$\mu'(x_{-a}, y) = \sum_k \mu(x)|_{x_a = k}\, T_{k y}\f$ on
+/// y = 0 .. C - 1 (tally::markov_step before trimming), T a K x C row-stochastic table where the laws are (the
+/// caller validates its entries, as for gpu::markov_step). domain_error when some law's axis leaves [0, K);
+/// shape_error for a bad axis or a table elsewhere.
+JointLaws joint_markov_step(const JointLaws& x, int axis, const Table& transition);
+
+/// Every law given an observed child v_i ~ child(X_axis) of one coordinate (a thinning, a scaled or indexed
+/// Poisson, a categorical step: population_children's ChildKernel; affine children are refused, shape_error):
+/// \f$\pi_i(x) \propto \mu_i(x)\, p(v_i \mid x_{axis})\f$ and \f$\log L_i\f$ added to log_likelihood, as
+/// joint_condition_on_thinning (which is the binomial child). domain_error where the child's parent values leave its
+/// domain (a negative count, a state outside the table), checked on the host's boxes.
+JointLaws joint_condition_on_child(const JointLaws& x, int axis, const ChildKernel& child, const Column<std::int64_t>& v,
+                                   Column<double>& log_likelihood);
+
+/// Every law given an observed emission \f$v_i \sim \mathrm{Poisson}(a\, X_{r_s})\f$, s = X_state (the rate selected
+/// by a state coordinate among rate_axes; tally::SelectedScaledPoisson): \f$\pi_i(x) \propto \mu_i(x)\,
+/// \mathrm{Poisson}(v_i; a\, x_{r_{x_s}})\f$, \f$\log L_i\f$ added. domain_error for a > 0 not finite, a state axis
+/// leaving [0, rate_axes.size()) or a rate axis with negative values; shape_error for bad axes.
+JointLaws joint_condition_on_selected_poisson(const JointLaws& x, int state_axis, const std::vector<int>& rate_axes,
+                                              double scale, const Column<std::int64_t>& v,
+                                              Column<double>& log_likelihood);
+
+/// Every law given an observed linear combination \f$c + \sum_a \kappa_a X_a = v_i\f$ (a sum or difference of
+/// coordinates, one coordinate's value): the entries on that hyperplane, the box kept (zeros elsewhere), and \f$\log
+/// L_i\f$ added; impossible: -inf and the law as it was. shape_error / overflow_error as joint_linear_combination.
+JointLaws joint_condition_on_linear(const JointLaws& x, const std::vector<std::int64_t>& coefficients,
+                                    std::int64_t constant, const Column<std::int64_t>& v,
+                                    Column<double>& log_likelihood);
+
+/// One draw of each law's whole tuple with the uniform u_i in [0, 1): the coordinates (size() x rank(), row by row)
+/// of the entry found by inverse cdf over the row-major table, by one rule on the CPU and the device (the chunked
+/// sums of joint_math.hpp's sample rule), so both draw the same tuples. Never an entry of zero weight; a law without
+/// mass draws its box's lower corner. shape_error for another number of uniforms or another place.
+Column<std::int64_t> joint_sample(const JointLaws& x, const Column<double>& uniforms);
 
 }  // namespace tally::gpu

@@ -1,0 +1,60 @@
+// Private: the host side of the batched joint laws' operations (each law's box, argument checks, output boxes, the
+// CPU reference's rescaling), shared by joint_laws.cpp and joint_ops.cpp.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <utility>
+#include <vector>
+
+#include "joint_math.hpp"
+#include "tally/error.hpp"
+#include "tally/gpu/joint_laws.hpp"
+
+namespace tally::gpu::detail {
+
+constexpr double minus_inf = -std::numeric_limits<double>::infinity();
+
+/// Law i's box.
+inline JointBox box(const JointLaws& x, std::size_t i) {
+  const auto k = static_cast<std::size_t>(x.rank());
+  return joint_box(x.rank(), x.lo().data() + i * k, x.shape().data() + i * k);
+}
+
+inline void check_axis(const JointLaws& x, int axis, const char* who) {
+  if (axis < 0 || axis >= x.rank())
+    tally::detail::fail<shape_error>(who, ": axis ", axis, " is not one of the ", x.rank(), " axes");
+}
+
+/// Every law's values on `axis` are >= 0 (a count), from the host's boxes.
+inline void check_counts(const JointLaws& x, int axis, const char* who) {
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (x.lo()[i * static_cast<std::size_t>(x.rank()) + static_cast<std::size_t>(axis)] < 0)
+      tally::detail::fail<domain_error>(who, ": law ", i, " has negative values on axis ", axis,
+                                        " (a binomial needs a count)");
+}
+
+/// The output boxes, law by law, from `make` (a JointBox -> JointBox map), as count x rank arrays.
+template <class Make>
+JointLaws allocate_like(const JointLaws& x, int rank, Make make, const char* who) {
+  std::vector<std::int64_t> lo, shape;
+  lo.reserve(x.size() * static_cast<std::size_t>(rank));
+  shape.reserve(lo.capacity());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const JointBox b = make(box(x, i));
+    lo.insert(lo.end(), b.lo, b.lo + rank);
+    shape.insert(shape.end(), b.shape, b.shape + rank);
+  }
+  return JointLaws::allocate(x.where(), rank, std::move(lo), std::move(shape), who);
+}
+
+/// Law i's weights l_e (logarithms, -inf for none) turned into e^{l_e - M}, M the largest; returns M.
+inline double exponentiate(double* w, std::int64_t n) {
+  double top = minus_inf;
+  for (std::int64_t e = 0; e < n; ++e) top = std::max(top, w[e]);
+  for (std::int64_t e = 0; e < n; ++e) w[e] = top == minus_inf ? 0.0 : std::exp(w[e] - top);
+  return top;
+}
+
+}  // namespace tally::gpu::detail

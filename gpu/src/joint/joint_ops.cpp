@@ -1,0 +1,286 @@
+// Batched joint laws, the operations beyond the split: convolution along an axis, linear combinations, Markov steps,
+// conditioning on children, selected emissions and linear combinations, sampling (CPU reference and dispatch).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "joint_batch.hpp"
+#include "joint_cuda.hpp"
+#include "joint_likelihood.hpp"
+#include "tally/gpu/joint_laws.hpp"
+
+namespace tally::gpu {
+
+namespace {
+
+using detail::int128;
+using detail::JointBox;
+using detail::minus_inf;
+
+void check_place(const JointLaws& x, Backend where, std::size_t n, const char* who, const char* what) {
+  if (n != x.size() || where != x.where())
+    tally::detail::fail<shape_error>(who, ": ", x.size(), " laws and ", n, " ", what, ", not in one place");
+}
+
+/// The coefficients as a JointLinear, after checking that c + kappa . x fits in int64 over every law's box.
+detail::JointLinear linear_of(const JointLaws& x, const std::vector<std::int64_t>& coefficients, std::int64_t constant,
+                              int replace, const char* who) {
+  if (coefficients.size() != static_cast<std::size_t>(x.rank()))
+    tally::detail::fail<shape_error>(who, ": ", coefficients.size(), " coefficients for rank ", x.rank());
+  if (replace < -1 || replace >= x.rank())
+    tally::detail::fail<shape_error>(who, ": replace = ", replace, " is not -1 or an axis of rank ", x.rank());
+  detail::JointLinear f{};
+  for (int a = 0; a < x.rank(); ++a) f.coefficient[a] = coefficients[static_cast<std::size_t>(a)];
+  f.constant = constant;
+  f.replace = replace;
+  for (std::size_t i = 0; i < x.size(); ++i) {  // the largest |c| + sum |kappa_a| max(|lo_a|, |hi_a|), in 128 bits
+    const JointBox b = detail::box(x, i);
+    int128 bound = constant < 0 ? -int128{constant} : int128{constant};
+    for (int a = 0; a < b.rank; ++a) {
+      const int128 lo = b.lo[a], hi = int128{b.lo[a]} + b.shape[a] - 1;
+      const int128 m = std::max(lo < 0 ? -lo : lo, hi < 0 ? -hi : hi), k = f.coefficient[a];
+      bound += (k < 0 ? -k : k) * m;
+    }
+    if (bound > INT64_MAX)
+      tally::detail::fail<overflow_error>(who, ": law ", i, "'s linear combination leaves int64");
+  }
+  return f;
+}
+
+/// Law i of `out` from entry(i, in, to, w, e) (sums of weights), rescaled to largest 1, log scale s_i + extra_i +
+/// log of the largest (-inf without mass).
+template <class Entry, class Extra>
+void rescaled_loop(const JointLaws& x, JointLaws& out, Entry entry, Extra extra) {
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const JointBox in = detail::box(x, i), to = detail::box(out, i);
+    const double* w = x.weights().host().data() + x.offset()[i];
+    double* o = out.weights().host().data() + out.offset()[i];
+    double top = 0.0;
+    for (std::int64_t e = 0; e < to.size; ++e) top = std::max(top, o[e] = entry(i, in, to, w, e));
+    for (std::int64_t e = 0; e < to.size; ++e) o[e] = top > 0.0 ? o[e] / top : 0.0;
+    const double s = x.log_scale().host()[i] + extra(i);
+    out.log_scale().host()[i] = top > 0.0 && s > minus_inf ? s + std::log(top) : minus_inf;
+  }
+}
+
+/// The shared conditioning: o = log w + l(e) exponentiated, normalized; log L_i added (the law kept, -inf, when
+/// impossible), as joint_condition_on_thinning.
+JointLaws condition_with(const JointLaws& x, const detail::JointLikelihood& l, const Column<std::int64_t>& v,
+                         Column<double>& log_likelihood, const char* who) {
+  check_place(x, v.where(), v.size(), who, "observations");
+  check_place(x, log_likelihood.where(), log_likelihood.size(), who, "log-likelihoods");
+  JointLaws out = detail::allocate_like(x, x.rank(), [](const JointBox& b) { return b; }, who);
+  if (x.where() == Backend::cuda) {
+    joint_cuda::condition(x, l, v, log_likelihood, out);
+    return out;
+  }
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const JointBox b = detail::box(x, i);
+    const double* w = x.weights().host().data() + x.offset()[i];
+    double* o = out.weights().host().data() + out.offset()[i];
+    const double s = x.log_scale().host()[i];
+    for (std::int64_t e = 0; e < b.size; ++e)
+      o[e] = w[e] > 0.0 ? std::log(w[e]) + detail::joint_log_likelihood(l, b, e, v.host()[i]) : minus_inf;
+    const double top = detail::exponentiate(o, b.size);
+    if (top == minus_inf || s == minus_inf) {
+      std::copy(w, w + b.size, o);
+      out.log_scale().host()[i] = s;
+      log_likelihood.host()[i] = minus_inf;
+      continue;
+    }
+    double sum = 0.0;
+    for (std::int64_t e = 0; e < b.size; ++e) sum += o[e];
+    out.log_scale().host()[i] = -std::log(sum);
+    log_likelihood.host()[i] += s + top + std::log(sum);
+  }
+  return out;
+}
+
+/// Every law's values on `axis` lie in [0, states) (a state of a table), from the host's boxes.
+void check_states(const JointLaws& x, int axis, std::int64_t states, const char* who) {
+  const auto k = static_cast<std::size_t>(x.rank()), a = static_cast<std::size_t>(axis);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::int64_t lo = x.lo()[i * k + a], hi = lo + x.shape()[i * k + a] - 1;
+    if (lo < 0 || hi >= states)
+      tally::detail::fail<domain_error>(who, ": law ", i, " has values ", lo, " .. ", hi, " on axis ", axis,
+                                        ", outside the ", states, " states");
+  }
+}
+
+}  // namespace
+
+JointLaws joint_add_independent(const JointLaws& x, int axis, const JointLaws& y) {
+  constexpr const char* who = "tally::gpu::joint_add_independent";
+  detail::check_axis(x, axis, who);
+  if (y.rank() != 1) tally::detail::fail<shape_error>(who, ": the added laws have rank ", y.rank(), ", not 1");
+  check_place(x, y.where(), y.size(), who, "added laws");
+  // the boxes: axis spans [lo + lo_y, hi + hi_y]
+  std::vector<std::int64_t> lo = x.lo(), shape = x.shape();
+  const auto k = static_cast<std::size_t>(x.rank()), a = static_cast<std::size_t>(axis);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    lo[i * k + a] = tally::detail::checked_add(lo[i * k + a], y.lo()[i], who);
+    shape[i * k + a] = tally::detail::checked_add(shape[i * k + a], y.shape()[i] - 1, who);
+  }
+  JointLaws out = JointLaws::allocate(x.where(), x.rank(), std::move(lo), std::move(shape), who);
+  if (x.where() == Backend::cuda) {
+    joint_cuda::add_independent(x, axis, y, out);
+    return out;
+  }
+  rescaled_loop(
+      x, out,
+      [&](std::size_t i, const JointBox& in, const JointBox& to, const double* w, std::int64_t e) {
+        return detail::add_entry(in, to, axis, w, y.weights().host().data() + y.offset()[i], y.lo()[i], y.shape()[i], e);
+      },
+      [&](std::size_t i) { return y.log_scale().host()[i]; });
+  return out;
+}
+
+JointLaws joint_linear_combination(const JointLaws& x, const std::vector<std::int64_t>& coefficients,
+                                   std::int64_t constant, int replace) {
+  constexpr const char* who = "tally::gpu::joint_linear_combination";
+  const detail::JointLinear f = linear_of(x, coefficients, constant, replace, who);
+  const int rank = replace >= 0 ? x.rank() : x.rank() + 1;
+  if (rank > max_joint_rank)
+    tally::detail::fail<shape_error>(who, ": appending a coordinate to rank ", x.rank(), " passes rank ", max_joint_rank);
+  JointLaws out = detail::allocate_like(x, rank, [&](const JointBox& b) { return detail::linear_box(f, b); }, who);
+  if (x.where() == Backend::cuda) {
+    joint_cuda::linear_combination(x, f, out);
+    return out;
+  }
+  rescaled_loop(
+      x, out,
+      [&](std::size_t, const JointBox& in, const JointBox& to, const double* w, std::int64_t e) {
+        return detail::linear_entry(f, in, to, w, e);
+      },
+      [](std::size_t) { return 0.0; });
+  return out;
+}
+
+JointLaws joint_markov_step(const JointLaws& x, int axis, const Table& transition) {
+  constexpr const char* who = "tally::gpu::joint_markov_step";
+  detail::check_axis(x, axis, who);
+  if (transition.where() != x.where() || transition.rows == 0 || transition.cols == 0)
+    tally::detail::fail<shape_error>(who, ": the transition table is empty or not where the laws are");
+  check_states(x, axis, static_cast<std::int64_t>(transition.rows), who);
+  const auto cols = static_cast<std::int64_t>(transition.cols);
+  JointLaws out = detail::allocate_like(
+      x, x.rank(), [&](const JointBox& b) { return detail::replace_axis_box(b, axis, 0, cols); }, who);
+  if (x.where() == Backend::cuda) {
+    joint_cuda::markov_step(x, axis, transition, out);
+    return out;
+  }
+  const double* t = transition.values.host().data();
+  rescaled_loop(
+      x, out,
+      [&](std::size_t, const JointBox& in, const JointBox& to, const double* w, std::int64_t e) {
+        return detail::markov_entry(in, to, axis, w, t, cols, e);
+      },
+      [](std::size_t) { return 0.0; });
+  return out;
+}
+
+JointLaws joint_condition_on_child(const JointLaws& x, int axis, const ChildKernel& child, const Column<std::int64_t>& v,
+                                   Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::joint_condition_on_child";
+  detail::check_axis(x, axis, who);
+  detail::JointLikelihood l;
+  l.kind = detail::JointLikelihood::Kind::child;
+  l.axis = axis;
+  switch (child.kind) {
+    case ChildKernel::Kind::binomial:
+      tally::detail::check_probability(child.q, who, "q");
+      detail::check_counts(x, axis, who);
+      break;
+    case ChildKernel::Kind::scaled_poisson:
+      if (!(child.q >= 0.0 && std::isfinite(child.q)))
+        tally::detail::fail<domain_error>(who, ": the Poisson scale ", child.q, " is not finite and >= 0");
+      detail::check_counts(x, axis, who);
+      break;
+    case ChildKernel::Kind::indexed_poisson:
+    case ChildKernel::Kind::categorical:
+      if (child.table.where() != x.where() || child.table.rows == 0)
+        tally::detail::fail<shape_error>(who, ": the child's table is empty or not where the laws are");
+      check_states(x, axis, static_cast<std::int64_t>(child.table.rows), who);
+      break;
+    case ChildKernel::Kind::affine:
+      tally::detail::fail<shape_error>(who, ": an affine child is a linear combination (joint_condition_on_linear)");
+  }
+  l.child = detail::child_view(child, child.table.values.data());
+  return condition_with(x, l, v, log_likelihood, who);
+}
+
+JointLaws joint_condition_on_selected_poisson(const JointLaws& x, int state_axis, const std::vector<int>& rate_axes,
+                                              double scale, const Column<std::int64_t>& v,
+                                              Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::joint_condition_on_selected_poisson";
+  detail::check_axis(x, state_axis, who);
+  if (rate_axes.empty() || rate_axes.size() > static_cast<std::size_t>(max_joint_rank))
+    tally::detail::fail<shape_error>(who, ": ", rate_axes.size(), " rate axes (1 .. ", max_joint_rank, ")");
+  if (!(scale >= 0.0 && std::isfinite(scale)))
+    tally::detail::fail<domain_error>(who, ": the Poisson scale ", scale, " is not finite and >= 0");
+  detail::JointLikelihood l;
+  l.kind = detail::JointLikelihood::Kind::selected_poisson;
+  l.selected.state_axis = state_axis;
+  l.selected.rates = static_cast<int>(rate_axes.size());
+  l.selected.scale = scale;
+  for (std::size_t r = 0; r < rate_axes.size(); ++r) {
+    detail::check_axis(x, rate_axes[r], who);
+    detail::check_counts(x, rate_axes[r], who);
+    l.selected.rate_axes[r] = rate_axes[r];
+  }
+  check_states(x, state_axis, static_cast<std::int64_t>(rate_axes.size()), who);
+  return condition_with(x, l, v, log_likelihood, who);
+}
+
+JointLaws joint_condition_on_linear(const JointLaws& x, const std::vector<std::int64_t>& coefficients,
+                                    std::int64_t constant, const Column<std::int64_t>& v,
+                                    Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::joint_condition_on_linear";
+  detail::JointLikelihood l;
+  l.kind = detail::JointLikelihood::Kind::linear;
+  l.linear = linear_of(x, coefficients, constant, -1, who);
+  return condition_with(x, l, v, log_likelihood, who);
+}
+
+Column<std::int64_t> joint_sample(const JointLaws& x, const Column<double>& uniforms) {
+  constexpr const char* who = "tally::gpu::joint_sample";
+  check_place(x, uniforms.where(), uniforms.size(), who, "uniforms");
+  auto out = Column<std::int64_t>::allocate(x.where(), x.size() * static_cast<std::size_t>(x.rank()), who);
+  if (x.where() == Backend::cuda) {
+    joint_cuda::sample(x, uniforms, out);
+    return out;
+  }
+  constexpr int chunks = detail::joint_block;
+  std::vector<double> start(chunks + 1);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const JointBox b = detail::box(x, i);
+    const double* w = x.weights().host().data() + x.offset()[i];
+    const std::int64_t chunk = detail::sample_chunk(b.size);
+    start[0] = 0.0;  // B_t: sequential sums of the chunks' sequential sums
+    for (int t = 0; t < chunks; ++t) {
+      double sum = 0.0;
+      for (std::int64_t e = t * chunk; e < std::min(b.size, (t + 1) * chunk); ++e) sum += w[e];
+      start[static_cast<std::size_t>(t) + 1] = start[static_cast<std::size_t>(t)] + sum;
+    }
+    const double target = uniforms.host()[i] * start[chunks];
+    std::int64_t pick = -1, last_positive = 0;
+    for (int t = 0; t < chunks && pick < 0; ++t) {
+      double run = 0.0;
+      for (std::int64_t e = t * chunk; e < std::min(b.size, (t + 1) * chunk); ++e) {
+        run += w[e];
+        if (start[static_cast<std::size_t>(t)] + run > target) {
+          pick = e;
+          break;
+        }
+      }
+    }
+    for (std::int64_t e = 0; e < b.size; ++e)
+      if (w[e] > 0.0) last_positive = e;
+    detail::joint_coordinates(b, pick >= 0 ? pick : last_positive,
+                              out.host().data() + i * static_cast<std::size_t>(x.rank()));
+  }
+  return out;
+}
+
+}  // namespace tally::gpu
