@@ -1,5 +1,7 @@
 // Batched joint laws on the device against the CPU loops (one core): a count split in two parts (a binomial split
-// of a 1-D law into a 2-D table), conditioned on an observed thinning of one part, then the other summed out.
+// of a 1-D law into a 2-D table), conditioned on an observed thinning of one part, then the other summed out; and on
+// the split's table, immigration added to one part, a Poisson emission of the other observed, the two parts summed
+// (in place), their sum observed, and a draw of the pair.
 // Usage: bench_joint_gpu [P ...]   (a developer's tool; prints a table; default P = 4096 65536)
 #include <cuda_runtime.h>
 
@@ -32,6 +34,7 @@ std::vector<JointLaws::Law> populations(std::size_t P) {
 
 struct Times {
   double split = 0, condition = 0, sum_out = 0;
+  double add = 0, emission = 0, combine = 0, condition_sum = 0, sample = 0;
   double table_bytes = 0;  // a particle's 2-D table (the split's output), on average
 };
 
@@ -40,6 +43,18 @@ Times run(std::size_t P, Backend where, int reps) {
   const JointLaws x = JointLaws::from_host(1, populations(P), where);
   const auto v = Column<std::int64_t>::from_host(std::vector<std::int64_t>(P, 18), where);
   auto ll = Column<double>::from_host(std::vector<double>(P, 0.0), where);
+  std::vector<JointLaws::Law> arrivals(P);  // immigration: 30 values, a geometric-like decay
+  for (auto& a : arrivals) {
+    a.lo = {0};
+    a.shape = {30};
+    for (int k = 0; k < 30; ++k) a.weights.push_back(std::pow(0.8, k));
+  }
+  const JointLaws immigration = JointLaws::from_host(1, arrivals, where);
+  const gpu::ChildKernel emission = gpu::ChildKernel::scaled_poisson(0.5);
+  const auto total = Column<std::int64_t>::from_host(std::vector<std::int64_t>(P, 60), where);
+  std::vector<double> u(P);
+  for (std::size_t i = 0; i < P; ++i) u[i] = (double(i) + 0.5) / double(P);
+  const auto uniforms = Column<double>::from_host(u, where);
   Times t;
   auto clock = [&](double& acc, auto f) {
     if (where == Backend::cuda) cudaDeviceSynchronize();
@@ -55,10 +70,21 @@ Times run(std::size_t P, Backend where, int reps) {
     t.table_bytes = 8.0 * double(split.total()) / double(P);
     const JointLaws posterior = clock(once.condition, [&] { return gpu::joint_condition_on_thinning(split, 1, 0.6, v, ll); });
     clock(once.sum_out, [&] { return gpu::joint_sum_out(posterior, 1); });
+    clock(once.add, [&] { return gpu::joint_add_independent(split, 0, immigration); });
+    auto ll2 = ll.clone();
+    clock(once.emission, [&] { return gpu::joint_condition_on_child(split, 1, emission, v, ll2); });
+    clock(once.combine, [&] { return gpu::joint_linear_combination(split, {1, 1}, 0, 0); });
+    clock(once.condition_sum, [&] { return gpu::joint_condition_on_linear(split, {1, 1}, 0, total, ll2); });
+    clock(once.sample, [&] { return gpu::joint_sample(split, uniforms); });
     if (r > 0) {
       t.split += once.split / reps;
       t.condition += once.condition / reps;
       t.sum_out += once.sum_out / reps;
+      t.add += once.add / reps;
+      t.emission += once.emission / reps;
+      t.combine += once.combine / reps;
+      t.condition_sum += once.condition_sum / reps;
+      t.sample += once.sample / reps;
     }
   }
   return t;
@@ -86,6 +112,11 @@ int main(int argc, char** argv) {
     row("split", cpu.split, gpu_t.split, table + 800);
     row("condition on a thinning", cpu.condition, gpu_t.condition, 2 * table);
     row("sum out", cpu.sum_out, gpu_t.sum_out, table + 1000);
+    row("add immigration to a part (30 values)", cpu.add, gpu_t.add, table * 1.23 + table);
+    row("condition on a Poisson emission of a part", cpu.emission, gpu_t.emission, 2 * table);
+    row("sum of the parts, in place", cpu.combine, gpu_t.combine, 2 * table);
+    row("condition on the sum of the parts", cpu.condition_sum, gpu_t.condition_sum, 2 * table);
+    row("draw the pair", cpu.sample, gpu_t.sample, table);
   }
   return 0;
 }

@@ -244,7 +244,7 @@ TEST_CASE("batched joint laws: the device's new operations compute what the CPU 
   if (test::skip_without_device()) return;
   std::mt19937_64 gen(20261130);
   std::uniform_real_distribution<double> u(0.0, 1.0);
-  const std::size_t P = 3001;
+  const std::size_t P = 1001;
   const Eigen::MatrixXd t = random_transition(gen, 320, categories);
   const std::vector<double> tr = row_major(t);
   std::vector<double> rates(320);
@@ -259,10 +259,14 @@ TEST_CASE("batched joint laws: the device's new operations compute what the CPU 
     kappa.back() = -2;
     for (int axis = 0; axis < rank; ++axis) {
       INFO("axis " << axis);
+      INFO("add_independent");
       require_same_batch(gpu::joint_add_independent(d, axis, dy), gpu::joint_add_independent(h, axis, hy));
+      INFO("markov_step");
       require_same_batch(gpu::joint_markov_step(d, axis, Table::from_host(tr, 320, categories, Backend::cuda)),
                          gpu::joint_markov_step(h, axis, Table::from_host(tr, 320, categories, Backend::cpu)));
+      INFO("linear_combination in place");
       require_same_batch(gpu::joint_linear_combination(d, kappa, 1, axis), gpu::joint_linear_combination(h, kappa, 1, axis));
+      INFO("condition_on_child");
       const ChildKernel kernels[2][2] = {
           {ChildKernel::scaled_poisson(0.3), ChildKernel::scaled_poisson(0.3)},
           {ChildKernel::indexed_poisson(Table::from_host(rates, 320, 1, Backend::cpu)),
@@ -271,19 +275,22 @@ TEST_CASE("batched joint laws: the device's new operations compute what the CPU 
         const auto v = observations(gen, P, 40, 1000);
         auto hl = Column<double>::host_values(std::vector<double>(P, 0.5));
         auto dl = Column<double>::from_host(std::vector<double>(P, 0.5), Backend::cuda);
+        // Poisson log-masses of counts up to 1000: terms up to lgamma(1001) ~ 5900, whose ulps differ between the
+        // device's lgamma and glibc's: 1e-11 of slack in the logarithms (1e-11 relative in the weights)
         require_same_batch(
             gpu::joint_condition_on_child(d, axis, k[1], Column<std::int64_t>::from_host(v, Backend::cuda), dl),
-            gpu::joint_condition_on_child(h, axis, k[0], Column<std::int64_t>::host_values(v), hl));
+            gpu::joint_condition_on_child(h, axis, k[0], Column<std::int64_t>::host_values(v), hl), 1e-11);
         const std::vector<double> got = dl.to_host();
         for (std::size_t i = 0; i < P; ++i) {
           if (hl.host()[i] == -inf) {
             REQUIRE(got[i] == -inf);
             continue;
           }
-          REQUIRE(std::abs(got[i] - hl.host()[i]) <= 1e-12 * std::max(1.0, std::abs(hl.host()[i])));
+          REQUIRE(std::abs(got[i] - hl.host()[i]) <= 1e-12 * std::max(1.0, std::abs(hl.host()[i])) + 1e-11);
         }
       }
     }
+    INFO("linear_combination appended, condition_on_linear, sample");
     if (rank < 3) require_same_batch(gpu::joint_linear_combination(d, kappa, 0), gpu::joint_linear_combination(h, kappa, 0));
     const auto v = observations(gen, P, 40, 5000);
     auto hl = Column<double>::host_values(std::vector<double>(P, 0.5));
@@ -303,5 +310,7 @@ TEST_CASE("batched joint laws: the device's new operations compute what the CPU 
   require_same_batch(gpu::joint_condition_on_selected_poisson(JointLaws::from_host(3, laws, Backend::cuda), 0, {1, 2},
                                                               0.6, Column<std::int64_t>::from_host(v, Backend::cuda), dl),
                      gpu::joint_condition_on_selected_poisson(JointLaws::from_host(3, laws, Backend::cpu), 0, {1, 2}, 0.6,
-                                                              Column<std::int64_t>::host_values(v), hl));
+                                                              Column<std::int64_t>::host_values(v), hl),
+                     1e-11);
 }
+

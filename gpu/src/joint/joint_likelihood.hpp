@@ -24,16 +24,15 @@ struct JointLikelihood {
 /// \f$\log p(v \mid x)\f$ at entry e of the box (-inf where impossible).
 TALLY_HOST_DEVICE inline double joint_log_likelihood(const JointLikelihood& l, const JointBox& b, std::int64_t e,
                                                      std::int64_t v) {
-  std::int64_t x[max_joint_rank];
-  joint_coordinates(b, e, x);
   switch (l.kind) {
-    case JointLikelihood::Kind::child: return child_log_mass(l.child, x[l.axis], v);
+    case JointLikelihood::Kind::child: return child_log_mass(l.child, joint_coordinate(b, e, l.axis), v);
     case JointLikelihood::Kind::selected_poisson: {
-      const std::int64_t s = x[l.selected.state_axis];
+      const std::int64_t s = joint_coordinate(b, e, l.selected.state_axis);
       if (s < 0 || s >= l.selected.rates) return -INFINITY;
-      return poisson_log_mass(v, l.selected.scale * static_cast<double>(x[l.selected.rate_axes[s]]));
+      const std::int64_t rate = joint_coordinate(b, e, l.selected.rate_axes[s]);
+      return poisson_log_mass(v, l.selected.scale * static_cast<double>(rate));
     }
-    case JointLikelihood::Kind::linear: return linear_value(l.linear, b.rank, x) == v ? 0.0 : -INFINITY;
+    case JointLikelihood::Kind::linear: return linear_value(l.linear, b, e) == v ? 0.0 : -INFINITY;
   }
   return -INFINITY;
 }

@@ -89,17 +89,7 @@ TALLY_HOST_DEVICE inline std::int64_t sum_out_first(const JointBox& in, const Jo
 
 /// The coordinates of entry e of the box, x[0 .. rank).
 TALLY_HOST_DEVICE inline void joint_coordinates(const JointBox& b, std::int64_t e, std::int64_t* x) {
-  for (int a = b.rank - 1; a >= 0; --a) {
-    x[a] = b.lo[a] + e % b.shape[a];
-    e /= b.shape[a];
-  }
-}
-
-/// The entry of the box at x (every x_a inside it): \f$\sum_a (x_a - lo_a)\, \mathrm{stride}_a\f$.
-TALLY_HOST_DEVICE inline std::int64_t joint_entry(const JointBox& b, const std::int64_t* x) {
-  std::int64_t at = 0;
-  for (int a = 0; a < b.rank; ++a) at += (x[a] - b.lo[a]) * b.stride[a];
-  return at;
+  for (int a = 0; a < b.rank; ++a) x[a] = joint_coordinate(b, e, a);
 }
 
 /// The box with axis `axis` spanning [lo, lo + shape - 1] instead.
@@ -132,13 +122,6 @@ struct JointLinear {
   int replace;
 };
 
-/// \f$c + \kappa \cdot x\f$ (the caller checked on the host that it fits in int64 over the box).
-TALLY_HOST_DEVICE inline std::int64_t linear_value(const JointLinear& f, int rank, const std::int64_t* x) {
-  std::int64_t v = f.constant;
-  for (int a = 0; a < rank; ++a) v += f.coefficient[a] * x[a];
-  return v;
-}
-
 /// V's range over the box: \f$c + \sum_a \min / \max(\kappa_a lo_a, \kappa_a hi_a)\f$.
 TALLY_HOST_DEVICE inline void linear_range(const JointLinear& f, const JointBox& b, std::int64_t& lo, std::int64_t& hi) {
   lo = hi = f.constant;
@@ -156,34 +139,53 @@ TALLY_HOST_DEVICE inline JointBox linear_box(const JointLinear& f, const JointBo
   return f.replace >= 0 ? replace_axis_box(in, f.replace, lo, hi - lo + 1) : append_axis_box(in, lo, hi - lo + 1);
 }
 
+// The entry formulas below read the coordinates they need one at a time (joint_coordinate) and keep no array of
+// coordinates: with an array of them indexed at run time, nvcc 13 (sm_90) computed wrong coordinates for the
+// entries past a block's first round of the strided loops that call these.
+
+/// \f$c + \kappa \cdot x\f$ at entry e of the box (the caller checked on the host that it fits in int64).
+TALLY_HOST_DEVICE inline std::int64_t linear_value(const JointLinear& f, const JointBox& b, std::int64_t e) {
+  std::int64_t v = f.constant;
+  for (int a = 0; a < b.rank; ++a) v += f.coefficient[a] * joint_coordinate(b, e, a);
+  return v;
+}
+
 /// Output entry e of a linear combination: \f$\sum_{x_r} w(x)\,[v = c + \kappa \cdot x]\f$ over the replaced axis r
 /// in increasing x_r (one term when V is appended), the input weights w in the input box.
 TALLY_HOST_DEVICE inline double linear_entry(const JointLinear& f, const JointBox& in, const JointBox& out,
                                              const double* w, std::int64_t e) {
-  std::int64_t y[max_joint_rank], x[max_joint_rank];
-  joint_coordinates(out, e, y);
-  for (int a = 0; a < in.rank; ++a) x[a] = y[a];
-  if (f.replace < 0) return linear_value(f, in.rank, x) == y[in.rank] ? w[joint_entry(in, x)] : 0.0;
   const int r = f.replace;
-  const std::int64_t v = y[r];
-  double sum = 0.0;
-  for (std::int64_t t = 0; t < in.shape[r]; ++t) {
-    x[r] = in.lo[r] + t;
-    if (linear_value(f, in.rank, x) == v) sum += w[joint_entry(in, x)];
+  const std::int64_t v = joint_coordinate(out, e, r >= 0 ? r : in.rank);
+  std::int64_t at = 0, rest = f.constant;  // the other axes' offset in the input, and c + their part of kappa . x
+  for (int a = 0; a < in.rank; ++a) {
+    if (a == r) continue;
+    const std::int64_t x = joint_coordinate(out, e, a);
+    at += (x - in.lo[a]) * in.stride[a];
+    rest += f.coefficient[a] * x;
   }
+  if (r < 0) return rest == v ? w[at] : 0.0;
+  double sum = 0.0;
+  for (std::int64_t t = 0; t < in.shape[r]; ++t)
+    if (rest + f.coefficient[r] * (in.lo[r] + t) == v) sum += w[at + t * in.stride[r]];
   return sum;
+}
+
+/// The input offset of output entry e over every axis but `axis` (the output box equals the input's there).
+TALLY_HOST_DEVICE inline std::int64_t offset_but(const JointBox& in, const JointBox& out, int axis, std::int64_t e) {
+  std::int64_t at = 0;
+  for (int a = 0; a < in.rank; ++a)
+    if (a != axis) at += (joint_coordinate(out, e, a) - in.lo[a]) * in.stride[a];
+  return at;
 }
 
 /// Output entry e of the convolution along `axis` with a 1-D law (weights u on ulo, ulo + 1, ...):
 /// \f$\sum_j w(\dots, z - j, \dots)\, u_j\f$ over the j that keep z - j inside the input's axis, in increasing j.
 TALLY_HOST_DEVICE inline double add_entry(const JointBox& in, const JointBox& out, int axis, const double* w,
                                           const double* u, std::int64_t ulo, std::int64_t un, std::int64_t e) {
-  std::int64_t x[max_joint_rank];
-  joint_coordinates(out, e, x);
-  const std::int64_t z = x[axis], hi = in.lo[axis] + in.shape[axis] - 1;
+  const std::int64_t z = joint_coordinate(out, e, axis), hi = in.lo[axis] + in.shape[axis] - 1;
   const std::int64_t j0 = z - hi > ulo ? z - hi : ulo, j1 = z - in.lo[axis] < ulo + un - 1 ? z - in.lo[axis] : ulo + un - 1;
-  x[axis] = z - j0;
-  const std::int64_t first = joint_entry(in, x), step = in.stride[axis];
+  const std::int64_t first = offset_but(in, out, axis, e) + (z - j0 - in.lo[axis]) * in.stride[axis];
+  const std::int64_t step = in.stride[axis];
   double sum = 0.0;
   for (std::int64_t j = j0; j <= j1; ++j) sum += w[first - (j - j0) * step] * u[j - ulo];
   return sum;
@@ -193,11 +195,7 @@ TALLY_HOST_DEVICE inline double add_entry(const JointBox& in, const JointBox& ou
 /// \f$\sum_k w(\dots, k, \dots)\, T_{k y}\f$ in increasing k, y the output's value on the axis.
 TALLY_HOST_DEVICE inline double markov_entry(const JointBox& in, const JointBox& out, int axis, const double* w,
                                              const double* t, std::int64_t cols, std::int64_t e) {
-  std::int64_t x[max_joint_rank];
-  joint_coordinates(out, e, x);
-  const std::int64_t y = x[axis];
-  x[axis] = in.lo[axis];
-  const std::int64_t first = joint_entry(in, x);
+  const std::int64_t y = joint_coordinate(out, e, axis), first = offset_but(in, out, axis, e);
   double sum = 0.0;
   for (std::int64_t k = 0; k < in.shape[axis]; ++k)
     sum += w[first + k * in.stride[axis]] * t[(in.lo[axis] + k) * cols + y];
