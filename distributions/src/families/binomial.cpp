@@ -1,10 +1,11 @@
-// Binomial(n, p): pmf by Loader's method, cdf and quantile by Boost.Math.
+// Binomial(n, p): pmf by Loader's method, cdf and quantile by Boost.Math (the cdf of large n in 113-bit arithmetic).
 #include "tally/distributions/binomial.hpp"
 
 #include <boost/math/distributions/binomial.hpp>
 #include <cmath>
 
 #include "../boost_support.hpp"
+#include "../quad_beta.hpp"
 #include "../tabulate.hpp"
 #include "tally/distributions/log_pmf.hpp"
 #include "tally/error.hpp"
@@ -30,10 +31,21 @@ Binomial::Binomial(std::int64_t trials, double success) : trials_(trials), succe
 double log_pdf(const Binomial& d, std::int64_t k) { return log_binomial_pmf(d.trials(), k, d.success()); }
 double pdf(const Binomial& d, std::int64_t k) { return std::exp(log_pdf(d, k)); }
 
+// P(X <= k) = 1 - I_p(k + 1, n - k): in double arithmetic (Boost's binomial cdf) up to n = 2^16, in 113 bits up to
+// 2^40 (quad_beta.hpp: double's ibeta loses about n x 1e-20 of relative accuracy, and is wrong past 2^53), refused
+// beyond.
 double cdf(const Binomial& d, std::int64_t k) {
   if (k < 0) return 0.0;
   if (k >= d.trials()) return 1.0;
-  return boosted(d, [&] { return boost::math::cdf(as_boost(d), static_cast<double>(k)); });
+  if (d.success() == 0.0) return 1.0;
+  if (d.success() == 1.0) return 0.0;
+  if (d.trials() <= detail::quad_beta_threshold)
+    return boosted(d, [&] { return boost::math::cdf(as_boost(d), static_cast<double>(k)); });
+  if (d.trials() > detail::quad_beta_limit)
+    detail::fail<overflow_error>("tally::cdf(Binomial): n = ", d.trials(), " trials is past 2^40: its cdf is not "
+                                 "computed (double arithmetic is inexact there, 113-bit arithmetic takes seconds); "
+                                 "its pmf (log_pdf) is exact");
+  return boosted(d, [&] { return detail::quad_ibeta(k + 1, d.trials() - k, d.success(), true); });
 }
 
 std::int64_t quantile(const Binomial& d, double prob) {

@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "../boost_support.hpp"
+#include "../quad_beta.hpp"
 #include "../tabulate.hpp"
 #include "family_helpers.hpp"
 #include "tally/distributions/log_pmf.hpp"
@@ -84,10 +85,23 @@ namespace {
 boost::math::negative_binomial_distribution<double, detail::boost_policy> as_boost(const NegativeBinomial& d) {
   return {d.successes(), d.success()};
 }
+/// r or the mean past quad_beta_limit: the cdf is refused (quad_beta.hpp).
+void check_quad_range(const NegativeBinomial& d, const char* who) {
+  const double m = d.successes() * (1.0 - d.success()) / d.success();
+  if (d.successes() > double(detail::quad_beta_limit) || !(m <= double(detail::quad_beta_limit)))
+    detail::fail<overflow_error>(who, ": r = ", d.successes(), ", p = ", d.success(), " (mean ", m,
+                                 ") is past 2^40: its cdf is not computed (double arithmetic is inexact there, "
+                                 "113-bit arithmetic takes seconds)");
+}
 // P(X > k)
 double upper_tail(const NegativeBinomial& d, std::int64_t k) {
   if (k < 0) return 1.0;
   if (d.success() == 1.0) return 0.0;
+  check_quad_range(d, "tally::cdf(NegativeBinomial) (upper tail)");
+  if (k > detail::quad_beta_threshold || d.successes() > double(detail::quad_beta_threshold))
+    return detail::boost_guard(
+        [&] { return detail::quad_ibeta(d.successes(), static_cast<long double>(k) + 1, d.success(), true); },
+        "tally::cdf(NegativeBinomial) (upper tail)", "r = ", d.successes(), ", p = ", d.success(), ", k = ", k);
   return detail::boost_guard(
       [&] { return boost::math::cdf(boost::math::complement(as_boost(d), static_cast<double>(k))); },
                              "tally::cdf(NegativeBinomial) (upper tail)", "r = ", d.successes(), ", p = ", d.success(),
@@ -113,9 +127,16 @@ double log_pdf(const NegativeBinomial& d, std::int64_t k) { return static_cast<d
 // exp of the long double log: relative error about 1e-16 (Boost's pdf reaches 6e-14 at r = 1e6)
 double pdf(const NegativeBinomial& d, std::int64_t k) { return static_cast<double>(std::exp(log_pmf(d, k))); }
 
+// P(X <= k) = I_p(r, k + 1): in 113 bits where r or k passes 2^16 (quad_beta.hpp), else Boost's double cdf; refused
+// for r or a mean past 2^40 (quad_beta_limit).
 double cdf(const NegativeBinomial& d, std::int64_t k) {
   if (k < 0) return 0.0;
   if (d.success() == 1.0) return 1.0;
+  check_quad_range(d, "tally::cdf(NegativeBinomial)");
+  if (k > detail::quad_beta_threshold || d.successes() > double(detail::quad_beta_threshold))
+    return detail::boost_guard([&] { return detail::quad_ibeta(d.successes(), static_cast<long double>(k) + 1, d.success(), false); },
+                               "tally::cdf(NegativeBinomial)", "r = ", d.successes(), ", p = ", d.success(),
+                               ", k = ", k);
   return detail::boost_guard([&] { return boost::math::cdf(as_boost(d), static_cast<double>(k)); },
                              "tally::cdf(NegativeBinomial)", "r = ", d.successes(), ", p = ", d.success(),
                              ", k = ", k);
