@@ -13,6 +13,7 @@
 #include "sharding.hpp"
 #include "support.hpp"
 #include "tally/error.hpp"
+#include "tally/gpu/deferred_checks.hpp"
 #include "tally/gpu/population_ops.hpp"
 
 namespace tally::runtime {
@@ -63,6 +64,9 @@ auto guarded(const Graph& g, F f) -> decltype(f()) {
     Depth(const Depth&) = delete;
     Depth& operator=(const Depth&) = delete;
   } inside;
+  // errors a device operation finds in its particles are raised where the host waits anyway (a summary, a
+  // resampling decision, values or laws copied back), not by a round trip inside each operation
+  const gpu::DeferChecks defer;
   if (guarded_depth > 1) return f();
   try {
     return f();

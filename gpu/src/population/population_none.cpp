@@ -2,6 +2,7 @@
 #include <string>
 
 #include "population_cuda.hpp"
+#include "tally/gpu/deferred_checks.hpp"
 
 namespace tally::gpu {
 namespace detail {
@@ -15,6 +16,10 @@ void device_copy(void*, const void*, std::size_t, int) {
 }
 }  // namespace detail
 std::size_t device_free_bytes() { return 0; }
+void raise_deferred_checks() {}  // without CUDA no check is ever deferred
+namespace detail {
+void raise_checked_after_wait() {}
+}  // namespace detail
 
 namespace population_cuda {
 namespace {
