@@ -2,7 +2,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <mutex>
 
 #include "cuda_check.cuh"
@@ -138,6 +140,8 @@ class Staging {
   bool ready() {
     if (tried_) return base_ != nullptr;
     tried_ = true;
+    if (const char* off = std::getenv("TALLY_STAGED_COPIES"); off != nullptr && std::string(off) == "0")
+      return false;  // a measurement knob: every host-to-device copy waits, as cudaMemcpy does
     void* p = nullptr;
     if (cudaHostAlloc(&p, slot_bytes * slots, cudaHostAllocDefault) != cudaSuccess) {
       cudaGetLastError();
