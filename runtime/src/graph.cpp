@@ -582,7 +582,8 @@ Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kin
   // the counter of this call's uniforms advances only when the call succeeds: a retry after a failure (a device
   // allocation) draws the same uniforms, as if the failed call had not been made
   gpu::WeightSummary summary{};
-  auto ancestors = gpu::resample(context_->log_weight, kind, context_->seed ^ resampling_key, context_->resamplings, summary);
+  auto ancestors = gpu::resample(context_->log_weight, kind, context_->seed ^ resampling_key, context_->resamplings,
+                                 summary, threshold);
   const double log_mean = summary.log_sum - std::log(static_cast<double>(particles()));
   if (ancestors.size() == 0) {  // every particle impossible
     ++context_->resamplings;

@@ -70,7 +70,9 @@ void beta_update(Column<double>&, Column<double>&, const Column<std::int64_t>&, 
 Column<std::int64_t> gather(const Column<std::int64_t>&, const Column<std::size_t>&) { none("gather"); }
 Column<double> gather(const Column<double>&, const Column<std::size_t>&) { none("gather"); }
 Laws gather(const Laws&, const Column<std::size_t>&) { none("gather"); }
-Column<std::size_t> resample(const Column<double>&, Resampler, std::uint64_t, std::uint64_t, WeightSummary&) { none("resample"); }
+Column<std::size_t> resample(const Column<double>&, Resampler, std::uint64_t, std::uint64_t, WeightSummary&, double) {
+  none("resample");
+}
 void add_beta_binomial_log_mass(const Column<std::int64_t>&, const Column<double>&, const Column<double>&,
                                 const Column<std::int64_t>&, Column<double>&) { none("add_beta_binomial_log_mass"); }
 void add_binomial_log_mass(const Column<std::int64_t>&, const Column<double>&, const Column<std::int64_t>&, Column<double>&) {

@@ -673,7 +673,7 @@ double* pinned_guard() {
 }  // namespace
 
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
-                             WeightSummary& summary) {
+                             WeightSummary& summary, double threshold) {
   constexpr const char* who = "tally::gpu::resample";
   // the largest log-weight, with NaN read as +inf: +inf means a NaN or +inf weight (the host check names the
   // particle, as the CPU path does); -inf means every particle is dead, and there are no ancestors then. The
@@ -694,8 +694,11 @@ Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::u
     // the fused resampler runs behind the guard, and the guard comes back with its totals: one wait in all
     double* host_top = pinned_guard();
     TALLY_CUDA_CHECK(cudaMemcpyAsync(host_top, top.data(), sizeof(double), cudaMemcpyDeviceToHost, nullptr));
+    // the caller's decision (Graph::resample_by_weight: ESS < threshold P) made on the device too: a step that
+    // keeps its particles writes no ancestors
+    const double limit = threshold < 1.0 ? threshold * static_cast<double>(log_w.size()) : INFINITY;
     cuda::resample_device(temp.data(), bytes, log_w.data(), log_w.size(), kind, seed, counter, ancestors.data(),
-                          nullptr, &summary, cuda::ResampleKernel::automatic, top.data());
+                          nullptr, &summary, cuda::ResampleKernel::automatic, top.data(), limit);
     largest = *host_top;
   } else {
     largest = top.to_host()[0];

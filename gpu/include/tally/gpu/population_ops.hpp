@@ -118,8 +118,10 @@ Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancest
 Laws gather(const Laws& x, const Column<std::size_t>& ancestors);
 /// Ancestors drawn from the log-weights (tally::gpu::resample's contract; the device form reads nothing back but
 /// the summary), and the weights' summary. When every log-weight is -inf: no ancestors (an empty column) and the
-/// summary {-inf, -inf, 0}.
+/// summary {-inf, -inf, 0}. `threshold` < 1: the caller resamples only where ESS < threshold P (the summary's
+/// ess, compared so); the device then writes the ancestors only in that case (their values are unspecified
+/// otherwise), so a step that keeps its particles does not pay for them.
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
-                             WeightSummary& summary);
+                             WeightSummary& summary, double threshold = 1.0);
 
 }  // namespace tally::gpu

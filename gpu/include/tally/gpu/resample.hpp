@@ -1,6 +1,7 @@
 // Resampling of particle log-weights: stable normalization, the effective sample size, systematic and multinomial.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -87,11 +88,12 @@ std::vector<std::size_t> resample(std::span<const double> log_w, Resampler kind,
 /// fused kernels' first two passes). `guard` (fused only; nullptr: none): a device number that the kernels read
 /// first and that lets them run only where it is finite, so that a caller may enqueue its own check of the weights
 /// (their largest, NaN read as +inf) and read both back in the one synchronization (ancestors and summary are then
-/// meaningless unless the guard is finite).
+/// meaningless unless the guard is finite). `ess_limit` (fused only): finite, the ancestors are written only where
+/// the summary's ess (W^2 / Q) is below it, as a caller that resamples only then decides.
 void resample_device(void* temp, std::size_t& temp_bytes, const double* log_w, std::size_t p, Resampler kind,
                      std::uint64_t seed, std::uint64_t counter, std::size_t* ancestors, void* stream = nullptr,
                      WeightSummary* summary = nullptr, ResampleKernel kernel = ResampleKernel::automatic,
-                     const double* guard = nullptr);
+                     const double* guard = nullptr, double ess_limit = INFINITY);
 }  // namespace cuda
 
 }  // namespace tally::gpu
