@@ -1,6 +1,9 @@
-// Where a delayed-sampling filter step spends its time on the device: the SIR model's delayed step (as
-// models/sir.cpp writes it) with the wall time of each engine call, the device synchronized after each, against the
-// same steps unsynchronized. Usage: bench_step_profile [P] [runs]   (a developer's tool; prints a table)
+// Where a filter step spends its time on the device: one of the examples' steps (models/sir.cpp, population.cpp,
+// hmm.cpp, as they write them) with the wall time of each engine call, the device synchronized after each, against
+// the same steps unsynchronized (at small P the unsynchronized column is the host's time in each call: launches, and
+// waits for the device where a call reads something back). Usage:
+//   bench_step_profile [P] [runs] [program]   program: sir (the delayed filter, default), sir-bootstrap, population,
+//                                             population-bootstrap, hmm, hmm-bootstrap   (a developer's tool)
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -12,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "tally/distributions/categorical.hpp"
+#include "tally/distributions/poisson.hpp"
 #include "tally/gpu/population_ops.hpp"
 #include "tally/runtime/conjugate.hpp"
 #include "tally/runtime/graph.hpp"
@@ -45,14 +50,18 @@ struct Clock {
   }
 };
 
-double run(std::size_t P, std::uint64_t seed, Clock& clock) {
+constexpr double band[] = {0.05, 0.95};
+
+/// The sir model's 14 days (delayed or bootstrap filter).
+std::size_t sir(Graph& pop, Clock& clock, bool delayed) {
   const std::vector<std::int64_t> in_bed{3, 8, 26, 76, 225, 298, 258, 233, 189, 128, 68, 29, 14, 4};
   const std::int64_t N = 763, I0 = 3;
   const double c = 10.0 / double(N);
-  cudaDeviceSynchronize();
-  const auto t0 = std::chrono::steady_clock::now();
-  Graph pop(P, seed, runtime::Device::cuda);
   const auto delta = pop.assume(runtime::Beta(2, 2)), gamma = pop.assume(runtime::Beta(2, 2));
+  if (!delayed) {
+    pop.realize(delta);
+    pop.realize(gamma);
+  }
   Variable S = pop.constant(N - I0), I = pop.constant(I0), R = pop.constant(0);
   for (std::size_t t = 1; t <= in_bed.size(); ++t) {
     auto q = clock("hazard", [&] { return gpu::hazard_probabilities(pop.values(I), c); });
@@ -60,17 +69,89 @@ double run(std::size_t P, std::uint64_t seed, Clock& clock) {
     clock("realize tau", [&] { pop.realize(tau); });
     const Variable n = clock("binomial(tau, delta)", [&] { return pop.binomial(tau, delta); });
     const Variable r = clock("binomial(I, gamma)", [&] { return pop.binomial(I, gamma); });
-    const Variable d = clock("subtract(n, r)", [&] { return pop.subtract(n, r); });
-    const Variable change = clock("change", [&] { return pop.subtract(pop.constant(in_bed[t - 1]), I); });
-    clock("observe d", [&] { pop.observe(d, change); });
-    clock("bytes", [&] { return pop.bytes(); });
-    S = clock("S - n", [&] { return pop.subtract(S, n); });
-    I = clock("I + d", [&] { return pop.add(I, d); });
+    if (delayed) {
+      const Variable d = clock("subtract(n, r)", [&] { return pop.subtract(n, r); });
+      const Variable change = clock("change", [&] { return pop.subtract(pop.constant(in_bed[t - 1]), I); });
+      clock("observe d", [&] { pop.observe(d, change); });
+      clock("bytes", [&] { return pop.bytes(); });
+      S = clock("S - n", [&] { return pop.subtract(S, n); });
+      I = clock("I + d", [&] { return pop.add(I, d); });
+    } else {
+      clock("realize n", [&] { pop.realize(n); });
+      clock("realize r", [&] { pop.realize(r); });
+      S = clock("S - n", [&] { return pop.subtract(S, n); });
+      I = clock("I + n - r", [&] { return pop.add(I, pop.subtract(n, r)); });
+      clock("observe I", [&] { pop.observe(I, in_bed[t - 1]); });
+      clock("bytes", [&] { return pop.bytes(); });
+    }
     R = clock("R + r", [&] { return pop.add(R, r); });
-    static constexpr double band[] = {0.05, 0.95};
     clock("summarize S", [&] { return pop.summarize(S, band); });
     clock("summarize R", [&] { return pop.summarize(R, band); });
     clock("resample", [&] { return pop.resample_by_weight(1.0); });
+  }
+  return in_bed.size();
+}
+
+/// The population model's 20 seasons (models/population.cpp, its default parameters and data seed 7's counts).
+std::size_t population(Graph& pop, Clock& clock, bool delayed) {
+  const std::vector<std::int64_t> y{30, 25, 28, 31, 27, 33, 29, 26, 30, 32, 28, 27, 31, 29, 30, 28, 26, 29, 31, 30};
+  const double phi = 0.8, iota = 10, p = 0.6;
+  Variable N = clock("assume N0", [&] { return pop.assume(Poisson(50.0)); });
+  if (!delayed) clock("realize N", [&] { pop.realize(N); });
+  for (std::size_t t = 0; t < y.size(); ++t) {
+    if (t > 0) {
+      const Variable S = clock("binomial(N, phi)", [&] { return pop.binomial(N, phi); });
+      const Variable I = clock("assume I", [&] { return pop.assume(Poisson(iota)); });
+      if (!delayed) {
+        clock("realize S", [&] { pop.realize(S); });
+        clock("realize I", [&] { pop.realize(I); });
+      }
+      N = clock("add(S, I)", [&] { return pop.add(S, I); });
+    }
+    const Variable obs = clock("binomial(N, p)", [&] { return pop.binomial(N, p); });
+    clock("observe y", [&] { pop.observe(obs, y[t]); });
+    clock("bytes", [&] { return pop.bytes(); });
+    if (delayed) clock("realize N", [&] { pop.realize(N); });
+    clock("summarize N", [&] { return pop.summarize(N, band); });
+    clock("resample", [&] { return pop.resample_by_weight(t + 1 == y.size() ? 0.0 : 0.5); });
+  }
+  return y.size();
+}
+
+/// The hmm model's 50 steps (3 states, Poisson emissions; counts cycling through typical values).
+std::size_t hmm(Graph& pop, Clock& clock, bool delayed) {
+  Eigen::VectorXd init = Eigen::Vector3d(0.5, 0.3, 0.2);
+  Eigen::MatrixXd T(3, 3);
+  T << 0.85, 0.10, 0.05, 0.10, 0.80, 0.10, 0.05, 0.15, 0.80;
+  const Eigen::VectorXd rates = Eigen::Vector3d(2, 10, 25);
+  const std::size_t steps = 50;
+  Variable x = clock("assume x0", [&] { return pop.assume(Categorical(init)); });
+  for (std::size_t t = 0; t < steps; ++t) {
+    const std::int64_t y = (t % 7) * 4;
+    if (t > 0) x = clock("markov step", [&] { return pop.assume(x, MarkovStep(T)); });
+    if (!delayed) clock("realize x", [&] { pop.realize(x); });
+    const Variable e = clock("emission", [&] { return pop.assume(x, IndexedPoisson(rates)); });
+    clock("observe y", [&] { pop.observe(e, y); });
+    clock("bytes", [&] { return pop.bytes(); });
+    if (delayed) clock("realize x", [&] { pop.realize(x); });
+    clock("resample", [&] { return pop.resample_by_weight(t + 1 == steps ? 0.0 : 0.5); });
+  }
+  return steps;
+}
+
+double run(const std::string& program, std::size_t P, std::uint64_t seed, Clock& clock, std::size_t& steps) {
+  cudaDeviceSynchronize();
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    Graph pop(P, seed, runtime::Device::cuda);
+    if (program == "sir" || program == "sir-bootstrap") steps = sir(pop, clock, program == "sir");
+    else if (program == "population" || program == "population-bootstrap")
+      steps = population(pop, clock, program == "population");
+    else if (program == "hmm" || program == "hmm-bootstrap") steps = hmm(pop, clock, program == "hmm");
+    else {
+      std::fprintf(stderr, "unknown program %s\n", program.c_str());
+      std::exit(2);
+    }
   }
   cudaDeviceSynchronize();
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -81,18 +162,21 @@ double run(std::size_t P, std::uint64_t seed, Clock& clock) {
 int main(int argc, char** argv) {
   const std::size_t P = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : (1u << 20);
   const int runs = argc > 2 ? std::atoi(argv[2]) : 3;
+  const std::string program = argc > 3 ? argv[3] : "sir";
+  std::size_t steps = 0;
   Clock warm{false, {}, {}};
-  run(P, 99, warm);  // the device's start, the memory pool's growth
+  run(program, P, 99, warm, steps);  // the device's start, the memory pool's growth
   Clock free_running{false, {}, {}}, synced{true, {}, {}};
   double total = 0, total_synced = 0;
-  for (int k = 0; k < runs; ++k) total += run(P, 1 + k, free_running);
-  for (int k = 0; k < runs; ++k) total_synced += run(P, 1 + k, synced);
-  const double steps = 14.0 * runs;
-  std::printf("P = %zu, %d runs of 14 days: %.3f ms per step unsynchronized, %.3f ms synchronized after each call\n",
-              P, runs, 1e3 * total / steps, 1e3 * total_synced / steps);
+  for (int k = 0; k < runs; ++k) total += run(program, P, 1 + k, free_running, steps);
+  for (int k = 0; k < runs; ++k) total_synced += run(program, P, 1 + k, synced, steps);
+  const double all = double(steps) * runs;
+  std::printf("%s, P = %zu, %d runs of %zu steps: %.3f ms per step unsynchronized, %.3f ms synchronized after each "
+              "call\n",
+              program.c_str(), P, runs, steps, 1e3 * total / all, 1e3 * total_synced / all);
   std::printf("%-22s %12s %12s\n", "call", "ms/step", "(no sync)");
   for (const auto& what : synced.order)
-    std::printf("%-22s %12.3f %12.3f\n", what.c_str(), 1e3 * synced.seconds[what] / steps,
-                1e3 * free_running.seconds[what] / steps);
+    std::printf("%-22s %12.3f %12.3f\n", what.c_str(), 1e3 * synced.seconds[what] / all,
+                1e3 * free_running.seconds[what] / all);
   return 0;
 }

@@ -13,6 +13,7 @@
 #include "sharding.hpp"
 #include "support.hpp"
 #include "tally/error.hpp"
+#include "tally/gpu/deferred_checks.hpp"
 #include "tally/gpu/population_ops.hpp"
 
 namespace tally::runtime {
@@ -63,6 +64,9 @@ auto guarded(const Graph& g, F f) -> decltype(f()) {
     Depth(const Depth&) = delete;
     Depth& operator=(const Depth&) = delete;
   } inside;
+  // errors a device operation finds in its particles are raised where the host waits anyway (a summary, a
+  // resampling decision, values or laws copied back), not by a round trip inside each operation
+  const gpu::DeferChecks defer;
   if (guarded_depth > 1) return f();
   try {
     return f();
@@ -579,7 +583,8 @@ Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kin
   // the counter of this call's uniforms advances only when the call succeeds: a retry after a failure (a device
   // allocation) draws the same uniforms, as if the failed call had not been made
   gpu::WeightSummary summary{};
-  auto ancestors = gpu::resample(context_->log_weight, kind, context_->seed ^ resampling_key, context_->resamplings, summary);
+  auto ancestors = gpu::resample(context_->log_weight, kind, context_->seed ^ resampling_key, context_->resamplings,
+                                 summary, threshold);
   const double log_mean = summary.log_sum - std::log(static_cast<double>(particles()));
   if (ancestors.size() == 0) {  // every particle impossible
     ++context_->resamplings;

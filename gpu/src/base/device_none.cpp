@@ -111,7 +111,7 @@ std::vector<double> chain_prefix_sum(std::span<const double>, std::span<const st
 
 namespace tally::gpu::cuda {
 void resample_device(void*, std::size_t&, const double*, std::size_t, Resampler, std::uint64_t, std::uint64_t,
-                     std::size_t*, void*, WeightSummary*, ResampleKernel) {
+                     std::size_t*, void*, WeightSummary*, ResampleKernel, const double*, double) {
   throw cuda_error("tally::gpu::cuda::resample_device: tally was built without CUDA");
 }
 }  // namespace tally::gpu::cuda

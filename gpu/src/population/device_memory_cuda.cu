@@ -2,9 +2,13 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <mutex>
 
 #include "cuda_check.cuh"
+#include "tally/gpu/deferred_checks.hpp"
 #include "tally/gpu/population_arrays.hpp"
 
 namespace tally::gpu {
@@ -109,11 +113,71 @@ void device_free(void* p) noexcept {
   if (p != nullptr) cudaFreeAsync(p, nullptr);
 }
 
+namespace {
+/// Pinned staging for small host-to-device copies: a ring of slots, each with the event of the copy that last used
+/// it. A copy from pageable memory waits for the device (cudaMemcpy synchronizes the stream first); through a slot it
+/// is a memcpy on the host and a cudaMemcpyAsync in stream order, and the host goes on at once. A slot is reused
+/// after its event (slots copies ago: long done, as a rule). Never freed: it lives as long as the process.
+class Staging {
+ public:
+  static constexpr std::size_t slot_bytes = std::size_t{1} << 16, slots = 64;
+
+  /// Stages and enqueues the copy; false (nothing done) when it is too large or no pinned memory could be had.
+  bool copy(void* dst, const void* src, std::size_t bytes) {
+    if (bytes > slot_bytes) return false;
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (!ready()) return false;
+    const std::size_t k = next_++ % slots;
+    TALLY_CUDA_CHECK(cudaEventSynchronize(done_[k]));
+    char* slot = base_ + k * slot_bytes;
+    std::memcpy(slot, src, bytes);
+    TALLY_CUDA_CHECK(cudaMemcpyAsync(dst, slot, bytes, cudaMemcpyHostToDevice, nullptr));
+    TALLY_CUDA_CHECK(cudaEventRecord(done_[k], nullptr));
+    return true;
+  }
+
+ private:
+  bool ready() {
+    if (tried_) return base_ != nullptr;
+    tried_ = true;
+    if (const char* off = std::getenv("TALLY_STAGED_COPIES"); off != nullptr && std::string(off) == "0")
+      return false;  // a measurement knob: every host-to-device copy waits, as cudaMemcpy does
+    void* p = nullptr;
+    if (cudaHostAlloc(&p, slot_bytes * slots, cudaHostAllocDefault) != cudaSuccess) {
+      cudaGetLastError();
+      return false;
+    }
+    for (cudaEvent_t& e : done_) {
+      if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess) {
+        cudaGetLastError();
+        return false;  // base_ stays null: every copy takes the synchronous path
+      }
+    }
+    base_ = static_cast<char*>(p);
+    return true;
+  }
+  std::mutex mutex_;
+  bool tried_ = false;
+  char* base_ = nullptr;
+  cudaEvent_t done_[slots] = {};
+  std::size_t next_ = 0;
+};
+
+Staging& staging() {
+  static Staging s;  // trivially destroyed: the pinned memory and events go with the process
+  return s;
+}
+}  // namespace
+
 void device_copy(void* dst, const void* src, std::size_t bytes, int direction) {
-  const cudaMemcpyKind kind = direction == 0   ? cudaMemcpyHostToDevice
-                              : direction == 1 ? cudaMemcpyDeviceToHost
-                                               : cudaMemcpyDeviceToDevice;
+  if (direction == 0 && staging().copy(dst, src, bytes)) return;
+  if (direction == 2) {  // stream-ordered; the host does not wait
+    TALLY_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, nullptr));
+    return;
+  }
+  const cudaMemcpyKind kind = direction == 0 ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
   TALLY_CUDA_CHECK(cudaMemcpy(dst, src, bytes, kind));
+  if (direction == 1) raise_checked_after_wait();  // the host waited for the device: its deferred errors are known
 }
 
 }  // namespace detail

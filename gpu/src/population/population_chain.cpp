@@ -56,7 +56,9 @@ Table Table::from_host(std::span<const double> row_major, std::size_t rows, std:
   if (rows == 0 || cols == 0 || row_major.size() != rows * cols)
     tally::detail::fail<shape_error>("tally::gpu::Table::from_host: ", row_major.size(), " values for a ", rows, " x ",
                                      cols, " table");
-  return {Column<double>::from_host(std::vector<double>(row_major.begin(), row_major.end()), where), rows, cols};
+  Table t{Column<double>::from_host(std::vector<double>(row_major.begin(), row_major.end()), where), rows, cols, {}};
+  if (where != Backend::cpu) t.host_copy.assign(row_major.begin(), row_major.end());
+  return t;
 }
 
 Laws markov_step(const Laws& x, const Table& t) {

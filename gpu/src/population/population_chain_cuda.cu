@@ -25,11 +25,10 @@ void check_states(const Laws& x, std::size_t k, const char* who) {
   FirstBad bad(x.size());
   if (x.size() > 0) states_kernel<<<thread_blocks(x.size()), block>>>(x.view(), static_cast<std::int64_t>(k), bad.data());
   launched();
-  const std::size_t i = bad.read();
-  if (i < x.size()) {
-    const gpu::PmfBatch h = x.to_host();  // only to name the law in the error
-    detail::fail_states(who, i, h.lo[i], h.lo[i] + static_cast<std::int64_t>(h.length(i)) - 1, k);
-  }
+  const PmfBatchView v = x.view();
+  bad.check(
+      [=] __device__(long long i) { return CheckPayload{v.lo[i], v.lo[i] + (v.offset[i + 1] - v.offset[i]) - 1}; },
+      [who, k](std::size_t i, long long lo, long long hi) { detail::fail_states(who, i, lo, hi, k); });
 }
 
 /// Writes law i's C entries r_j (lane-strided, in `o`) rescaled to maximum 1, with log_scale `scale` + log max.
@@ -121,8 +120,10 @@ Laws markov_rows(const Column<std::int64_t>& x, const Table& t) {
                                                          static_cast<std::int64_t>(t.cols), out.mutable_view(),
                                                          bad.data());
   launched();
-  const std::size_t i = bad.read();
-  if (i < x.size()) detail::fail_state(who, i, x.to_host()[i], t.rows);
+  const std::int64_t* xp = x.data();
+  const std::size_t rows = t.rows;
+  bad.check([=] __device__(long long i) { return CheckPayload{xp[i], 0}; },
+            [who, rows](std::size_t i, long long s, long long) { detail::fail_state(who, i, s, rows); });
   return out;
 }
 

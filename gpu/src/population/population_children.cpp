@@ -68,7 +68,7 @@ ChildKernel ChildKernel::indexed_poisson(Table rates) {
   constexpr const char* who = "tally::gpu::ChildKernel::indexed_poisson";
   if (rates.rows == 0 || rates.cols != 1)
     tally::detail::fail<shape_error>(who, ": rates must be a K x 1 table (K >= 1), not ", rates.rows, " x ", rates.cols);
-  for (double r : rates.values.to_host()) tally::detail::check_nonnegative(r, who, "rate");
+  for (double r : rates.host_values()) tally::detail::check_nonnegative(r, who, "rate");
   ChildKernel k;
   k.kind = Kind::indexed_poisson;
   k.table = std::move(rates);
@@ -79,7 +79,7 @@ ChildKernel ChildKernel::categorical(Table transition) {
   constexpr const char* who = "tally::gpu::ChildKernel::categorical";
   if (transition.rows == 0 || transition.cols == 0)
     tally::detail::fail<shape_error>(who, ": the transition table is empty (", transition.rows, " x ", transition.cols, ")");
-  const std::vector<double> t = transition.values.to_host();
+  const std::vector<double> t = transition.host_values();
   for (std::size_t i = 0; i < transition.rows; ++i) {
     double row = 0.0;
     for (std::size_t j = 0; j < transition.cols; ++j) {

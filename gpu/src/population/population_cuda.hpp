@@ -48,7 +48,8 @@ Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::siz
 Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancestors);
 Laws gather(const Laws& x, const Column<std::size_t>& ancestors);
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
-                             WeightSummary& summary);
+                             WeightSummary& summary,
+                             double threshold);
 // parameter_laws_cuda.cu
 Laws condition_on_sum(const ParameterLaws& x, const ParameterLaws& y, int sign, const Column<std::int64_t>& z,
                       Column<double>& log_likelihood);

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "cuda_check.cuh"
+#include "deferred_checks.cuh"
 #include "population_cuda.hpp"
 #include "population_math.hpp"
 #include "tally/gpu/pmf_batch.hpp"
@@ -42,17 +43,9 @@ __device__ inline long long thread_index() { return static_cast<long long>(block
 
 inline void launched() { TALLY_CUDA_CHECK(cudaGetLastError()); }
 
-/// The first particle a kernel flags with atomicMin(data(), i); read back once (one synchronization).
-class FirstBad {
- public:
-  explicit FirstBad(std::size_t count) : flag_(population_cuda::filled(static_cast<std::int64_t>(count), 1)) {}
-  unsigned long long* data() { return reinterpret_cast<unsigned long long*>(flag_.data()); }
-  /// The first flagged particle, or count when none was.
-  std::size_t read() const { return static_cast<std::size_t>(flag_.to_host()[0]); }
-
- private:
-  Column<std::int64_t> flag_;
-};
+/// The first particle a kernel flags with atomicMin(data(), i), checked at once or deferred (deferred_checks.cuh).
+using detail::CheckPayload;
+using detail::FirstBad;
 
 template <class F>
 __global__ void each_kernel(std::size_t count, F f) {

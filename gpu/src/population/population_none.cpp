@@ -2,6 +2,7 @@
 #include <string>
 
 #include "population_cuda.hpp"
+#include "tally/gpu/deferred_checks.hpp"
 
 namespace tally::gpu {
 namespace detail {
@@ -15,6 +16,10 @@ void device_copy(void*, const void*, std::size_t, int) {
 }
 }  // namespace detail
 std::size_t device_free_bytes() { return 0; }
+void raise_deferred_checks() {}  // without CUDA no check is ever deferred
+namespace detail {
+void raise_checked_after_wait() {}
+}  // namespace detail
 
 namespace population_cuda {
 namespace {
@@ -65,7 +70,9 @@ void beta_update(Column<double>&, Column<double>&, const Column<std::int64_t>&, 
 Column<std::int64_t> gather(const Column<std::int64_t>&, const Column<std::size_t>&) { none("gather"); }
 Column<double> gather(const Column<double>&, const Column<std::size_t>&) { none("gather"); }
 Laws gather(const Laws&, const Column<std::size_t>&) { none("gather"); }
-Column<std::size_t> resample(const Column<double>&, Resampler, std::uint64_t, std::uint64_t, WeightSummary&) { none("resample"); }
+Column<std::size_t> resample(const Column<double>&, Resampler, std::uint64_t, std::uint64_t, WeightSummary&, double) {
+  none("resample");
+}
 void add_beta_binomial_log_mass(const Column<std::int64_t>&, const Column<double>&, const Column<double>&,
                                 const Column<std::int64_t>&, Column<double>&) { none("add_beta_binomial_log_mass"); }
 void add_binomial_log_mass(const Column<std::int64_t>&, const Column<double>&, const Column<std::int64_t>&, Column<double>&) {

@@ -4,6 +4,7 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cmath>
 #include <limits>
@@ -544,8 +545,10 @@ Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column
     }
     o[i] = detail::binomial_draw(ni, qi, philox_uniform(seed, first_stream + static_cast<std::uint64_t>(i), counter));
   });
-  const std::size_t i = bad.read();
-  if (i < n.size()) detail::check_binomial(who, i, n.to_host()[i], q.to_host()[i]);
+  bad.check([=] __device__(long long i) { return CheckPayload{np[i], __double_as_longlong(qp[i])}; },
+            [who](std::size_t i, long long ni, long long qi) {
+              detail::check_binomial(who, i, ni, std::bit_cast<double>(qi));
+            });
   return out;
 }
 
@@ -573,12 +576,11 @@ Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const
     if (r > INT64_MAX || r < INT64_MIN) atomicMin(flag, static_cast<unsigned long long>(i));
     o[i] = static_cast<std::int64_t>(r);
   });
-  const std::size_t first = overflow.read();
-  if (first < x.size()) {
-    const std::int64_t xi = x.to_host()[first], yi = y.to_host()[first];
-    tally::detail::fail<overflow_error>(who, ": particle ", first, ": ", a, " * ", xi, " + ", b, " * ", yi, " + ", c,
-                                        " overflows the 64-bit integer range");
-  }
+  overflow.check([=] __device__(long long i) { return CheckPayload{xp[i], yp[i]}; },
+                 [who, a, b, c](std::size_t first, long long xi, long long yi) {
+                   tally::detail::fail<overflow_error>(who, ": particle ", first, ": ", a, " * ", xi, " + ", b, " * ",
+                                                       yi, " + ", c, " overflows the 64-bit integer range");
+                 });
   return out;
 }
 
@@ -651,36 +653,67 @@ struct Larger {
 };
 }  // namespace
 
-Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
-                             WeightSummary& summary) {
-  constexpr const char* who = "tally::gpu::resample";
-  {  // the largest log-weight, with NaN read as +inf: +inf means a NaN or +inf weight (the host check names the
-     // particle, as the CPU path does); -inf means every particle is dead, and there are no ancestors then. The
-     // identity is -inf: cub::DeviceReduce::Max starts from lowest() = -DBL_MAX, which would call a dead
-     // population alive and hand the resampler all -inf weights (it then writes no ancestors at all).
-    std::size_t max_bytes = 0;
-    auto top = Column<double>::allocate(Backend::cuda, 1, who);
-    const auto n = static_cast<long long>(log_w.size());
-    const auto guarded = thrust::make_transform_iterator(log_w.data(), NanAsInfinity{});
-    TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, max_bytes, guarded, top.data(), n, Larger{}, -INFINITY));
-    auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(max_bytes, 1), who);
-    TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), max_bytes, guarded, top.data(), n, Larger{}, -INFINITY));
-    const double largest = top.to_host()[0];
-    if (largest == INFINITY) {
-      const std::vector<double> host = log_w.to_host();
-      detail::check_log_weights(host, who);
+namespace {
+/// A pinned double per thread: the guard's maximum copied back in the same wait as the resampler's totals.
+double* pinned_guard() {
+  struct Pinned {
+    double* p = nullptr;
+    ~Pinned() {
+      if (p != nullptr) cudaFreeHost(p);
     }
-    if (!(largest > -INFINITY)) {
-      summary = {-INFINITY, -INFINITY, 0.0};
-      return {};
-    }
+  };
+  thread_local Pinned pinned;
+  if (pinned.p == nullptr) {
+    void* h = nullptr;
+    TALLY_CUDA_CHECK(cudaHostAlloc(&h, sizeof(double), cudaHostAllocDefault));
+    pinned.p = static_cast<double*>(h);
   }
+  return pinned.p;
+}
+}  // namespace
+
+Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
+                             WeightSummary& summary, double threshold) {
+  constexpr const char* who = "tally::gpu::resample";
+  // the largest log-weight, with NaN read as +inf: +inf means a NaN or +inf weight (the host check names the
+  // particle, as the CPU path does); -inf means every particle is dead, and there are no ancestors then. The
+  // identity is -inf: cub::DeviceReduce::Max starts from lowest() = -DBL_MAX, which would call a dead population
+  // alive and hand the resampler all -inf weights (it then writes no ancestors at all).
+  std::size_t max_bytes = 0;
+  auto top = Column<double>::allocate(Backend::cuda, 1, who);
+  const auto n = static_cast<long long>(log_w.size());
+  const auto guarded = thrust::make_transform_iterator(log_w.data(), NanAsInfinity{});
+  TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, max_bytes, guarded, top.data(), n, Larger{}, -INFINITY));
   std::size_t bytes = 0;
   cuda::resample_device(nullptr, bytes, log_w.data(), log_w.size(), kind, seed, counter, nullptr);
-  auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
+  auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>({bytes, max_bytes, 1}), who);
+  TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), max_bytes, guarded, top.data(), n, Larger{}, -INFINITY));
   auto ancestors = Column<std::size_t>::allocate(Backend::cuda, log_w.size(), who);
-  cuda::resample_device(temp.data(), bytes, log_w.data(), log_w.size(), kind, seed, counter, ancestors.data(), nullptr,
-                        &summary);
+  double largest = 0;
+  if (kind == Resampler::systematic) {
+    // the fused resampler runs behind the guard, and the guard comes back with its totals: one wait in all
+    double* host_top = pinned_guard();
+    TALLY_CUDA_CHECK(cudaMemcpyAsync(host_top, top.data(), sizeof(double), cudaMemcpyDeviceToHost, nullptr));
+    // the caller's decision (Graph::resample_by_weight: ESS < threshold P) made on the device too: a step that
+    // keeps its particles writes no ancestors
+    const double limit = threshold < 1.0 ? threshold * static_cast<double>(log_w.size()) : INFINITY;
+    cuda::resample_device(temp.data(), bytes, log_w.data(), log_w.size(), kind, seed, counter, ancestors.data(),
+                          nullptr, &summary, cuda::ResampleKernel::automatic, top.data(), limit);
+    largest = *host_top;
+  } else {
+    largest = top.to_host()[0];
+  }
+  if (largest == INFINITY) {
+    const std::vector<double> host = log_w.to_host();
+    detail::check_log_weights(host, who);
+  }
+  if (!(largest > -INFINITY)) {
+    summary = {-INFINITY, -INFINITY, 0.0};
+    return {};
+  }
+  if (kind != Resampler::systematic)
+    cuda::resample_device(temp.data(), bytes, log_w.data(), log_w.size(), kind, seed, counter, ancestors.data(),
+                          nullptr, &summary);
   return ancestors;
 }
 

@@ -14,6 +14,7 @@ namespace tally::gpu::cuda::fused {
 /// end = n also writes O_n and K_n. What a thread needs of its neighbours (S_{begin-1} > 0 from thread j - 1,
 /// O_end from thread j + 1) comes through shared memory: a thread with tiles has a predecessor with tiles.
 __global__ void __launch_bounds__(combine_threads) combine_tiles(Plan plan) {
+  if (!guard_passes(plan)) return;
   constexpr int kc = combine_items;
   using Scan = cub::BlockScan<unsigned long long, combine_threads>;
   __shared__ typename Scan::TempStorage scan_storage[2];
@@ -124,6 +125,7 @@ __global__ void __launch_bounds__(combine_threads) combine_tiles(Plan plan) {
 /// Pass 2, any n: the same steps as combine_tiles, each reading its values from device memory again (a chain of
 /// dependent reads: tens of microseconds, against milliseconds for passes 1 and 3 at these sizes).
 __global__ void __launch_bounds__(combine_threads) combine_tiles_generic(Plan plan) {
+  if (!guard_passes(plan)) return;
   using Scan = cub::BlockScan<unsigned long long, combine_threads>;
   __shared__ typename Scan::TempStorage scan_storage[2];
   __shared__ double shared[4][32];

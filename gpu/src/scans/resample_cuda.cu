@@ -10,6 +10,7 @@
 #include "cuda_check.cuh"
 #include "resample_check.hpp"
 #include "resample_combine.cuh"
+#include "tally/gpu/deferred_checks.hpp"
 #include "tally/gpu/philox.hpp"
 #include "tally/gpu/resample.hpp"
 
@@ -159,7 +160,11 @@ fused::Plan carve_plan(Carve& carve, std::size_t p, double u, bool scratch) {
 int multiprocessors() {
   int device = 0, sms = 0;
   TALLY_CUDA_CHECK(cudaGetDevice(&device));
+  thread_local int cached_device = -1, cached_sms = 0;  // one attribute query per thread and device
+  if (device == cached_device) return cached_sms;
   TALLY_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  cached_device = device;
+  cached_sms = sms;
   return sms;
 }
 
@@ -188,7 +193,7 @@ bool use_fused(Resampler kind, ResampleKernel kernel) {
 
 void resample_device(void* temp, std::size_t& temp_bytes, const double* log_w, std::size_t p, Resampler kind,
                      std::uint64_t seed, std::uint64_t counter, std::size_t* ancestors, void* stream,
-                     WeightSummary* summary, ResampleKernel kernel) {
+                     WeightSummary* summary, ResampleKernel kernel, const double* guard, double ess_limit) {
   const char* who = "tally::gpu::cuda::resample_device";
   if (p == 0) tally::detail::fail<shape_error>(who, ": no log-weights (an empty population)");
   const bool fused_path = use_fused(kind, kernel);
@@ -196,7 +201,11 @@ void resample_device(void* temp, std::size_t& temp_bytes, const double* log_w, s
   const double u = philox_uniform(seed, 0, counter);
   auto* out = reinterpret_cast<unsigned long long*>(ancestors);
   Carve carve(temp);
-  const fused::Plan plan = carve_plan(carve, p, u, fused_path);
+  fused::Plan plan = carve_plan(carve, p, u, fused_path);
+  if (fused_path) {
+    plan.guard = guard;
+    plan.ess_limit = ess_limit;
+  }
   if (fused_path) {
     if (temp == nullptr) {
       temp_bytes = carve.used();
@@ -218,6 +227,7 @@ void resample_device(void* temp, std::size_t& temp_bytes, const double* log_w, s
       fused::Totals totals{};
       TALLY_CUDA_CHECK(cudaMemcpyAsync(&totals, plan.totals, sizeof totals, cudaMemcpyDeviceToHost, s));
       TALLY_CUDA_CHECK(cudaStreamSynchronize(s));
+      if (s == nullptr) gpu::detail::raise_checked_after_wait();  // the host waited: earlier deferred checks are known
       *summary = to_summary(totals);
     }
     return;
@@ -248,6 +258,7 @@ void resample_device(void* temp, std::size_t& temp_bytes, const double* log_w, s
   if (summary != nullptr)
     TALLY_CUDA_CHECK(cudaMemcpyAsync(&totals, plan.totals, sizeof totals, cudaMemcpyDeviceToHost, s));
   TALLY_CUDA_CHECK(cudaStreamSynchronize(s));
+  if (s == nullptr) gpu::detail::raise_checked_after_wait();
   if (summary != nullptr) *summary = to_summary(totals);
   bytes = cub_bytes;
   weights = thrust::make_transform_iterator(log_w, kernels::RelativeWeight{host_m});

@@ -90,7 +90,18 @@ struct Plan {
   unsigned long long* heavy_start = nullptr;  // max_heavy + 1
   unsigned long long* scratch = nullptr;      // max_heavy * T: the heavy tiles' k(C_i)
   Totals* totals = nullptr;
+  const double* guard = nullptr;  // where set: the kernels run only if *guard is finite (the caller's weight check)
+  double ess_limit = INFINITY;    // finite: the ancestors are written only where ESS = W^2 / Q < ess_limit
 };
+
+/// False where the plan's guard says the weights must not be read (the block returns at once, as one).
+__device__ inline bool guard_passes(const Plan& plan) { return plan.guard == nullptr || isfinite(*plan.guard); }
+/// Whether the caller resamples: ESS < ess_limit, with the host's roundings (W * W / Q, no fma), read from the totals.
+__device__ inline bool resampling(const Plan& plan) {
+  if (isinf(plan.ess_limit)) return true;
+  const Totals& t = *plan.totals;
+  return __ddiv_rn(__dmul_rn(t.total, t.total), t.squares) < plan.ess_limit;
+}
 
 constexpr unsigned full_mask = 0xffffffffu;
 
@@ -205,6 +216,7 @@ __device__ inline void relative_weights(double (&x)[items], double m) {
 /// Pass 1: m_t, s_t, q_t of tile blockIdx.x, in the warp-striped arrangement of fetch_striped (resample_order.hpp:
 /// thread j's items r = 0 .. 15 are the particles 512 w + 32 r + l of the tile).
 __global__ void __launch_bounds__(threads, totals_blocks_per_sm) tile_totals(const double* l, Plan plan) {
+  if (!guard_passes(plan)) return;
   __shared__ double shared[3][32];
   const std::size_t t = blockIdx.x;
   double x[items];
@@ -236,6 +248,7 @@ __global__ void __launch_bounds__(threads, totals_blocks_per_sm) tile_totals(con
 /// order. Otherwise by binary searches over the tile's k(C_i) (see the scheme).
 __global__ void __launch_bounds__(threads, ancestors_blocks_per_sm)
     write_ancestors(const double* l, Plan plan, unsigned long long* out) {
+  if (!guard_passes(plan) || !resampling(plan)) return;
   __shared__ union {
     double exchange[warps][exchange_words];
     unsigned rel[tile];                // search: k(C_i) - K_t
@@ -341,6 +354,7 @@ __device__ inline Owner heavy_owner(const Plan& plan, unsigned long long count, 
 
 /// The spread pass: the heavy tiles' positions, laid end to end, in windows of 256 per warp (grid-stride).
 __global__ void __launch_bounds__(spread_threads) spread_heavy(Plan plan, unsigned long long* out) {
+  if (!guard_passes(plan) || !resampling(plan)) return;
   const unsigned long long count = plan.totals->heavy_count;
   if (count == 0) return;
   const unsigned long long total = plan.totals->heavy_positions;

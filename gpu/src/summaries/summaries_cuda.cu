@@ -1,16 +1,22 @@
-// Weighted summaries on the device: CUB reductions, a histogram of the weights by value (values within
-// histogram_bins of each other) or else a radix sort of (value, weight) pairs, a scan, a few numbers copied back.
+// Weighted summaries on the device: the range and the largest log-weight (one pass), the three sums (one CUB
+// reduction), a histogram of the weights by value (values within histogram_bins of each other) scanned by one block,
+// or else a radix sort of (value, weight) pairs and a scan; one copy back (two on the sort path).
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
+#include <cub/block/block_scan.cuh>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "cuda_check.cuh"
 #include "population_kernels.cuh"
+#include "tally/gpu/deferred_checks.hpp"
 #include "tally/gpu/summaries.hpp"
 
 namespace tally::gpu::detail {
@@ -26,69 +32,126 @@ using population_cuda::kernels::thread_index;
 inline constexpr int histogram_bins = 4096;
 inline constexpr int histogram_blocks = 264;
 
-/// What comes back: the sums, the first bad log-weight's index (count: none), the values' range.
+/// What comes back: the sums, the first bad log-weight's index (count: none), the values' range; the quantiles follow
+/// it in the same buffer (one copy back).
 struct Report {
   double top, total, weighted, squares;
   unsigned long long first_bad;
   long long lo, hi;
+  unsigned long long top_key;  // the maximum log-weight as an ordered integer (atomicMax); top is its double
 };
 
-/// w_i = e^{l_i - top} (1 when top = -inf), w_i v_i and w_i^2; flags a NaN or +inf log-weight.
-__global__ void weights_kernel(const double* l, const std::int64_t* v, std::size_t count, Report* r, double* w,
-                               double* wv, double* w2) {
-  const long long i = thread_index();
-  if (i >= static_cast<long long>(count)) return;
-  const double top = r->top;
-  if (isnan(l[i]) || l[i] == INFINITY) atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
-  const double x = top == -INFINITY ? 1.0 : exp(l[i] - top);
-  w[i] = x;
-  wv[i] = x * static_cast<double>(v[i]);
-  w2[i] = x * x;
+/// A double's bits as an unsigned integer ordered as the doubles are (NaN aside: flagged as bad anyway).
+__device__ inline unsigned long long ordered_key(double x) {
+  const auto u = static_cast<unsigned long long>(__double_as_longlong(x));
+  return (u >> 63) != 0 ? ~u : u | 0x8000000000000000ull;
+}
+__device__ inline double from_ordered_key(unsigned long long k) {
+  const unsigned long long u = (k >> 63) != 0 ? k & 0x7fffffffffffffffull : ~k;
+  return __longlong_as_double(static_cast<long long>(u));
 }
 
-__global__ void init_report(Report* r, std::size_t count) {
-  r->first_bad = count;
-  r->lo = LLONG_MAX;
-  r->hi = LLONG_MIN;
+/// The report's starting values and zero bins (one launch for both).
+__global__ void init_kernel(Report* r, std::size_t count, double* bins) {
+  const long long t = thread_index();
+  if (t == 0) {
+    r->first_bad = count;
+    r->lo = LLONG_MAX;
+    r->hi = LLONG_MIN;
+    r->top_key = 0;  // below every double's key: -inf's key is 0x000fffffffffffff
+  }
+  for (long long b = t; b < histogram_bins; b += static_cast<long long>(gridDim.x) * blockDim.x) bins[b] = 0.0;
 }
 
-/// The smallest and largest value (one atomic per warp).
-__global__ void range_kernel(const std::int64_t* v, std::size_t count, Report* r) {
+/// The smallest and largest value and the largest log-weight (one atomic of each per warp); flags a NaN or +inf
+/// log-weight.
+__global__ void range_kernel(const std::int64_t* v, const double* l, std::size_t count, Report* r) {
   const long long i = thread_index();
   long long lo = LLONG_MAX, hi = LLONG_MIN;
-  if (i < static_cast<long long>(count)) lo = hi = static_cast<long long>(v[i]);
+  unsigned long long top = 0;
+  if (i < static_cast<long long>(count)) {
+    lo = hi = static_cast<long long>(v[i]);
+    const double li = l[i];
+    if (isnan(li) || li == INFINITY) atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
+    else top = ordered_key(li);
+  }
   for (int d = 16; d >= 1; d /= 2) {
     lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, d));
     hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, d));
+    top = max(top, __shfl_xor_sync(0xffffffffu, top, d));
   }
   if ((threadIdx.x & 31) == 0 && lo <= hi) {
     atomicMin(&r->lo, lo);
     atomicMax(&r->hi, hi);
+    atomicMax(&r->top_key, top);
   }
+}
+
+/// w_i = e^{l_i - top} (1 when top = -inf; 0 for a bad log-weight, whose error is raised instead), from the report.
+__device__ inline double weight_of(double l, const Report* r) {
+  const double top = r->top_key == 0 ? -INFINITY : from_ordered_key(r->top_key);
+  if (isnan(l) || l == INFINITY) return 0.0;
+  return top == -INFINITY ? 1.0 : exp(l - top);
+}
+
+/// The three sums at once: (w, w v, w^2).
+struct Sums {
+  double total, weighted, squares;
+};
+struct AddSums {
+  __device__ Sums operator()(const Sums& a, const Sums& b) const {
+    return {a.total + b.total, a.weighted + b.weighted, a.squares + b.squares};
+  }
+};
+struct SumsOf {
+  const double* l;
+  const std::int64_t* v;
+  const Report* r;
+  __device__ Sums operator()(long long i) const {
+    const double w = weight_of(l[i], r);
+    return {w, w * static_cast<double>(v[i]), w * w};
+  }
+};
+
+/// w_i written out (the sort path's weights).
+__global__ void weights_kernel(const double* l, std::size_t count, const Report* r, double* w) {
+  const long long i = thread_index();
+  if (i < static_cast<long long>(count)) w[i] = weight_of(l[i], r);
 }
 
 /// Where the values span at most histogram_bins integers: bins[v - lo] += w (shared memory per block, then the
 /// block's nonzero bins added to the global ones); otherwise nothing (the sort path runs instead).
-__global__ void __launch_bounds__(block) histogram_kernel(const std::int64_t* v, const double* w, std::size_t count,
+__global__ void __launch_bounds__(block) histogram_kernel(const std::int64_t* v, const double* l, std::size_t count,
                                                           const Report* r, double* bins) {
   if (r->hi - r->lo >= histogram_bins) return;
   __shared__ double local[histogram_bins];
   for (int b = threadIdx.x; b < histogram_bins; b += blockDim.x) local[b] = 0.0;
   __syncthreads();
   const long long lo = r->lo;
-  for (long long i = thread_index(); i < static_cast<long long>(count); i += static_cast<long long>(gridDim.x) * blockDim.x)
-    if (w[i] > 0.0) atomicAdd(&local[v[i] - lo], w[i]);
+  for (long long i = thread_index(); i < static_cast<long long>(count); i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const double w = weight_of(l[i], r);
+    if (w > 0.0) atomicAdd(&local[v[i] - lo], w);
+  }
   __syncthreads();
   for (int b = threadIdx.x; b < histogram_bins; b += blockDim.x)
     if (local[b] > 0.0) atomicAdd(&bins[b], local[b]);
 }
 
-/// The histogram path's quantiles: one thread per probability, the first bin whose cumulative weight reaches p of
-/// the total (and is positive), else the last bin of positive weight; nothing where the sort path runs.
-__global__ void histogram_quantiles_kernel(const double* cum, const Report* r, const double* p, std::size_t nq,
-                                           std::int64_t* out) {
-  const long long q = thread_index();
-  if (q >= static_cast<long long>(nq) || r->hi - r->lo >= histogram_bins) return;
+/// The histogram path's end, one block: the bins' inclusive scan (in place), then one thread per probability finds
+/// the first bin whose cumulative weight reaches p of the total (and is positive), else the last bin of positive
+/// weight; nothing where the sort path runs. Also turns top_key into top.
+__global__ void __launch_bounds__(block) histogram_finish_kernel(double* cum, Report* r, const double* p,
+                                                                 std::size_t nq, std::int64_t* out) {
+  if (threadIdx.x == 0) r->top = r->top_key == 0 ? -INFINITY : from_ordered_key(r->top_key);
+  if (r->hi - r->lo >= histogram_bins || nq == 0) return;
+  constexpr int per_thread = histogram_bins / block;
+  using Scan = cub::BlockScan<double, block>;
+  __shared__ typename Scan::TempStorage scan_storage;
+  double items[per_thread];
+  for (int k = 0; k < per_thread; ++k) items[k] = cum[threadIdx.x * per_thread + k];
+  Scan(scan_storage).InclusiveSum(items, items);
+  for (int k = 0; k < per_thread; ++k) cum[threadIdx.x * per_thread + k] = items[k];
+  __syncthreads();
   const double total = cum[histogram_bins - 1];
   auto first_at_least = [&](double target) {
     int lo = 0, hi = histogram_bins;
@@ -99,16 +162,12 @@ __global__ void histogram_quantiles_kernel(const double* cum, const Report* r, c
     }
     return lo;
   };
-  int j = first_at_least(p[q]);
-  if (j == histogram_bins) j = first_at_least(1.0);
-  out[q] = r->lo + (j < histogram_bins ? j : histogram_bins - 1);
+  for (std::size_t q = threadIdx.x; q < nq; q += blockDim.x) {
+    int j = first_at_least(p[q]);
+    if (j == histogram_bins) j = first_at_least(1.0);
+    out[q] = r->lo + (j < histogram_bins ? j : histogram_bins - 1);
+  }
 }
-
-/// The maximum with -inf as its identity (CUB's Max starts from the lowest finite double, which would hide a
-/// population whose log-weights are all -inf).
-struct Maximum {
-  __device__ double operator()(double a, double b) const { return a > b ? a : b; }
-};
 
 /// One thread per probability p_q: the first sorted value whose cumulative weight reaches p_q of the total (and is
 /// positive), else the largest value of positive weight (the first j where the scan reaches its end).
@@ -138,54 +197,51 @@ WeightedSummary summarize_device(const Column<std::int64_t>& values, const Colum
   constexpr const char* who = "tally::gpu::summarize";
   const std::size_t n = values.size(), nq = probabilities.size();
   const auto count = static_cast<long long>(n);
-  auto report = Column<unsigned char>::allocate(Backend::cuda, sizeof(Report), who);
-  Report* r = reinterpret_cast<Report*>(report.data());
-  auto w = Column<double>::allocate(Backend::cuda, n, who), wv = Column<double>::allocate(Backend::cuda, n, who),
-       w2 = Column<double>::allocate(Backend::cuda, n, who);
+  // the report and the quantiles in one buffer (8-byte aligned: Report holds 8-byte fields), copied back at once
+  const std::size_t report_words = (sizeof(Report) + 7) / 8;
+  auto buffer = Column<std::int64_t>::allocate(Backend::cuda, report_words + std::max<std::size_t>(nq, 1), who);
+  Report* r = reinterpret_cast<Report*>(buffer.data());
+  std::int64_t* quantiles = buffer.data() + report_words;
   auto bins = Column<double>::allocate(Backend::cuda, histogram_bins, who);
   auto p = Column<double>::from_host(std::vector<double>(probabilities.begin(), probabilities.end()), Backend::cuda);
-  auto quantiles = Column<std::int64_t>::allocate(Backend::cuda, std::max<std::size_t>(nq, 1), who);
-  double* top = &r->top;
-  // one temporary storage for the reductions and the bins' scan
-  std::size_t bytes = 0, b = 0;
-  TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, b, log_w.data(), top, count, Maximum{}, -INFINITY));
-  bytes = std::max(bytes, b);
-  TALLY_CUDA_CHECK(cub::DeviceReduce::Sum(nullptr, b, w.data(), top, count));
-  bytes = std::max(bytes, b);
-  TALLY_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, b, bins.data(), bins.data(), histogram_bins));
-  bytes = std::max(bytes, b);
+  // the three sums by one CUB reduction of (w, w v, w^2), the weights computed as they are read
+  const auto sums_in = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
+                                                       SumsOf{log_w.data(), values.data(), r});
+  Sums* sums = reinterpret_cast<Sums*>(&r->total);
+  std::size_t bytes = 0;
+  TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, bytes, sums_in, sums, count, AddSums{}, Sums{0.0, 0.0, 0.0}));
   auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
 
-  init_report<<<1, 1>>>(r, n);
+  init_kernel<<<histogram_bins / block, block>>>(r, n, bins.data());
   launched();
-  range_kernel<<<thread_blocks(n), block>>>(values.data(), n, r);
+  range_kernel<<<thread_blocks(n), block>>>(values.data(), log_w.data(), n, r);
   launched();
-  TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), bytes, log_w.data(), top, count, Maximum{}, -INFINITY));
-  weights_kernel<<<thread_blocks(n), block>>>(log_w.data(), values.data(), n, r, w.data(), wv.data(), w2.data());
-  launched();
-  TALLY_CUDA_CHECK(cub::DeviceReduce::Sum(temp.data(), bytes, w.data(), &r->total, count));
-  TALLY_CUDA_CHECK(cub::DeviceReduce::Sum(temp.data(), bytes, wv.data(), &r->weighted, count));
-  TALLY_CUDA_CHECK(cub::DeviceReduce::Sum(temp.data(), bytes, w2.data(), &r->squares, count));
+  TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), bytes, sums_in, sums, count, AddSums{}, Sums{0.0, 0.0, 0.0}));
   // the histogram path (decided on the device: its kernels do nothing where the values span more bins)
-  TALLY_CUDA_CHECK(cudaMemsetAsync(bins.data(), 0, histogram_bins * sizeof(double)));
   histogram_kernel<<<static_cast<unsigned>(std::min<std::size_t>(histogram_blocks, thread_blocks(n))), block>>>(
-      values.data(), w.data(), n, r, bins.data());
+      values.data(), log_w.data(), n, r, bins.data());
   launched();
-  TALLY_CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp.data(), bytes, bins.data(), bins.data(), histogram_bins));
-  if (nq > 0) {
-    histogram_quantiles_kernel<<<thread_blocks(nq), block>>>(bins.data(), r, p.data(), nq, quantiles.data());
-    launched();
-  }
+  histogram_finish_kernel<<<1, block>>>(bins.data(), r, p.data(), nq, quantiles);
+  launched();
+  std::vector<std::int64_t> host_buffer(buffer.size());
+  TALLY_CUDA_CHECK(cudaMemcpy(host_buffer.data(), buffer.data(), buffer.bytes(), cudaMemcpyDeviceToHost));
+  raise_checked_after_wait();  // the host waited: a deferred check of an earlier operation raises first
   Report host{};
-  TALLY_CUDA_CHECK(cudaMemcpy(&host, r, sizeof host, cudaMemcpyDeviceToHost));
+  std::memcpy(&host, host_buffer.data(), sizeof host);
   if (host.first_bad < n)
     tally::detail::fail<domain_error>(who, ": log-weight ", log_w.to_host()[host.first_bad], " of particle ",
                                       host.first_bad);
+  WeightedSummary out;
+  out.quantiles.assign(host_buffer.begin() + static_cast<std::ptrdiff_t>(report_words),
+                       host_buffer.begin() + static_cast<std::ptrdiff_t>(report_words + nq));
   if (host.hi - host.lo >= histogram_bins && nq > 0) {
     // values too spread for the bins: a radix sort of (value, weight) pairs and a scan instead
+    auto w = Column<double>::allocate(Backend::cuda, n, who);
+    weights_kernel<<<thread_blocks(n), block>>>(log_w.data(), n, r, w.data());
+    launched();
     auto sorted_w = Column<double>::allocate(Backend::cuda, n, who);
     auto sorted = Column<std::int64_t>::allocate(Backend::cuda, n, who);
-    std::size_t sort_bytes = 0;
+    std::size_t sort_bytes = 0, b = 0;
     TALLY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, b, values.data(), sorted.data(), w.data(),
                                                      sorted_w.data(), count));
     sort_bytes = std::max(sort_bytes, b);
@@ -196,15 +252,13 @@ WeightedSummary summarize_device(const Column<std::int64_t>& values, const Colum
                                                      w.data(), sorted_w.data(), count));
     double* cum = w.data();  // the weights are sorted into sorted_w: their storage takes the scan
     TALLY_CUDA_CHECK(cub::DeviceScan::InclusiveSum(sort_temp.data(), sort_bytes, sorted_w.data(), cum, count));
-    quantiles_kernel<<<thread_blocks(nq), block>>>(cum, sorted.data(), n, p.data(), nq, quantiles.data());
+    quantiles_kernel<<<thread_blocks(nq), block>>>(cum, sorted.data(), n, p.data(), nq, quantiles);
     launched();
+    TALLY_CUDA_CHECK(cudaMemcpy(out.quantiles.data(), quantiles, nq * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
   }
-  WeightedSummary out;
   out.all_impossible = host.top == -INFINITY;
   out.mean = host.weighted / host.total;
   out.ess = host.total * host.total / host.squares;
-  out.quantiles = quantiles.to_host();
-  out.quantiles.resize(nq);
   return out;
 }
 

@@ -42,8 +42,10 @@ void count_device_allocation(std::size_t bytes, const char* who);
 /// The bytes of device memory that tally's allocations hold now (the memory pool's used bytes, after the device
 /// finished its work): for leak checks. 0 without CUDA.
 std::size_t device_bytes_in_use();
-/// Synchronous copies between host and device memory (direction: 0 host to device, 1 device to host, 2 device to
-/// device).
+/// Copies between host and device memory (direction: 0 host to device, 1 device to host, 2 device to device), in
+/// the default stream's order. Device to host waits for the device (then raises any deferred check's error:
+/// tally/gpu/deferred_checks.hpp); host to device goes through pinned staging where it is small (64 KiB at most)
+/// and does not wait, and device to device never waits.
 void device_copy(void* dst, const void* src, std::size_t bytes, int direction);
 struct DeviceFree {
   void operator()(void* p) const noexcept { device_free(p); }

@@ -13,6 +13,11 @@ namespace tally::gpu {
 struct Table {
   Column<double> values;
   std::size_t rows = 0, cols = 0;
+  /// The same values on the host, where the table was made from host values (from_host): what checks of the table
+  /// read, so that they need no copy back from the device. Empty otherwise.
+  std::vector<double> host_copy;
+  /// The values on the host: host_copy, or (without one) a copy back.
+  std::vector<double> host_values() const { return host_copy.empty() ? values.to_host() : host_copy; }
   /// A copy of rows * cols row-major host values (tally::shape_error for another count or an empty table).
   static Table from_host(std::span<const double> row_major, std::size_t rows, std::size_t cols, Backend where);
   Backend where() const { return values.where(); }
@@ -20,7 +25,7 @@ struct Table {
 
 // Like population_ops.hpp, every function runs where its operands live (the table must live there too:
 // tally::shape_error otherwise). Each law's support [lo_i, lo_i + m_i) must lie within the table's K = rows
-// states: tally::domain_error naming the first particle otherwise (device: a flag read back, one synchronization).
+// states: tally::domain_error naming the first particle otherwise (device: a flag checked at once, or where the host next waits inside gpu::DeferChecks).
 // The caller validates the numbers (MarkovStep: rows stochastic; IndexedPoisson: rates >= 0 and finite).
 
 /// One Markov step of each law: \f$ \mu'_i(j) = \sum_k \mu_i(k)\, T_{kj} \f$ on j = 0 .. C-1 (lo 0, length C,

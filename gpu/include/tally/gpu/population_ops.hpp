@@ -86,8 +86,8 @@ void add_to(Column<double>& acc, const Column<double>& x);
 Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream = 0);
 /// One Binomial(n_i, q_i) draw per particle, by inversion on u_i = philox_uniform(seed, i, counter) without a table
 /// (population_math.hpp's binomial_draw: O(sqrt(n q (1 - q))) steps each, nothing stored; identical on both).
-/// tally::domain_error naming the first particle with n_i < 0 or q_i outside [0, 1] (device: a flag read back,
-/// one synchronization).
+/// tally::domain_error naming the first particle with n_i < 0 or q_i outside [0, 1] (device: a flag and the
+/// particle's n and q recorded; raised at once, or inside gpu::DeferChecks where the host next waits).
 Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column<double>& q, std::uint64_t seed,
                                      std::uint64_t counter, std::uint64_t first_stream = 0);
 /// One Beta(a_i, b_i) draw per particle, X / (X + Y) with X ~ Gamma(a_i), Y ~ Gamma(b_i) by Marsaglia and Tsang
@@ -99,8 +99,8 @@ Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std
 /// a Beta(a, b) variate on the uniforms philox_uniform(seed, particle, counter * 256 + j), j < 256.
 double gamma_variate(double shape, std::uint64_t seed, std::uint64_t particle, std::uint64_t counter);
 double beta_variate(double a, double b, std::uint64_t seed, std::uint64_t particle, std::uint64_t counter);
-/// r_i = a x_i + b y_i + c, or tally::overflow_error when some r_i leaves int64 (device: a flag, read back: one
-/// synchronization).
+/// r_i = a x_i + b y_i + c, or tally::overflow_error when some r_i leaves int64 (device: a flag and the particle's
+/// x and y recorded; raised at once, or inside gpu::DeferChecks where the host next waits).
 Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const Column<std::int64_t>& y,
                             std::int64_t b, std::int64_t c);
 /// P copies of v.
@@ -118,8 +118,10 @@ Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancest
 Laws gather(const Laws& x, const Column<std::size_t>& ancestors);
 /// Ancestors drawn from the log-weights (tally::gpu::resample's contract; the device form reads nothing back but
 /// the summary), and the weights' summary. When every log-weight is -inf: no ancestors (an empty column) and the
-/// summary {-inf, -inf, 0}.
+/// summary {-inf, -inf, 0}. `threshold` < 1: the caller resamples only where ESS < threshold P (the summary's
+/// ess, compared so); the device then writes the ancestors only in that case (their values are unspecified
+/// otherwise), so a step that keeps its particles does not pay for them.
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
-                             WeightSummary& summary);
+                             WeightSummary& summary, double threshold = 1.0);
 
 }  // namespace tally::gpu

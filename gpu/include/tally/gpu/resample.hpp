@@ -1,6 +1,7 @@
 // Resampling of particle log-weights: stable normalization, the effective sample size, systematic and multinomial.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -84,10 +85,15 @@ std::vector<std::size_t> resample(std::span<const double> log_w, Resampler kind,
 /// `stream`. fused: at most about 2 P bytes of temporary storage (the heavy tiles' positions) and no
 /// synchronization, unless `summary` is given: then one (the totals are read back). cub_composition: 8 P bytes and
 /// more, and one synchronization (the maximum is read back; the summary, when asked for, comes with it from the
-/// fused kernels' first two passes).
+/// fused kernels' first two passes). `guard` (fused only; nullptr: none): a device number that the kernels read
+/// first and that lets them run only where it is finite, so that a caller may enqueue its own check of the weights
+/// (their largest, NaN read as +inf) and read both back in the one synchronization (ancestors and summary are then
+/// meaningless unless the guard is finite). `ess_limit` (fused only): finite, the ancestors are written only where
+/// the summary's ess (W^2 / Q) is below it, as a caller that resamples only then decides.
 void resample_device(void* temp, std::size_t& temp_bytes, const double* log_w, std::size_t p, Resampler kind,
                      std::uint64_t seed, std::uint64_t counter, std::size_t* ancestors, void* stream = nullptr,
-                     WeightSummary* summary = nullptr, ResampleKernel kernel = ResampleKernel::automatic);
+                     WeightSummary* summary = nullptr, ResampleKernel kernel = ResampleKernel::automatic,
+                     const double* guard = nullptr, double ess_limit = INFINITY);
 }  // namespace cuda
 
 }  // namespace tally::gpu
