@@ -180,6 +180,13 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 ///   draw it), the failed node and everything below it stay as they were, and the log-weights change only when an
 ///   observation completes. Asking again for the failed variable fails again the same way while the cause remains;
 ///   everything else goes on as if the failed call had been a marginal() of the nodes it reached.
+/// - *Deferred* (a CUDA graph only): an error that only the device can see (a per-particle parameter outside its
+///   domain, an integer overflow, a state outside a Markov or rate table) does not make the host wait: it is raised,
+///   with the same type and message naming the particle and the operation, by the next call that waits for the
+///   device anyway (values or laws copied back, summarize, resample_by_weight, a failed allocation); the first such
+///   error wins (gpu/include/tally/gpu/deferred_checks.hpp). By then the failed operation's results are in the
+///   graph: treat the graph as one whose last operations failed (the basic guarantee), as on the CPU path, where
+///   the same error is thrown by the operation itself.
 class Graph {
  public:
   /// particles >= 1 (domain_error otherwise); Device::automatic.
