@@ -2,7 +2,9 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <cmath>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "tally/distributions/joint_pmf.hpp"
@@ -52,6 +54,21 @@ inline std::int64_t checked_table_size(const Coordinates& shape, const Truncatio
     }
   }
   return static_cast<std::int64_t>(total);
+}
+
+/// r (the result of an operation on d) carrying d's dropped measure through the same operation, op(x) for the
+/// dropped measure x (std::nullopt: nothing of it is left). Where op cannot be applied to it (a table past the size
+/// limit), its mass (times `growth`, what the operation may multiply a mass by) joins r's spread bound instead.
+template <class Op>
+JointPmf carry_dropped(const JointPmf& d, const JointPmf& r, Op op, double growth = 1.0) {
+  const JointPmf* x = d.dropped();
+  if (x == nullptr) return r;
+  try {
+    return r.with_dropped(op(*x));
+  } catch (const overflow_error&) {
+    return r.with_spread_error_bound(r.spread_error_bound() + growth * (1.0 + x->error_bound()) *
+                                                                  std::exp(x->log_mass() - r.log_mass()));
+  }
 }
 
 }  // namespace tally::detail

@@ -113,6 +113,11 @@ double JointPmf::log_mass() const { return log_scale_ + std::log(weights_.sum())
 JointPmf JointPmf::normalized() const {
   JointPmf out = *this;
   out.log_scale_ = -std::log(weights_.sum());
+  if (dropped_) {  // the dropped measure is in this law's units: it is scaled with it
+    JointPmf x = *dropped_;
+    x.log_scale_ += out.log_scale_ - log_scale_;
+    out.dropped_ = std::make_shared<const JointPmf>(std::move(x));
+  }
   return out;
 }
 
@@ -120,7 +125,70 @@ JointPmf JointPmf::with_error_bound(double bound) const {
   if (!(bound >= 0.0)) detail::fail<domain_error>("tally::JointPmf::with_error_bound: bound ", bound, " must be >= 0");
   JointPmf out = *this;
   out.error_bound_ = bound;
+  out.dropped_.reset();
+  out.dropped_ratio_ = 0.0;
   return out;
+}
+
+JointPmf JointPmf::with_spread_error_bound(double bound) const {
+  if (!(bound >= 0.0))
+    detail::fail<domain_error>("tally::JointPmf::with_spread_error_bound: bound ", bound, " must be >= 0");
+  JointPmf out = *this;
+  out.error_bound_ = bound;
+  return out;
+}
+
+JointPmf JointPmf::with_dropped(const std::optional<JointPmf>& dropped) const {
+  JointPmf out = *this;
+  out.dropped_.reset();
+  out.dropped_ratio_ = 0.0;
+  if (!dropped) return out;
+  if (dropped->rank() != rank())
+    detail::fail<shape_error>("tally::JointPmf::with_dropped: a dropped measure of rank ", dropped->rank(),
+                              " for a joint law of rank ", rank());
+  JointPmf x = dropped->dropped_ ? add_measures(dropped->with_dropped(std::nullopt), *dropped->dropped_) : *dropped;
+  const double ratio = std::exp(x.log_mass() - log_mass());
+  out.error_bound_ += x.error_bound_ * ratio;  // its own bound, relative to its mass, becomes spread
+  x.error_bound_ = 0.0;
+  out.dropped_ratio_ = ratio;
+  out.dropped_ = std::make_shared<const JointPmf>(std::move(x));
+  return out;
+}
+
+JointPmf add_measures(const JointPmf& a, const JointPmf& b) {
+  const char* who = "tally::add_measures";
+  if (a.rank() != b.rank()) detail::fail<shape_error>(who, ": ranks ", a.rank(), " and ", b.rank());
+  const std::size_t k = static_cast<std::size_t>(a.rank());
+  Coordinates lo(k), shape(k);
+  for (int ax = 0; ax < a.rank(); ++ax) {
+    const auto i = static_cast<std::size_t>(ax);
+    lo[i] = std::min(a.lo(ax), b.lo(ax));
+    shape[i] = std::max(a.hi(ax), b.hi(ax)) - lo[i] + 1;
+  }
+  const std::int64_t total = detail::checked_table_size(shape, Truncation{}, who);
+  const auto stride = detail::strides_of(shape);
+  const double s = std::max(a.log_scale(), b.log_scale());
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(total);
+  double lost = 0.0;  // a term too small to show beside the other (below e^-700 of it): counted in the bound
+  const double ma = std::exp(a.log_mass()), mb = std::exp(b.log_mass());
+  for (const JointPmf* m : {&a, &b}) {
+    const double f = std::exp(m->log_scale() - s);
+    if (m->log_scale() - s < -700.0) {
+      lost += m->weights().sum() * std::exp(m->log_scale() - s + 700.0);
+      continue;
+    }
+    detail::for_each_index(m->shape(), [&](const Coordinates& idx, Eigen::Index flat) {
+      const double v = m->weights()[flat];
+      if (v == 0.0) return;
+      std::int64_t to = 0;
+      for (std::size_t i = 0; i < k; ++i) to += (idx[i] + m->lo()[i] - lo[i]) * stride[i];
+      w[to] += v * f;
+    });
+  }
+  const double sum = w.sum();
+  // bounds relative to the sum's mass (the masses as stored, so the bounds' absolute sizes add)
+  const double e = (a.error_bound() * ma + b.error_bound() * mb) / (ma + mb) + lost * std::exp(-700.0) / sum;
+  return JointPmf(std::move(lo), std::move(shape), std::move(w), s, e);
 }
 
 JointPmf joint(const Pmf& x) {
@@ -208,7 +276,8 @@ JointPmf marginalize_out(const JointPmf& d, int axis) {
       if (a != skip) to += idx[a] * stride[b++];
     w[to] += d.weights()[flat];
   });
-  return JointPmf(std::move(lo), std::move(shape), std::move(w), d.log_scale(), d.error_bound());
+  const JointPmf r(std::move(lo), std::move(shape), std::move(w), d.log_scale(), d.spread_error_bound());
+  return detail::carry_dropped(d, r, [&](const JointPmf& x) { return std::optional(marginalize_out(x, axis)); });
 }
 
 JointPmf slice(const JointPmf& d, int axis, std::int64_t v) {
@@ -234,15 +303,24 @@ JointPmf slice(const JointPmf& d, int axis, std::int64_t v) {
   });
   const double slice_sum = w.sum();
   if (!(slice_sum > 0.0)) detail::fail<shape_error>(who, ": X_", axis, " = ", v, " has no mass");
-  const double e = d.error_bound() == 0.0 ? 0.0 : d.error_bound() * (d.weights().sum() / slice_sum);
-  return JointPmf(std::move(lo), std::move(shape), std::move(w), d.log_scale(), e);
+  const double s = d.spread_error_bound();
+  const double e = s == 0.0 ? 0.0 : s * (d.weights().sum() / slice_sum);
+  const JointPmf r(std::move(lo), std::move(shape), std::move(w), d.log_scale(), e);
+  return detail::carry_dropped(d, r, [&](const JointPmf& x) -> std::optional<JointPmf> {
+    if (v < x.lo(axis) || v > x.hi(axis)) return std::nullopt;  // no dropped mass on this slice
+    try {
+      return slice(x, axis, v);
+    } catch (const shape_error&) {
+      return std::nullopt;
+    }
+  });
 }
 
-JointPmf truncate(const JointPmf& d, const Truncation& t) {
-  if (!(t.tolerance >= 0.0 && t.tolerance < 1.0))
-    detail::fail<domain_error>("tally::truncate(JointPmf): tolerance ", t.tolerance, " must be in [0, 1)");
+namespace {
+/// Which entries truncate() keeps: along each axis, the outer values whose marginal mass (their sum, the weights
+/// as stored) is at most `budget` from each end are cut. Returns the kept weights and the cut ones, each over d's box.
+std::pair<Eigen::VectorXd, Eigen::VectorXd> cut_tails(const JointPmf& d, double budget) {
   const int k = d.rank();
-  const double total = d.weights().sum(), budget = t.tolerance * total / (2.0 * k);
   Coordinates first(static_cast<std::size_t>(k)), last(static_cast<std::size_t>(k));
   for (int a = 0; a < k; ++a) {
     const Eigen::VectorXd m = axis_sums(d, a);
@@ -254,16 +332,47 @@ JointPmf truncate(const JointPmf& d, const Truncation& t) {
     first[static_cast<std::size_t>(a)] = lo;
     last[static_cast<std::size_t>(a)] = hi;
   }
-  Eigen::VectorXd w(d.size());
-  double dropped = 0.0;
+  Eigen::VectorXd kept(d.size()), cut = Eigen::VectorXd::Zero(d.size());
   detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) {
     bool inside = true;
     for (std::size_t a = 0; a < idx.size(); ++a) inside = inside && idx[a] >= first[a] && idx[a] <= last[a];
-    w[flat] = inside ? d.weights()[flat] : 0.0;
-    if (!inside) dropped += d.weights()[flat];
+    kept[flat] = inside ? d.weights()[flat] : 0.0;
+    if (!inside) cut[flat] = d.weights()[flat];
   });
+  return {std::move(kept), std::move(cut)};
+}
+
+/// The dropped measure's own far tails (below 2^-64 of its mass in all) go to its spread bound, so that it does not
+/// grow without end along a long program.
+JointPmf trim_dropped(const JointPmf& x) {
+  const int k = x.rank();
+  auto [kept, cut] = cut_tails(x, 0x1p-64 * x.weights().sum() / (2.0 * k));
+  const double c = cut.sum();
+  if (c == 0.0) return x;
+  const double kept_sum = kept.sum();
+  return JointPmf(x.lo(), x.shape(), std::move(kept), x.log_scale(), (x.error_bound() * (kept_sum + c) + c) / kept_sum);
+}
+}  // namespace
+
+JointPmf truncate(const JointPmf& d, const Truncation& t) {
+  if (!(t.tolerance >= 0.0 && t.tolerance < 1.0))
+    detail::fail<domain_error>("tally::truncate(JointPmf): tolerance ", t.tolerance, " must be in [0, 1)");
+  const double total = d.weights().sum();
+  auto [w, cut] = cut_tails(d, t.tolerance * total / (2.0 * d.rank()));
+  const double dropped = cut.sum();
+  if (dropped == 0.0) return d;
   const double kept = total - dropped;
-  return JointPmf(d.lo(), d.shape(), std::move(w), d.log_scale(), d.error_bound() + dropped / kept * (1.0 + d.error_bound()));
+  // the cut entries join the dropped measure where they were (in d's units); the spread bound is rescaled to the
+  // kept mass
+  const JointPmf r(d.lo(), d.shape(), std::move(w), d.log_scale(), d.spread_error_bound() * total / kept);
+  std::optional<JointPmf> x;
+  try {
+    const JointPmf cut_law(d.lo(), d.shape(), std::move(cut), d.log_scale());
+    x = trim_dropped(d.dropped() ? add_measures(*d.dropped(), cut_law) : cut_law);
+  } catch (const overflow_error&) {  // a dropped measure past the size limit: its mass becomes spread
+    return r.with_spread_error_bound(r.spread_error_bound() + (d.dropped() ? d.error_bound() - d.spread_error_bound() : 0.0) * total / kept + dropped / kept);
+  }
+  return r.with_dropped(x);
 }
 
 }  // namespace tally

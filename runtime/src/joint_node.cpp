@@ -50,8 +50,10 @@ JointPmf trimmed(const JointPmf& d, const Truncation& t) { return t.tolerance > 
 // copies its result to each particle whose inputs equal the previous particle's (compared entry by entry, far
 // cheaper than the operation).
 bool equal(const JointPmf& a, const JointPmf& b) {
-  return a.lo() == b.lo() && a.shape() == b.shape() && a.log_scale() == b.log_scale() &&
-         a.error_bound() == b.error_bound() && a.weights() == b.weights();
+  const bool same = a.lo() == b.lo() && a.shape() == b.shape() && a.log_scale() == b.log_scale() &&
+                    a.spread_error_bound() == b.spread_error_bound() && a.weights() == b.weights();
+  if (!same || (a.dropped() == nullptr) != (b.dropped() == nullptr)) return false;
+  return a.dropped() == nullptr || a.dropped() == b.dropped() || equal(*a.dropped(), *b.dropped());
 }
 bool equal(const Pmf& a, const Pmf& b) {
   return a.lo() == b.lo() && a.size() == b.size() && a.log_scale() == b.log_scale() &&
@@ -132,13 +134,43 @@ JointPmf outer(const JointPmf& a, const JointPmf& b, const Truncation& t) {
   if (static_cast<double>(a.size()) * static_cast<double>(b.size()) > static_cast<double>(t.max_size)) throw over_budget{};
   Eigen::VectorXd w(a.size() * b.size());
   for (Eigen::Index i = 0; i < a.size(); ++i) w.segment(i * b.size(), b.size()) = a.weights()[i] * b.weights();
-  const double e = (1.0 + a.error_bound()) * (1.0 + b.error_bound()) - 1.0;
-  return JointPmf(std::move(lo), std::move(shape), std::move(w), a.log_scale() + b.log_scale(), e);
+  const double e = (1.0 + a.spread_error_bound()) * (1.0 + b.spread_error_bound()) - 1.0;
+  const JointPmf r(std::move(lo), std::move(shape), std::move(w), a.log_scale() + b.log_scale(), e);
+  if (!a.dropped() && !b.dropped()) return r;
+  // (a + x)(b + y) - a b = x b + (a + x) y, x and y the dropped measures
+  try {
+    const JointPmf bare_a = a.with_error_bound(0.0), bare_b = b.with_error_bound(0.0);
+    std::optional<JointPmf> more;
+    if (a.dropped()) more = outer(*a.dropped(), bare_b, t);
+    if (b.dropped()) {
+      const JointPmf whole_a = a.dropped() ? add_measures(bare_a, *a.dropped()) : bare_a;
+      const JointPmf xy = outer(whole_a, *b.dropped(), t);
+      more = more ? add_measures(*more, xy) : xy;
+    }
+    return r.with_dropped(more);
+  } catch (const over_budget&) {  // the dropped measure as spread
+    return r.with_spread_error_bound((1.0 + a.error_bound()) * (1.0 + b.error_bound()) - 1.0);
+  } catch (const overflow_error&) {
+    return r.with_spread_error_bound((1.0 + a.error_bound()) * (1.0 + b.error_bound()) - 1.0);
+  }
 }
 
 }  // namespace
 
 namespace {
+
+/// r (an operation's result on d) with d's dropped measure carried through the same operation, op(x); where that
+/// table would be too large, the dropped mass joins r's spread bound instead (tally::JointPmf's two parts).
+template <class Op>
+JointPmf carry_dropped(const JointPmf& d, const JointPmf& r, Op op) {
+  const JointPmf* x = d.dropped();
+  if (x == nullptr) return r;
+  try {
+    return r.with_dropped(op(*x));
+  } catch (const overflow_error&) {
+    return r.with_spread_error_bound(r.spread_error_bound() + (1.0 + x->error_bound()) * std::exp(x->log_mass() - r.log_mass()));
+  }
+}
 
 /// The binomial terms of a thinning or a split of X_axis (a count: domain_error saying `what` otherwise): for every
 /// entry m of d at (o, x, r) (o the earlier axes, r the later ones, as one index each) and every y = 0 .. x,
@@ -178,7 +210,8 @@ JointPmf thin_in_place(const JointPmf& d, int axis, double q) {
                  [&](std::int64_t o, std::int64_t, std::int64_t r, std::int64_t y, double v) {
                    w[(o * (hi + 1) + y) * stride + r] += v;
                  });
-  return JointPmf(std::move(new_lo), std::move(shape), std::move(w), d.log_scale(), d.error_bound());
+  const JointPmf r(std::move(new_lo), std::move(shape), std::move(w), d.log_scale(), d.spread_error_bound());
+  return carry_dropped(d, r, [&](const JointPmf& x) { return std::optional(thin_in_place(x, axis, q)); });
 }
 
 JointPmf split_in_place(const JointPmf& d, int axis, double q) {
@@ -199,7 +232,8 @@ JointPmf split_in_place(const JointPmf& d, int axis, double q) {
                  [&](std::int64_t o, std::int64_t x, std::int64_t r, std::int64_t y, double v) {
                    w[((o * (hi + 1) + (x - y)) * stride + r) * (hi + 1) + y] = v;
                  });
-  return JointPmf(std::move(new_lo), std::move(shape), std::move(w), d.log_scale(), d.error_bound());
+  const JointPmf r(std::move(new_lo), std::move(shape), std::move(w), d.log_scale(), d.spread_error_bound());
+  return carry_dropped(d, r, [&](const JointPmf& x) { return std::optional(split_in_place(x, axis, q)); });
 }
 
 namespace {
@@ -760,11 +794,14 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
   // is off by at most the same. (The normalized posterior's 2 rho counts the constant's error again at every
   // observation and drops the factor sup(l) <= 1: along a filter that compounds by 2 / L a step.) sup(l) is the
   // largest likelihood over every parent value, inside the table or in the tails it dropped.
+  // The dropped measure (JointPmf) is weighed by its own likelihood: located_error = <dropped, l> / L, exact; only
+  // the spread part takes the largest likelihood.
   auto conditioned = [&](std::size_t i, const JointConditioned& c, const JointPmf& prior, int drop, double sup) {
-    const double rho = std::isfinite(c.log_likelihood_error) ? -std::expm1(-c.log_likelihood_error) * sup : 1.0;
+    const double spread = c.spread_error * sup;
+    const double rho = std::isfinite(c.log_likelihood_error) ? c.located_error + spread : 1.0;
     loglik[i] = c.log_likelihood;
     error = std::max(error, rho < 1 ? -std::log1p(-rho) : std::numeric_limits<double>::infinity());
-    JointPmf p = c.posterior ? (rho < 1 ? c.posterior->with_error_bound(rho) : *c.posterior)
+    JointPmf p = c.posterior ? (rho < 1 ? c.posterior->with_spread_error_bound(spread) : *c.posterior)
                              : prior;  // impossible: that particle keeps its law (its weight is 0)
     for (int k = 0; k < drop; ++k) p = marginalize_out(p, p.rank() - 1);  // the constants' axes
     return trimmed(p, ctx.truncation);
