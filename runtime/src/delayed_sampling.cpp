@@ -463,8 +463,11 @@ std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values) {
     }
     if (parent.state == State::marginalized && parent.tied_to == nullptr) {
       // computed before anything changes: a refused law (a thinning of a possibly negative count) leaves the graph
-      Laws posterior = condition(ctx, law(parent), std::get<DiscreteChild>(n.kind).law, values, ll);
+      const ChildLaw& child_law = std::get<DiscreteChild>(n.kind).law;
+      const auto tails = ctx.device() ? nullptr : known_tails(parent, to_pmfs(law(parent)));
+      Laws posterior = condition(ctx, law(parent), child_law, values, ll);
       parent.marginal = std::move(posterior);
+      if (tails) condition_tails(parent, tails, child_law, values);
       n.parents = {};
       set_realized(n, values);
       return done();

@@ -11,6 +11,7 @@
 
 #include "node.hpp"
 #include "tally/distributions/algebra.hpp"
+#include "tally/distributions/condition.hpp"
 #include "tally/distributions/joint.hpp"
 #include "tally/distributions/log_pmf.hpp"
 #include "tally/error.hpp"
@@ -153,6 +154,19 @@ JointPmf outer(const JointPmf& a, const JointPmf& b, const Truncation& t) {
   } catch (const overflow_error&) {
     return r.with_spread_error_bound((1.0 + a.error_bound()) * (1.0 + b.error_bound()) - 1.0);
   }
+}
+
+/// A rank-1 joint law of pmf with its known tails (particle i's): the dropped measure and the spread bound.
+JointPmf with_tails(const JointPmf& j, const DroppedTails* tails, std::size_t i) {
+  if (tails == nullptr) return j;
+  const auto& x = tails->dropped[i];
+  return j.with_error_bound(tails->spread[i]).with_dropped(x ? std::optional(joint(*x)) : std::nullopt);
+}
+/// Whether particle i's tails equal particle i - 1's (nullptr: none known, equal).
+bool same_tails(const DroppedTails* tails, std::size_t i) {
+  if (tails == nullptr) return true;
+  const auto &a = tails->dropped[i], &b = tails->dropped[i - 1];
+  return tails->spread[i] == tails->spread[i - 1] && a.has_value() == b.has_value() && (!a || equal(*a, *b));
 }
 
 }  // namespace
@@ -328,8 +342,10 @@ bool joinable(const Node& p) {
 void group_of_one(Node& p) {
   Context& ctx = *p.context;
   const auto pmfs = to_pmfs(law(p));
+  const auto tails = known_tails(p, pmfs);
   auto g = std::make_shared<JointGroup>();
-  g->laws = compute(ctx, [&](std::size_t i) { return joint(pmfs[i]); }, [&](std::size_t i) { return repeats(pmfs, i); });
+  g->laws = compute(ctx, [&](std::size_t i) { return with_tails(joint(pmfs[i]), tails.get(), i); },
+                    [&](std::size_t i) { return repeats(pmfs, i) && same_tails(tails.get(), i); });
   g->members.push_back(p.weak_from_this());
   p.group = std::move(g);
   p.marginal.clear();
@@ -430,7 +446,12 @@ void join_sum(Node& z, int sign) {
   };
   const std::int64_t coef[2] = {1, sign};
   std::vector<Node*> axis_nodes;
-  std::vector<std::pair<std::vector<Pmf>, std::int64_t>> folded;  // operands nobody else needs: convolved in
+  struct Folded {  // an operand nobody else needs: convolved in
+    std::vector<Pmf> laws;
+    std::int64_t sign;
+    std::shared_ptr<const DroppedTails> tails;
+  };
+  std::vector<Folded> folded;
   std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>> constants;
   for (int k = 0; k < 2; ++k) {
     Node& p = *held[static_cast<std::size_t>(k)];
@@ -438,8 +459,11 @@ void join_sum(Node& z, int sign) {
       constants.emplace_back(to_vector(p.value), coef[k]);
     else if (p.group || live(p))
       axis_nodes.push_back(&p);
-    else
-      folded.emplace_back(to_pmfs(law(p)), coef[k]);
+    else {
+      std::vector<Pmf> laws = to_pmfs(law(p));
+      auto tails = known_tails(p, laws);
+      folded.push_back({std::move(laws), coef[k], std::move(tails)});
+    }
   }
   const auto g = couple(axis_nodes);
   Coordinates kappa(static_cast<std::size_t>(g->rank()), 0);
@@ -456,13 +480,22 @@ void join_sum(Node& z, int sign) {
     for (const auto& [v, s] : constants) c += s * v[i];
     JointPmf d = linear_combination(*g->laws[i], kappa, c, replace, t);
     const int za = replace >= 0 ? replace : d.rank() - 1;
-    for (const auto& [law_of_operand, s] : folded)
-      d = add_independent(d, za, s > 0 ? law_of_operand[i] : negate(law_of_operand[i]), t);
+    for (const Folded& f : folded) {
+      const Pmf y = f.sign > 0 ? f.laws[i] : negate(f.laws[i]);
+      if (f.tails) {  // its tails where they are (the dropped measure), the rest spread
+        const auto& x = f.tails->dropped[i];
+        const double rest = f.tails->spread[i];
+        d = x ? add_independent(d, za, y, f.sign > 0 ? *x : negate(*x), rest, t)
+              : add_independent(d, za, y.with_error_bound(rest), t);
+      } else {
+        d = add_independent(d, za, y, t);
+      }
+    }
     return d;
   }, [&](std::size_t i) {
     bool same = repeats(g->laws, i);
     for (const auto& c : constants) same = same && repeats(c.first, i);
-    for (const auto& f : folded) same = same && repeats(f.first, i);
+    for (const auto& f : folded) same = same && repeats(f.laws, i) && same_tails(f.tails.get(), i);
     return same;
   });
   g->laws = std::move(laws);
@@ -852,6 +885,100 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
   child.value = values;
   if (g) sweep(g, ctx);
   return true;
+}
+
+namespace {
+
+/// A Pmf conditioned on its child Y = y (the ordinary path's conditioning).
+Conditioned condition_pmf(const Pmf& x, const ChildLaw& law, std::int64_t y) {
+  return std::visit(overloaded{[&](const AffineLaw& k) { return condition_affine(x, k.a, k.c, y); },
+                               [&](const auto& k) { return condition(x, k, y); }},
+                    law);
+}
+
+/// The tails a prior of a family dropped: the family under a tolerance 2^-40 times finer, outside the prior's range
+/// (its entries inside are the prior's own exact probabilities), and what that one dropped in turn (spread).
+/// Nothing (unknown) where the family cannot say.
+std::optional<std::pair<std::optional<Pmf>, double>> prior_tails(const DiscreteRoot& r, const Truncation& t) {
+  const Pmf& prior = r.prior;
+  if (prior.error_bound() == 0.0) return std::pair<std::optional<Pmf>, double>{std::nullopt, 0.0};
+  Truncation fine = t;
+  fine.tolerance = t.tolerance * 0x1p-40;
+  std::optional<Pmf> f;
+  try {
+    f = r.family(fine);
+  } catch (const std::exception&) {  // too large, or no finer law: the bound stays as it was
+    return std::nullopt;
+  }
+  if (f->lo() > prior.lo() || f->hi() < prior.hi()) return std::nullopt;
+  Eigen::VectorXd w = f->weights();
+  const double to_prior = std::exp(f->log_scale() - prior.log_mass());  // f's weights in units of prior's mass
+  double rest = f->error_bound() * std::exp(f->log_mass() - prior.log_mass());
+  for (std::int64_t k = prior.lo(); k <= prior.hi(); ++k) {
+    double& v = w[static_cast<Eigen::Index>(k - f->lo())];
+    if (prior.weights()[static_cast<Eigen::Index>(k - prior.lo())] == 0.0) rest += v * to_prior;  // flushed there
+    v = 0.0;
+  }
+  if (!(w.maxCoeff() > 0.0)) return std::pair<std::optional<Pmf>, double>{std::nullopt, rest};
+  const Pmf tails(f->lo(), std::move(w), f->log_scale());
+  rest += tails.error_bound() * std::exp(tails.log_mass() - prior.log_mass());
+  return std::pair<std::optional<Pmf>, double>{tails.with_error_bound(0.0), rest};
+}
+
+}  // namespace
+
+std::shared_ptr<const DroppedTails> known_tails(Node& n, const std::vector<Pmf>& laws) {
+  if (!enabled(*n.context) || laws.empty()) return nullptr;
+  const auto matches = [&](const std::vector<Pmf>& known) {
+    if (known.size() != laws.size()) return false;
+    for (std::size_t i = 0; i < laws.size(); ++i)
+      if (!equal(known[i], laws[i])) return false;
+    return true;
+  };
+  if (n.tails && matches(n.tails->law)) return n.tails;
+  const auto* r = std::get_if<DiscreteRoot>(&n.kind);
+  if (r == nullptr || !r->family) return nullptr;
+  for (const Pmf& p : laws)
+    if (!equal(p, r->prior)) return nullptr;  // no longer the prior (conditioned where its tails were not followed)
+  const auto t = prior_tails(*r, n.context->truncation);
+  if (!t) return nullptr;
+  auto out = std::make_shared<DroppedTails>();
+  out->law = laws;
+  out->dropped.assign(laws.size(), t->first);
+  out->spread.assign(laws.size(), t->second);
+  n.tails = out;
+  return out;
+}
+
+void condition_tails(Node& n, const std::shared_ptr<const DroppedTails>& tails, const ChildLaw& law, const Values& y) {
+  n.tails.reset();
+  if (!tails || n.marginal.device || n.marginal.parameters) return;
+  const std::vector<Pmf> posterior = to_pmfs(n.marginal);
+  const std::vector<std::int64_t> v = to_vector(y);
+  auto out = std::make_shared<DroppedTails>();
+  out->law = posterior;
+  out->dropped.resize(posterior.size());
+  out->spread.resize(posterior.size());
+  for (std::size_t i = 0; i < posterior.size(); ++i) {
+    if (i > 0 && equal(tails->law[i], tails->law[i - 1]) && same_tails(tails.get(), i) && v[i] == v[i - 1]) {
+      out->dropped[i] = out->dropped[i - 1];
+      out->spread[i] = out->spread[i - 1];
+      continue;
+    }
+    // the stored posterior is prior l / L; the exact one, up to the same constant, (prior + dropped + r) l / L
+    const Conditioned c = condition_pmf(tails->law[i], law, v[i]);
+    if (!c.posterior || !equal(*c.posterior, posterior[i])) return;  // impossible here, or not this posterior
+    const double log_l = c.log_likelihood;
+    out->spread[i] = likelihood_sup(law, v[i]) * tails->spread[i] * std::exp(tails->law[i].log_mass() - log_l) +
+                     static_cast<double>(posterior[i].size()) * flush_fraction;  // entries the posterior flushed
+    if (const auto& x = tails->dropped[i]) {
+      const Conditioned cx = condition_pmf(*x, law, v[i]);
+      if (cx.posterior)
+        out->dropped[i] = Pmf(cx.posterior->lo(), cx.posterior->weights(),
+                              cx.posterior->log_scale() + cx.log_likelihood - log_l + posterior[i].log_mass());
+    }
+  }
+  n.tails = std::move(out);
 }
 
 void GroupGather::commit() {
