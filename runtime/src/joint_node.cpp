@@ -950,9 +950,11 @@ std::shared_ptr<const DroppedTails> known_tails(Node& n, const std::vector<Pmf>&
   return out;
 }
 
-void condition_tails(Node& n, const std::shared_ptr<const DroppedTails>& tails, const ChildLaw& law, const Values& y) {
+std::optional<double> condition_tails(Node& n, const std::shared_ptr<const DroppedTails>& tails, const ChildLaw& law,
+                                      const Values& y) {
   n.tails.reset();
-  if (!tails || n.marginal.device || n.marginal.parameters) return;
+  if (!tails || n.marginal.device || n.marginal.parameters) return std::nullopt;
+  double error = 0.0;  // the observation's: located + sup(l) spread, relative to L (as for joint laws)
   const std::vector<Pmf> posterior = to_pmfs(n.marginal);
   const std::vector<std::int64_t> v = to_vector(y);
   auto out = std::make_shared<DroppedTails>();
@@ -967,18 +969,24 @@ void condition_tails(Node& n, const std::shared_ptr<const DroppedTails>& tails, 
     }
     // the stored posterior is prior l / L; the exact one, up to the same constant, (prior + dropped + r) l / L
     const Conditioned c = condition_pmf(tails->law[i], law, v[i]);
-    if (!c.posterior || !equal(*c.posterior, posterior[i])) return;  // impossible here, or not this posterior
+    if (!c.posterior || !equal(*c.posterior, posterior[i])) return std::nullopt;  // impossible, or not this one
     const double log_l = c.log_likelihood;
-    out->spread[i] = likelihood_sup(law, v[i]) * tails->spread[i] * std::exp(tails->law[i].log_mass() - log_l) +
-                     static_cast<double>(posterior[i].size()) * flush_fraction;  // entries the posterior flushed
+    const double spread = likelihood_sup(law, v[i]) * tails->spread[i] * std::exp(tails->law[i].log_mass() - log_l);
+    out->spread[i] = spread + static_cast<double>(posterior[i].size()) * flush_fraction;  // entries it flushed
+    double located = 0.0;
     if (const auto& x = tails->dropped[i]) {
       const Conditioned cx = condition_pmf(*x, law, v[i]);
-      if (cx.posterior)
+      if (cx.posterior) {
+        located = std::exp(cx.log_likelihood - log_l);
         out->dropped[i] = Pmf(cx.posterior->lo(), cx.posterior->weights(),
                               cx.posterior->log_scale() + cx.log_likelihood - log_l + posterior[i].log_mass());
+      }
     }
+    const double rho = located + spread;
+    error = std::max(error, rho < 1.0 ? -std::log1p(-rho) : std::numeric_limits<double>::infinity());
   }
   n.tails = std::move(out);
+  return error;
 }
 
 void GroupGather::commit() {

@@ -44,9 +44,12 @@ struct DroppedTails {
 };
 /// n's tails for its current laws (host Pmfs), where known; else nullptr.
 std::shared_ptr<const DroppedTails> known_tails(Node& n, const std::vector<Pmf>& laws);
-/// The ordinary path conditioned the marginalized n on its observed child Y = y (n's laws were `before`, with
-/// tails `tails`, and are now their posteriors): the tails are conditioned likewise and kept with n.
-void condition_tails(Node& n, const std::shared_ptr<const DroppedTails>& tails, const ChildLaw& law, const Values& y);
+/// The ordinary path conditioned the marginalized n on its observed child Y = y (n's laws had the tails `tails`,
+/// and are now their posteriors): the tails are conditioned likewise and kept with n. Returns the observation's
+/// error bound from them (the dropped tails weighed by their own likelihood, the rest by the largest, relative to
+/// the likelihood; the largest over the particles), or nothing where they could not follow (n keeps no tails).
+std::optional<double> condition_tails(Node& n, const std::shared_ptr<const DroppedTails>& tails, const ChildLaw& law,
+                                      const Values& y);
 
 /// Whether marginalizing the initialized n goes through a joint law: a parent of n is a member of one, n has
 /// several random parents (SelectedChild), or n is a sum s_x X + s_y Y with Y an initialized child of X that
