@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <unordered_map>
 
 #include "joint_child.hpp"
 #include "joint_detail.hpp"
@@ -70,6 +71,7 @@ JointConditioned conditioned(const JointPmf& d, Cond cond) {
 
 JointConditioned condition_child_here(const JointPmf& d, const detail::ChildLaw& law, std::int64_t y) {
   Coordinates values(d.lo());
+  std::unordered_map<double, double> poisson_log_pmf;
   const auto k = values.size();
   Eigen::VectorXd ll(d.size());
   detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) {
@@ -78,7 +80,16 @@ JointConditioned condition_child_here(const JointPmf& d, const detail::ChildLaw&
       return;
     }
     for (std::size_t a = 0; a < k; ++a) values[a] = d.lo()[a] + idx[a];
-    ll[flat] = law.poisson ? log_poisson_pmf(y, law.rate(values)) : law.log_lik(values, y);
+    if (!law.poisson) {
+      ll[flat] = law.log_lik(values, y);
+      return;
+    }
+    // a Poisson child's rate takes few values over the box (one per value of the coordinates it reads): each
+    // log-pmf is computed once
+    const double rate = law.rate(values);
+    const auto [it, fresh] = poisson_log_pmf.try_emplace(rate, 0.0);
+    if (fresh) it->second = log_poisson_pmf(y, rate);
+    ll[flat] = it->second;
   });
   return reweight(d, ll);
 }

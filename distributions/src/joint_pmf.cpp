@@ -50,21 +50,37 @@ void JointPmf::canonicalize() {
     weights_ /= top;
     log_scale_ += std::log(top);
   }
-  double flushed = 0.0;
   const std::size_t k = shape_.size();
-  Coordinates first(shape_), last(k, -1);
-  detail::for_each_index(shape_, [&](const Coordinates& idx, Eigen::Index flat) {
-    double& w = weights_[flat];
-    if (w < flush_fraction && w > 0.0) {
-      flushed += w;
-      w = 0.0;
-    }
-    if (w > 0.0)
-      for (std::size_t a = 0; a < k; ++a) {
-        first[a] = std::min(first[a], idx[a]);
-        last[a] = std::max(last[a], idx[a]);
+  // the common case first: nothing to flush and every axis's end slabs holding mass, so the box stays (a few slab
+  // sums instead of a pass over every entry's index)
+  double flushed = 0.0;
+  if (((weights_.array() < flush_fraction) && (weights_.array() > 0.0)).any()) {
+    for (double& w : weights_)
+      if (w < flush_fraction && w > 0.0) {
+        flushed += w;
+        w = 0.0;
       }
-  });
+  } else if (ends_hold_mass()) {
+    return;
+  }
+  // each axis's first and last values with mass, from the weights summed over the other axes (see axis_sums)
+  Coordinates first(k), last(k);
+  {
+    Eigen::Index stride = weights_.size();
+    for (std::size_t a = 0; a < k; ++a) {
+      stride /= shape_[a];
+      const Eigen::Index blocks = weights_.size() / stride;
+      const Eigen::VectorXd block_sums =
+          Eigen::Map<const Eigen::MatrixXd>(weights_.data(), stride, blocks).colwise().sum().transpose();
+      const Eigen::VectorXd m =
+          Eigen::Map<const Eigen::MatrixXd>(block_sums.data(), shape_[a], blocks / shape_[a]).rowwise().sum();
+      Eigen::Index f = 0, l = m.size() - 1;
+      while (m[f] == 0.0) ++f;
+      while (m[l] == 0.0) --l;
+      first[a] = f;
+      last[a] = l;
+    }
+  }
   bool trim = false;
   Coordinates kept_shape(k);
   for (std::size_t a = 0; a < k; ++a) {
@@ -86,6 +102,22 @@ void JointPmf::canonicalize() {
     shape_ = std::move(kept_shape);
   }
   if (flushed > 0.0) error_bound_ += flushed / weights_.sum();
+}
+
+bool JointPmf::ends_hold_mass() const {
+  const auto stride = detail::strides_of(shape_);
+  const Eigen::Index n = weights_.size();
+  for (std::size_t a = 0; a < shape_.size(); ++a) {
+    if (shape_[a] == 1) continue;
+    // the slab at index e of axis a: blocks of stride[a] entries, one every stride[a] * shape[a]
+    for (const std::int64_t e : {std::int64_t{0}, shape_[a] - 1}) {
+      bool any = false;
+      for (Eigen::Index block = e * stride[a]; block < n && !any; block += stride[a] * shape_[a])
+        any = (weights_.segment(block, stride[a]).array() > 0.0).any();
+      if (!any) return false;
+    }
+  }
+  return true;
 }
 
 JointPmf JointPmf::from_log(Coordinates lo, Coordinates shape, const Eigen::VectorXd& log_weights, double error_bound) {
@@ -246,12 +278,14 @@ double pdf(const JointPmf& d, std::span<const std::int64_t> x) {
 }
 
 namespace {
-/// The stored weights summed over every axis but `axis`.
+/// The stored weights summed over every axis but `axis`: the weights seen as blocks of stride(axis) entries (the
+/// later axes), summed block by block, then the block sums as an extent x (earlier axes) matrix summed along rows.
 Eigen::VectorXd axis_sums(const JointPmf& d, int axis) {
-  Eigen::VectorXd m = Eigen::VectorXd::Zero(d.extent(axis));
-  const auto a = static_cast<std::size_t>(axis);
-  detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) { m[idx[a]] += d.weights()[flat]; });
-  return m;
+  const Eigen::Index stride = d.stride(axis), extent = d.extent(axis);
+  const Eigen::Index blocks = d.size() / stride;
+  const Eigen::VectorXd block_sums =
+      Eigen::Map<const Eigen::MatrixXd>(d.weights().data(), stride, blocks).colwise().sum().transpose();
+  return Eigen::Map<const Eigen::MatrixXd>(block_sums.data(), extent, blocks / extent).rowwise().sum();
 }
 }  // namespace
 
@@ -342,11 +376,13 @@ std::pair<Eigen::VectorXd, Eigen::VectorXd> cut_tails(const JointPmf& d, double 
   return {std::move(kept), std::move(cut)};
 }
 
-/// The dropped measure's own far tails (below 2^-64 of its mass in all) go to its spread bound, so that it does not
-/// grow without end along a long program.
-JointPmf trim_dropped(const JointPmf& x) {
+/// The dropped measure's own far tails go to its spread bound, so that it does not grow without end along a long
+/// program: at most 2^-64 of its own mass, or, where more, 2^-40 of the tolerance relative to the law's mass
+/// (`law_mass`, in the dropped measure's units), far below what the law itself may drop at each truncation.
+JointPmf trim_dropped(const JointPmf& x, double tolerance, double law_mass) {
   const int k = x.rank();
-  auto [kept, cut] = cut_tails(x, 0x1p-64 * x.weights().sum() / (2.0 * k));
+  const double budget = std::max(0x1p-64 * x.weights().sum(), 0x1p-40 * tolerance * law_mass);
+  auto [kept, cut] = cut_tails(x, budget / (2.0 * k));
   const double c = cut.sum();
   if (c == 0.0) return x;
   const double kept_sum = kept.sum();
@@ -365,10 +401,15 @@ JointPmf truncate(const JointPmf& d, const Truncation& t) {
   // the cut entries join the dropped measure where they were (in d's units); the spread bound is rescaled to the
   // kept mass
   const JointPmf r(d.lo(), d.shape(), std::move(w), d.log_scale(), d.spread_error_bound() * total / kept);
+  if (!t.track_dropped) {  // the cut mass as spread; a dropped measure d had is kept (in the kept mass's terms)
+    const JointPmf s = r.with_spread_error_bound(r.spread_error_bound() + dropped / kept);
+    return d.dropped() ? s.with_dropped(*d.dropped()) : s;
+  }
   std::optional<JointPmf> x;
   try {
     const JointPmf cut_law(d.lo(), d.shape(), std::move(cut), d.log_scale());
-    x = trim_dropped(d.dropped() ? add_measures(*d.dropped(), cut_law) : cut_law);
+    const JointPmf merged = d.dropped() ? add_measures(*d.dropped(), cut_law) : cut_law;
+    x = trim_dropped(merged, t.tolerance, kept * std::exp(d.log_scale() - merged.log_scale()));
   } catch (const overflow_error&) {  // a dropped measure past the size limit: its mass becomes spread
     return r.with_spread_error_bound(r.spread_error_bound() + (d.dropped() ? d.error_bound() - d.spread_error_bound() : 0.0) * total / kept + dropped / kept);
   }

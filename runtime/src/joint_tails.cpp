@@ -71,7 +71,7 @@ std::optional<std::pair<std::optional<Pmf>, double>> prior_tails(const DiscreteR
 }  // namespace
 
 std::shared_ptr<const DroppedTails> known_tails(Node& n, const std::vector<Pmf>& laws) {
-  if (!enabled(*n.context) || laws.empty()) return nullptr;
+  if (!enabled(*n.context) || !n.context->truncation.track_dropped || laws.empty()) return nullptr;
   const auto matches = [&](const std::vector<Pmf>& known) {
     if (known.size() != laws.size()) return false;
     for (std::size_t i = 0; i < laws.size(); ++i)

@@ -89,6 +89,8 @@ class JointPmf {
 
  private:
   void canonicalize();
+  /// Whether both end slabs of every axis hold a positive weight (then the box is the smallest one).
+  bool ends_hold_mass() const;
 
   Coordinates lo_, shape_;
   Eigen::VectorXd weights_;
@@ -131,8 +133,10 @@ JointPmf slice(const JointPmf& d, int axis, std::int64_t v);
 
 /// Drops, along each axis, the outer values whose marginal mass is small: at most tolerance / (2 k) of the
 /// mass from each end of each axis (so at most `tolerance` in all), adding the dropped mass to the error bound
-/// (relative to the kept mass). For an axis that grew long by conditioning or by a Poisson child. Needs
-/// tolerance in [0, 1) (domain_error).
+/// (relative to the kept mass). For an axis that grew long by conditioning or by a Poisson child. With
+/// t.track_dropped (the default) the cut entries join the dropped measure where they were (its own far tails, below
+/// 2^-64 of its mass or 2^-40 t.tolerance of the law's, go to the spread bound); without, their mass joins the
+/// spread bound. Needs tolerance in [0, 1) (domain_error).
 JointPmf truncate(const JointPmf& d, const Truncation& t);
 
 }  // namespace tally
