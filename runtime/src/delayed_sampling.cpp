@@ -464,7 +464,7 @@ std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values) {
     if (parent.state == State::marginalized && parent.tied_to == nullptr) {
       // computed before anything changes: a refused law (a thinning of a possibly negative count) leaves the graph
       const ChildLaw& child_law = std::get<DiscreteChild>(n.kind).law;
-      const auto tails = ctx.device() ? nullptr : known_tails(parent, to_pmfs(law(parent)));
+      const auto tails = ctx.device() || !may_know_tails(parent) ? nullptr : known_tails(parent, to_pmfs(law(parent)));
       const double error_before = ll.error;
       Laws posterior = condition(ctx, law(parent), child_law, values, ll);
       parent.marginal = std::move(posterior);

@@ -42,6 +42,9 @@ struct DroppedTails {
   std::vector<std::optional<Pmf>> dropped;  // in law[i]'s units; none where nothing is known to be dropped
   std::vector<double> spread;
 };
+/// Whether n's tails may be known (it has some, or it is a family's truncated prior, and joint laws track dropped
+/// mass): a cheap test before known_tails.
+bool may_know_tails(const Node& n);
 /// n's tails for its current laws (host Pmfs), where known; else nullptr.
 std::shared_ptr<const DroppedTails> known_tails(Node& n, const std::vector<Pmf>& laws);
 /// The ordinary path conditioned the marginalized n on its observed child Y = y (n's laws had the tails `tails`,

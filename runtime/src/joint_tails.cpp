@@ -70,6 +70,13 @@ std::optional<std::pair<std::optional<Pmf>, double>> prior_tails(const DiscreteR
 
 }  // namespace
 
+bool may_know_tails(const Node& n) {
+  if (!enabled(*n.context) || !n.context->truncation.track_dropped) return false;
+  if (n.tails) return true;
+  const auto* r = std::get_if<DiscreteRoot>(&n.kind);
+  return r != nullptr && r->family && r->prior.error_bound() > 0.0;
+}
+
 std::shared_ptr<const DroppedTails> known_tails(Node& n, const std::vector<Pmf>& laws) {
   if (!enabled(*n.context) || !n.context->truncation.track_dropped || laws.empty()) return nullptr;
   const auto matches = [&](const std::vector<Pmf>& known) {
@@ -93,10 +100,11 @@ std::shared_ptr<const DroppedTails> known_tails(Node& n, const std::vector<Pmf>&
   return out;
 }
 
-std::optional<double> condition_tails(Node& n, const std::shared_ptr<const DroppedTails>& tails, const ChildLaw& law,
-                                      const Values& y) {
-  n.tails.reset();
-  if (!tails || n.marginal.device || n.marginal.parameters) return std::nullopt;
+namespace {
+
+/// condition_tails's work: n's posteriors (now its marginal) and their tails, from the tails before.
+std::optional<double> follow_tails(Node& n, const DroppedTails& known, const ChildLaw& law, const Values& y) {
+  const DroppedTails* tails = &known;
   double error = 0.0;  // the observation's: located + sup(l) spread, relative to L (as for joint laws)
   const std::vector<Pmf> posterior = to_pmfs(n.marginal);
   const std::vector<std::int64_t> v = to_vector(y);
@@ -105,7 +113,7 @@ std::optional<double> condition_tails(Node& n, const std::shared_ptr<const Dropp
   out->dropped.resize(posterior.size());
   out->spread.resize(posterior.size());
   for (std::size_t i = 0; i < posterior.size(); ++i) {
-    if (i > 0 && equal(tails->law[i], tails->law[i - 1]) && same_tails(tails.get(), i) && v[i] == v[i - 1]) {
+    if (i > 0 && equal(tails->law[i], tails->law[i - 1]) && same_tails(tails, i) && v[i] == v[i - 1]) {
       out->dropped[i] = out->dropped[i - 1];
       out->spread[i] = out->spread[i - 1];
       continue;
@@ -130,6 +138,20 @@ std::optional<double> condition_tails(Node& n, const std::shared_ptr<const Dropp
   }
   n.tails = std::move(out);
   return error;
+}
+
+}  // namespace
+
+std::optional<double> condition_tails(Node& n, const std::shared_ptr<const DroppedTails>& tails, const ChildLaw& law,
+                                      const Values& y) {
+  n.tails.reset();
+  if (!tails || n.marginal.device || n.marginal.parameters) return std::nullopt;
+  try {
+    return follow_tails(n, *tails, law, y);
+  } catch (const std::exception&) {  // they cannot follow (a law too large, ...): n's bound stays the ordinary one
+    n.tails.reset();
+    return std::nullopt;
+  }
 }
 
 }  // namespace tally::runtime::detail
