@@ -202,24 +202,28 @@ JointPmf add_measures(const JointPmf& a, const JointPmf& b) {
   const double s = std::max(a.log_scale(), b.log_scale());
   Eigen::VectorXd w = Eigen::VectorXd::Zero(total);
   double lost = 0.0;  // a term too small to show beside the other (below e^-700 of it): counted in the bound
-  const double ma = std::exp(a.log_mass()), mb = std::exp(b.log_mass());
   for (const JointPmf* m : {&a, &b}) {
     const double f = std::exp(m->log_scale() - s);
     if (m->log_scale() - s < -700.0) {
       lost += m->weights().sum() * std::exp(m->log_scale() - s + 700.0);
       continue;
     }
-    detail::for_each_index(m->shape(), [&](const Coordinates& idx, Eigen::Index flat) {
-      const double v = m->weights()[flat];
-      if (v == 0.0) return;
-      std::int64_t to = 0;
-      for (std::size_t i = 0; i < k; ++i) to += (idx[i] + m->lo()[i] - lo[i]) * stride[i];
-      w[to] += v * f;
+    // row by row along the last axis (contiguous in both tables)
+    const std::int64_t row = m->extent(m->rank() - 1);
+    Coordinates rows_shape(m->shape().begin(), m->shape().end() - 1);
+    if (rows_shape.empty()) rows_shape.push_back(1);
+    const std::int64_t offset_last = m->lo(m->rank() - 1) - lo[k - 1];
+    detail::for_each_index(rows_shape, [&](const Coordinates& idx, Eigen::Index r) {
+      std::int64_t to = offset_last;
+      for (std::size_t i = 0; i + 1 < k; ++i) to += (idx[i] + m->lo()[i] - lo[i]) * stride[i];
+      w.segment(to, row) += f * m->weights().segment(r * row, row);
     });
   }
   const double sum = w.sum();
-  // bounds relative to the sum's mass (the masses as stored, so the bounds' absolute sizes add)
-  const double e = (a.error_bound() * ma + b.error_bound() * mb) / (ma + mb) + lost * std::exp(-700.0) / sum;
+  // bounds relative to the sum's mass (the masses as stored, so the bounds' absolute sizes add), in logs
+  const double la = a.log_mass(), lb = b.log_mass(), top = std::max(la, lb);
+  const double ra = std::exp(la - top), rb = std::exp(lb - top);
+  const double e = (a.error_bound() * ra + b.error_bound() * rb) / (ra + rb) + lost * std::exp(-700.0) / sum;
   return JointPmf(std::move(lo), std::move(shape), std::move(w), s, e);
 }
 
@@ -352,10 +356,12 @@ JointPmf slice(const JointPmf& d, int axis, std::int64_t v) {
 
 namespace {
 /// Which entries truncate() keeps: along each axis, the outer values whose marginal mass (their sum, the weights
-/// as stored) is at most `budget` from each end are cut. Returns the kept weights and the cut ones, each over d's box.
+/// as stored) is at most `budget` from each end are cut. Returns the kept weights and the cut ones, each over d's box
+/// (the cut ones empty, no entries, where nothing is cut).
 std::pair<Eigen::VectorXd, Eigen::VectorXd> cut_tails(const JointPmf& d, double budget) {
   const int k = d.rank();
   Coordinates first(static_cast<std::size_t>(k)), last(static_cast<std::size_t>(k));
+  bool any = false;
   for (int a = 0; a < k; ++a) {
     const Eigen::VectorXd m = axis_sums(d, a);
     Eigen::Index lo = 0, hi = m.size() - 1;
@@ -365,7 +371,9 @@ std::pair<Eigen::VectorXd, Eigen::VectorXd> cut_tails(const JointPmf& d, double 
     while (hi > lo && acc + m[hi] <= budget) acc += m[hi--];
     first[static_cast<std::size_t>(a)] = lo;
     last[static_cast<std::size_t>(a)] = hi;
+    any = any || lo > 0 || hi < m.size() - 1;
   }
+  if (!any) return {d.weights(), Eigen::VectorXd()};  // nothing cut (an empty second vector)
   Eigen::VectorXd kept(d.size()), cut = Eigen::VectorXd::Zero(d.size());
   detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) {
     bool inside = true;
@@ -383,7 +391,7 @@ JointPmf trim_dropped(const JointPmf& x, double tolerance, double law_mass) {
   const int k = x.rank();
   const double budget = std::max(0x1p-64 * x.weights().sum(), 0x1p-40 * tolerance * law_mass);
   auto [kept, cut] = cut_tails(x, budget / (2.0 * k));
-  const double c = cut.sum();
+  const double c = cut.size() == 0 ? 0.0 : cut.sum();
   if (c == 0.0) return x;
   const double kept_sum = kept.sum();
   return JointPmf(x.lo(), x.shape(), std::move(kept), x.log_scale(), (x.error_bound() * (kept_sum + c) + c) / kept_sum);
@@ -395,7 +403,7 @@ JointPmf truncate(const JointPmf& d, const Truncation& t) {
     detail::fail<domain_error>("tally::truncate(JointPmf): tolerance ", t.tolerance, " must be in [0, 1)");
   const double total = d.weights().sum();
   auto [w, cut] = cut_tails(d, t.tolerance * total / (2.0 * d.rank()));
-  const double dropped = cut.sum();
+  const double dropped = cut.size() == 0 ? 0.0 : cut.sum();
   if (dropped == 0.0) return d;
   const double kept = total - dropped;
   // the cut entries join the dropped measure where they were (in d's units); the spread bound is rescaled to the
