@@ -35,6 +35,18 @@ void for_each_index(const Coordinates& shape, F&& f) {
   }
 }
 
+/// The weights w of a table of this shape (row-major) summed over every axis but `axis`: w seen as an
+/// (extent x later) by (earlier) matrix summed along its rows (one vectorized pass), then over the later axes.
+inline Eigen::VectorXd axis_sums(const Eigen::VectorXd& w, const Coordinates& shape, int axis) {
+  const auto a = static_cast<std::size_t>(axis);
+  Eigen::Index later = 1;
+  for (std::size_t b = a + 1; b < shape.size(); ++b) later *= shape[b];
+  const Eigen::Index extent = shape[a], inner = extent * later, outer = w.size() / inner;
+  const Eigen::VectorXd by_fibre = Eigen::Map<const Eigen::MatrixXd>(w.data(), inner, outer).rowwise().sum();
+  if (later == 1) return by_fibre;
+  return Eigen::Map<const Eigen::MatrixXd>(by_fibre.data(), later, extent).colwise().sum().transpose();
+}
+
 /// Requires 0 <= axis < rank (shape_error naming `who`).
 inline void check_axis(const JointPmf& d, int axis, const char* who) {
   if (axis < 0 || axis >= d.rank()) fail<shape_error>(who, ": axis ", axis, " is not in [0, ", d.rank(), ")");

@@ -55,31 +55,21 @@ void JointPmf::canonicalize() {
   // sums instead of a pass over every entry's index)
   double flushed = 0.0;
   if (((weights_.array() < flush_fraction) && (weights_.array() > 0.0)).any()) {
-    for (double& w : weights_)
-      if (w < flush_fraction && w > 0.0) {
-        flushed += w;
-        w = 0.0;
-      }
+    const auto small = weights_.array() < flush_fraction;
+    flushed = small.select(weights_.array(), 0.0).sum();
+    weights_ = small.select(0.0, weights_.array()).matrix();
   } else if (ends_hold_mass()) {
     return;
   }
-  // each axis's first and last values with mass, from the weights summed over the other axes (see axis_sums)
+  // each axis's first and last values with mass, from the weights summed over the other axes
   Coordinates first(k), last(k);
-  {
-    Eigen::Index stride = weights_.size();
-    for (std::size_t a = 0; a < k; ++a) {
-      stride /= shape_[a];
-      const Eigen::Index blocks = weights_.size() / stride;
-      const Eigen::VectorXd block_sums =
-          Eigen::Map<const Eigen::MatrixXd>(weights_.data(), stride, blocks).colwise().sum().transpose();
-      const Eigen::VectorXd m =
-          Eigen::Map<const Eigen::MatrixXd>(block_sums.data(), shape_[a], blocks / shape_[a]).rowwise().sum();
-      Eigen::Index f = 0, l = m.size() - 1;
-      while (m[f] == 0.0) ++f;
-      while (m[l] == 0.0) --l;
-      first[a] = f;
-      last[a] = l;
-    }
+  for (std::size_t a = 0; a < k; ++a) {
+    const Eigen::VectorXd m = detail::axis_sums(weights_, shape_, static_cast<int>(a));
+    Eigen::Index f = 0, l = m.size() - 1;
+    while (m[f] == 0.0) ++f;
+    while (m[l] == 0.0) --l;
+    first[a] = f;
+    last[a] = l;
   }
   bool trim = false;
   Coordinates kept_shape(k);
@@ -92,10 +82,14 @@ void JointPmf::canonicalize() {
     std::int64_t total = 1;
     for (std::int64_t e : kept_shape) total *= e;
     Eigen::VectorXd kept(total);
-    detail::for_each_index(kept_shape, [&](const Coordinates& idx, Eigen::Index flat) {
-      std::int64_t from = 0;
-      for (std::size_t a = 0; a < k; ++a) from += (idx[a] + first[a]) * stride[a];
-      kept[flat] = weights_[from];
+    // row by row along the last axis (contiguous)
+    const std::int64_t row = kept_shape[k - 1];
+    Coordinates rows_shape(kept_shape.begin(), kept_shape.end() - 1);
+    if (rows_shape.empty()) rows_shape.push_back(1);
+    detail::for_each_index(rows_shape, [&](const Coordinates& idx, Eigen::Index r) {
+      std::int64_t from = first[k - 1];
+      for (std::size_t a = 0; a + 1 < k; ++a) from += (idx[a] + first[a]) * stride[a];
+      kept.segment(r * row, row) = weights_.segment(from, row);
     });
     weights_ = std::move(kept);
     for (std::size_t a = 0; a < k; ++a) lo_[a] += first[a];
@@ -282,15 +276,8 @@ double pdf(const JointPmf& d, std::span<const std::int64_t> x) {
 }
 
 namespace {
-/// The stored weights summed over every axis but `axis`: the weights seen as blocks of stride(axis) entries (the
-/// later axes), summed block by block, then the block sums as an extent x (earlier axes) matrix summed along rows.
-Eigen::VectorXd axis_sums(const JointPmf& d, int axis) {
-  const Eigen::Index stride = d.stride(axis), extent = d.extent(axis);
-  const Eigen::Index blocks = d.size() / stride;
-  const Eigen::VectorXd block_sums =
-      Eigen::Map<const Eigen::MatrixXd>(d.weights().data(), stride, blocks).colwise().sum().transpose();
-  return Eigen::Map<const Eigen::MatrixXd>(block_sums.data(), extent, blocks / extent).rowwise().sum();
-}
+/// The stored weights summed over every axis but `axis`.
+Eigen::VectorXd axis_sums(const JointPmf& d, int axis) { return detail::axis_sums(d.weights(), d.shape(), axis); }
 }  // namespace
 
 Pmf marginal(const JointPmf& d, int axis) {
