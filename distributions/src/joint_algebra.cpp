@@ -41,15 +41,18 @@ JointPmf add_independent(const JointPmf& d, int axis, const Pmf& y, const Pmf& y
                          const Truncation& t) {
   const char* who = "tally::add_independent";
   if (!(y_rest >= 0.0)) detail::fail<domain_error>(who, ": the rest of the dropped mass ", y_rest, " must be >= 0");
-  // exact Y = y + y_dropped + r_y: (d + x) (y + y_dropped) - d y = x y + (d + x) y_dropped, x = d's dropped measure
-  const JointPmf r = add_independent(d, axis, y.with_error_bound(y_rest), t);
+  // exact Y = y + y_dropped + r_y, exact X = d + x + r (x: d's dropped measure, r: its spread): the product less
+  // d y is x y + (d + x) y_dropped (located) plus r (y + y_dropped + r_y) + (d + x) r_y (spread; the first call
+  // counts r y, d r_y, r r_y and x r_y, the term r y_dropped is added here)
+  const JointPmf r0 = add_independent(d, axis, y.with_error_bound(y_rest), t);
+  const double y_dropped_ratio = std::exp(y_dropped.log_mass() - y.log_mass());
+  const JointPmf r = r0.with_spread_error_bound(r0.spread_error_bound() + d.spread_error_bound() * y_dropped_ratio);
   try {
     const JointPmf whole = d.dropped() ? add_measures(d.with_dropped(std::nullopt), *d.dropped()) : d;
     JointPmf more = add_independent(whole.with_error_bound(0.0), axis, y_dropped.with_error_bound(0.0), t);
     return r.with_dropped(r.dropped() ? add_measures(*r.dropped(), more) : more);
   } catch (const overflow_error&) {
-    const double extra = std::exp(y_dropped.log_mass() - y.log_mass()) * (1.0 + d.error_bound());
-    return r.with_spread_error_bound(r.spread_error_bound() + extra);
+    return r.with_spread_error_bound(r.spread_error_bound() + y_dropped_ratio * (1.0 + d.error_bound()));
   }
 }
 

@@ -57,7 +57,7 @@ void prune(JointLaw& law) {
 
 /// The checks after every operation: ||exact - mu||_1 <= error_bound M (sound, rounding aside), the dropped
 /// measure below exact - mu entry by entry (it is mass truncation cut), and error_bound M <= 1e3 ||exact - mu||_1.
-void require_bound(const JointPmf& d, const JointLaw& exact, const char* step) {
+void require_bound(const JointPmf& d, const JointLaw& exact, const char* step, bool tight = true) {
   const JointLaw mu = test::joint_law_of(d);
   const JointLaw dropped = d.dropped() ? test::joint_law_of(*d.dropped()) : JointLaw{};
   big l1 = 0, mass = 0, below = 0;
@@ -76,7 +76,7 @@ void require_bound(const JointPmf& d, const JointLaw& exact, const char* step) {
             << "), dropped mass beyond the true error " << static_cast<double>(below / mass));
   REQUIRE(rel <= bound * (1 + 1e-9) + 1e-13);
   REQUIRE(static_cast<double>(below / mass) <= 1e-13);
-  REQUIRE(bound <= 1e3 * rel + 1e-13);
+  if (tight) REQUIRE(bound <= 1e3 * rel + 1e-13);
 }
 
 }  // namespace
@@ -85,7 +85,7 @@ TEST_CASE("joint laws: the dropped measure follows truncated mass through random
           "[distributions][joint][bound]") {
   std::mt19937_64 gen(1717);
   std::uniform_real_distribution<double> u(0.0, 1.0);
-  for (int program = 0; program < 6; ++program) {
+  for (int program = 0; program < 8; ++program) {
     CAPTURE(program);
     Truncation t;
     t.tolerance = std::pow(10.0, -2.0 - 6.0 * u(gen));
@@ -94,7 +94,9 @@ TEST_CASE("joint laws: the dropped measure follows truncated mass through random
     const Pmf p0 = to_pmf(Poisson(r0), t), p1 = to_pmf(Poisson(r1), t);
     const auto [tail0, rest0] = tails_of(p0, r0, t);
     const auto [tail1, rest1] = tails_of(p1, r1, t);
-    JointPmf d = joint(p0).with_error_bound(rest0).with_dropped(joint(tail0));
+    // odd programs: X0's tails only as a number (spread, of unknown place): still sound, not tight
+    const bool spread = program % 2 == 1;
+    JointPmf d = spread ? joint(p0) : joint(p0).with_error_bound(rest0).with_dropped(joint(tail0));
     d = add_independent(linear_combination(d, {0}, 0, -1, t), 1, p1, tail1, rest1, t);
     JointLaw exact;
     {
@@ -103,7 +105,7 @@ TEST_CASE("joint laws: the dropped measure follows truncated mass through random
         for (std::int64_t b = 0; b <= 60; ++b) exact[{a, b}] = e0[std::size_t(a)] * e1[std::size_t(b)];
       prune(exact);
     }
-    require_bound(d, exact, "start");
+    require_bound(d, exact, "start", !spread);
     for (int step = 0; step < 7; ++step) {
       const int k = d.rank();
       const int a = static_cast<int>(u(gen) * k) % k;
@@ -122,7 +124,7 @@ TEST_CASE("joint laws: the dropped measure follows truncated mass through random
           }
         exact = std::move(next);
         prune(exact);
-        require_bound(d, exact, "split");
+        require_bound(d, exact, "split", !spread);
       } else if (op == 1 && k >= 2) {  // sum out a coordinate
         d = marginalize_out(d, a);
         JointLaw next;
@@ -132,7 +134,7 @@ TEST_CASE("joint laws: the dropped measure follows truncated mass through random
           next[z] += p;
         }
         exact = std::move(next);
-        require_bound(d, exact, "marginalize_out");
+        require_bound(d, exact, "marginalize_out", !spread);
       } else if (op == 2) {  // immigrants: X_a + Poisson(r), its tails as dropped measure
         const double r = 0.5 + 2 * u(gen);
         const Pmf y = to_pmf(Poisson(r), t);
@@ -148,7 +150,7 @@ TEST_CASE("joint laws: the dropped measure follows truncated mass through random
           }
         exact = std::move(next);
         prune(exact);
-        require_bound(d, exact, "add_independent");
+        require_bound(d, exact, "add_independent", !spread);
       } else if (op == 3) {  // an observed count Binomial(X_a, p) = y, the exact law taken with the same constant
         const double p = 0.3 + 0.6 * u(gen);
         const Pmf m = marginal(d, a);
@@ -182,7 +184,7 @@ TEST_CASE("joint laws: the dropped measure follows truncated mass through random
         for (const auto& [x, v] : diff) l1 += abs(v);
         REQUIRE(static_cast<double>(l1 / mass) <= d.error_bound() * (1 + 1e-9) + 1e-13);
         d = d.with_spread_error_bound(c.spread_error);  // as the runtime keeps it: the exact law up to a constant
-        require_bound(d, exact, "condition");
+        require_bound(d, exact, "condition", !spread);
       } else if (op == 4 && k >= 2) {  // X_a + X_b in place of X_a
         const int b = (a + 1) % k;
         d = sum_of_coordinates(d, a, b, a, t);
@@ -193,7 +195,7 @@ TEST_CASE("joint laws: the dropped measure follows truncated mass through random
           next[z] += p;
         }
         exact = std::move(next);
-        require_bound(d, exact, "sum_of_coordinates");
+        require_bound(d, exact, "sum_of_coordinates", !spread);
       } else if (op == 5 && k >= 2) {  // X_a drawn (its likeliest value): the others' law at it, normalized
         const Pmf m = marginal(d, a);
         Eigen::Index top = 0;
@@ -210,12 +212,12 @@ TEST_CASE("joint laws: the dropped measure follows truncated mass through random
         }
         exact = std::move(next);
         d = n;
-        require_bound(d, exact, "slice");
+        require_bound(d, exact, "slice", !spread);
       } else {  // truncation between operations, as the runtime does after each: the cut mass is dropped measure
         Truncation cut = t;
         cut.tolerance = std::pow(10.0, -1.0 - 5.0 * u(gen));
         d = truncate(d, cut);
-        require_bound(d, exact, "truncate");
+        require_bound(d, exact, "truncate", !spread);
       }
     }
   }
