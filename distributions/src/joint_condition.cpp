@@ -64,7 +64,9 @@ JointConditioned conditioned(const JointPmf& d, Cond cond) {
   const JointPmf& px = *cx.posterior;
   const JointPmf moved(px.lo(), px.shape(), px.weights(), px.log_scale() + log_located + c.posterior->log_scale() +
                                                               std::log(c.posterior->weights().sum()));
-  c.posterior = c.posterior->with_spread_error_bound(std::min(2.0, rho * (1.0 + rho) / (1.0 - rho) + c.spread_error))
+  // the normalized exact posterior is k (posterior + moved + r l / L) with |k - 1| <= rho / (1 - rho), so the rest
+  // beyond posterior + moved is at most (rho (1 + rho) + spread) / (1 - rho)
+  c.posterior = c.posterior->with_spread_error_bound(std::min(2.0, (rho * (1.0 + rho) + c.spread_error) / (1.0 - rho)))
                     .with_dropped(moved);
   return c;
 }

@@ -26,8 +26,9 @@ namespace tally {
 /// \f$\langle \hat\delta, l \rangle / L\f$ (the dropped measure conditioned by the same likelihood, which becomes
 /// the posterior's dropped measure) and spread_error = \f$s M / L\f$ (s the spread bound; a bound because l <= 1);
 /// \f$\rho\f$ above is their sum. A caller that knows \f$\sup l < 1\f$ may use located_error + sup(l) spread_error
-/// instead (the runtime does). The posterior's spread bound is then \f$\min(2, \rho (1 + \rho) / (1 - \rho) + s M / L)\f$
-/// (the normalizing constant's error included), or min(2, 2 rho) without a dropped measure.
+/// instead (the runtime does). The posterior's spread bound is then
+/// \f$\min(2, (\rho (1 + \rho) + s M / L) / (1 - \rho))\f$ (the normalizing constant's error included), or
+/// min(2, 2 rho) without a dropped measure.
 struct JointConditioned {
   std::optional<JointPmf> posterior;
   double log_likelihood;
