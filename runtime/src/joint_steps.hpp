@@ -94,8 +94,8 @@ inline std::int64_t table_bytes(const JointPmf& d) {
   return 8 * (static_cast<std::int64_t>(d.size()) + (d.dropped() ? static_cast<std::int64_t>(d.dropped()->size()) : 0));
 }
 
-/// P joint laws made by f(i) (trimmed), within the budget (over_budget, and nothing kept, otherwise); f is called
-/// only where same(i) is false.
+/// P joint laws made by f(i) (trimmed), within the budget (over_budget, and nothing kept, otherwise; the dropped
+/// measures count, and are given up before the law is); f is called only where same(i) is false.
 template <class F, class Same>
 Tables compute(const Context& c, F f, Same same) {
   std::int64_t bytes = 0;
@@ -103,7 +103,11 @@ Tables compute(const Context& c, F f, Same same) {
   try {
     return Tables::make(c.particles, [&](std::size_t i) {
       if (!last || !same(i)) {
-        last = std::make_shared<const JointPmf>(trimmed(f(i), c.truncation));
+        JointPmf law = trimmed(f(i), c.truncation);
+        // a dropped measure that would break the budget gives way first: its mass joins the spread bound
+        if (law.dropped() && bytes + table_bytes(law) > c.truncation.max_joint_bytes)
+          law = law.with_error_bound(law.error_bound());
+        last = std::make_shared<const JointPmf>(std::move(law));
         bytes += table_bytes(*last);  // tables shared by equal particles count once
         if (bytes > c.truncation.max_joint_bytes) throw over_budget{};
       }
