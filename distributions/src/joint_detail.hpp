@@ -35,16 +35,32 @@ void for_each_index(const Coordinates& shape, F&& f) {
   }
 }
 
-/// The weights w of a table of this shape (row-major) summed over every axis but `axis`: w seen as an
-/// (extent x later) by (earlier) matrix summed along its rows (one vectorized pass), then over the later axes.
+/// The weights w of a table of this shape (row-major) summed over every axis but a, for every axis a at once: the
+/// last axis's sums and the table with that axis summed out in one pass, then the same on that smaller table.
+inline std::vector<Eigen::VectorXd> all_axis_sums(const Eigen::VectorXd& w, const Coordinates& shape) {
+  std::vector<Eigen::VectorXd> out(shape.size());
+  Eigen::VectorXd rest;  // the table with the later axes summed out
+  const double* cur = w.data();
+  Eigen::Index n = w.size();
+  for (std::size_t a = shape.size(); a-- > 0;) {
+    const Eigen::Index extent = shape[a], rows = n / extent;
+    Eigen::VectorXd along = Eigen::VectorXd::Zero(extent), next(rows);
+    for (Eigen::Index r = 0; r < rows; ++r) {
+      const Eigen::Map<const Eigen::VectorXd> row(cur + r * extent, extent);
+      along += row;
+      next[r] = row.sum();
+    }
+    out[a] = std::move(along);
+    rest = std::move(next);
+    cur = rest.data();
+    n = rows;
+  }
+  return out;
+}
+
+/// The same for one axis.
 inline Eigen::VectorXd axis_sums(const Eigen::VectorXd& w, const Coordinates& shape, int axis) {
-  const auto a = static_cast<std::size_t>(axis);
-  Eigen::Index later = 1;
-  for (std::size_t b = a + 1; b < shape.size(); ++b) later *= shape[b];
-  const Eigen::Index extent = shape[a], inner = extent * later, outer = w.size() / inner;
-  const Eigen::VectorXd by_fibre = Eigen::Map<const Eigen::MatrixXd>(w.data(), inner, outer).rowwise().sum();
-  if (later == 1) return by_fibre;
-  return Eigen::Map<const Eigen::MatrixXd>(by_fibre.data(), later, extent).colwise().sum().transpose();
+  return all_axis_sums(w, shape)[static_cast<std::size_t>(axis)];
 }
 
 /// Requires 0 <= axis < rank (shape_error naming `who`).

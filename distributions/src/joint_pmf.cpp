@@ -63,8 +63,9 @@ void JointPmf::canonicalize() {
   }
   // each axis's first and last values with mass, from the weights summed over the other axes
   Coordinates first(k), last(k);
+  const std::vector<Eigen::VectorXd> sums = detail::all_axis_sums(weights_, shape_);
   for (std::size_t a = 0; a < k; ++a) {
-    const Eigen::VectorXd m = detail::axis_sums(weights_, shape_, static_cast<int>(a));
+    const Eigen::VectorXd& m = sums[a];
     Eigen::Index f = 0, l = m.size() - 1;
     while (m[f] == 0.0) ++f;
     while (m[l] == 0.0) --l;
@@ -349,8 +350,9 @@ std::pair<Eigen::VectorXd, Eigen::VectorXd> cut_tails(const JointPmf& d, double 
   const int k = d.rank();
   Coordinates first(static_cast<std::size_t>(k)), last(static_cast<std::size_t>(k));
   bool any = false;
+  const std::vector<Eigen::VectorXd> sums = detail::all_axis_sums(d.weights(), d.shape());
   for (int a = 0; a < k; ++a) {
-    const Eigen::VectorXd m = axis_sums(d, a);
+    const Eigen::VectorXd& m = sums[static_cast<std::size_t>(a)];
     Eigen::Index lo = 0, hi = m.size() - 1;
     double acc = 0.0;
     while (lo < hi && acc + m[lo] <= budget) acc += m[lo++];
@@ -361,12 +363,17 @@ std::pair<Eigen::VectorXd, Eigen::VectorXd> cut_tails(const JointPmf& d, double 
     any = any || lo > 0 || hi < m.size() - 1;
   }
   if (!any) return {d.weights(), Eigen::VectorXd()};  // nothing cut (an empty second vector)
-  Eigen::VectorXd kept(d.size()), cut = Eigen::VectorXd::Zero(d.size());
-  detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) {
-    bool inside = true;
-    for (std::size_t a = 0; a < idx.size(); ++a) inside = inside && idx[a] >= first[a] && idx[a] <= last[a];
-    kept[flat] = inside ? d.weights()[flat] : 0.0;
-    if (!inside) cut[flat] = d.weights()[flat];
+  // row by row along the last axis: a row outside the kept box on an earlier axis is cut whole, else its ends
+  Eigen::VectorXd kept = Eigen::VectorXd::Zero(d.size()), cut = d.weights();
+  const auto last_axis = static_cast<std::size_t>(k - 1);
+  const std::int64_t row = d.extent(k - 1), from = first[last_axis], count = last[last_axis] - first[last_axis] + 1;
+  Coordinates rows_shape(d.shape().begin(), d.shape().end() - 1);
+  if (rows_shape.empty()) rows_shape.push_back(1);
+  detail::for_each_index(rows_shape, [&](const Coordinates& idx, Eigen::Index r) {
+    for (std::size_t a = 0; a + 1 < static_cast<std::size_t>(k); ++a)
+      if (idx[a] < first[a] || idx[a] > last[a]) return;
+    kept.segment(r * row + from, count) = d.weights().segment(r * row + from, count);
+    cut.segment(r * row + from, count).setZero();
   });
   return {std::move(kept), std::move(cut)};
 }
