@@ -31,8 +31,29 @@ JointPmf add_independent(const JointPmf& d, int axis, const Pmf& y, const Trunca
     for (std::size_t a = 0; a < idx.size(); ++a) to += idx[a] * stride[a];
     for (Eigen::Index j = 0; j < wy.size(); ++j) w[to + j * stride[sa]] += v * wy[j];
   });
-  const double e = d.error_bound(), ey = y.error_bound();
-  return JointPmf(std::move(lo), std::move(shape), std::move(w), d.log_scale() + y.log_scale(), e + ey + e * ey);
+  const double e = d.spread_error_bound(), ey = y.error_bound();
+  const JointPmf r(std::move(lo), std::move(shape), std::move(w), d.log_scale() + y.log_scale(), e + ey + e * ey);
+  return detail::carry_dropped(
+      d, r, [&](const JointPmf& x) { return std::optional(add_independent(x, axis, y, t)); }, 1.0 + ey);
+}
+
+JointPmf add_independent(const JointPmf& d, int axis, const Pmf& y, const Pmf& y_dropped, double y_rest,
+                         const Truncation& t) {
+  const char* who = "tally::add_independent";
+  if (!(y_rest >= 0.0)) detail::fail<domain_error>(who, ": the rest of the dropped mass ", y_rest, " must be >= 0");
+  // exact Y = y + y_dropped + r_y, exact X = d + x + r (x: d's dropped measure, r: its spread): the product less
+  // d y is x y + (d + x) y_dropped (located) plus r (y + y_dropped + r_y) + (d + x) r_y (spread; the first call
+  // counts r y, d r_y, r r_y and x r_y, the term r y_dropped is added here)
+  const JointPmf r0 = add_independent(d, axis, y.with_error_bound(y_rest), t);
+  const double y_dropped_ratio = std::exp(y_dropped.log_mass() - y.log_mass());
+  const JointPmf r = r0.with_spread_error_bound(r0.spread_error_bound() + d.spread_error_bound() * y_dropped_ratio);
+  try {
+    const JointPmf whole = d.dropped() ? add_measures(d.with_dropped(std::nullopt), *d.dropped()) : d;
+    JointPmf more = add_independent(whole.with_error_bound(0.0), axis, y_dropped.with_error_bound(0.0), t);
+    return r.with_dropped(r.dropped() ? add_measures(*r.dropped(), more) : more);
+  } catch (const overflow_error&) {
+    return r.with_spread_error_bound(r.spread_error_bound() + y_dropped_ratio * (1.0 + d.error_bound()));
+  }
 }
 
 JointPmf linear_combination(const JointPmf& d, const Coordinates& coefficients, std::int64_t constant, int replace,
@@ -80,7 +101,10 @@ JointPmf linear_combination(const JointPmf& d, const Coordinates& coefficients, 
     to += static_cast<std::int64_t>(v - v_lo) * stride[target];
     w[to] += x;
   });
-  return JointPmf(std::move(lo), std::move(shape), std::move(w), d.log_scale(), d.error_bound());
+  const JointPmf r(std::move(lo), std::move(shape), std::move(w), d.log_scale(), d.spread_error_bound());
+  return detail::carry_dropped(d, r, [&](const JointPmf& x) {
+    return std::optional(linear_combination(x, coefficients, constant, replace, t));
+  });
 }
 
 namespace {
@@ -135,7 +159,9 @@ JointPmf markov_step(const JointPmf& d, int axis, const MarkovStep& k, const Tru
     const std::int64_t state = d.lo(axis) + idx[sa];
     for (Eigen::Index y = 0; y < T.cols(); ++y) w[to + y * stride[sa]] += x * T(state, y);
   });
-  return JointPmf(std::move(lo), std::move(shape), std::move(w), d.log_scale(), d.error_bound());
+  const JointPmf r(std::move(lo), std::move(shape), std::move(w), d.log_scale(), d.spread_error_bound());
+  return detail::carry_dropped(d, r, [&](const JointPmf& x) { return std::optional(markov_step(x, axis, k, t)); },
+                               T.rowwise().sum().maxCoeff());
 }
 
 JointPmf split(const JointPmf& d, int axis, double q, const Truncation& t) {

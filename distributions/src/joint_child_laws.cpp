@@ -118,7 +118,7 @@ JointPmf append_child(const JointPmf& d, detail::ChildLaw law, const Truncation&
     for (std::size_t a = 0; a < k; ++a) values[a] = d.lo()[a] + idx[a];
     return values;
   };
-  double added_error = 0.0;
+  double added_error = 0.0;  // relative to d's mass, so also to the result's (a child's law has mass 1)
   if (law.poisson) {
     double lo_rate = std::numeric_limits<double>::infinity(), hi_rate = 0.0;
     detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) {
@@ -165,34 +165,48 @@ JointPmf append_child(const JointPmf& d, detail::ChildLaw law, const Truncation&
       v[i] = w > 0.0 ? w * std::exp(ll[i] - top) : 0.0;
     }
   }
-  return JointPmf(std::move(lo), std::move(shape), std::move(v), d.log_scale() + top, d.error_bound() + added_error);
+  const JointPmf r(std::move(lo), std::move(shape), std::move(v), d.log_scale() + top,
+                   d.spread_error_bound() + added_error);
+  return r;
+}
+
+/// make(x) appends the child to x (its law formed for x's box); d's dropped measure goes through the same.
+template <class Make>
+JointPmf with_child(const JointPmf& d, Make make) {
+  return detail::carry_dropped(d, make(d), [&](const JointPmf& x) -> std::optional<JointPmf> {
+    try {
+      return make(x);
+    } catch (const domain_error&) {  // the child has no possible value on the dropped measure's support
+      return std::nullopt;
+    }
+  });
 }
 
 }  // namespace
 
 JointPmf add_child(const JointPmf& d, int axis, const Thinning& k, const Truncation& t) {
   const char* who = "tally::add_child(Thinning)";
-  return append_child(d, detail::child_law(d, axis, k, who), t, who);
+  return with_child(d, [&](const JointPmf& x) { return append_child(x, detail::child_law(x, axis, k, who), t, who); });
 }
 JointPmf add_child(const JointPmf& d, int axis, const ScaledPoisson& k, const Truncation& t) {
   const char* who = "tally::add_child(ScaledPoisson)";
-  return append_child(d, detail::child_law(d, axis, k, who), t, who);
+  return with_child(d, [&](const JointPmf& x) { return append_child(x, detail::child_law(x, axis, k, who), t, who); });
 }
 JointPmf add_child(const JointPmf& d, int axis, const IndexedPoisson& k, const Truncation& t) {
   const char* who = "tally::add_child(IndexedPoisson)";
-  return append_child(d, detail::child_law(d, axis, k, who), t, who);
+  return with_child(d, [&](const JointPmf& x) { return append_child(x, detail::child_law(x, axis, k, who), t, who); });
 }
 JointPmf add_child(const JointPmf& d, int axis, const MarkovStep& k, const Truncation& t) {
   const char* who = "tally::add_child(MarkovStep)";
-  return append_child(d, detail::child_law(d, axis, k, who), t, who);
+  return with_child(d, [&](const JointPmf& x) { return append_child(x, detail::child_law(x, axis, k, who), t, who); });
 }
 JointPmf add_child(const JointPmf& d, const SelectedThinning& k, const Truncation& t) {
   const char* who = "tally::add_child(SelectedThinning)";
-  return append_child(d, detail::child_law(d, k, who), t, who);
+  return with_child(d, [&](const JointPmf& x) { return append_child(x, detail::child_law(x, k, who), t, who); });
 }
 JointPmf add_child(const JointPmf& d, const SelectedScaledPoisson& k, const Truncation& t) {
   const char* who = "tally::add_child(SelectedScaledPoisson)";
-  return append_child(d, detail::child_law(d, k, who), t, who);
+  return with_child(d, [&](const JointPmf& x) { return append_child(x, detail::child_law(x, k, who), t, who); });
 }
 
 }  // namespace tally

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <unordered_map>
 
 #include "joint_child.hpp"
 #include "joint_detail.hpp"
@@ -32,15 +33,47 @@ JointConditioned reweight(const JointPmf& d, const Eigen::VectorXd& log_lik) {
   Eigen::VectorXd v(w.size());
   for (Eigen::Index i = 0; i < w.size(); ++i) v[i] = w[i] > 0.0 ? w[i] * std::exp(log_lik[i] - top) : 0.0;
   const double log_l = d.log_scale() + top + std::log(v.sum());
-  // |L - L'| <= e M (each likelihood is at most 1), so rho = e M / L'
-  const double rho = d.error_bound() == 0.0 ? 0.0 : std::exp(std::log(d.error_bound()) + d.log_mass() - log_l);
+  // |L - L'| <= e M (each likelihood is at most 1), so rho = e M / L' (e: the spread part; the dropped measure is
+  // weighed by its own likelihood in conditioned())
+  const double e = d.spread_error_bound();
+  const double rho = e == 0.0 ? 0.0 : std::exp(std::log(e) + d.log_mass() - log_l);
   const double log_error = rho < 1.0 ? -std::log1p(-rho) : inf;
   JointPmf posterior(d.lo(), d.shape(), std::move(v), 0.0, std::min(2.0, 2.0 * rho));
-  return {posterior.normalized(), log_l, log_error};
+  return {posterior.normalized(), log_l, log_error, 0.0, rho};
 }
 
-JointConditioned condition_child(const JointPmf& d, const detail::ChildLaw& law, std::int64_t y) {
+/// cond(x) conditions x (its likelihood computed over x's own box): on d, then on d's dropped measure, which is
+/// weighed by its own likelihood and becomes the posterior's dropped measure (see JointConditioned).
+template <class Cond>
+JointConditioned conditioned(const JointPmf& d, Cond cond) {
+  JointConditioned c = cond(d);
+  const JointPmf* x = d.dropped();
+  if (!c.posterior || x == nullptr) return c;
+  const JointConditioned cx = cond(*x);
+  if (!cx.posterior) return c;  // no dropped mass where the observation is possible
+  const double log_located = cx.log_likelihood - c.log_likelihood;
+  const double located = std::exp(log_located), rho = located + c.spread_error;
+  c.located_error = located;
+  if (!(rho < 1.0)) {
+    c.log_likelihood_error = inf;
+    c.posterior = c.posterior->with_error_bound(2.0);
+    return c;
+  }
+  c.log_likelihood_error = -std::log1p(-rho);
+  // the dropped measure times l / L, in the posterior's units (its mass relative to the posterior's: located)
+  const JointPmf& px = *cx.posterior;
+  const JointPmf moved(px.lo(), px.shape(), px.weights(), px.log_scale() + log_located + c.posterior->log_scale() +
+                                                              std::log(c.posterior->weights().sum()));
+  // the normalized exact posterior is k (posterior + moved + r l / L) with |k - 1| <= rho / (1 - rho), so the rest
+  // beyond posterior + moved is at most (rho (1 + rho) + spread) / (1 - rho)
+  c.posterior = c.posterior->with_spread_error_bound(std::min(2.0, (rho * (1.0 + rho) + c.spread_error) / (1.0 - rho)))
+                    .with_dropped(moved);
+  return c;
+}
+
+JointConditioned condition_child_here(const JointPmf& d, const detail::ChildLaw& law, std::int64_t y) {
   Coordinates values(d.lo());
+  std::unordered_map<double, double> poisson_log_pmf;
   const auto k = values.size();
   Eigen::VectorXd ll(d.size());
   detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) {
@@ -49,45 +82,67 @@ JointConditioned condition_child(const JointPmf& d, const detail::ChildLaw& law,
       return;
     }
     for (std::size_t a = 0; a < k; ++a) values[a] = d.lo()[a] + idx[a];
-    ll[flat] = law.poisson ? log_poisson_pmf(y, law.rate(values)) : law.log_lik(values, y);
+    if (!law.poisson) {
+      ll[flat] = law.log_lik(values, y);
+      return;
+    }
+    // a Poisson child's rate takes few values over the box (one per value of the coordinates it reads): each
+    // log-pmf is computed once
+    const double rate = law.rate(values);
+    const auto [it, fresh] = poisson_log_pmf.try_emplace(rate, 0.0);
+    if (fresh) it->second = log_poisson_pmf(y, rate);
+    ll[flat] = it->second;
   });
   return reweight(d, ll);
+}
+
+/// make_law(x) forms the child's law for x's box.
+template <class MakeLaw>
+JointConditioned condition_child(const JointPmf& d, MakeLaw make_law, std::int64_t y) {
+  return conditioned(d, [&](const JointPmf& x) { return condition_child_here(x, make_law(x), y); });
 }
 
 }  // namespace
 
 JointConditioned condition(const JointPmf& d, int axis, const Thinning& k, std::int64_t y) {
-  return condition_child(d, detail::child_law(d, axis, k, "tally::condition(JointPmf, Thinning)"), y);
+  detail::child_law(d, axis, k, "tally::condition(JointPmf, Thinning)");  // checks the parents
+  return condition_child(d, [&](const JointPmf& x) { return detail::child_law(x, axis, k, "tally::condition(JointPmf, Thinning)"); }, y);
 }
 JointConditioned condition(const JointPmf& d, int axis, const ScaledPoisson& k, std::int64_t y) {
-  return condition_child(d, detail::child_law(d, axis, k, "tally::condition(JointPmf, ScaledPoisson)"), y);
+  detail::child_law(d, axis, k, "tally::condition(JointPmf, ScaledPoisson)");  // checks the parents
+  return condition_child(d, [&](const JointPmf& x) { return detail::child_law(x, axis, k, "tally::condition(JointPmf, ScaledPoisson)"); }, y);
 }
 JointConditioned condition(const JointPmf& d, int axis, const IndexedPoisson& k, std::int64_t y) {
-  return condition_child(d, detail::child_law(d, axis, k, "tally::condition(JointPmf, IndexedPoisson)"), y);
+  detail::child_law(d, axis, k, "tally::condition(JointPmf, IndexedPoisson)");  // checks the parents
+  return condition_child(d, [&](const JointPmf& x) { return detail::child_law(x, axis, k, "tally::condition(JointPmf, IndexedPoisson)"); }, y);
 }
 JointConditioned condition(const JointPmf& d, int axis, const MarkovStep& k, std::int64_t y) {
-  const detail::ChildLaw law = detail::child_law(d, axis, k, "tally::condition(JointPmf, MarkovStep)");
+  detail::child_law(d, axis, k, "tally::condition(JointPmf, MarkovStep)");  // checks the states
   if (y < 0 || y >= k.transition.cols()) return impossible(0.0);  // no row of T reaches y
-  return condition_child(d, law, y);
+  return condition_child(d, [&](const JointPmf& x) { return detail::child_law(x, axis, k, "tally::condition(JointPmf, MarkovStep)"); }, y);
 }
 JointConditioned condition(const JointPmf& d, const SelectedThinning& k, std::int64_t y) {
-  return condition_child(d, detail::child_law(d, k, "tally::condition(JointPmf, SelectedThinning)"), y);
+  detail::child_law(d, k, "tally::condition(JointPmf, SelectedThinning)");  // checks the parents
+  return condition_child(d, [&](const JointPmf& x) { return detail::child_law(x, k, "tally::condition(JointPmf, SelectedThinning)"); }, y);
 }
 JointConditioned condition(const JointPmf& d, const SelectedScaledPoisson& k, std::int64_t y) {
-  return condition_child(d, detail::child_law(d, k, "tally::condition(JointPmf, SelectedScaledPoisson)"), y);
+  detail::child_law(d, k, "tally::condition(JointPmf, SelectedScaledPoisson)");  // checks the parents
+  return condition_child(d, [&](const JointPmf& x) { return detail::child_law(x, k, "tally::condition(JointPmf, SelectedScaledPoisson)"); }, y);
 }
 
 JointConditioned condition_on_linear(const JointPmf& d, const Coordinates& coefficients, std::int64_t z) {
   const int k = d.rank();
   if (static_cast<int>(coefficients.size()) != k)
     detail::fail<shape_error>("tally::condition_on_linear: ", coefficients.size(), " coefficients for a joint law of rank ", k);
-  Eigen::VectorXd ll(d.size());
-  detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) {
-    detail::int128 v = 0;
-    for (std::size_t a = 0; a < idx.size(); ++a) v += static_cast<detail::int128>(coefficients[a]) * (d.lo()[a] + idx[a]);
-    ll[flat] = v == z ? 0.0 : neg_inf;
+  return conditioned(d, [&](const JointPmf& x) {
+    Eigen::VectorXd ll(x.size());
+    detail::for_each_index(x.shape(), [&](const Coordinates& idx, Eigen::Index flat) {
+      detail::int128 v = 0;
+      for (std::size_t a = 0; a < idx.size(); ++a) v += static_cast<detail::int128>(coefficients[a]) * (x.lo()[a] + idx[a]);
+      ll[flat] = v == z ? 0.0 : neg_inf;
+    });
+    return reweight(x, ll);
   });
-  return reweight(d, ll);
 }
 
 JointConditioned condition_on_sum(const JointPmf& d, const std::vector<int>& axes, std::int64_t z) {

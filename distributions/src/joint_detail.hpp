@@ -2,7 +2,9 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <cmath>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "tally/distributions/joint_pmf.hpp"
@@ -33,6 +35,34 @@ void for_each_index(const Coordinates& shape, F&& f) {
   }
 }
 
+/// The weights w of a table of this shape (row-major) summed over every axis but a, for every axis a at once: the
+/// last axis's sums and the table with that axis summed out in one pass, then the same on that smaller table.
+inline std::vector<Eigen::VectorXd> all_axis_sums(const Eigen::VectorXd& w, const Coordinates& shape) {
+  std::vector<Eigen::VectorXd> out(shape.size());
+  Eigen::VectorXd rest;  // the table with the later axes summed out
+  const double* cur = w.data();
+  Eigen::Index n = w.size();
+  for (std::size_t a = shape.size(); a-- > 0;) {
+    const Eigen::Index extent = shape[a], rows = n / extent;
+    Eigen::VectorXd along = Eigen::VectorXd::Zero(extent), next(rows);
+    for (Eigen::Index r = 0; r < rows; ++r) {
+      const Eigen::Map<const Eigen::VectorXd> row(cur + r * extent, extent);
+      along += row;
+      next[r] = row.sum();
+    }
+    out[a] = std::move(along);
+    rest = std::move(next);
+    cur = rest.data();
+    n = rows;
+  }
+  return out;
+}
+
+/// The same for one axis.
+inline Eigen::VectorXd axis_sums(const Eigen::VectorXd& w, const Coordinates& shape, int axis) {
+  return all_axis_sums(w, shape)[static_cast<std::size_t>(axis)];
+}
+
 /// Requires 0 <= axis < rank (shape_error naming `who`).
 inline void check_axis(const JointPmf& d, int axis, const char* who) {
   if (axis < 0 || axis >= d.rank()) fail<shape_error>(who, ": axis ", axis, " is not in [0, ", d.rank(), ")");
@@ -52,6 +82,21 @@ inline std::int64_t checked_table_size(const Coordinates& shape, const Truncatio
     }
   }
   return static_cast<std::int64_t>(total);
+}
+
+/// r (the result of an operation on d) carrying d's dropped measure through the same operation, op(x) for the
+/// dropped measure x (std::nullopt: nothing of it is left). Where op cannot be applied to it (a table past the size
+/// limit), its mass (times `growth`, what the operation may multiply a mass by) joins r's spread bound instead.
+template <class Op>
+JointPmf carry_dropped(const JointPmf& d, const JointPmf& r, Op op, double growth = 1.0) {
+  const JointPmf* x = d.dropped();
+  if (x == nullptr) return r;
+  try {
+    return r.with_dropped(op(*x));
+  } catch (const overflow_error&) {
+    return r.with_spread_error_bound(r.spread_error_bound() + growth * (1.0 + x->error_bound()) *
+                                                                  std::exp(x->log_mass() - r.log_mass()));
+  }
 }
 
 }  // namespace tally::detail

@@ -50,21 +50,28 @@ void JointPmf::canonicalize() {
     weights_ /= top;
     log_scale_ += std::log(top);
   }
-  double flushed = 0.0;
   const std::size_t k = shape_.size();
-  Coordinates first(shape_), last(k, -1);
-  detail::for_each_index(shape_, [&](const Coordinates& idx, Eigen::Index flat) {
-    double& w = weights_[flat];
-    if (w < flush_fraction && w > 0.0) {
-      flushed += w;
-      w = 0.0;
-    }
-    if (w > 0.0)
-      for (std::size_t a = 0; a < k; ++a) {
-        first[a] = std::min(first[a], idx[a]);
-        last[a] = std::max(last[a], idx[a]);
-      }
-  });
+  // the common case first: nothing to flush and every axis's end slabs holding mass, so the box stays (a few slab
+  // sums instead of a pass over every entry's index)
+  double flushed = 0.0;
+  if (((weights_.array() < flush_fraction) && (weights_.array() > 0.0)).any()) {
+    const auto small = weights_.array() < flush_fraction;
+    flushed = small.select(weights_.array(), 0.0).sum();
+    weights_ = small.select(0.0, weights_.array()).matrix();
+  } else if (ends_hold_mass()) {
+    return;
+  }
+  // each axis's first and last values with mass, from the weights summed over the other axes
+  Coordinates first(k), last(k);
+  const std::vector<Eigen::VectorXd> sums = detail::all_axis_sums(weights_, shape_);
+  for (std::size_t a = 0; a < k; ++a) {
+    const Eigen::VectorXd& m = sums[a];
+    Eigen::Index f = 0, l = m.size() - 1;
+    while (m[f] == 0.0) ++f;
+    while (m[l] == 0.0) --l;
+    first[a] = f;
+    last[a] = l;
+  }
   bool trim = false;
   Coordinates kept_shape(k);
   for (std::size_t a = 0; a < k; ++a) {
@@ -76,16 +83,36 @@ void JointPmf::canonicalize() {
     std::int64_t total = 1;
     for (std::int64_t e : kept_shape) total *= e;
     Eigen::VectorXd kept(total);
-    detail::for_each_index(kept_shape, [&](const Coordinates& idx, Eigen::Index flat) {
-      std::int64_t from = 0;
-      for (std::size_t a = 0; a < k; ++a) from += (idx[a] + first[a]) * stride[a];
-      kept[flat] = weights_[from];
+    // row by row along the last axis (contiguous)
+    const std::int64_t row = kept_shape[k - 1];
+    Coordinates rows_shape(kept_shape.begin(), kept_shape.end() - 1);
+    if (rows_shape.empty()) rows_shape.push_back(1);
+    detail::for_each_index(rows_shape, [&](const Coordinates& idx, Eigen::Index r) {
+      std::int64_t from = first[k - 1];
+      for (std::size_t a = 0; a + 1 < k; ++a) from += (idx[a] + first[a]) * stride[a];
+      kept.segment(r * row, row) = weights_.segment(from, row);
     });
     weights_ = std::move(kept);
     for (std::size_t a = 0; a < k; ++a) lo_[a] += first[a];
     shape_ = std::move(kept_shape);
   }
   if (flushed > 0.0) error_bound_ += flushed / weights_.sum();
+}
+
+bool JointPmf::ends_hold_mass() const {
+  const auto stride = detail::strides_of(shape_);
+  const Eigen::Index n = weights_.size();
+  for (std::size_t a = 0; a < shape_.size(); ++a) {
+    if (shape_[a] == 1) continue;
+    // the slab at index e of axis a: blocks of stride[a] entries, one every stride[a] * shape[a]
+    for (const std::int64_t e : {std::int64_t{0}, shape_[a] - 1}) {
+      bool any = false;
+      for (Eigen::Index block = e * stride[a]; block < n && !any; block += stride[a] * shape_[a])
+        any = (weights_.segment(block, stride[a]).array() > 0.0).any();
+      if (!any) return false;
+    }
+  }
+  return true;
 }
 
 JointPmf JointPmf::from_log(Coordinates lo, Coordinates shape, const Eigen::VectorXd& log_weights, double error_bound) {
@@ -113,6 +140,11 @@ double JointPmf::log_mass() const { return log_scale_ + std::log(weights_.sum())
 JointPmf JointPmf::normalized() const {
   JointPmf out = *this;
   out.log_scale_ = -std::log(weights_.sum());
+  if (dropped_) {  // the dropped measure is in this law's units: it is scaled with it
+    JointPmf x = *dropped_;
+    x.log_scale_ += out.log_scale_ - log_scale_;
+    out.dropped_ = std::make_shared<const JointPmf>(std::move(x));
+  }
   return out;
 }
 
@@ -120,7 +152,74 @@ JointPmf JointPmf::with_error_bound(double bound) const {
   if (!(bound >= 0.0)) detail::fail<domain_error>("tally::JointPmf::with_error_bound: bound ", bound, " must be >= 0");
   JointPmf out = *this;
   out.error_bound_ = bound;
+  out.dropped_.reset();
+  out.dropped_ratio_ = 0.0;
   return out;
+}
+
+JointPmf JointPmf::with_spread_error_bound(double bound) const {
+  if (!(bound >= 0.0))
+    detail::fail<domain_error>("tally::JointPmf::with_spread_error_bound: bound ", bound, " must be >= 0");
+  JointPmf out = *this;
+  out.error_bound_ = bound;
+  return out;
+}
+
+JointPmf JointPmf::with_dropped(const std::optional<JointPmf>& dropped) const {
+  JointPmf out = *this;
+  out.dropped_.reset();
+  out.dropped_ratio_ = 0.0;
+  if (!dropped) return out;
+  if (dropped->rank() != rank())
+    detail::fail<shape_error>("tally::JointPmf::with_dropped: a dropped measure of rank ", dropped->rank(),
+                              " for a joint law of rank ", rank());
+  JointPmf x = dropped->dropped_ ? add_measures(dropped->with_dropped(std::nullopt), *dropped->dropped_) : *dropped;
+  const double ratio = std::exp(x.log_mass() - log_mass());
+  out.error_bound_ += x.error_bound_ * ratio;  // its own bound, relative to its mass, becomes spread
+  x.error_bound_ = 0.0;
+  out.dropped_ratio_ = ratio;
+  out.dropped_ = std::make_shared<const JointPmf>(std::move(x));
+  return out;
+}
+
+JointPmf add_measures(const JointPmf& a, const JointPmf& b) {
+  const char* who = "tally::add_measures";
+  if (a.rank() != b.rank()) detail::fail<shape_error>(who, ": ranks ", a.rank(), " and ", b.rank());
+  const std::size_t k = static_cast<std::size_t>(a.rank());
+  Coordinates lo(k), shape(k);
+  for (int ax = 0; ax < a.rank(); ++ax) {
+    const auto i = static_cast<std::size_t>(ax);
+    lo[i] = std::min(a.lo(ax), b.lo(ax));
+    shape[i] = std::max(a.hi(ax), b.hi(ax)) - lo[i] + 1;
+  }
+  const std::int64_t total = detail::checked_table_size(shape, Truncation{}, who);
+  const auto stride = detail::strides_of(shape);
+  const double s = std::max(a.log_scale(), b.log_scale());
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(total);
+  double lost = 0.0;  // a term too small to show beside the other (below e^-700 of it): counted in the bound
+  for (const JointPmf* m : {&a, &b}) {
+    const double f = std::exp(m->log_scale() - s);
+    if (m->log_scale() - s < -700.0) {
+      lost += m->weights().sum() * std::exp(m->log_scale() - s + 700.0);
+      continue;
+    }
+    // row by row along the last axis (contiguous in both tables)
+    const std::int64_t row = m->extent(m->rank() - 1);
+    Coordinates rows_shape(m->shape().begin(), m->shape().end() - 1);
+    if (rows_shape.empty()) rows_shape.push_back(1);
+    const std::int64_t offset_last = m->lo(m->rank() - 1) - lo[k - 1];
+    detail::for_each_index(rows_shape, [&](const Coordinates& idx, Eigen::Index r) {
+      std::int64_t to = offset_last;
+      for (std::size_t i = 0; i + 1 < k; ++i) to += (idx[i] + m->lo()[i] - lo[i]) * stride[i];
+      w.segment(to, row) += f * m->weights().segment(r * row, row);
+    });
+  }
+  const double sum = w.sum();
+  // bounds relative to the sum's mass (the masses as stored, so the bounds' absolute sizes add), in logs
+  const double la = a.log_mass(), lb = b.log_mass(), top = std::max(la, lb);
+  const double ra = std::exp(la - top), rb = std::exp(lb - top);
+  const double e = (a.error_bound() * ra + b.error_bound() * rb) / (ra + rb) + lost * std::exp(-700.0) / sum;
+  return JointPmf(std::move(lo), std::move(shape), std::move(w), s, e);
 }
 
 JointPmf joint(const Pmf& x) {
@@ -179,12 +278,7 @@ double pdf(const JointPmf& d, std::span<const std::int64_t> x) {
 
 namespace {
 /// The stored weights summed over every axis but `axis`.
-Eigen::VectorXd axis_sums(const JointPmf& d, int axis) {
-  Eigen::VectorXd m = Eigen::VectorXd::Zero(d.extent(axis));
-  const auto a = static_cast<std::size_t>(axis);
-  detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) { m[idx[a]] += d.weights()[flat]; });
-  return m;
-}
+Eigen::VectorXd axis_sums(const JointPmf& d, int axis) { return detail::axis_sums(d.weights(), d.shape(), axis); }
 }  // namespace
 
 Pmf marginal(const JointPmf& d, int axis) {
@@ -208,7 +302,8 @@ JointPmf marginalize_out(const JointPmf& d, int axis) {
       if (a != skip) to += idx[a] * stride[b++];
     w[to] += d.weights()[flat];
   });
-  return JointPmf(std::move(lo), std::move(shape), std::move(w), d.log_scale(), d.error_bound());
+  const JointPmf r(std::move(lo), std::move(shape), std::move(w), d.log_scale(), d.spread_error_bound());
+  return detail::carry_dropped(d, r, [&](const JointPmf& x) { return std::optional(marginalize_out(x, axis)); });
 }
 
 JointPmf slice(const JointPmf& d, int axis, std::int64_t v) {
@@ -234,18 +329,30 @@ JointPmf slice(const JointPmf& d, int axis, std::int64_t v) {
   });
   const double slice_sum = w.sum();
   if (!(slice_sum > 0.0)) detail::fail<shape_error>(who, ": X_", axis, " = ", v, " has no mass");
-  const double e = d.error_bound() == 0.0 ? 0.0 : d.error_bound() * (d.weights().sum() / slice_sum);
-  return JointPmf(std::move(lo), std::move(shape), std::move(w), d.log_scale(), e);
+  const double s = d.spread_error_bound();
+  const double e = s == 0.0 ? 0.0 : s * (d.weights().sum() / slice_sum);
+  const JointPmf r(std::move(lo), std::move(shape), std::move(w), d.log_scale(), e);
+  return detail::carry_dropped(d, r, [&](const JointPmf& x) -> std::optional<JointPmf> {
+    if (v < x.lo(axis) || v > x.hi(axis)) return std::nullopt;  // no dropped mass on this slice
+    try {
+      return slice(x, axis, v);
+    } catch (const shape_error&) {
+      return std::nullopt;
+    }
+  });
 }
 
-JointPmf truncate(const JointPmf& d, const Truncation& t) {
-  if (!(t.tolerance >= 0.0 && t.tolerance < 1.0))
-    detail::fail<domain_error>("tally::truncate(JointPmf): tolerance ", t.tolerance, " must be in [0, 1)");
+namespace {
+/// Which entries truncate() keeps: along each axis, the outer values whose marginal mass (their sum, the weights
+/// as stored) is at most `budget` from each end are cut. Returns the kept weights and the cut ones, each over d's box
+/// (the cut ones empty, no entries, where nothing is cut).
+std::pair<Eigen::VectorXd, Eigen::VectorXd> cut_tails(const JointPmf& d, double budget) {
   const int k = d.rank();
-  const double total = d.weights().sum(), budget = t.tolerance * total / (2.0 * k);
   Coordinates first(static_cast<std::size_t>(k)), last(static_cast<std::size_t>(k));
+  bool any = false;
+  const std::vector<Eigen::VectorXd> sums = detail::all_axis_sums(d.weights(), d.shape());
   for (int a = 0; a < k; ++a) {
-    const Eigen::VectorXd m = axis_sums(d, a);
+    const Eigen::VectorXd& m = sums[static_cast<std::size_t>(a)];
     Eigen::Index lo = 0, hi = m.size() - 1;
     double acc = 0.0;
     while (lo < hi && acc + m[lo] <= budget) acc += m[lo++];
@@ -253,17 +360,62 @@ JointPmf truncate(const JointPmf& d, const Truncation& t) {
     while (hi > lo && acc + m[hi] <= budget) acc += m[hi--];
     first[static_cast<std::size_t>(a)] = lo;
     last[static_cast<std::size_t>(a)] = hi;
+    any = any || lo > 0 || hi < m.size() - 1;
   }
-  Eigen::VectorXd w(d.size());
-  double dropped = 0.0;
-  detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) {
-    bool inside = true;
-    for (std::size_t a = 0; a < idx.size(); ++a) inside = inside && idx[a] >= first[a] && idx[a] <= last[a];
-    w[flat] = inside ? d.weights()[flat] : 0.0;
-    if (!inside) dropped += d.weights()[flat];
+  if (!any) return {d.weights(), Eigen::VectorXd()};  // nothing cut (an empty second vector)
+  // row by row along the last axis: a row outside the kept box on an earlier axis is cut whole, else its ends
+  Eigen::VectorXd kept = Eigen::VectorXd::Zero(d.size()), cut = d.weights();
+  const auto last_axis = static_cast<std::size_t>(k - 1);
+  const std::int64_t row = d.extent(k - 1), from = first[last_axis], count = last[last_axis] - first[last_axis] + 1;
+  Coordinates rows_shape(d.shape().begin(), d.shape().end() - 1);
+  if (rows_shape.empty()) rows_shape.push_back(1);
+  detail::for_each_index(rows_shape, [&](const Coordinates& idx, Eigen::Index r) {
+    for (std::size_t a = 0; a + 1 < static_cast<std::size_t>(k); ++a)
+      if (idx[a] < first[a] || idx[a] > last[a]) return;
+    kept.segment(r * row + from, count) = d.weights().segment(r * row + from, count);
+    cut.segment(r * row + from, count).setZero();
   });
+  return {std::move(kept), std::move(cut)};
+}
+
+/// The dropped measure's own far tails go to its spread bound, so that it does not grow without end along a long
+/// program: at most 2^-64 of its own mass, or, where more, 2^-40 of the tolerance relative to the law's mass
+/// (`law_mass`, in the dropped measure's units), far below what the law itself may drop at each truncation.
+JointPmf trim_dropped(const JointPmf& x, double tolerance, double law_mass) {
+  const int k = x.rank();
+  const double budget = std::max(0x1p-64 * x.weights().sum(), 0x1p-40 * tolerance * law_mass);
+  auto [kept, cut] = cut_tails(x, budget / (2.0 * k));
+  const double c = cut.size() == 0 ? 0.0 : cut.sum();
+  if (c == 0.0) return x;
+  const double kept_sum = kept.sum();
+  return JointPmf(x.lo(), x.shape(), std::move(kept), x.log_scale(), (x.error_bound() * (kept_sum + c) + c) / kept_sum);
+}
+}  // namespace
+
+JointPmf truncate(const JointPmf& d, const Truncation& t) {
+  if (!(t.tolerance >= 0.0 && t.tolerance < 1.0))
+    detail::fail<domain_error>("tally::truncate(JointPmf): tolerance ", t.tolerance, " must be in [0, 1)");
+  const double total = d.weights().sum();
+  auto [w, cut] = cut_tails(d, t.tolerance * total / (2.0 * d.rank()));
+  const double dropped = cut.size() == 0 ? 0.0 : cut.sum();
+  if (dropped == 0.0) return d;
   const double kept = total - dropped;
-  return JointPmf(d.lo(), d.shape(), std::move(w), d.log_scale(), d.error_bound() + dropped / kept * (1.0 + d.error_bound()));
+  // the cut entries join the dropped measure where they were (in d's units); the spread bound is rescaled to the
+  // kept mass
+  const JointPmf r(d.lo(), d.shape(), std::move(w), d.log_scale(), d.spread_error_bound() * total / kept);
+  if (!t.track_dropped) {  // the cut mass as spread; a dropped measure d had is kept (in the kept mass's terms)
+    const JointPmf s = r.with_spread_error_bound(r.spread_error_bound() + dropped / kept);
+    return d.dropped() ? s.with_dropped(*d.dropped()) : s;
+  }
+  std::optional<JointPmf> x;
+  try {
+    const JointPmf cut_law(d.lo(), d.shape(), std::move(cut), d.log_scale());
+    const JointPmf merged = d.dropped() ? add_measures(*d.dropped(), cut_law) : cut_law;
+    x = trim_dropped(merged, t.tolerance, kept * std::exp(d.log_scale() - merged.log_scale()));
+  } catch (const overflow_error&) {  // a dropped measure past the size limit: its mass becomes spread
+    return r.with_spread_error_bound(r.spread_error_bound() + (d.dropped() ? d.error_bound() - d.spread_error_bound() : 0.0) * total / kept + dropped / kept);
+  }
+  return r.with_dropped(x);
 }
 
 }  // namespace tally

@@ -66,6 +66,8 @@ void bind_families(py::module_& m) {
       .def_readwrite("max_size", &Truncation::max_size)
       .def_readwrite("max_joint_bytes", &Truncation::max_joint_bytes,
                      "largest joint law of coupled variables a Graph forms, in bytes over all particles (0: none)")
+      .def_readwrite("track_dropped", &Truncation::track_dropped,
+                     "whether joint laws keep the mass truncation cuts where it was cut (tight error bounds, more work)")
       .def("__repr__", [](const Truncation& t) {
         return "Truncation(tolerance=" + number(t.tolerance) + ", max_size=" + std::to_string(t.max_size) + ")";
       });

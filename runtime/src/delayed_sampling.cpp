@@ -463,8 +463,15 @@ std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values) {
     }
     if (parent.state == State::marginalized && parent.tied_to == nullptr) {
       // computed before anything changes: a refused law (a thinning of a possibly negative count) leaves the graph
-      Laws posterior = condition(ctx, law(parent), std::get<DiscreteChild>(n.kind).law, values, ll);
+      const ChildLaw& child_law = std::get<DiscreteChild>(n.kind).law;
+      const auto tails = ctx.device() || !may_know_tails(parent) ? nullptr : known_tails(parent, to_pmfs(law(parent)));
+      const double error_before = ll.error;
+      Laws posterior = condition(ctx, law(parent), child_law, values, ll);
       parent.marginal = std::move(posterior);
+      // with the tails known, the likelihood's error is theirs (far below e M / L, which takes every dropped
+      // value as the likeliest)
+      if (tails)
+        if (const auto e = condition_tails(parent, tails, child_law, values)) ll.error = std::max(error_before, *e);
       n.parents = {};
       set_realized(n, values);
       return done();

@@ -173,7 +173,7 @@ Variable Graph::constant(gpu::Column<std::int64_t> v) {
     tally::detail::fail<shape_error>("tally::runtime::Graph::constant: ", v.size(), " values for ", particles(), " particles");
   return guarded(*this, [&] {
     if (v.where() != context_->where) v = gpu::Column<std::int64_t>::from_host(v.to_host(), context_->where);
-    auto n = std::make_shared<Node>(context_, detail::DiscreteRoot{Pmf::point(0)}, State::realized);
+    auto n = std::make_shared<Node>(context_, detail::DiscreteRoot{Pmf::point(0), {}}, State::realized);
     n->value = detail::make_values(std::move(v));
     n->computed = true;
     return Variable(n);
@@ -181,7 +181,10 @@ Variable Graph::constant(gpu::Column<std::int64_t> v) {
 }
 
 Variable Graph::assume(const Pmf& prior) {
-  return Variable(std::make_shared<Node>(context_, detail::DiscreteRoot{prior}, State::initialized));
+  return Variable(std::make_shared<Node>(context_, detail::DiscreteRoot{prior, {}}, State::initialized));
+}
+Variable Graph::assume(const Pmf& prior, std::function<Pmf(const Truncation&)> family) {
+  return Variable(std::make_shared<Node>(context_, detail::DiscreteRoot{prior, std::move(family)}, State::initialized));
 }
 
 namespace {
@@ -233,7 +236,7 @@ namespace {
 /// A realized constant a x + b y + c, made at once from realized operands (no law is built).
 std::shared_ptr<Node> realized_linear(const std::shared_ptr<detail::Context>& ctx, const Node& x, std::int64_t a,
                                       const Node* y, std::int64_t b, std::int64_t c) {
-  auto n = std::make_shared<Node>(ctx, detail::DiscreteRoot{Pmf::point(0)}, State::realized);
+  auto n = std::make_shared<Node>(ctx, detail::DiscreteRoot{Pmf::point(0), {}}, State::realized);
   n->value = detail::linear(x.value, a, y ? y->value : detail::Values{}, b, c);
   n->computed = true;
   return n;

@@ -1,5 +1,6 @@
 // Joint nodes: coupled marginalized variables of the delayed-sampling graph kept in one joint law per particle,
-// formed where an operation couples them, split again as they are realized or dropped (see joint_node.hpp).
+// formed where an operation couples them (this file), then read, conditioned and split again as they are realized
+// or dropped (joint_observe.cpp; see joint_node.hpp).
 #include "joint_node.hpp"
 
 #include <algorithm>
@@ -9,200 +10,13 @@
 #include <stdexcept>
 #include <type_traits>
 
-#include "node.hpp"
+#include "joint_steps.hpp"
 #include "tally/distributions/algebra.hpp"
-#include "tally/distributions/joint.hpp"
-#include "tally/distributions/log_pmf.hpp"
 #include "tally/error.hpp"
 
 namespace tally::runtime::detail {
-namespace {
 
-using Tables = JointGroup::Laws;  // P joint laws (state.hpp's Laws are P laws of one variable)
-
-template <class... F>
-struct overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-overloaded(F...) -> overloaded<F...>;
-
-/// A joint law that would exceed Truncation::max_joint_bytes (or max_size): the caller falls back.
-struct over_budget {};
-
-bool enabled(const Context& c) { return c.truncation.max_joint_bytes > 0; }
-
-/// The truncation for joint operations: one table, while it is built (one particle at a time), may use the whole
-/// budget; what the P tables of a result hold together is checked by compute().
-Truncation joint_truncation(const Context& c) {
-  Truncation t = c.truncation;
-  t.max_size = std::max<std::int64_t>(1, std::min(t.max_size, c.truncation.max_joint_bytes / 8));
-  return t;
-}
-
-/// The outer values of each axis whose mass is below the truncation's tolerance dropped (tally::truncate: at most
-/// the tolerance in all, added to the error bound), so that tails a bounded law keeps down to 2^-1000 of its
-/// largest entry do not multiply the sizes of the tables built from it.
-JointPmf trimmed(const JointPmf& d, const Truncation& t) { return t.tolerance > 0 && t.tolerance < 1 ? truncate(d, t) : d; }
-
-// ---- particles with equal inputs -------------------------------------------------------------------------------
-// Until something is drawn, every particle of a program holds the same joint laws: an operation computes once and
-// copies its result to each particle whose inputs equal the previous particle's (compared entry by entry, far
-// cheaper than the operation).
-bool equal(const JointPmf& a, const JointPmf& b) {
-  return a.lo() == b.lo() && a.shape() == b.shape() && a.log_scale() == b.log_scale() &&
-         a.error_bound() == b.error_bound() && a.weights() == b.weights();
-}
-bool equal(const Pmf& a, const Pmf& b) {
-  return a.lo() == b.lo() && a.size() == b.size() && a.log_scale() == b.log_scale() &&
-         a.error_bound() == b.error_bound() && a.weights() == b.weights();
-}
-/// Whether particle i's table in b equals particle i - 1's.
-bool repeats(const Tables& b, std::size_t i) { return i > 0 && b.size() > 1 && (b[i] == b[i - 1] || equal(*b[i], *b[i - 1])); }
-template <class T>
-bool repeats(const std::vector<T>& v, std::size_t i) {
-  if constexpr (std::is_same_v<T, Pmf>)
-    return i > 0 && equal(v[i], v[i - 1]);
-  else
-    return i > 0 && v[i] == v[i - 1];
-}
-
-/// P values made by f(i), f called only where same(i) is false (else particle i - 1's value is copied).
-template <class T, class F, class Same>
-Batch<T> per_particle(std::size_t particles, F f, Same same) {
-  std::optional<T> last;
-  return Batch<T>::make(particles, [&](std::size_t i) {
-    if (!last || !same(i)) last.emplace(f(i));
-    return *last;
-  });
-}
-
-/// The same for joint laws: equal particles share one table.
-template <class F, class Same>
-Tables shared_per_particle(std::size_t particles, F f, Same same) {
-  std::shared_ptr<const JointPmf> last;
-  return Tables::make(particles, [&](std::size_t i) {
-    if (!last || !same(i)) last = std::make_shared<const JointPmf>(f(i));
-    return last;
-  });
-}
-
-/// P joint laws made by f(i) (trimmed), within the budget (over_budget, and nothing kept, otherwise); f is called
-/// only where same(i) is false.
-template <class F, class Same>
-Tables compute(const Context& c, F f, Same same) {
-  std::int64_t bytes = 0;
-  std::shared_ptr<const JointPmf> last;
-  try {
-    return Tables::make(c.particles, [&](std::size_t i) {
-      if (!last || !same(i)) {
-        last = std::make_shared<const JointPmf>(trimmed(f(i), c.truncation));
-        bytes += static_cast<std::int64_t>(last->size()) * 8;  // tables shared by equal particles count once
-        if (bytes > c.truncation.max_joint_bytes) throw over_budget{};
-      }
-      return last;
-    });
-  } catch (const overflow_error&) {  // a table past the budget
-    throw over_budget{};
-  }
-}
-
-int axis_of(const JointGroup& g, const Node& n) {
-  for (int a = 0; a < g.rank(); ++a)
-    if (g.members[static_cast<std::size_t>(a)].lock().get() == &n) return a;
-  throw std::logic_error("tally::runtime: a joint node's member is missing from its law");
-}
-
-Coordinates unit(int rank, int axis, std::int64_t coefficient) {
-  Coordinates k(static_cast<std::size_t>(rank), 0);
-  k[static_cast<std::size_t>(axis)] = coefficient;
-  return k;
-}
-
-/// Appends a constant coordinate c (a realized parent, for the length of one operation).
-JointPmf append_constant(const JointPmf& d, std::int64_t c, const Truncation& t) {
-  return linear_combination(d, Coordinates(static_cast<std::size_t>(d.rank()), 0), c, -1, t);
-}
-
-/// The outer product of independent joint laws: the axes of a, then those of b.
-JointPmf outer(const JointPmf& a, const JointPmf& b, const Truncation& t) {
-  Coordinates lo = a.lo(), shape = a.shape();
-  lo.insert(lo.end(), b.lo().begin(), b.lo().end());
-  shape.insert(shape.end(), b.shape().begin(), b.shape().end());
-  if (static_cast<double>(a.size()) * static_cast<double>(b.size()) > static_cast<double>(t.max_size)) throw over_budget{};
-  Eigen::VectorXd w(a.size() * b.size());
-  for (Eigen::Index i = 0; i < a.size(); ++i) w.segment(i * b.size(), b.size()) = a.weights()[i] * b.weights();
-  const double e = (1.0 + a.error_bound()) * (1.0 + b.error_bound()) - 1.0;
-  return JointPmf(std::move(lo), std::move(shape), std::move(w), a.log_scale() + b.log_scale(), e);
-}
-
-}  // namespace
-
-namespace {
-
-/// The binomial terms of a thinning or a split of X_axis (a count: domain_error saying `what` otherwise): for every
-/// entry m of d at (o, x, r) (o the earlier axes, r the later ones, as one index each) and every y = 0 .. x,
-/// term(o, x, r, y, m Bin(y; x, q)), each pmf value computed once per (x, y), not once per entry; zero entries
-/// skipped.
-template <class Term>
-void binomial_terms(const JointPmf& d, int axis, double q, const char* what, Term term) {
-  if (d.lo(axis) < 0)
-    tally::detail::fail<domain_error>("tally::runtime: ", what, ", but its support starts at ", d.lo(axis));
-  const std::int64_t hi = d.hi(axis), lo = d.lo(axis), extent = d.extent(axis), stride = d.stride(axis);
-  const std::int64_t outer = d.size() / (extent * stride);
-  std::vector<double> kernel;
-  for (std::int64_t x = lo; x <= hi; ++x) {
-    kernel.resize(static_cast<std::size_t>(x + 1));
-    for (std::int64_t y = 0; y <= x; ++y) kernel[static_cast<std::size_t>(y)] = std::exp(log_binomial_pmf(x, y, q));
-    for (std::int64_t o = 0; o < outer; ++o)
-      for (std::int64_t r = 0; r < stride; ++r) {
-        const double m = d.weights()[(o * extent + (x - lo)) * stride + r];
-        if (m == 0.0) continue;
-        for (std::int64_t y = 0; y <= x; ++y) term(o, x, r, y, m * kernel[static_cast<std::size_t>(y)]);
-      }
-  }
-}
-
-}  // namespace
-
-JointPmf thin_in_place(const JointPmf& d, int axis, double q) {
-  // the same box but for axis, now [0, hi]; each old entry spreads over y = 0..x with Bin(y; x, q) (sums of
-  // non-negative products: every entry keeps its relative precision)
-  const std::int64_t hi = d.hi(axis), stride = d.stride(axis);  // stride unchanged: the later extents
-  Coordinates new_lo = d.lo(), shape = d.shape();
-  new_lo[static_cast<std::size_t>(axis)] = 0;
-  shape[static_cast<std::size_t>(axis)] = hi + 1;
-  const std::int64_t outer = d.size() / (d.extent(axis) * stride);
-  Eigen::VectorXd w = Eigen::VectorXd::Zero(outer * (hi + 1) * stride);
-  binomial_terms(d, axis, q, "a thinning's parent must be a count >= 0",
-                 [&](std::int64_t o, std::int64_t, std::int64_t r, std::int64_t y, double v) {
-                   w[(o * (hi + 1) + y) * stride + r] += v;
-                 });
-  return JointPmf(std::move(new_lo), std::move(shape), std::move(w), d.log_scale(), d.error_bound());
-}
-
-JointPmf split_in_place(const JointPmf& d, int axis, double q) {
-  // (.., x, .., ) -> (.., x - y, .., y) with Bin(y; x, q): the kept part on [0, hi], the moved part appended on
-  // [0, hi]
-  const std::int64_t hi = d.hi(axis), stride = d.stride(axis);  // old index (o, x, r); new index (o, x - y, r, y)
-  Coordinates new_lo = d.lo(), shape = d.shape();
-  new_lo[static_cast<std::size_t>(axis)] = 0;
-  shape[static_cast<std::size_t>(axis)] = hi + 1;
-  new_lo.push_back(0);
-  shape.push_back(hi + 1);
-  const std::int64_t outer = d.size() / (d.extent(axis) * stride);
-  const double cells = double(outer) * double(hi + 1) * double(stride) * double(hi + 1);
-  if (cells > double(std::numeric_limits<Eigen::Index>::max() / 2))
-    tally::detail::fail<overflow_error>("tally::runtime: a split's table needs ", cells, " entries");
-  Eigen::VectorXd w = Eigen::VectorXd::Zero(outer * (hi + 1) * stride * (hi + 1));
-  binomial_terms(d, axis, q, "a split count must be >= 0",
-                 [&](std::int64_t o, std::int64_t x, std::int64_t r, std::int64_t y, double v) {
-                   w[((o * (hi + 1) + (x - y)) * stride + r) * (hi + 1) + y] = v;
-                 });
-  return JointPmf(std::move(new_lo), std::move(shape), std::move(w), d.log_scale(), d.error_bound());
-}
-
-namespace {
+namespace joint_steps {
 
 /// Appends the child Y | X_axis ~ law as a new axis.
 JointPmf append_child(const JointPmf& d, int axis, const ChildLaw& law, const Truncation& t) {
@@ -210,49 +24,6 @@ JointPmf append_child(const JointPmf& d, int axis, const ChildLaw& law, const Tr
                                  return linear_combination(d, unit(d.rank(), axis, f.a), f.c, -1, t);
                                },
                                [&](const auto& k) { return add_child(d, axis, k, t); }},
-                    law);
-}
-
-// ---- the largest likelihood of an observation over all parent values (for the error bounds) ---------------------
-/// \f$\sup_{\lambda \ge 0} \mathrm{Poisson}(y; \lambda) = \mathrm{Poisson}(y; y)\f$.
-double poisson_sup(std::int64_t y) { return y <= 0 ? (y == 0 ? 1.0 : 0.0) : std::exp(log_poisson_pmf(y, double(y))); }
-/// \f$\sup_{n \ge 0} \mathrm{Binomial}(y; n, q)\f$: unimodal in n, largest near n = y / q.
-double binomial_sup(std::int64_t y, double q) {
-  if (y < 0) return 0.0;
-  if (y == 0 || q >= 1.0) return 1.0;
-  if (q <= 0.0) return 0.0;
-  const double centre = std::floor(double(y) / q);
-  double best = 0.0;
-  for (double n = std::max(double(y), centre - 2); n <= centre + 2; ++n)
-    best = std::max(best, std::exp(log_binomial_pmf(std::int64_t(n), y, q)));
-  return std::min(1.0, best * (1 + 1e-12));
-}
-double likelihood_sup(const ChildLaw& law, std::int64_t y) {
-  return std::visit(overloaded{[&](const Thinning& k) { return binomial_sup(y, k.keep); },
-                               [&](const ScaledPoisson&) { return poisson_sup(y); },
-                               [&](const IndexedPoisson& k) {
-                                 double best = 0.0;
-                                 for (double r : k.rates) best = std::max(best, std::exp(log_poisson_pmf(y, r)));
-                                 return std::min(1.0, best * (1 + 1e-12));
-                               },
-                               [&](const MarkovStep& k) {
-                                 return y >= 0 && y < k.transition.cols() ? k.transition.col(y).maxCoeff() : 0.0;
-                               },
-                               [&](const AffineLaw&) { return 1.0; }},
-                    law);
-}
-double likelihood_sup(const SelectedChild& s, std::int64_t y) {
-  if (s.family == SelectedChild::poisson) return poisson_sup(y);
-  double best = 0.0;
-  for (double q : s.keep) best = std::max(best, binomial_sup(y, q));
-  return best;
-}
-
-JointConditioned condition_child(const JointPmf& d, int axis, const ChildLaw& law, std::int64_t y) {
-  return std::visit(overloaded{[&](const AffineLaw& f) {
-                                 return condition_on_linear(d, unit(d.rank(), axis, f.a), y - f.c);
-                               },
-                               [&](const auto& k) { return condition(d, axis, k, y); }},
                     law);
 }
 
@@ -294,8 +65,10 @@ bool joinable(const Node& p) {
 void group_of_one(Node& p) {
   Context& ctx = *p.context;
   const auto pmfs = to_pmfs(law(p));
+  const auto tails = known_tails(p, pmfs);
   auto g = std::make_shared<JointGroup>();
-  g->laws = compute(ctx, [&](std::size_t i) { return joint(pmfs[i]); }, [&](std::size_t i) { return repeats(pmfs, i); });
+  g->laws = compute(ctx, [&](std::size_t i) { return with_tails(joint(pmfs[i]), tails.get(), i); },
+                    [&](std::size_t i) { return repeats(pmfs, i) && same_tails(tails.get(), i); });
   g->members.push_back(p.weak_from_this());
   p.group = std::move(g);
   p.marginal.clear();
@@ -396,7 +169,12 @@ void join_sum(Node& z, int sign) {
   };
   const std::int64_t coef[2] = {1, sign};
   std::vector<Node*> axis_nodes;
-  std::vector<std::pair<std::vector<Pmf>, std::int64_t>> folded;  // operands nobody else needs: convolved in
+  struct Folded {  // an operand nobody else needs: convolved in
+    std::vector<Pmf> laws;
+    std::int64_t sign;
+    std::shared_ptr<const DroppedTails> tails;
+  };
+  std::vector<Folded> folded;
   std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>> constants;
   for (int k = 0; k < 2; ++k) {
     Node& p = *held[static_cast<std::size_t>(k)];
@@ -404,8 +182,11 @@ void join_sum(Node& z, int sign) {
       constants.emplace_back(to_vector(p.value), coef[k]);
     else if (p.group || live(p))
       axis_nodes.push_back(&p);
-    else
-      folded.emplace_back(to_pmfs(law(p)), coef[k]);
+    else {
+      std::vector<Pmf> laws = to_pmfs(law(p));
+      auto tails = known_tails(p, laws);
+      folded.push_back({std::move(laws), coef[k], std::move(tails)});
+    }
   }
   const auto g = couple(axis_nodes);
   Coordinates kappa(static_cast<std::size_t>(g->rank()), 0);
@@ -422,13 +203,22 @@ void join_sum(Node& z, int sign) {
     for (const auto& [v, s] : constants) c += s * v[i];
     JointPmf d = linear_combination(*g->laws[i], kappa, c, replace, t);
     const int za = replace >= 0 ? replace : d.rank() - 1;
-    for (const auto& [law_of_operand, s] : folded)
-      d = add_independent(d, za, s > 0 ? law_of_operand[i] : negate(law_of_operand[i]), t);
+    for (const Folded& f : folded) {
+      const Pmf y = f.sign > 0 ? f.laws[i] : negate(f.laws[i]);
+      if (f.tails) {  // its tails where they are (the dropped measure), the rest spread
+        const auto& x = f.tails->dropped[i];
+        const double rest = f.tails->spread[i];
+        d = x ? add_independent(d, za, y, f.sign > 0 ? *x : negate(*x), rest, t)
+              : add_independent(d, za, y.with_error_bound(rest), t);
+      } else {
+        d = add_independent(d, za, y, t);
+      }
+    }
     return d;
   }, [&](std::size_t i) {
     bool same = repeats(g->laws, i);
     for (const auto& c : constants) same = same && repeats(c.first, i);
-    for (const auto& f : folded) same = same && repeats(f.first, i);
+    for (const auto& f : folded) same = same && repeats(f.laws, i) && same_tails(f.tails.get(), i);
     return same;
   });
   g->laws = std::move(laws);
@@ -509,50 +299,6 @@ bool join_joint_sum(Node& z, const JointSum& j) {
   return true;
 }
 
-/// The selected law over the axes of d: the state's axis, then the others' (rates, or the count).
-JointPmf add_selected(const JointPmf& d, const SelectedChild& s, int state, const std::vector<int>& others,
-                      const Truncation& t) {
-  if (s.family == SelectedChild::poisson) return add_child(d, SelectedScaledPoisson(state, others, s.scale), t);
-  return add_child(d, SelectedThinning(others[0], state, s.keep), t);
-}
-JointConditioned condition_selected(const JointPmf& d, const SelectedChild& s, int state, const std::vector<int>& others,
-                                    std::int64_t y) {
-  if (s.family == SelectedChild::poisson) return condition(d, SelectedScaledPoisson(state, others, s.scale), y);
-  return condition(d, SelectedThinning(others[0], state, s.keep), y);
-}
-
-/// A SelectedChild's parents as axes of particle i's table: the group's law with a constant axis appended for each
-/// realized parent (or, with no group, a table of the constants alone); writes each parent's axis.
-struct SelectedFrame {
-  std::shared_ptr<JointGroup> g;
-  std::vector<Node*> parents;                     // the state, then the others
-  std::vector<int> axis;                          // member axes (constants: filled per table)
-  std::vector<std::vector<std::int64_t>> values;  // realized parents' values (empty for members)
-  int constants = 0;
-  /// Whether particle i's inputs equal particle i - 1's.
-  bool repeats(std::size_t i) const {
-    bool same = i > 0 && (!g || detail::repeats(g->laws, i));
-    for (const auto& v : values) same = same && (v.empty() || detail::repeats(v, i));
-    return same;
-  }
-  JointPmf table(std::size_t i, std::vector<int>& axes, const Truncation& t) const {
-    axes = axis;
-    std::optional<JointPmf> d;
-    if (g) d = *g->laws[i];
-    for (std::size_t k = 0; k < parents.size(); ++k) {
-      if (values[k].empty()) continue;
-      const std::int64_t v = values[k][i];
-      if (!d) {
-        d = joint(Pmf::point(v));
-      } else {
-        d = append_constant(*d, v, t);
-      }
-      axes[k] = d->rank() - 1;
-    }
-    return *d;
-  }
-};
-
 SelectedFrame selected_frame(Node& n) {
   SelectedFrame f;
   f.parents.push_back(n.parents[0].get());
@@ -571,6 +317,47 @@ SelectedFrame selected_frame(Node& n) {
   return f;
 }
 
+/// Draws each random parent of n (reported first, so that strict mode refuses before anything is drawn).
+void realize_parents(Node& n, Fallback why) {
+  const auto random = random_parents(n);
+  std::vector<std::shared_ptr<Node>> keep;
+  for (Node* p : random) keep.push_back(p->shared_from_this());
+  for (Node* p : random) fallback(*p, why);
+  for (Node* p : random)
+    if (p->state != State::realized) {
+      graft(*p);
+      if (p->state == State::marginalized) sample(*p);
+    }
+}
+
+/// Standalone random parents of n inside a marginalized chain (or tied) cannot become axes: where the joint law is
+/// needed they are drawn first (exactly, from their posteriors) and reported; where it is only an option, false.
+bool draw_stuck_parents(Node& n, bool needed) {
+  std::vector<Node*> stuck;
+  for (Node* p : random_parents(n))
+    if (!p->group && !joinable(*p)) stuck.push_back(p);
+  if (stuck.empty()) return true;
+  if (!needed) return false;
+  std::vector<std::shared_ptr<Node>> hold;
+  for (Node* p : stuck) hold.push_back(p->shared_from_this());
+  for (Node* p : stuck) fallback(*p, Fallback::joint_limit);
+  for (Node* p : stuck)
+    if (p->state == State::marginalized) sample(*p);
+  return true;
+}
+
+}  // namespace joint_steps
+
+namespace {
+
+using namespace joint_steps;
+
+/// The selected law over the axes of d: the state's axis, then the others' (rates, or the count).
+JointPmf add_selected(const JointPmf& d, const SelectedChild& s, int state, const std::vector<int>& others,
+                      const Truncation& t) {
+  if (s.family == SelectedChild::poisson) return add_child(d, SelectedScaledPoisson(state, others, s.scale), t);
+  return add_child(d, SelectedThinning(others[0], state, s.keep), t);
+}
 void join_selected(Node& n) {
   Context& ctx = *n.context;
   const Truncation t = joint_truncation(ctx);
@@ -610,41 +397,14 @@ void join_selected(Node& n) {
   sweep(g, ctx);
 }
 
-/// Draws each random parent of n (reported first, so that strict mode refuses before anything is drawn).
-void realize_parents(Node& n, Fallback why) {
-  const auto random = random_parents(n);
-  std::vector<std::shared_ptr<Node>> keep;
-  for (Node* p : random) keep.push_back(p->shared_from_this());
-  for (Node* p : random) fallback(*p, why);
-  for (Node* p : random)
-    if (p->state != State::realized) {
-      graft(*p);
-      if (p->state == State::marginalized) sample(*p);
-    }
-}
-
-/// Standalone random parents of n inside a marginalized chain (or tied) cannot become axes: where the joint law is
-/// needed they are drawn first (exactly, from their posteriors) and reported; where it is only an option, false.
-bool draw_stuck_parents(Node& n, bool needed) {
-  std::vector<Node*> stuck;
-  for (Node* p : random_parents(n))
-    if (!p->group && !joinable(*p)) stuck.push_back(p);
-  if (stuck.empty()) return true;
-  if (!needed) return false;
-  std::vector<std::shared_ptr<Node>> hold;
-  for (Node* p : stuck) hold.push_back(p->shared_from_this());
-  for (Node* p : stuck) fallback(*p, Fallback::joint_limit);
-  for (Node* p : stuck)
-    if (p->state == State::marginalized) sample(*p);
-  return true;
-}
-
 }  // namespace
+
+using namespace joint_steps;
 
 std::size_t JointGroup::bytes() const {
   std::size_t b = 0;
   for (std::size_t i = 0; i < laws.size(); ++i)
-    if (i == 0 || laws[i] != laws[i - 1]) b += static_cast<std::size_t>(laws[i]->size()) * 8 + 64;  // shared once
+    if (i == 0 || laws[i] != laws[i - 1]) b += static_cast<std::size_t>(table_bytes(*laws[i])) + 64;  // shared once
   return b;
 }
 
@@ -709,130 +469,6 @@ bool join(Node& n) {
     return true;
   }
   return false;
-}
-
-Laws group_marginal(Node& n) {
-  const JointGroup& g = *n.group;
-  const int a = axis_of(g, n);
-  return place(*n.context, per_particle<Pmf>(
-                               n.context->particles, [&](std::size_t i) { return marginal(*g.laws[i], a); },
-                               [&](std::size_t i) { return repeats(g.laws, i); }));
-}
-
-void group_realize(Node& n, const Values& values) {
-  const auto g = n.group;
-  Context& ctx = *n.context;
-  const int a = axis_of(*g, n);
-  if (g->rank() == 1) {
-    g->members.clear();
-    g->laws.clear();
-  } else {
-    const std::vector<std::int64_t> v = to_vector(values);
-    g->laws = shared_per_particle(
-        ctx.particles,
-        [&](std::size_t i) {
-          try {
-            return slice(*g->laws[i], a, v[i]).normalized();  // error bound e M / M_v
-          } catch (const shape_error&) {  // no mass at v: that particle is dead, any law will do
-            return marginalize_out(*g->laws[i], a);
-          }
-        },
-        [&](std::size_t i) { return repeats(g->laws, i) && repeats(v, i); });
-    g->members.erase(g->members.begin() + a);
-  }
-  n.group.reset();
-  n.marginal.clear();
-  sweep(g, ctx);
-}
-
-bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
-  Context& ctx = *child.context;
-  const auto keep = child.shared_from_this();
-  const std::vector<std::int64_t> y = to_vector(values);
-  std::vector<double> loglik(ctx.particles);
-  double error = 0.0;
-  std::shared_ptr<JointGroup> g;
-  std::optional<Tables> posterior;
-  int constants = 0;
-  // The stored posterior is mu l / L with the computed L. Against the exact mu* l / L (the exact posterior up to a
-  // constant, which is all that the next likelihoods read: they are ratios of masses), its L1 error is at most
-  // sum |mu - mu*| l <= sup(l) e M, relative to its mass L: rho sup(l) with rho = e M / L; the likelihood L itself
-  // is off by at most the same. (The normalized posterior's 2 rho counts the constant's error again at every
-  // observation and drops the factor sup(l) <= 1: along a filter that compounds by 2 / L a step.) sup(l) is the
-  // largest likelihood over every parent value, inside the table or in the tails it dropped.
-  auto conditioned = [&](std::size_t i, const JointConditioned& c, const JointPmf& prior, int drop, double sup) {
-    const double rho = std::isfinite(c.log_likelihood_error) ? -std::expm1(-c.log_likelihood_error) * sup : 1.0;
-    loglik[i] = c.log_likelihood;
-    error = std::max(error, rho < 1 ? -std::log1p(-rho) : std::numeric_limits<double>::infinity());
-    JointPmf p = c.posterior ? (rho < 1 ? c.posterior->with_error_bound(rho) : *c.posterior)
-                             : prior;  // impossible: that particle keeps its law (its weight is 0)
-    for (int k = 0; k < drop; ++k) p = marginalize_out(p, p.rank() - 1);  // the constants' axes
-    return trimmed(p, ctx.truncation);
-  };
-  if (const auto* c = std::get_if<DiscreteChild>(&child.kind)) {
-    Node* x = child.parents[0].get();
-    if (x == nullptr || !x->group) return false;
-    g = x->group;
-    const int a = axis_of(*g, *x);
-    posterior = shared_per_particle(
-        ctx.particles,
-        [&](std::size_t i) {
-          return conditioned(i, condition_child(*g->laws[i], a, c->law, y[i]), *g->laws[i], 0,
-                             likelihood_sup(c->law, y[i]));
-        },
-        [&](std::size_t i) { return repeats(g->laws, i) && repeats(y, i) && (loglik[i] = loglik[i - 1], true); });
-  } else if (const auto* s = std::get_if<SelectedChild>(&child.kind)) {
-    draw_stuck_parents(child, true);
-    std::optional<SelectedFrame> f;
-    try {
-      f = selected_frame(child);
-    } catch (const over_budget&) {
-      realize_parents(child, Fallback::joint_limit);
-      f = selected_frame(child);  // every parent realized
-    }
-    g = f->g;
-    constants = f->constants;
-    const Truncation wide = ctx.truncation;
-    posterior = shared_per_particle(
-        ctx.particles,
-        [&](std::size_t i) {
-          std::vector<int> axes;
-          const JointPmf d = f->table(i, axes, wide);
-          const std::vector<int> others(axes.begin() + 1, axes.end());
-          return conditioned(i, condition_selected(d, *s, axes[0], others, y[i]), d, g ? constants : 0,
-                             likelihood_sup(*s, y[i]));
-        },
-        [&](std::size_t i) { return f->repeats(i) && repeats(y, i) && (loglik[i] = loglik[i - 1], true); });
-  } else {
-    return false;
-  }
-  add_host(ll, loglik);
-  ll.error = std::max(ll.error, error);
-  if (g) g->laws = std::move(*posterior);
-  child.parents = {};
-  child.more_parents.clear();
-  child.state = State::realized;
-  child.value = values;
-  if (g) sweep(g, ctx);
-  return true;
-}
-
-void GroupGather::commit() {
-  for (auto& [g, laws] : gathered) g->laws = std::move(laws);
-}
-
-GroupGather gather_groups(Node* first_live, const std::vector<std::size_t>& ancestors) {
-  GroupGather out;
-  std::vector<JointGroup*> seen;
-  for (Node* n = first_live; n != nullptr; n = n->next_live) {
-    JointGroup* g = n->group.get();
-    if (!g || std::find(seen.begin(), seen.end(), g) != seen.end()) continue;
-    seen.push_back(g);
-    JointGroup::Laws laws = g->laws;
-    laws.select(ancestors);
-    out.gathered.emplace_back(g, std::move(laws));
-  }
-  return out;
 }
 
 }  // namespace tally::runtime::detail

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "state.hpp"
@@ -31,6 +32,27 @@ struct JointGroup {
   int rank() const { return static_cast<int>(members.size()); }
   std::size_t bytes() const;
 };
+
+/// What truncation dropped from a node's laws, where it is known (a prior from a family, and its posteriors by
+/// observed children on a CPU graph), for the joint laws' error bounds (tally::JointPmf::dropped): particle i's
+/// exact law is law[i] + dropped[i] + r with \f$\|r\|_1 \le spread_i \|law_i\|_1\f$ (up to a constant factor, the
+/// joint laws' convention). Valid only while the node's laws equal `law` (checked where it is used).
+struct DroppedTails {
+  std::vector<Pmf> law;
+  std::vector<std::optional<Pmf>> dropped;  // in law[i]'s units; none where nothing is known to be dropped
+  std::vector<double> spread;
+};
+/// Whether n's tails may be known (it has some, or it is a family's truncated prior, and joint laws track dropped
+/// mass): a cheap test before known_tails.
+bool may_know_tails(const Node& n);
+/// n's tails for its current laws (host Pmfs), where known; else nullptr.
+std::shared_ptr<const DroppedTails> known_tails(Node& n, const std::vector<Pmf>& laws);
+/// The ordinary path conditioned the marginalized n on its observed child Y = y (n's laws had the tails `tails`,
+/// and are now their posteriors): the tails are conditioned likewise and kept with n. Returns the observation's
+/// error bound from them (the dropped tails weighed by their own likelihood, the rest by the largest, relative to
+/// the likelihood; the largest over the particles), or nothing where they could not follow (n keeps no tails).
+std::optional<double> condition_tails(Node& n, const std::shared_ptr<const DroppedTails>& tails, const ChildLaw& law,
+                                      const Values& y);
 
 /// Whether marginalizing the initialized n goes through a joint law: a parent of n is a member of one, n has
 /// several random parents (SelectedChild), or n is a sum s_x X + s_y Y with Y an initialized child of X that

@@ -4,6 +4,7 @@
 #include <array>
 #include <string>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <variant>
 #include <vector>
@@ -27,6 +28,8 @@ namespace tally::runtime::detail {
 /// A discrete variable with constant parameters.
 struct DiscreteRoot {
   Pmf prior;
+  /// The prior's family under other truncation settings (empty where the engine gave only a Pmf): its tails.
+  std::function<Pmf(const Truncation&)> family;
 };
 /// A discrete child of one discrete parent (parents[0]).
 struct DiscreteChild {
@@ -124,6 +127,7 @@ class Node : public std::enable_shared_from_this<Node> {
   std::array<std::shared_ptr<Node>, 2> parents;  // owning, while initialized
   std::vector<std::shared_ptr<Node>> more_parents;  // owning, while initialized: a SelectedChild's other parents
   std::shared_ptr<JointGroup> group;             // owning: the joint law this marginalized node is an axis of
+  std::shared_ptr<const DroppedTails> tails;     // where known: what truncation dropped from `marginal`
   std::uint64_t id = 0;                          // the order of creation in its graph (older nodes: smaller)
   std::weak_ptr<Node> operand_y;                 // JointSum only: the child operand, not owned
   std::array<Node*, 2> mparents{};               // raw, while marginalized: the parents to condition on realization

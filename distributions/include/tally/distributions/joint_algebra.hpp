@@ -18,6 +18,13 @@ namespace tally {
 /// axis leaves int64 or the table would exceed t.max_size entries; shape_error for a bad axis.
 JointPmf add_independent(const JointPmf& d, int axis, const Pmf& y, const Truncation& t = {});
 
+/// The same where the exact law of Y is known to be y + y_dropped + r, with y_dropped >= 0 the measure truncation
+/// cut from y (its tails, in y's units) and \f$\|r\|_1 \le y\_rest\, \|y\|_1\f$: the product with y_dropped joins
+/// the result's dropped measure (JointPmf), y_rest its spread bound. y's own error_bound is ignored (y_dropped and
+/// y_rest replace it). domain_error for y_rest < 0.
+JointPmf add_independent(const JointPmf& d, int axis, const Pmf& y, const Pmf& y_dropped, double y_rest,
+                         const Truncation& t = {});
+
 /// The law of (X, V) with the new coordinate \f$V = c + \sum_a \kappa_a X_a\f$ (a deterministic function of X):
 /// \f$\mu'(x, v) = \mu(x)\,[v = c + \kappa \cdot x]\f$. With `replace` = r in [0, k), V takes the place of X_r and
 /// X_r is summed out: \f$\mu'(x_{-r}, v) = \sum_{x_r} \mu(x)\,[v = c + \kappa \cdot x]\f$ (with \f$\kappa_r = 0\f$

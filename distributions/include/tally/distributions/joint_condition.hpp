@@ -21,10 +21,20 @@ namespace tally {
 ///   \f$\rho = e M / L\f$ (M the prior's mass, L the likelihood), \f$-\log(1 - \rho)\f$, or +inf when
 ///   \f$\rho \ge 1\f$; an impossible observation has 0 when e = 0, else +inf. The posterior's error bound is
 ///   \f$\min(2, 2\rho)\f$. These hold because every likelihood here is at most 1 for each prior point.
+///
+/// With a dropped measure \f$\hat\delta\f$ (JointPmf), the likelihood's error splits in two: located_error =
+/// \f$\langle \hat\delta, l \rangle / L\f$ (the dropped measure conditioned by the same likelihood, which becomes
+/// the posterior's dropped measure) and spread_error = \f$s M / L\f$ (s the spread bound; a bound because l <= 1);
+/// \f$\rho\f$ above is their sum. A caller that knows \f$\sup l < 1\f$ may use located_error + sup(l) spread_error
+/// instead (the runtime does). The posterior's spread bound is then
+/// \f$\min(2, (\rho (1 + \rho) + s M / L) / (1 - \rho))\f$ (the normalizing constant's error included), or
+/// min(2, 2 rho) without a dropped measure.
 struct JointConditioned {
   std::optional<JointPmf> posterior;
   double log_likelihood;
   double log_likelihood_error;
+  double located_error = 0.0;
+  double spread_error = 0.0;
 };
 
 /// X given an observed child Y = y: \f$\pi(x) \propto \mu(x)\, P(Y = y \mid x)\f$, and

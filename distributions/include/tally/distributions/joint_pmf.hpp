@@ -3,6 +3,8 @@
 
 #include <Eigen/Core>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -24,7 +26,17 @@ using Coordinates = std::vector<std::int64_t>;
 /// box may be zero (a deterministic coordinate such as X_0 + X_1 makes most of them zero).
 ///
 /// error_bound() is e with \f$\|\mu - \mu_{exact}\|_1 \le e \, \|\mu\|_1\f$, as for Pmf: truncated and flushed mass
-/// carried through every operation, rounding not counted.
+/// carried through every operation, rounding not counted. It has two parts:
+/// - the *dropped measure* \f$\hat\delta \ge 0\f$ (dropped(), absent when none): the mass that truncate() cut from
+///   the table, kept where it was and carried through every later operation exactly as the table is (it is a
+///   measure of the same kind, in the same units). It is the part of the error whose place is known, so that a
+///   later observation weighs it by its own likelihood \f$\langle \hat\delta, l \rangle\f$ instead of the largest
+///   likelihood times its mass;
+/// - the *spread bound* s (spread_error_bound()), for the rest: \f$\mu_{exact} = \mu + \hat\delta + r\f$ with
+///   \f$\|r\|_1 \le s \|\mu\|_1\f$, r of unknown place and sign (flushed entries, the bounds of the Pmfs a law was
+///   built from, the dropped measure's own truncation).
+/// error_bound() = s + \f$\|\hat\delta\|_1 / \|\mu\|_1\f$. For conditioned laws the exact measure is meant up to a
+/// constant factor (see JointConditioned).
 ///
 /// Invariants, checked at construction: rank k >= 1; every extent >= 1; the number of entries is the product of
 /// the extents; hi_a = lo_a + extent_a - 1 fits in int64; weights finite, non-negative, not all zero.
@@ -55,23 +67,42 @@ class JointPmf {
   /// Stored weights in row-major order, largest equal to 1.
   const Eigen::VectorXd& weights() const { return weights_; }
   double log_scale() const { return log_scale_; }
-  double error_bound() const { return error_bound_; }
+  /// The whole bound: the spread bound plus the dropped measure's mass relative to this law's mass.
+  double error_bound() const { return error_bound_ + dropped_ratio_; }
+  /// The part of the bound whose place is unknown (s above).
+  double spread_error_bound() const { return error_bound_; }
+  /// The dropped measure \f$\hat\delta\f$ (a measure in the same units as this law: its own log scale), or nullptr.
+  const JointPmf* dropped() const { return dropped_.get(); }
 
   /// \f$\log \sum_x \mu(x)\f$.
   double log_mass() const;
   /// The same measure divided by its mass; the relative error bound is unchanged.
   JointPmf normalized() const;
-  /// A copy whose error bound is `bound` (>= 0, else domain_error).
+  /// A copy whose error bound is `bound` (>= 0, else domain_error), all of it spread (no dropped measure).
   JointPmf with_error_bound(double bound) const;
+  /// A copy with spread bound `bound` (>= 0, else domain_error) and the same dropped measure.
+  JointPmf with_spread_error_bound(double bound) const;
+  /// A copy carrying `dropped` (a measure in this law's units, or nothing) as its dropped measure, in place of any
+  /// it had; the dropped measure's own bound (relative to its mass) is moved into the spread bound, and its own
+  /// dropped measure (if any) is merged into it.
+  JointPmf with_dropped(const std::optional<JointPmf>& dropped) const;
 
  private:
   void canonicalize();
+  /// Whether both end slabs of every axis hold a positive weight (then the box is the smallest one).
+  bool ends_hold_mass() const;
 
   Coordinates lo_, shape_;
   Eigen::VectorXd weights_;
   double log_scale_;
-  double error_bound_;
+  double error_bound_;                       // the spread bound
+  std::shared_ptr<const JointPmf> dropped_;  // the dropped measure (never itself carrying one), or null
+  double dropped_ratio_ = 0.0;               // its mass over this law's mass
 };
+
+/// The sum of two measures over the integers of the same rank (the box that holds both); a and b must have the
+/// same rank (shape_error). The bounds add (relative to the sum's mass). For the dropped measures.
+JointPmf add_measures(const JointPmf& a, const JointPmf& b);
 
 /// The joint law of one variable (k = 1): the same measure, error bound and log scale as x.
 JointPmf joint(const Pmf& x);
@@ -102,8 +133,10 @@ JointPmf slice(const JointPmf& d, int axis, std::int64_t v);
 
 /// Drops, along each axis, the outer values whose marginal mass is small: at most tolerance / (2 k) of the
 /// mass from each end of each axis (so at most `tolerance` in all), adding the dropped mass to the error bound
-/// (relative to the kept mass). For an axis that grew long by conditioning or by a Poisson child. Needs
-/// tolerance in [0, 1) (domain_error).
+/// (relative to the kept mass). For an axis that grew long by conditioning or by a Poisson child. With
+/// t.track_dropped (the default) the cut entries join the dropped measure where they were (its own far tails, below
+/// 2^-64 of its mass or 2^-40 t.tolerance of the law's, go to the spread bound); without, their mass joins the
+/// spread bound. Needs tolerance in [0, 1) (domain_error).
 JointPmf truncate(const JointPmf& d, const Truncation& t);
 
 }  // namespace tally

@@ -3,6 +3,7 @@
 
 #include <Eigen/Core>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -238,11 +239,15 @@ class Graph {
   // ---- discrete variables ----
   /// x ~ prior (constant parameters); any family with to_pmf works: assume(Binomial(100, 0.3)).
   Variable assume(const Pmf& prior);
+  /// x ~ prior, where family(t) is the same law truncated under other settings t (prior = family(truncation())):
+  /// the runtime asks it for the tails the prior dropped, to bound their effect where they are (joint laws'
+  /// error bounds, tally::JointPmf::dropped). The family overload below passes it.
+  Variable assume(const Pmf& prior, std::function<Pmf(const Truncation&)> family);
   template <class Family>
   Variable assume(const Family& law)
     requires requires(const Family& f, const Truncation& t) { to_pmf(f, t); }
   {
-    return assume(to_pmf(law, truncation()));
+    return assume(to_pmf(law, truncation()), [law](const Truncation& t) { return to_pmf(law, t); });
   }
   /// A realized count: v in every particle, or v[i] in particle i (per-particle values the engine computed).
   Variable constant(std::int64_t v);

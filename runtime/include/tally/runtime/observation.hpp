@@ -43,7 +43,9 @@ struct Exactness {
   /// log-likelihood is exact (up to the truncation below).
   std::vector<Sampled> sampled;
   /// A bound on the relative error of the likelihood from truncated tails of unbounded laws (the largest over
-  /// the particles): 0 where every law involved is bounded. These bounds are those of tally::Pmf.
+  /// the particles): 0 where every law involved is bounded. These bounds are those of tally::Pmf; joint laws (and
+  /// the priors that enter them) weigh the mass they cut by its own likelihood (tally::JointPmf::dropped), so
+  /// there the bound stays near the true error (Truncation::track_dropped).
   double truncation_error = 0.0;
   /// The variables with truncated laws (unbounded priors, Poisson children, heavy-tailed counts of conjugate
   /// parents) found from the observed variable along the graph's dependence edges at the time of the

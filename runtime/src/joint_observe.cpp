@@ -1,0 +1,163 @@
+// Reading, conditioning and realizing joint nodes: a member's marginal, a member drawn (the others conditioned on
+// it), an observed child of members conditioning their joint law directly, and resampling the groups.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <variant>
+
+#include "joint_steps.hpp"
+#include "tally/distributions/condition.hpp"
+#include "tally/error.hpp"
+
+namespace tally::runtime::detail {
+namespace {
+
+using namespace joint_steps;
+
+JointConditioned condition_child(const JointPmf& d, int axis, const ChildLaw& law, std::int64_t y) {
+  return std::visit(overloaded{[&](const AffineLaw& f) {
+                                 return condition_on_linear(d, unit(d.rank(), axis, f.a), y - f.c);
+                               },
+                               [&](const auto& k) { return condition(d, axis, k, y); }},
+                    law);
+}
+
+JointConditioned condition_selected(const JointPmf& d, const SelectedChild& s, int state, const std::vector<int>& others,
+                                    std::int64_t y) {
+  if (s.family == SelectedChild::poisson) return condition(d, SelectedScaledPoisson(state, others, s.scale), y);
+  return condition(d, SelectedThinning(others[0], state, s.keep), y);
+}
+
+}  // namespace
+
+using namespace joint_steps;
+
+Laws group_marginal(Node& n) {
+  const JointGroup& g = *n.group;
+  const int a = axis_of(g, n);
+  return place(*n.context, per_particle<Pmf>(
+                               n.context->particles, [&](std::size_t i) { return marginal(*g.laws[i], a); },
+                               [&](std::size_t i) { return repeats(g.laws, i); }));
+}
+
+void group_realize(Node& n, const Values& values) {
+  const auto g = n.group;
+  Context& ctx = *n.context;
+  const int a = axis_of(*g, n);
+  if (g->rank() == 1) {
+    g->members.clear();
+    g->laws.clear();
+  } else {
+    const std::vector<std::int64_t> v = to_vector(values);
+    g->laws = shared_per_particle(
+        ctx.particles,
+        [&](std::size_t i) {
+          try {
+            return slice(*g->laws[i], a, v[i]).normalized();  // error bound e M / M_v
+          } catch (const shape_error&) {  // no mass at v: that particle is dead, any law will do
+            return marginalize_out(*g->laws[i], a);
+          }
+        },
+        [&](std::size_t i) { return repeats(g->laws, i) && repeats(v, i); });
+    g->members.erase(g->members.begin() + a);
+  }
+  n.group.reset();
+  n.marginal.clear();
+  sweep(g, ctx);
+}
+
+bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
+  Context& ctx = *child.context;
+  const auto keep = child.shared_from_this();
+  const std::vector<std::int64_t> y = to_vector(values);
+  std::vector<double> loglik(ctx.particles);
+  double error = 0.0;
+  std::shared_ptr<JointGroup> g;
+  std::optional<Tables> posterior;
+  int constants = 0;
+  // The stored posterior is mu l / L with the computed L. Against the exact mu* l / L (the exact posterior up to a
+  // constant, which is all that the next likelihoods read: they are ratios of masses), its L1 error is at most
+  // sum |mu - mu*| l <= sup(l) e M, relative to its mass L: rho sup(l) with rho = e M / L; the likelihood L itself
+  // is off by at most the same. (The normalized posterior's 2 rho counts the constant's error again at every
+  // observation and drops the factor sup(l) <= 1: along a filter that compounds by 2 / L a step.) sup(l) is the
+  // largest likelihood over every parent value, inside the table or in the tails it dropped.
+  // The dropped measure (JointPmf) is weighed by its own likelihood: located_error = <dropped, l> / L, exact; only
+  // the spread part takes the largest likelihood.
+  auto conditioned = [&](std::size_t i, const JointConditioned& c, const JointPmf& prior, int drop, double sup) {
+    const double spread = c.spread_error * sup;
+    const double rho = std::isfinite(c.log_likelihood_error) ? c.located_error + spread : 1.0;
+    loglik[i] = c.log_likelihood;
+    error = std::max(error, rho < 1 ? -std::log1p(-rho) : std::numeric_limits<double>::infinity());
+    JointPmf p = c.posterior ? (rho < 1 ? c.posterior->with_spread_error_bound(spread) : *c.posterior)
+                             : prior;  // impossible: that particle keeps its law (its weight is 0)
+    for (int k = 0; k < drop; ++k) p = marginalize_out(p, p.rank() - 1);  // the constants' axes
+    return trimmed(p, ctx.truncation);
+  };
+  if (const auto* c = std::get_if<DiscreteChild>(&child.kind)) {
+    Node* x = child.parents[0].get();
+    if (x == nullptr || !x->group) return false;
+    g = x->group;
+    const int a = axis_of(*g, *x);
+    posterior = shared_per_particle(
+        ctx.particles,
+        [&](std::size_t i) {
+          return conditioned(i, condition_child(*g->laws[i], a, c->law, y[i]), *g->laws[i], 0,
+                             likelihood_sup(c->law, y[i]));
+        },
+        [&](std::size_t i) { return repeats(g->laws, i) && repeats(y, i) && (loglik[i] = loglik[i - 1], true); });
+  } else if (const auto* s = std::get_if<SelectedChild>(&child.kind)) {
+    draw_stuck_parents(child, true);
+    std::optional<SelectedFrame> f;
+    try {
+      f = selected_frame(child);
+    } catch (const over_budget&) {
+      realize_parents(child, Fallback::joint_limit);
+      f = selected_frame(child);  // every parent realized
+    }
+    g = f->g;
+    constants = f->constants;
+    const Truncation wide = ctx.truncation;
+    posterior = shared_per_particle(
+        ctx.particles,
+        [&](std::size_t i) {
+          std::vector<int> axes;
+          const JointPmf d = f->table(i, axes, wide);
+          const std::vector<int> others(axes.begin() + 1, axes.end());
+          return conditioned(i, condition_selected(d, *s, axes[0], others, y[i]), d, g ? constants : 0,
+                             likelihood_sup(*s, y[i]));
+        },
+        [&](std::size_t i) { return f->repeats(i) && repeats(y, i) && (loglik[i] = loglik[i - 1], true); });
+  } else {
+    return false;
+  }
+  add_host(ll, loglik);
+  ll.error = std::max(ll.error, error);
+  if (g) g->laws = std::move(*posterior);
+  child.parents = {};
+  child.more_parents.clear();
+  child.state = State::realized;
+  child.value = values;
+  if (g) sweep(g, ctx);
+  return true;
+}
+
+void GroupGather::commit() {
+  for (auto& [g, laws] : gathered) g->laws = std::move(laws);
+}
+
+GroupGather gather_groups(Node* first_live, const std::vector<std::size_t>& ancestors) {
+  GroupGather out;
+  std::vector<JointGroup*> seen;
+  for (Node* n = first_live; n != nullptr; n = n->next_live) {
+    JointGroup* g = n->group.get();
+    if (!g || std::find(seen.begin(), seen.end(), g) != seen.end()) continue;
+    seen.push_back(g);
+    JointGroup::Laws laws = g->laws;
+    laws.select(ancestors);
+    out.gathered.emplace_back(g, std::move(laws));
+  }
+  return out;
+}
+
+}  // namespace tally::runtime::detail

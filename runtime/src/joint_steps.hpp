@@ -1,0 +1,200 @@
+// Private: what the joint-node sources share (joint_node.cpp forms joint laws, joint_observe.cpp reads, conditions
+// and realizes them, joint_tables.cpp and joint_tails.cpp hold their table operations and the prior tails):
+// particles with equal inputs, the joint laws' budget, and the steps both ends need.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <type_traits>
+#include <vector>
+
+#include "joint_node.hpp"
+#include "node.hpp"
+#include "tally/distributions/joint.hpp"
+
+namespace tally::runtime::detail::joint_steps {
+
+using Tables = JointGroup::Laws;  // P joint laws (state.hpp's Laws are P laws of one variable)
+
+template <class... F>
+struct overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+overloaded(F...) -> overloaded<F...>;
+
+/// A joint law that would exceed Truncation::max_joint_bytes (or max_size): the caller falls back.
+struct over_budget {};
+
+inline bool enabled(const Context& c) { return c.truncation.max_joint_bytes > 0; }
+
+/// The truncation for joint operations: one table, while it is built (one particle at a time), may use the whole
+/// budget; what the P tables of a result hold together is checked by compute().
+inline Truncation joint_truncation(const Context& c) {
+  Truncation t = c.truncation;
+  t.max_size = std::max<std::int64_t>(1, std::min(t.max_size, c.truncation.max_joint_bytes / 8));
+  return t;
+}
+
+/// The outer values of each axis whose mass is below the truncation's tolerance dropped (tally::truncate: at most
+/// the tolerance in all, added to the error bound), so that tails a bounded law keeps down to 2^-1000 of its
+/// largest entry do not multiply the sizes of the tables built from it.
+inline JointPmf trimmed(const JointPmf& d, const Truncation& t) { return t.tolerance > 0 && t.tolerance < 1 ? truncate(d, t) : d; }
+
+// ---- particles with equal inputs -------------------------------------------------------------------------------
+// Until something is drawn, every particle of a program holds the same joint laws: an operation computes once and
+// copies its result to each particle whose inputs equal the previous particle's (compared entry by entry, far
+// cheaper than the operation).
+inline bool equal(const JointPmf& a, const JointPmf& b) {
+  const bool same = a.lo() == b.lo() && a.shape() == b.shape() && a.log_scale() == b.log_scale() &&
+                    a.spread_error_bound() == b.spread_error_bound() && a.weights() == b.weights();
+  if (!same || (a.dropped() == nullptr) != (b.dropped() == nullptr)) return false;
+  return a.dropped() == nullptr || a.dropped() == b.dropped() || equal(*a.dropped(), *b.dropped());
+}
+inline bool equal(const Pmf& a, const Pmf& b) {
+  return a.lo() == b.lo() && a.size() == b.size() && a.log_scale() == b.log_scale() &&
+         a.error_bound() == b.error_bound() && a.weights() == b.weights();
+}
+/// Whether particle i's table in b equals particle i - 1's.
+inline bool repeats(const Tables& b, std::size_t i) { return i > 0 && b.size() > 1 && (b[i] == b[i - 1] || equal(*b[i], *b[i - 1])); }
+template <class T>
+bool repeats(const std::vector<T>& v, std::size_t i) {
+  if constexpr (std::is_same_v<T, Pmf>)
+    return i > 0 && equal(v[i], v[i - 1]);
+  else
+    return i > 0 && v[i] == v[i - 1];
+}
+
+/// P values made by f(i), f called only where same(i) is false (else particle i - 1's value is copied).
+template <class T, class F, class Same>
+Batch<T> per_particle(std::size_t particles, F f, Same same) {
+  std::optional<T> last;
+  return Batch<T>::make(particles, [&](std::size_t i) {
+    if (!last || !same(i)) last.emplace(f(i));
+    return *last;
+  });
+}
+
+/// The same for joint laws: equal particles share one table.
+template <class F, class Same>
+Tables shared_per_particle(std::size_t particles, F f, Same same) {
+  std::shared_ptr<const JointPmf> last;
+  return Tables::make(particles, [&](std::size_t i) {
+    if (!last || !same(i)) last = std::make_shared<const JointPmf>(f(i));
+    return last;
+  });
+}
+
+/// The bytes of a joint law's table and of its dropped measure's.
+inline std::int64_t table_bytes(const JointPmf& d) {
+  return 8 * (static_cast<std::int64_t>(d.size()) + (d.dropped() ? static_cast<std::int64_t>(d.dropped()->size()) : 0));
+}
+
+/// P joint laws made by f(i) (trimmed), within the budget (over_budget, and nothing kept, otherwise; the dropped
+/// measures count, and are given up before the law is); f is called only where same(i) is false.
+template <class F, class Same>
+Tables compute(const Context& c, F f, Same same) {
+  std::int64_t bytes = 0;
+  std::shared_ptr<const JointPmf> last;
+  try {
+    return Tables::make(c.particles, [&](std::size_t i) {
+      if (!last || !same(i)) {
+        JointPmf law = trimmed(f(i), c.truncation);
+        // a dropped measure that would break the budget gives way first: its mass joins the spread bound
+        if (law.dropped() && bytes + table_bytes(law) > c.truncation.max_joint_bytes)
+          law = law.with_error_bound(law.error_bound());
+        last = std::make_shared<const JointPmf>(std::move(law));
+        bytes += table_bytes(*last);  // tables shared by equal particles count once
+        if (bytes > c.truncation.max_joint_bytes) throw over_budget{};
+      }
+      return last;
+    });
+  } catch (const overflow_error&) {  // a table past the budget
+    throw over_budget{};
+  }
+}
+
+inline int axis_of(const JointGroup& g, const Node& n) {
+  for (int a = 0; a < g.rank(); ++a)
+    if (g.members[static_cast<std::size_t>(a)].lock().get() == &n) return a;
+  throw std::logic_error("tally::runtime: a joint node's member is missing from its law");
+}
+
+inline Coordinates unit(int rank, int axis, std::int64_t coefficient) {
+  Coordinates k(static_cast<std::size_t>(rank), 0);
+  k[static_cast<std::size_t>(axis)] = coefficient;
+  return k;
+}
+
+/// Appends a constant coordinate c (a realized parent, for the length of one operation).
+inline JointPmf append_constant(const JointPmf& d, std::int64_t c, const Truncation& t) {
+  return linear_combination(d, Coordinates(static_cast<std::size_t>(d.rank()), 0), c, -1, t);
+}
+
+/// The outer product of independent joint laws: the axes of a, then those of b (their dropped measures carried).
+JointPmf outer(const JointPmf& a, const JointPmf& b, const Truncation& t);
+
+/// The largest likelihood of the observation y over every value of its parents (the spread bound's factor).
+double likelihood_sup(const ChildLaw& law, std::int64_t y);
+double likelihood_sup(const SelectedChild& s, std::int64_t y);
+
+/// A rank-1 joint law of particle i's pmf with its known tails (the dropped measure and the spread bound), as
+/// DroppedTails gives them (joint_tails.cpp); j itself where tails is null.
+JointPmf with_tails(const JointPmf& j, const DroppedTails* tails, std::size_t i);
+/// Whether particle i's tails equal particle i - 1's (null: none known, equal).
+bool same_tails(const DroppedTails* tails, std::size_t i);
+
+/// Sums out the axes nobody needs, and dissolves a group left with one live member (it becomes an ordinary
+/// marginalized node with its marginal).
+void sweep(const std::shared_ptr<JointGroup>& gp, Context& ctx);
+/// Whether the marginalized standalone p can become an axis (see joint_node.cpp).
+bool joinable(const Node& p);
+/// One group holding every non-realized node of `nodes` (each a member or joinable): standalone ones become axes,
+/// different groups are merged (independent: their outer product). nullptr when every node is realized.
+std::shared_ptr<JointGroup> couple(const std::vector<Node*>& nodes);
+/// Draws each random parent of n (reported first, so that strict mode refuses before anything is drawn).
+void realize_parents(Node& n, Fallback why);
+/// Standalone random parents of n inside a marginalized chain (or tied) cannot become axes: where the joint law is
+/// needed they are drawn first (exactly, from their posteriors) and reported; where it is only an option, false.
+bool draw_stuck_parents(Node& n, bool needed);
+
+/// A SelectedChild's parents as axes of particle i's table: the group's law with a constant axis appended for each
+/// realized parent (or, with no group, a table of the constants alone); writes each parent's axis.
+struct SelectedFrame {
+  std::shared_ptr<JointGroup> g;
+  std::vector<Node*> parents;                     // the state, then the others
+  std::vector<int> axis;                          // member axes (constants: filled per table)
+  std::vector<std::vector<std::int64_t>> values;  // realized parents' values (empty for members)
+  int constants = 0;
+  /// Whether particle i's inputs equal particle i - 1's.
+  bool repeats(std::size_t i) const {
+    bool same = i > 0 && (!g || joint_steps::repeats(g->laws, i));
+    for (const auto& v : values) same = same && (v.empty() || joint_steps::repeats(v, i));
+    return same;
+  }
+  JointPmf table(std::size_t i, std::vector<int>& axes, const Truncation& t) const {
+    axes = axis;
+    std::optional<JointPmf> d;
+    if (g) d = *g->laws[i];
+    for (std::size_t k = 0; k < parents.size(); ++k) {
+      if (values[k].empty()) continue;
+      const std::int64_t v = values[k][i];
+      if (!d) {
+        d = joint(Pmf::point(v));
+      } else {
+        d = append_constant(*d, v, t);
+      }
+      axes[k] = d->rank() - 1;
+    }
+    return *d;
+  }
+};
+
+/// The frame of the SelectedChild n: its random parents coupled into one group, each parent's axis or value.
+SelectedFrame selected_frame(Node& n);
+
+}  // namespace tally::runtime::detail::joint_steps
