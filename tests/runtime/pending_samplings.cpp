@@ -1,6 +1,8 @@
 // Graph::pending_samplings(): what the runtime sampled on its own since the last observation, before that
 // observation reports it; a fallback about the whole population (fuzz_engine's P = 1 against P = 8 finding).
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -87,4 +89,27 @@ TEST_CASE("a joint law past max_size in one particle draws its variables in ever
   strict.g.marginal(strict.y);
   strict.g.strict(true);
   CHECK_THROWS_AS(strict.g.marginal(strict.z), inexact_error);
+}
+
+TEST_CASE("a population-wide path choice changes no marginal beyond its error bound", "[runtime][engine][joint]") {
+  // fuzz/corpus/engine/regress-p1p8-support-f05a84ca7a: z = x + y with y ~ Binomial(x, q) and x held. P = 1 keeps
+  // (x, z) in one joint law; in P = 8 another particle's table is past max_size, so every particle takes the ordinary
+  // enumeration of z over x. Both are exact; their tails are cut at other points (z's support ends at 24 and 30).
+  const auto run = [](std::size_t particles) {
+    Graph g(particles, 4182779143899248789ull, Device::cpu, SplitProgram::truncation());
+    const Continuous rho = g.assume(Beta(0.31960784313725488, 0.3196127388415746));
+    const Variable x = g.negative_binomial(0.31960784313725488, rho);
+    g.value(rho);
+    const Variable z = g.add(x, g.assume(x, Thinning(0.38067944590733094)));
+    const Pmf law = g.marginal(z)[0].normalized();
+    CHECK(g.pending_samplings().empty());
+    return law;
+  };
+  const Pmf one = run(1), eight = run(8);
+  double distance = 0.0;  // total variation, over both supports
+  for (std::int64_t k = std::min(one.lo(), eight.lo()); k <= std::max(one.hi(), eight.hi()); ++k)
+    distance += std::abs(pdf(one, k) - pdf(eight, k));
+  CHECK(distance <= one.error_bound() + eight.error_bound() + 1e-14);
+  CHECK(quantile(one, 1e-3) == quantile(eight, 1e-3));
+  CHECK(quantile(one, 1 - 1e-3) == quantile(eight, 1 - 1e-3));
 }
