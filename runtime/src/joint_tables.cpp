@@ -46,12 +46,15 @@ JointPmf outer(const JointPmf& a, const JointPmf& b, const Truncation& t) {
 
 /// \f$\sup_{\lambda \ge 0} \mathrm{Poisson}(y; \lambda) = \mathrm{Poisson}(y; y)\f$.
 double poisson_sup(std::int64_t y) { return y <= 0 ? (y == 0 ? 1.0 : 0.0) : std::exp(log_poisson_pmf(y, double(y))); }
-/// \f$\sup_{n \ge 0} \mathrm{Binomial}(y; n, q)\f$: unimodal in n, largest near n = y / q.
+/// \f$\sup_{n \ge 0} \mathrm{Binomial}(y; n, q)\f$: unimodal in n, largest near n = y / q. Where y / q passes 2^52
+/// (q tiny), the bound \f$\binom{n}{y} q^y (1-q)^{n-y} \le \frac{(nq)^y}{y!} e^{-q(n-y)} \le \mathrm{Poisson}(y; y)\,
+/// e^{qy}\f$ (from \f$\binom{n}{y} \le n^y / y!\f$ and \f$1 - q \le e^{-q}\f$), tight as q -> 0.
 double binomial_sup(std::int64_t y, double q) {
   if (y < 0) return 0.0;
   if (y == 0 || q >= 1.0) return 1.0;
   if (q <= 0.0) return 0.0;
   const double centre = std::floor(double(y) / q);
+  if (!(centre <= 0x1p52)) return std::min(1.0, poisson_sup(y) * std::exp(q * double(y)) * (1 + 1e-12));
   double best = 0.0;
   for (double n = std::max(double(y), centre - 2); n <= centre + 2; ++n)
     best = std::max(best, std::exp(log_binomial_pmf(std::int64_t(n), y, q)));

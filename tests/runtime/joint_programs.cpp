@@ -642,3 +642,16 @@ TEST_CASE("joint laws: the outer product of two laws bounds its error with both 
     REQUIRE(beyond <= 1e-12 * mass);
   }
 }
+
+TEST_CASE("an observed thinning with q near 1e-42 bounds its likelihood without leaving int64", "[runtime][joint][bound]") {
+  // fuzz/corpus/engine/regress-ubsan-binomial-sup-44cd1f200b: sup_n Binomial(y; n, q) was searched near n = y / q,
+  // converted to int64 (5e42: undefined behaviour); past 2^52 it is bounded by Poisson(y; y) e^{q y}
+  Graph g(1, 3);
+  const Variable x = g.assume(Poisson(3.0));
+  const Variable y = g.assume(x, Thinning(1.1298353538785515e-42));
+  const Observation o = g.observe(y, 1);
+  REQUIRE(std::isfinite(o[0]));
+  CHECK(o[0] == Approx(std::log(3.0 * 1.1298353538785515e-42)).epsilon(1e-9));
+  CHECK(o.exactness().exact());
+  CHECK(o.exactness().truncation_error >= 0.0);  // sound, if loose: a likelihood near 1e-41 against flushed mass
+}
