@@ -29,15 +29,19 @@ inline std::uint64_t mix(std::uint64_t h, std::uint64_t word) {
   return z ^ (z >> 31);
 }
 
-/// A hash of a host law's bits: lower bound, size, log scale, error bound and up to 9 weights, evenly spaced (equal
-/// hashes are compared in full by same_law: a cheap hash, not a complete one).
+/// A hash of a host law's bits: lower bound, size, log scale, error bound and up to 9 weights, evenly spaced, each
+/// word times its own odd constant, summed (independent products, no chain) and mixed once. Equal hashes are compared
+/// in full by same_law: a cheap hash, not a complete one.
 inline std::uint64_t law_hash(const Pmf& p) {
-  std::uint64_t h = mix(static_cast<std::uint64_t>(p.lo()), static_cast<std::uint64_t>(p.size()));
-  h = mix(h, std::bit_cast<std::uint64_t>(p.log_scale()));
-  h = mix(h, std::bit_cast<std::uint64_t>(p.error_bound()));
+  std::uint64_t h = static_cast<std::uint64_t>(p.lo()) * 0x9e3779b97f4a7c15ull +
+                    static_cast<std::uint64_t>(p.size()) * 0xc2b2ae3d27d4eb4full +
+                    std::bit_cast<std::uint64_t>(p.log_scale()) * 0x165667b19e3779f9ull +
+                    std::bit_cast<std::uint64_t>(p.error_bound()) * 0x27d4eb2f165667c5ull;
   const double* w = p.weights().data();
   const Eigen::Index step = std::max<Eigen::Index>(1, p.size() / 8);
-  for (Eigen::Index j = 0; j < p.size(); j += step) h = mix(h, std::bit_cast<std::uint64_t>(w[j]));
+  std::uint64_t odd = 0xff51afd7ed558ccdull;
+  for (Eigen::Index j = 0; j < p.size(); j += step, odd += 0x5851f42d4c957f2eull)
+    h += std::bit_cast<std::uint64_t>(w[j]) * odd;
   return mix(h, std::bit_cast<std::uint64_t>(w[p.size() - 1]));
 }
 
