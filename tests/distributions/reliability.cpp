@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "distributions/src/families/family_helpers.hpp"
 #include "reference.hpp"
 #include "tally/distributions/beta_binomial.hpp"
 #include "tally/distributions/binomial.hpp"
@@ -376,4 +378,62 @@ TEST_CASE("a sparse sum of more pairs than the truncation's max_size is refused 
   const SparsePmf s = sum(few, few, small);  // 2500 pairs: within the bound, and the same as without it
   REQUIRE(s.size() == sum(few, few).size());
   REQUIRE(s.size() == 99);
+}
+
+namespace {
+/// detail::sum_pmf as it was before its refusals at once (the loop alone): the sum, or nullopt where it threw.
+template <class LogPmf, class Ratio>
+std::optional<double> summed_term_by_term(std::int64_t from, std::int64_t to, bool may_stop, LogPmf log_pmf, Ratio ratio) {
+  const std::int64_t step = from <= to ? 1 : -1;
+  long double term = std::exp(static_cast<long double>(log_pmf(from)));
+  long double sum = 0.0L;
+  for (std::int64_t j = from, count = 1;; ++count) {
+    sum += term;
+    if (j == to) break;
+    if (count == detail::max_sum_terms) return std::nullopt;
+    const long double factor = step > 0 ? static_cast<long double>(ratio(j)) : 1.0L / static_cast<long double>(ratio(j - 1));
+    j += step;
+    term = count % detail::anchor_every == 0 ? std::exp(static_cast<long double>(log_pmf(j))) : term * factor;
+    const auto left = static_cast<long double>(step > 0 ? to - j + 1 : j - to + 1);
+    if (may_stop && factor < 1.0L && term * left <= 1e-20L * sum) break;
+  }
+  return static_cast<double>(sum);
+}
+}  // namespace
+
+TEST_CASE("a cdf's sum that cannot end within 2^23 terms is refused at once: the outcome of summing",
+          "[reliability][families]") {
+  // fuzz_algebra's long runs spent most of their time in BetaBinomial cdfs with n near 2^63, summing 2^23 terms
+  // before the overflow_error; sum_pmf now refuses at once where that error is certain. The outcome (the sum to the
+  // bit, or the refusal) must be the loop's: geometric tails (1 - r) r^j from 0 toward 2^40, whose stopping point
+  // crosses 2^23 terms near 1 - r = 7.39e-6 (refused at once for 1e-6 and 7.3e-6; 7.33e-6 lies in the margin,
+  // refused by the loop after 2^23 terms; 7.4e-6 and 1.5e-5 answer), and sums without stopping of 2^23 and
+  // 2^23 + 1 terms
+  for (double x : {1e-6, 7.3e-6, 7.33e-6, 7.4e-6, 1.5e-5}) {
+    INFO("1 - r = " << x);
+    const double r = 1.0 - x;
+    const auto log_pmf = [&](std::int64_t j) { return std::log1p(-r) + static_cast<double>(j) * std::log(r); };
+    const auto ratio = [&](std::int64_t) { return r; };
+    const std::optional<double> want = summed_term_by_term(0, std::int64_t{1} << 40, true, log_pmf, ratio);
+    std::optional<double> got;
+    try {
+      got = detail::sum_pmf(0, std::int64_t{1} << 40, true, log_pmf, ratio, "test");
+    } catch (const overflow_error& e) {
+      REQUIRE(std::string(e.what()).find("needs more than 8388608 terms") != std::string::npos);
+    }
+    REQUIRE(got.has_value() == want.has_value());
+    if (want) REQUIRE(*got == *want);
+  }
+  const auto flat = [](std::int64_t) { return -std::log(double(detail::max_sum_terms)); };
+  const auto one = [](std::int64_t) { return 1.0; };
+  REQUIRE(detail::sum_pmf(5, 5 + detail::max_sum_terms - 1, false, flat, one, "test") ==
+          *summed_term_by_term(5, 5 + detail::max_sum_terms - 1, false, flat, one));
+  REQUIRE_THROWS_AS(detail::sum_pmf(5 + detail::max_sum_terms, 5, false, flat, one, "test"), overflow_error);
+  REQUIRE_FALSE(summed_term_by_term(5 + detail::max_sum_terms, 5, false, flat, one).has_value());
+  // and the laws of the long runs: refused, as before, by every route to their sums
+  REQUIRE_THROWS_AS(cdf(BetaBinomial(9223372036854775787, 1.0, 30.6656), 3), overflow_error);
+  REQUIRE_THROWS_AS(quantile(BetaBinomial(9223372036854775787, 1.0, 30.6656), 0.46), overflow_error);
+  REQUIRE_THROWS_AS(cdf(BetaBinomial(9223372036854775709, 0.47, 0.45), std::int64_t{1} << 40), overflow_error);
+  REQUIRE_THROWS_AS(cdf(Hypergeometric(std::int64_t{1} << 62, std::int64_t{1} << 61, std::int64_t{1} << 61), std::int64_t{1} << 60),
+                    overflow_error);
 }

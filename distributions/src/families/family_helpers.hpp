@@ -1,6 +1,7 @@
 // Private helpers shared by the families: Loader log-pmfs with real arguments, tail sums, bisection quantiles.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -31,7 +32,12 @@ inline void check_tail_reach(double top, const char* who) {
 /// `may_stop` (the pmf, once it decreases in this direction, keeps decreasing), stops as soon as the remaining
 /// terms, each at most the current one, cannot add 1e-20 of the sum. A sum that needs more than max_sum_terms terms (a cdf of
 /// a law whose spread is ~1e8 or more: BetaBinomial or Hypergeometric with a huge n) is an overflow_error naming
-/// `who` and the range, instead of an apparent hang.
+/// `who` and the range, instead of an apparent hang. That error comes at once, before any term is summed, where it
+/// is certain (fuzz_algebra's long runs spent most of their time summing 2^23 terms of laws with n near 2^63 before
+/// throwing it): without `may_stop`, when the range holds more than max_sum_terms terms; with it, when moreover
+/// min(pmf(from), pmf(last)) times the terms left at `last` (the max_sum_terms-th term) exceeds 2e-20: the terms up
+/// to `last` are at least the smaller of the two (the pmf rises, then falls, in this direction), the terms left
+/// only shrink, and the sum of a pmf is at most 1, so no term up to `last` can meet the stopping rule.
 inline constexpr std::int64_t max_sum_terms = std::int64_t{1} << 23;
 /// Steps between re-anchorings of the ratio recurrence: 256 long double products drift by at most ~1.4e-17
 /// relative (below a double's rounding), and a log-pmf (three Loader terms) costs about as much as 30 ratios, so
@@ -41,13 +47,23 @@ template <class LogPmf, class Ratio>
 double sum_pmf(std::int64_t from, std::int64_t to, bool may_stop, LogPmf log_pmf, Ratio ratio, const char* who) {
   const std::int64_t step = from <= to ? 1 : -1;
   long double term = std::exp(static_cast<long double>(log_pmf(from)));
+  const auto too_many = [&] {
+    fail<overflow_error>(who, ": the cdf's sum from k = ", from, " toward ", to, " needs more than ", max_sum_terms,
+                         " terms (the law's spread is too large to sum term by term)");
+  };
+  // the range's terms, exact in long double (64-bit significand), and the certain refusals (above)
+  const long double terms = (step > 0 ? static_cast<long double>(to) - from : static_cast<long double>(from) - to) + 1.0L;
+  if (terms > static_cast<long double>(max_sum_terms)) {
+    if (!may_stop) too_many();
+    const std::int64_t last = from + step * (max_sum_terms - 1);
+    const long double left = terms - static_cast<long double>(max_sum_terms - 1);
+    if (std::min(term, std::exp(static_cast<long double>(log_pmf(last)))) * left > 2e-20L) too_many();
+  }
   long double sum = 0.0L;
   for (std::int64_t j = from, count = 1;; ++count) {
     sum += term;
     if (j == to) break;
-    if (count == max_sum_terms)
-      fail<overflow_error>(who, ": the cdf's sum from k = ", from, " toward ", to, " needs more than ", max_sum_terms,
-                           " terms (the law's spread is too large to sum term by term)");
+    if (count == max_sum_terms) too_many();
     const long double factor = step > 0 ? static_cast<long double>(ratio(j)) : 1.0L / static_cast<long double>(ratio(j - 1));
     j += step;
     term = count % anchor_every == 0 ? std::exp(static_cast<long double>(log_pmf(j))) : term * factor;
