@@ -43,27 +43,29 @@ inline constexpr std::int64_t max_sum_terms = std::int64_t{1} << 23;
 /// relative (below a double's rounding), and a log-pmf (three Loader terms) costs about as much as 30 ratios, so
 /// anchoring every 32 steps had made it half of a sum's time (fuzz_algebra's profile).
 inline constexpr std::int64_t anchor_every = 256;
+/// (`max_terms`: max_sum_terms but in tests of the refusals.)
 template <class LogPmf, class Ratio>
-double sum_pmf(std::int64_t from, std::int64_t to, bool may_stop, LogPmf log_pmf, Ratio ratio, const char* who) {
+double sum_pmf(std::int64_t from, std::int64_t to, bool may_stop, LogPmf log_pmf, Ratio ratio, const char* who,
+               std::int64_t max_terms = max_sum_terms) {
   const std::int64_t step = from <= to ? 1 : -1;
   long double term = std::exp(static_cast<long double>(log_pmf(from)));
   const auto too_many = [&] {
-    fail<overflow_error>(who, ": the cdf's sum from k = ", from, " toward ", to, " needs more than ", max_sum_terms,
+    fail<overflow_error>(who, ": the cdf's sum from k = ", from, " toward ", to, " needs more than ", max_terms,
                          " terms (the law's spread is too large to sum term by term)");
   };
   // the range's terms, exact in long double (64-bit significand), and the certain refusals (above)
   const long double terms = (step > 0 ? static_cast<long double>(to) - from : static_cast<long double>(from) - to) + 1.0L;
-  if (terms > static_cast<long double>(max_sum_terms)) {
+  if (terms > static_cast<long double>(max_terms)) {
     if (!may_stop) too_many();
-    const std::int64_t last = from + step * (max_sum_terms - 1);
-    const long double left = terms - static_cast<long double>(max_sum_terms - 1);
+    const std::int64_t last = from + step * (max_terms - 1);
+    const long double left = terms - static_cast<long double>(max_terms - 1);
     if (std::min(term, std::exp(static_cast<long double>(log_pmf(last)))) * left > 2e-20L) too_many();
   }
   long double sum = 0.0L;
   for (std::int64_t j = from, count = 1;; ++count) {
     sum += term;
     if (j == to) break;
-    if (count == max_sum_terms) too_many();
+    if (count == max_terms) too_many();
     const long double factor = step > 0 ? static_cast<long double>(ratio(j)) : 1.0L / static_cast<long double>(ratio(j - 1));
     j += step;
     term = count % anchor_every == 0 ? std::exp(static_cast<long double>(log_pmf(j))) : term * factor;
@@ -95,21 +97,36 @@ std::int64_t bisect_quantile(double prob, std::int64_t lo, std::int64_t hi, Cdf 
 /// unimodal law (its cdf stops early), else lo or hi. A walk past max_sum_terms terms is an overflow_error naming
 /// `who`, as the cdf's sums are. Extreme quantiles reached from the far side (prob < 1e-3 below `start`, where
 /// subtracting terms from cdf(start) would lose prob's digits; prob > 1 - 1e-3 above it, where the running sum
-/// may never reach prob before hi) are bisected, as before: there the cdf's tail sums stop early.
+/// may never reach prob before hi) are bisected, as before: there the cdf's tail sums stop early. A walk certain to
+/// pass max_sum_terms steps is refused at once, with the same error (fuzz_algebra's long runs walked 2^23 terms of
+/// BetaBinomials with n near 2^63 first): where max_sum_terms terms fit before lo or hi and, with M = max_sum_terms
+/// times the larger of pmf(start) and pmf(start -+ max_sum_terms) (the largest term of the walk: the pmf falls away
+/// from a mode, and a U-shaped pmf walked from an end peaks at an end of the walk), cdf(start) - M still reaches
+/// prob (down) or cdf(start) + M still falls short of it (up), with margins far above the walk's rounding.
+/// (`max_terms`: max_sum_terms but in tests of the refusals.)
 template <class Cdf, class LogPmf, class Ratio>
 std::int64_t walk_quantile(double prob, std::int64_t lo, std::int64_t hi, std::int64_t start, Cdf cdf,
-                           LogPmf log_pmf, Ratio ratio, const char* who) {
+                           LogPmf log_pmf, Ratio ratio, const char* who, std::int64_t max_terms = max_sum_terms) {
   if (lo >= hi) return lo;
   std::int64_t k = start < lo ? lo : start > hi ? hi : start;
   long double c = cdf(k);                                       // cdf(k)
   long double term = std::exp(static_cast<long double>(log_pmf(k)));  // pmf(k)
   const auto too_far = [&](std::int64_t count) {
-    if (count >= max_sum_terms)
-      fail<overflow_error>(who, ": the quantile's walk from k = ", start, " needs more than ", max_sum_terms,
+    if (count >= max_terms)
+      fail<overflow_error>(who, ": the quantile's walk from k = ", start, " needs more than ", max_terms,
                            " terms (the law's spread is too large to sum term by term)");
+  };
+  // refused at once where the walk below cannot end within max_sum_terms steps (above)
+  const auto refuse_if_certain = [&](bool down) {
+    if ((down ? static_cast<long double>(k) - lo : static_cast<long double>(hi) - k) < max_terms) return;
+    const std::int64_t far = down ? k - max_terms : k + max_terms;
+    const long double most = static_cast<long double>(max_terms) *
+                             std::max(term, std::exp(static_cast<long double>(log_pmf(far)))) * (1.0L + 1e-6L) + 1e-9L;
+    if (down ? c - most >= prob : c + most < prob) too_far(max_terms);
   };
   if (c >= prob) {  // down: the smallest k with cdf(k) >= prob, cdf(k - 1) = cdf(k) - pmf(k)
     if (prob < 1e-3) return bisect_quantile(prob, lo, k, cdf);
+    refuse_if_certain(true);
     for (std::int64_t count = 1; k > lo && c - term >= prob; ++count) {
       too_far(count);
       c -= term;
@@ -119,6 +136,7 @@ std::int64_t walk_quantile(double prob, std::int64_t lo, std::int64_t hi, std::i
     }
   } else {  // up: cdf(k + 1) = cdf(k) + pmf(k + 1)
     if (prob > 1.0 - 1e-3) return bisect_quantile(prob, k + 1, hi, cdf);
+    refuse_if_certain(false);
     for (std::int64_t count = 1; k < hi && c < prob; ++count) {
       too_far(count);
       term = count % anchor_every == 0 ? std::exp(static_cast<long double>(log_pmf(k + 1)))
