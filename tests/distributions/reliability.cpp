@@ -443,12 +443,14 @@ TEST_CASE("a cdf's sum that cannot end within its bound on terms is refused at o
   // before the overflow_error; sum_pmf now refuses at once where that error is certain. The outcome (the sum to the
   // bit, or the refusal) must be the loop's, here with a bound of 4096 terms: geometric tails (1 - r) r^j from 0
   // toward 2^40, whose stopping point crosses 4096 terms between 1 - r = 0.0168 and 0.017 (refused at once for
-  // 0.005 and 0.0165; 0.01675 lies in the margin, refused by the loop; 0.017 and 0.02 answer), and sums without
-  // stopping of 4096 and 4097 terms
+  // 0.005 and 0.0165; 0.01675 lies in the margin, refused by the loop; 0.017 and 0.02 answer), the same scaled by
+  // e^-600 (a law's far tail: the stopping rule is relative to the sum, and so is the refusal at once), and sums
+  // without stopping of 4096 and 4097 terms
+  for (double scale : {0.0, -600.0})
   for (double x : {0.005, 0.0165, 0.01675, 0.017, 0.02}) {
-    INFO("1 - r = " << x);
+    INFO("1 - r = " << x << ", log scale " << scale);
     const double r = 1.0 - x;
-    const auto log_pmf = [&](std::int64_t j) { return std::log1p(-r) + static_cast<double>(j) * std::log(r); };
+    const auto log_pmf = [&](std::int64_t j) { return scale + std::log1p(-r) + static_cast<double>(j) * std::log(r); };
     const auto ratio = [&](std::int64_t) { return r; };
     const std::optional<double> want = summed_term_by_term(0, std::int64_t{1} << 40, true, log_pmf, ratio);
     std::optional<double> got;
@@ -478,10 +480,11 @@ TEST_CASE("a quantile's walk that cannot end within its bound on terms is refuse
           "[reliability][families]") {
   // walk_quantile from the mode of a geometric law (1 - r) r^j on [0, 2^40] up to its median, and from the mode of
   // its mirror image (1 - r) r^(2^40 - j) down to it: about 0.69 / (1 - r) steps, more than 4096 below
-  // 1 - r = 1.69e-4; refused at once below 1 - r = 1.22e-4; between the two, by the walk itself
+  // 1 - r = 1.69e-4; refused at once below 1 - r = 1.65e-4 (block_bound is within ~4 % of the walk's sum here); at
+  // 1.66e-4, by the walk itself; 1.7e-4 and 3e-4 answer
   const std::int64_t top = std::int64_t{1} << 40;
   for (bool mirrored : {false, true})
-    for (double x : {5e-5, 1.5e-4, 3e-4}) {
+    for (double x : {5e-5, 1.66e-4, 1.7e-4, 3e-4}) {
       INFO("1 - r = " << x << (mirrored ? ", walking down" : ", walking up"));
       const long double r = 1.0L - x;
       const auto steps = [&](std::int64_t j) { return static_cast<long double>(mirrored ? top - j : j); };
@@ -499,11 +502,13 @@ TEST_CASE("a quantile's walk that cannot end within its bound on terms is refuse
         REQUIRE(names_the_bound(e));
       }
       REQUIRE(got.has_value() == want.has_value());
-      REQUIRE(want.has_value() == (x > 2e-4));
+      REQUIRE(want.has_value() == (x >= 1.7e-4));
       if (want) REQUIRE(*got == *want);
     }
   // the long runs' laws (the real bound, 2^23): refused, as before
   REQUIRE_THROWS_AS(quantile(BetaBinomial(9223372036854775787, 1.0, 30.6656), 0.46), overflow_error);
   REQUIRE_THROWS_AS(quantile(BetaBinomial(9223372036854775782, 2.63124, 0.968149), 0.3805), overflow_error);
   REQUIRE_THROWS_AS(quantile(BetaBinomial(9223372036854775709, 0.470587, 0.0396217), 0.450644), overflow_error);
+  REQUIRE_THROWS_AS(quantile(BetaBinomial(9223372036854775777, 0.0681639, 1.0), 0.192161), overflow_error);
+  REQUIRE_THROWS_AS(quantile(BetaBinomial(9223372036854775782, 2.73438, 1e-274), 0.735969), overflow_error);
 }
