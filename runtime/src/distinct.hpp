@@ -74,12 +74,15 @@ std::vector<std::size_t> first_copies(std::size_t particles, Hash hash, Same sam
 }
 
 /// f(i) for each particle, computed once per distinct input (first[i] == i), in increasing order of particles:
-/// result i is `distinct[slot[i]]`.
+/// result i is `distinct[slot[i]]`; take(i), called for i = 0, 1, ... in order, hands it over, moved at its last
+/// particle (so that particles with inputs of their own cost no copy).
 template <class R>
 struct Shared {
   std::vector<R> distinct;
   std::vector<std::size_t> slot;
+  std::vector<std::size_t> last;  // the last particle of each distinct result
   const R& operator[](std::size_t i) const { return distinct[slot[i]]; }
+  R take(std::size_t i) { return i == last[slot[i]] ? std::move(distinct[slot[i]]) : distinct[slot[i]]; }
 };
 template <class F>
 auto compute_once(const std::vector<std::size_t>& first, F f) {
@@ -88,10 +91,12 @@ auto compute_once(const std::vector<std::size_t>& first, F f) {
   for (std::size_t i = 0; i < first.size(); ++i) {
     if (first[i] != i) {
       out.slot[i] = out.slot[first[i]];
+      out.last[out.slot[i]] = i;
       continue;
     }
     out.slot[i] = out.distinct.size();
     out.distinct.push_back(f(i));
+    out.last.push_back(i);
   }
   return out;
 }

@@ -101,12 +101,13 @@ std::vector<std::size_t> distinct_inputs(const Place& at, const Batch<Pmf>* x, c
 /// log-likelihoods added to ll and its bound raised to theirs.
 template <class Cond, class Prior>
 Laws host_conditioned(const Place& at, const std::vector<std::size_t>& first, LogLikelihood& ll, Cond cond, Prior prior) {
-  const auto c = compute_once(first, cond);
+  auto c = compute_once(first, cond);
   std::vector<double> add(at.particles);
   auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {
-    add[i] = c[i].log_likelihood;
-    ll.error = std::max(ll.error, c[i].log_likelihood_error);
-    return c[i].posterior ? *c[i].posterior : prior(i);
+    Conditioned ci = c.take(i);
+    add[i] = ci.log_likelihood;
+    ll.error = std::max(ll.error, ci.log_likelihood_error);
+    return ci.posterior ? std::move(*ci.posterior) : prior(i);
   });
   add_host(ll, add);
   return place(at, std::move(out));
@@ -115,8 +116,8 @@ Laws host_conditioned(const Place& at, const std::vector<std::size_t>& first, Lo
 /// host_map computing make(i) once per distinct input (`first`, from distinct_inputs): the same laws, copied.
 template <class Make>
 Laws host_map_once(const Place& at, const std::vector<std::size_t>& first, Make make) {
-  const auto laws = compute_once(first, make);
-  return place(at, Batch<Pmf>::make(at.particles, [&](std::size_t i) { return laws[i]; }));
+  auto laws = compute_once(first, make);
+  return place(at, Batch<Pmf>::make(at.particles, [&](std::size_t i) { return laws.take(i); }));
 }
 
 Pmf affine_pmf(const Pmf& x, std::int64_t a, std::int64_t c, const Truncation& t) {

@@ -32,6 +32,9 @@ TEST_CASE("distinct inputs: grouped by identity even when every hash collides, c
     });
     REQUIRE(calls == std::vector<std::size_t>{0, 1, 5});
     for (std::size_t i = 0; i < v.size(); ++i) REQUIRE(out[i] == 10 * v[i]);
+    auto lists = runtime::detail::compute_once(first, [&](std::size_t i) { return std::vector<std::int64_t>(4, v[i]); });
+    for (std::size_t i = 0; i < v.size(); ++i)  // handed over in order, each moved at its last particle
+      REQUIRE(lists.take(i) == std::vector<std::int64_t>(4, v[i]));
     calls.clear();  // the first particle that fails is the one a loop over all particles would fail at
     REQUIRE_THROWS_WITH(runtime::detail::compute_once(first,
                                              [&](std::size_t i) {
