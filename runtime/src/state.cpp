@@ -4,8 +4,11 @@
 #include "state.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
+
+#include "distinct.hpp"
 
 #include "tally/distributions/algebra.hpp"
 #include "tally/distributions/condition.hpp"
@@ -74,9 +77,47 @@ void require_counts(const Laws& x, const char* who) {
                                         "'s support starts at ", lo[i]);
 }
 
+/// first_copies (distinct.hpp) of the particles' inputs to a host operation: their laws x[i] (and y[i]) and their
+/// values v[i] (w[i]), where given.
+std::vector<std::size_t> distinct_inputs(const Place& at, const Batch<Pmf>* x, const Batch<Pmf>* y = nullptr,
+                                         const std::int64_t* v = nullptr, const double* w = nullptr) {
+  const auto hash = [&](std::size_t i) {
+    std::uint64_t h = 0;
+    if (x) h = mix(h, law_hash((*x)[i]));
+    if (y) h = mix(h, law_hash((*y)[i]));
+    if (v) h = mix(h, static_cast<std::uint64_t>(v[i]));
+    if (w) h = mix(h, std::bit_cast<std::uint64_t>(w[i]));
+    return h;
+  };
+  const auto same = [&](std::size_t i, std::size_t j) {
+    return (!x || same_law((*x)[i], (*x)[j])) && (!y || same_law((*y)[i], (*y)[j])) && (!v || v[i] == v[j]) &&
+           (!w || std::bit_cast<std::uint64_t>(w[i]) == std::bit_cast<std::uint64_t>(w[j]));
+  };
+  return first_copies(at.particles, hash, same);
+}
+
+/// The host conditionings cond(i) (a tally::Conditioned) computed once per distinct input (`first`): the posteriors
+/// (where an observation is impossible, the particle keeps its law prior(i): its weight says so), their
+/// log-likelihoods added to ll and its bound raised to theirs.
+template <class Cond, class Prior>
+Laws host_conditioned(const Place& at, const std::vector<std::size_t>& first, LogLikelihood& ll, Cond cond, Prior prior) {
+  auto c = compute_once(first, cond);
+  std::vector<double> add(at.particles);
+  auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {
+    Conditioned ci = c.take(i);
+    add[i] = ci.log_likelihood;
+    ll.error = std::max(ll.error, ci.log_likelihood_error);
+    return ci.posterior ? std::move(*ci.posterior) : prior(i);
+  });
+  add_host(ll, add);
+  return place(at, std::move(out));
+}
+
+/// host_map computing make(i) once per distinct input (`first`, from distinct_inputs): the same laws, copied.
 template <class Make>
-Laws host_map(const Place& at, Make make) {
-  return place(at, Batch<Pmf>::make(at.particles, make));
+Laws host_map_once(const Place& at, const std::vector<std::size_t>& first, Make make) {
+  auto laws = compute_once(first, make);
+  return place(at, Batch<Pmf>::make(at.particles, [&](std::size_t i) { return laws.take(i); }));
 }
 
 Pmf affine_pmf(const Pmf& x, std::int64_t a, std::int64_t c, const Truncation& t) {
@@ -277,7 +318,7 @@ Laws push(Place& at, const Laws& x, const ChildLaw& law) {
     return device_mix(at, x, law, 0, 1);  // scaled and indexed Poisson mixtures
   }
   const Batch<Pmf>& h = x.host;
-  return host_map(at, [&](std::size_t i) { return push_pmf(h[i], law, at.truncation); });
+  return host_map_once(at, distinct_inputs(at, &h), [&](std::size_t i) { return push_pmf(h[i], law, at.truncation); });
 }
 
 Laws push_realized(Place& at, const Values& x, const ChildLaw& law) {
@@ -288,12 +329,15 @@ Laws push_realized(Place& at, const Values& x, const ChildLaw& law) {
     if (auto* f = std::get_if<AffineLaw>(&law)) return points(at, linear(x, f->a, {}, 0, f->c));
     return push(at, points(at, x), law);
   }
-  return host_map(at, [&](std::size_t i) { return push_pmf(Pmf::point(x[i]), law, at.truncation); });
+  const std::int64_t* v = x.column->host().data();
+  return host_map_once(at, distinct_inputs(at, nullptr, nullptr, v),
+                       [&](std::size_t i) { return push_pmf(Pmf::point(x[i]), law, at.truncation); });
 }
 
 Laws binomial_laws(const Place& at, const Values& n, const gpu::Column<double>& p) {
   if (at.device()) return parameter_laws(gpu::ParameterFamily::binomial, n, p, nullptr);
-  return host_map(at, [&](std::size_t i) { return push_pmf(Pmf::point(n[i]), Thinning(p.host()[i]), at.truncation); });
+  return host_map_once(at, distinct_inputs(at, nullptr, nullptr, n.column->host().data(), p.host().data()),
+                       [&](std::size_t i) { return push_pmf(Pmf::point(n[i]), Thinning(p.host()[i]), at.truncation); });
 }
 
 Laws parameter_laws(gpu::ParameterFamily family, const Values& n, const gpu::Column<double>& a,
@@ -338,15 +382,9 @@ Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, L
   }
   const Batch<Pmf>& h = x.host;
   const auto yv = to_vector(y);
-  std::vector<double> add(at.particles);
-  auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {
-    Conditioned c = pull_pmf(h[i], law, yv[i]);
-    add[i] = c.log_likelihood;
-    ll.error = std::max(ll.error, c.log_likelihood_error);
-    return c.posterior ? std::move(*c.posterior) : h[i];  // impossible: the weight says so; the law stays
-  });
-  add_host(ll, add);
-  return place(at, std::move(out));
+  return host_conditioned(
+      at, distinct_inputs(at, &h, nullptr, yv.data()), ll, [&](std::size_t i) { return pull_pmf(h[i], law, yv[i]); },
+      [&](std::size_t i) -> const Pmf& { return h[i]; });
 }
 
 Laws sum(Place& at, const Laws& x, const Laws& y, int sign) {
@@ -357,7 +395,9 @@ Laws sum(Place& at, const Laws& x, const Laws& y, int sign) {
     return device_laws(gpu::convolve(*x.device, signed_laws(*y.device, sign, negated)), e,
                        sign > 0 && x.device_nonnegative && y.device_nonnegative);
   }
-  return host_map(at, [&](std::size_t i) { return sign > 0 ? tally::sum(x.host[i], y.host[i]) : difference(x.host[i], y.host[i]); });
+  return host_map_once(at, distinct_inputs(at, &x.host, &y.host), [&](std::size_t i) {
+    return sign > 0 ? tally::sum(x.host[i], y.host[i]) : difference(x.host[i], y.host[i]);
+  });
 }
 
 Laws condition_on_sum(Place& at, const Laws& x, const Laws& y, int sign, const Values& z, LogLikelihood& ll) {
@@ -373,15 +413,12 @@ Laws condition_on_sum(Place& at, const Laws& x, const Laws& y, int sign, const V
     return conditioned(x, y.device.get(), e, ll, x.device_nonnegative,
                        [&] { return gpu::condition_on_sum(*x.device, signed_y, *z, ll.values); });
   }
-  std::vector<double> add(at.particles);
-  auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {
-    Conditioned c = sign > 0 ? condition_on_sum(x.host[i], y.host[i], z[i]) : condition_on_difference(x.host[i], y.host[i], z[i]);
-    add[i] = c.log_likelihood;
-    ll.error = std::max(ll.error, c.log_likelihood_error);
-    return c.posterior ? std::move(*c.posterior) : x.host[i];
-  });
-  add_host(ll, add);
-  return place(at, std::move(out));
+  return host_conditioned(
+      at, distinct_inputs(at, &x.host, &y.host, z.column->host().data()), ll,
+      [&](std::size_t i) {
+        return sign > 0 ? condition_on_sum(x.host[i], y.host[i], z[i]) : condition_on_difference(x.host[i], y.host[i], z[i]);
+      },
+      [&](std::size_t i) -> const Pmf& { return x.host[i]; });
 }
 
 Laws affine(Place& at, const Laws& x, std::int64_t a, const Values& c) {
@@ -396,7 +433,8 @@ Laws affine(Place& at, const Laws& x, std::int64_t a, const Values& c) {
   }
   const Batch<Pmf>& h = x.host;
   const auto cv = to_vector(c);
-  return host_map(at, [&](std::size_t i) { return affine_pmf(h[i], a, cv[i], at.truncation); });
+  return host_map_once(at, distinct_inputs(at, &h, nullptr, cv.data()),
+                       [&](std::size_t i) { return affine_pmf(h[i], a, cv[i], at.truncation); });
 }
 
 /// For each x in the support of X, the law of Y given x, signed and shifted into the law of z; mixed by P(X = x).
@@ -404,7 +442,7 @@ Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int si
   if (x.parameters) return joint_sum(at, dense(x), law, sign_x, sign_y);
   if (x.device) return device_mix(at, x, law, sign_x, sign_y);
   const Batch<Pmf>& h = x.host;
-  return host_map(at, [&](std::size_t i) {
+  return host_map_once(at, distinct_inputs(at, &h), [&](std::size_t i) {
     const Pmf& px = h[i];
     check_joint_work(px, law, at.truncation, "tally::runtime: the joint law of a variable and its child");
     std::vector<std::pair<double, Pmf>> parts;  // (weight of x, law of z given x)
@@ -436,8 +474,7 @@ Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int s
     });
   const Batch<Pmf>& h = x.host;
   const auto zv = to_vector(z);
-  std::vector<double> add(at.particles);
-  auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {
+  const auto cond = [&](std::size_t i) -> Conditioned {
     const Pmf& px = h[i];
     check_joint_work(px, law, at.truncation, "tally::runtime: conditioning a variable on a sum with its child");
     Eigen::VectorXd lw(px.size());
@@ -448,17 +485,13 @@ Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int s
       error = std::max(error, px.error_bound() + y.error_bound());
       lw[v - px.lo()] = std::log(px.weights()[v - px.lo()]) + log_pdf(y, sign_y * (zv[i] - sign_x * v));
     }
-    ll.error = std::max(ll.error, error);
     const double m = lw.maxCoeff();
-    if (m == neg_inf) {
-      add[i] = neg_inf;
-      return px;  // impossible: the weight says so
-    }
-    add[i] = px.log_scale() + m + std::log((lw.array() - m).exp().sum());
-    return Pmf::from_log(px.lo(), lw, px.error_bound()).normalized();
-  });
-  add_host(ll, add);
-  return place(at, std::move(out));
+    if (m == neg_inf) return {std::nullopt, neg_inf, error};  // impossible: the weight says so
+    return {Pmf::from_log(px.lo(), lw, px.error_bound()).normalized(), px.log_scale() + m + std::log((lw.array() - m).exp().sum()),
+            error};
+  };
+  return host_conditioned(at, distinct_inputs(at, &h, nullptr, zv.data()), ll, cond,
+                          [&](std::size_t i) -> const Pmf& { return h[i]; });
 }
 
 void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood& ll) {

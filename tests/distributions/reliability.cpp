@@ -4,9 +4,11 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "distributions/src/families/family_helpers.hpp"
 #include "reference.hpp"
 #include "tally/distributions/beta_binomial.hpp"
 #include "tally/distributions/binomial.hpp"
@@ -376,4 +378,137 @@ TEST_CASE("a sparse sum of more pairs than the truncation's max_size is refused 
   const SparsePmf s = sum(few, few, small);  // 2500 pairs: within the bound, and the same as without it
   REQUIRE(s.size() == sum(few, few).size());
   REQUIRE(s.size() == 99);
+}
+
+namespace {
+/// The tests of the refusals run with this bound on the terms, not max_sum_terms (2^23): the same code, quick.
+constexpr std::int64_t few_terms = 4096;
+
+/// detail::sum_pmf as it was before its refusals at once (the loop alone): the sum, or nullopt where it threw.
+template <class LogPmf, class Ratio>
+std::optional<double> summed_term_by_term(std::int64_t from, std::int64_t to, bool may_stop, LogPmf log_pmf, Ratio ratio) {
+  const std::int64_t step = from <= to ? 1 : -1;
+  long double term = std::exp(static_cast<long double>(log_pmf(from)));
+  long double sum = 0.0L;
+  for (std::int64_t j = from, count = 1;; ++count) {
+    sum += term;
+    if (j == to) break;
+    if (count == few_terms) return std::nullopt;
+    const long double factor = step > 0 ? static_cast<long double>(ratio(j)) : 1.0L / static_cast<long double>(ratio(j - 1));
+    j += step;
+    term = count % detail::anchor_every == 0 ? std::exp(static_cast<long double>(log_pmf(j))) : term * factor;
+    const auto left = static_cast<long double>(step > 0 ? to - j + 1 : j - to + 1);
+    if (may_stop && factor < 1.0L && term * left <= 1e-20L * sum) break;
+  }
+  return static_cast<double>(sum);
+}
+
+/// detail::walk_quantile's walk as it was before its refusal at once (for 1e-3 <= prob <= 1 - 1e-3): the quantile,
+/// or nullopt where it threw.
+template <class Cdf, class LogPmf, class Ratio>
+std::optional<std::int64_t> walked_term_by_term(double prob, std::int64_t lo, std::int64_t hi, std::int64_t k, Cdf cdf,
+                                                LogPmf log_pmf, Ratio ratio) {
+  long double c = cdf(k);
+  long double term = std::exp(static_cast<long double>(log_pmf(k)));
+  if (c >= prob) {
+    for (std::int64_t count = 1; k > lo && c - term >= prob; ++count) {
+      if (count >= few_terms) return std::nullopt;
+      c -= term;
+      --k;
+      term = count % detail::anchor_every == 0 ? std::exp(static_cast<long double>(log_pmf(k)))
+                                               : term / static_cast<long double>(ratio(k));
+    }
+  } else {
+    for (std::int64_t count = 1; k < hi && c < prob; ++count) {
+      if (count >= few_terms) return std::nullopt;
+      term = count % detail::anchor_every == 0 ? std::exp(static_cast<long double>(log_pmf(k + 1)))
+                                               : term * static_cast<long double>(ratio(k));
+      ++k;
+      c += term;
+    }
+  }
+  while (k < hi && cdf(k) < prob) ++k;
+  while (k > lo && cdf(k - 1) >= prob) --k;
+  return k;
+}
+
+bool names_the_bound(const overflow_error& e) {
+  return std::string(e.what()).find("needs more than " + std::to_string(few_terms) + " terms") != std::string::npos;
+}
+}  // namespace
+
+TEST_CASE("a cdf's sum that cannot end within its bound on terms is refused at once: the outcome of summing",
+          "[reliability][families]") {
+  // fuzz_algebra's long runs spent most of their time in BetaBinomial cdfs with n near 2^63, summing 2^23 terms
+  // before the overflow_error; sum_pmf now refuses at once where that error is certain. The outcome (the sum to the
+  // bit, or the refusal) must be the loop's, here with a bound of 4096 terms: geometric tails (1 - r) r^j from 0
+  // toward 2^40, whose stopping point crosses 4096 terms between 1 - r = 0.0168 and 0.017 (refused at once for
+  // 0.005 and 0.0165; 0.01675 lies in the margin, refused by the loop; 0.017 and 0.02 answer), the same scaled by
+  // e^-600 (a law's far tail: the stopping rule is relative to the sum, and so is the refusal at once), and sums
+  // without stopping of 4096 and 4097 terms
+  for (double scale : {0.0, -600.0})
+  for (double x : {0.005, 0.0165, 0.01675, 0.017, 0.02}) {
+    INFO("1 - r = " << x << ", log scale " << scale);
+    const double r = 1.0 - x;
+    const auto log_pmf = [&](std::int64_t j) { return scale + std::log1p(-r) + static_cast<double>(j) * std::log(r); };
+    const auto ratio = [&](std::int64_t) { return r; };
+    const std::optional<double> want = summed_term_by_term(0, std::int64_t{1} << 40, true, log_pmf, ratio);
+    std::optional<double> got;
+    try {
+      got = detail::sum_pmf(0, std::int64_t{1} << 40, true, log_pmf, ratio, "test", few_terms);
+    } catch (const overflow_error& e) {
+      REQUIRE(names_the_bound(e));
+    }
+    REQUIRE(got.has_value() == want.has_value());
+    REQUIRE(want.has_value() == (x >= 0.017));
+    if (want) REQUIRE(*got == *want);
+  }
+  const auto flat = [](std::int64_t) { return -std::log(double(few_terms)); };
+  const auto one = [](std::int64_t) { return 1.0; };
+  REQUIRE(detail::sum_pmf(5, 5 + few_terms - 1, false, flat, one, "test", few_terms) ==
+          *summed_term_by_term(5, 5 + few_terms - 1, false, flat, one));
+  REQUIRE_THROWS_AS(detail::sum_pmf(5 + few_terms, 5, false, flat, one, "test", few_terms), overflow_error);
+  REQUIRE_FALSE(summed_term_by_term(5 + few_terms, 5, false, flat, one).has_value());
+  // and the laws of the long runs (the real bound, 2^23): refused, as before
+  REQUIRE_THROWS_AS(cdf(BetaBinomial(9223372036854775787, 1.0, 30.6656), 3), overflow_error);
+  REQUIRE_THROWS_AS(cdf(BetaBinomial(9223372036854775709, 0.47, 0.45), std::int64_t{1} << 40), overflow_error);
+  REQUIRE_THROWS_AS(cdf(Hypergeometric(std::int64_t{1} << 62, std::int64_t{1} << 61, std::int64_t{1} << 61), std::int64_t{1} << 60),
+                    overflow_error);
+}
+
+TEST_CASE("a quantile's walk that cannot end within its bound on terms is refused at once: the outcome of walking",
+          "[reliability][families]") {
+  // walk_quantile from the mode of a geometric law (1 - r) r^j on [0, 2^40] up to its median, and from the mode of
+  // its mirror image (1 - r) r^(2^40 - j) down to it: about 0.69 / (1 - r) steps, more than 4096 below
+  // 1 - r = 1.69e-4; refused at once below 1 - r = 1.65e-4 (block_bound is within ~4 % of the walk's sum here); at
+  // 1.66e-4, by the walk itself; 1.7e-4 and 3e-4 answer
+  const std::int64_t top = std::int64_t{1} << 40;
+  for (bool mirrored : {false, true})
+    for (double x : {5e-5, 1.66e-4, 1.7e-4, 3e-4}) {
+      INFO("1 - r = " << x << (mirrored ? ", walking down" : ", walking up"));
+      const long double r = 1.0L - x;
+      const auto steps = [&](std::int64_t j) { return static_cast<long double>(mirrored ? top - j : j); };
+      const auto log_pmf = [&](std::int64_t j) { return static_cast<double>(std::log1p(-r) + steps(j) * std::log(r)); };
+      const auto ratio = [&](std::int64_t) { return static_cast<double>(mirrored ? 1.0L / r : r); };
+      const auto cdf = [&](std::int64_t k) {  // the tail of the geometric series beyond 2^40 is below 1e-300
+        return static_cast<double>(mirrored ? std::pow(r, static_cast<long double>(top - k)) : 1.0L - std::pow(r, steps(k) + 1));
+      };
+      const std::int64_t mode = mirrored ? top : 0;
+      const std::optional<std::int64_t> want = walked_term_by_term(0.5, 0, top, mode, cdf, log_pmf, ratio);
+      std::optional<std::int64_t> got;
+      try {
+        got = detail::walk_quantile(0.5, 0, top, mode, cdf, log_pmf, ratio, "test", few_terms);
+      } catch (const overflow_error& e) {
+        REQUIRE(names_the_bound(e));
+      }
+      REQUIRE(got.has_value() == want.has_value());
+      REQUIRE(want.has_value() == (x >= 1.7e-4));
+      if (want) REQUIRE(*got == *want);
+    }
+  // the long runs' laws (the real bound, 2^23): refused, as before
+  REQUIRE_THROWS_AS(quantile(BetaBinomial(9223372036854775787, 1.0, 30.6656), 0.46), overflow_error);
+  REQUIRE_THROWS_AS(quantile(BetaBinomial(9223372036854775782, 2.63124, 0.968149), 0.3805), overflow_error);
+  REQUIRE_THROWS_AS(quantile(BetaBinomial(9223372036854775709, 0.470587, 0.0396217), 0.450644), overflow_error);
+  REQUIRE_THROWS_AS(quantile(BetaBinomial(9223372036854775777, 0.0681639, 1.0), 0.192161), overflow_error);
+  REQUIRE_THROWS_AS(quantile(BetaBinomial(9223372036854775782, 2.73438, 1e-274), 0.735969), overflow_error);
 }

@@ -54,7 +54,7 @@ struct LaneTile {
 /// The lane sums and their scan of tile t (t * 256 < w.size()), in the order above.
 inline LaneTile scan_lane_tile(std::span<const double> w, std::int64_t t) {
   const auto m = static_cast<std::int64_t>(w.size());
-  LaneTile tile{};
+  LaneTile tile;  // every member is written below
   for (int l = 0; l < warp_lanes; ++l) {
     const std::int64_t first = t * scan_tile + std::int64_t{lane_weights} * l;  // lane l's weight r = 0
     for (int r = 0; r < lane_weights; ++r)
@@ -75,13 +75,18 @@ inline LaneTile scan_lane_tile(std::span<const double> w, std::int64_t t) {
 inline std::int64_t lane_segment_draw(std::span<const double> w, double u) {
   const auto m = static_cast<std::int64_t>(w.size());
   const std::int64_t tiles = (m + scan_tile - 1) / scan_tile;  // ceil(m / 256); t * 256 < m for t < tiles
-  std::vector<double> carry(static_cast<std::size_t>(tiles) + 1);  // carry[t] = carry_t, carry[tiles] = total
+  // carry[t] = carry_t, carry[tiles] = total; a pmf of one tile (the usual case) needs no heap and one scan: its
+  // carries are 0 and S_31, and t* is tile 0 whenever it has mass
+  double one_tile_carry[2];
+  std::vector<double> many_tiles_carry(tiles > 1 ? static_cast<std::size_t>(tiles) + 1 : 0);
+  double* carry = tiles > 1 ? many_tiles_carry.data() : one_tile_carry;
   carry[0] = 0.0;
+  LaneTile tile;
   std::int64_t last_tile = -1;  // the last tile with S_31 > 0
   for (std::int64_t t = 0; t < tiles; ++t) {
-    const double tile_total = scan_lane_tile(w, t).total;
-    if (tile_total > 0.0) last_tile = t;
-    carry[static_cast<std::size_t>(t) + 1] = carry[static_cast<std::size_t>(t)] + tile_total;
+    tile = scan_lane_tile(w, t);
+    if (tile.total > 0.0) last_tile = t;
+    carry[static_cast<std::size_t>(t) + 1] = carry[static_cast<std::size_t>(t)] + tile.total;
   }
   if (last_tile < 0) return 0;  // step 1: no mass
   const double target = u * carry[static_cast<std::size_t>(tiles)];
@@ -91,7 +96,7 @@ inline std::int64_t lane_segment_draw(std::span<const double> w, double u) {
       t_star = t;
       break;
     }
-  const LaneTile tile = scan_lane_tile(w, t_star);  // step 3
+  if (t_star != tiles - 1) tile = scan_lane_tile(w, t_star);  // step 3 (the loop above left the last tile's scan)
   std::int64_t last_positive = -1;
   for (int l = 0; l < warp_lanes; ++l) {
     double c = carry[static_cast<std::size_t>(t_star)] + tile.exclusive[l];

@@ -1,0 +1,85 @@
+// Host particles whose inputs to an operation are identical share one computation (runtime/src/distinct.hpp): the
+// grouping, the order and exceptions of the shared computations, and a population equal particle by particle to
+// single graphs.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include "runtime/src/distinct.hpp"
+#include "tally/distributions.hpp"
+#include "tally/runtime/graph.hpp"
+
+using namespace tally;
+using tally::runtime::Graph;
+using tally::runtime::Variable;
+
+TEST_CASE("distinct inputs: grouped by identity even when every hash collides, computed once each, in order",
+          "[population][distinct]") {
+  const std::vector<std::int64_t> v{3, 5, 3, 3, 5, 7};
+  for (bool colliding : {false, true}) {
+    INFO((colliding ? "one hash for all" : "the values as hashes"));
+    const auto first = runtime::detail::first_copies(
+        v.size(), [&](std::size_t i) { return colliding ? std::uint64_t{42} : static_cast<std::uint64_t>(v[i]); },
+        [&](std::size_t i, std::size_t j) { return v[i] == v[j]; });
+    REQUIRE(first == std::vector<std::size_t>{0, 1, 0, 0, 1, 5});
+    std::vector<std::size_t> calls;
+    const auto out = runtime::detail::compute_once(first, [&](std::size_t i) {
+      calls.push_back(i);
+      return 10 * v[i];
+    });
+    REQUIRE(calls == std::vector<std::size_t>{0, 1, 5});
+    for (std::size_t i = 0; i < v.size(); ++i) REQUIRE(out[i] == 10 * v[i]);
+    auto lists = runtime::detail::compute_once(first, [&](std::size_t i) { return std::vector<std::int64_t>(4, v[i]); });
+    for (std::size_t i = 0; i < v.size(); ++i)  // handed over in order, each moved at its last particle
+      REQUIRE(lists.take(i) == std::vector<std::int64_t>(4, v[i]));
+    calls.clear();  // the first particle that fails is the one a loop over all particles would fail at
+    REQUIRE_THROWS_WITH(runtime::detail::compute_once(first,
+                                             [&](std::size_t i) {
+                                               calls.push_back(i);
+                                               if (v[i] != 3) throw std::runtime_error("particle " + std::to_string(i));
+                                               return 0;
+                                             }),
+                        "particle 1");
+    REQUIRE(calls == std::vector<std::size_t>{0, 1});
+  }
+}
+
+TEST_CASE("distinct inputs: two laws are the same only when equal bit for bit", "[population][distinct]") {
+  const Pmf a(4, Eigen::Vector3d(0.25, 1.0, 0.5), -1.5, 1e-12);
+  REQUIRE(runtime::detail::same_law(a, Pmf(4, Eigen::Vector3d(0.25, 1.0, 0.5), -1.5, 1e-12)));
+  REQUIRE(runtime::detail::law_hash(a) == runtime::detail::law_hash(Pmf(4, Eigen::Vector3d(0.25, 1.0, 0.5), -1.5, 1e-12)));
+  REQUIRE_FALSE(runtime::detail::same_law(a, Pmf(4, Eigen::Vector3d(0.25, 1.0, std::nextafter(0.5, 1.0)), -1.5, 1e-12)));
+  REQUIRE_FALSE(runtime::detail::same_law(a, Pmf(5, Eigen::Vector3d(0.25, 1.0, 0.5), -1.5, 1e-12)));
+  REQUIRE_FALSE(runtime::detail::same_law(a, Pmf(4, Eigen::Vector3d(0.25, 1.0, 0.5), -1.25, 1e-12)));
+  REQUIRE_FALSE(runtime::detail::same_law(a, Pmf(4, Eigen::Vector3d(0.25, 1.0, 0.5), -1.5, 2e-12)));
+  REQUIRE_FALSE(runtime::detail::same_law(a, Pmf(4, Eigen::Vector4d(0.25, 1.0, 0.5, 0.5), -1.5, 1e-12)));
+}
+
+TEST_CASE("a host population whose particles repeat a few values equals single graphs, particle by particle",
+          "[population][distinct]") {
+  // N realized per particle (repeated values), then Binomial(N, 0.4) + Poisson(2) observed at 4 and a thinning of
+  // the posterior observed at 1: each particle's log-weight and marginal must be those of a graph of one particle
+  // with its own N, to the bit
+  const std::vector<std::int64_t> n{3, 5, 3, 3, 5, 7, 0, 5};
+  const auto program = [](Graph& g, const std::vector<std::int64_t>& values) {
+    const Variable N = g.assume(Poisson(4.0));
+    g.observe(N, values);
+    const Variable S = g.add(g.binomial(N, 0.4), g.assume(Poisson(2.0)));
+    g.observe(S, 4);
+    g.observe(g.binomial(S, 0.7), 1);
+    return g.marginal(S);
+  };
+  Graph population(n.size(), 7);
+  const std::vector<Pmf> laws = program(population, n);
+  const std::vector<double> weights = population.log_weights();
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    INFO("particle " << i << ", N = " << n[i]);
+    Graph one(1, 7);
+    const std::vector<Pmf> law = program(one, {n[i]});
+    REQUIRE(weights[i] == one.log_weights()[0]);
+    REQUIRE(runtime::detail::same_law(laws[i], law[0]));
+  }
+}
