@@ -57,4 +57,13 @@ inline double exponentiate(double* w, std::int64_t n) {
   return top;
 }
 
+struct JointLikelihood;
+
+/// Every law given an observation v_i whose log-likelihood at each entry is l (joint_likelihood.hpp):
+/// \f$\pi_i(x) \propto \mu_i(x)\, e^{l(x)}\f$ normalized, \f$\log L_i\f$ added to log_likelihood, the law kept (and
+/// -inf added) where the observation is impossible; on the CPU or the device, where x is (joint_ops.cpp). The caller
+/// checks the observation's parameters; shape_error for observations or log-likelihoods of another size or place.
+JointLaws condition_joint(const JointLaws& x, const JointLikelihood& l, const Column<std::int64_t>& v,
+                          Column<double>& log_likelihood, const char* who);
+
 }  // namespace tally::gpu::detail

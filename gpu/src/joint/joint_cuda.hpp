@@ -8,8 +8,6 @@ namespace tally::gpu::joint_cuda {
 
 /// Each writes `out` (allocated on its boxes) from x, one block per law; the arguments are checked by the caller.
 void split(const JointLaws& x, int axis, double q, JointLaws& out);
-void condition_on_thinning(const JointLaws& x, int axis, double q, const Column<std::int64_t>& v,
-                           Column<double>& log_likelihood, JointLaws& out);
 void sum_out(const JointLaws& x, int axis, JointLaws& out);
 void add_independent(const JointLaws& x, int axis, const JointLaws& y, JointLaws& out);
 void linear_combination(const JointLaws& x, const detail::JointLinear& f, JointLaws& out);

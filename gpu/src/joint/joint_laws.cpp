@@ -7,6 +7,7 @@
 
 #include "joint_batch.hpp"
 #include "joint_cuda.hpp"
+#include "joint_likelihood.hpp"
 #include "joint_math.hpp"
 #include "population_math.hpp"
 
@@ -133,37 +134,11 @@ JointLaws joint_condition_on_thinning(const JointLaws& x, int axis, double q, co
   check_axis(x, axis, who);
   tally::detail::check_probability(q, who, "q");
   check_counts(x, axis, who);
-  if (v.size() != x.size() || log_likelihood.size() != x.size() || v.where() != x.where() ||
-      log_likelihood.where() != x.where())
-    tally::detail::fail<shape_error>(who, ": ", x.size(), " laws, ", v.size(), " observations and ",
-                                     log_likelihood.size(), " log-likelihoods, not all in one place");
-  JointLaws out = allocate_like(x, x.rank(), [](const detail::JointBox& b) { return b; }, who);
-  if (x.where() == Backend::cuda) {
-    joint_cuda::condition_on_thinning(x, axis, q, v, log_likelihood, out);
-    return out;
-  }
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const detail::JointBox b = box(x, i);
-    const double* w = x.weights().host().data() + x.offset()[i];
-    double* o = out.weights().host().data() + out.offset()[i];
-    const double s = x.log_scale().host()[i];
-    for (std::int64_t e = 0; e < b.size; ++e)
-      o[e] = w[e] > 0.0 ? std::log(w[e]) + detail::binomial_log_mass(detail::joint_coordinate(b, e, axis),
-                                                                     v.host()[i], q)
-                        : minus_inf;
-    const double top = exponentiate(o, b.size);
-    if (top == minus_inf || s == minus_inf) {  // impossible here, or no mass before: the law as it was
-      std::copy(w, w + b.size, o);
-      out.log_scale().host()[i] = s;
-      log_likelihood.host()[i] = minus_inf;
-      continue;
-    }
-    double sum = 0.0;
-    for (std::int64_t e = 0; e < b.size; ++e) sum += o[e];
-    out.log_scale().host()[i] = -std::log(sum);
-    log_likelihood.host()[i] += s + top + std::log(sum);
-  }
-  return out;
+  detail::JointLikelihood l;  // the binomial child: the same conditioning as every other observed child
+  l.kind = detail::JointLikelihood::Kind::child;
+  l.axis = axis;
+  l.child = detail::child_view(ChildKernel::binomial(q), nullptr);
+  return detail::condition_joint(x, l, v, log_likelihood, who);
 }
 
 JointLaws joint_sum_out(const JointLaws& x, int axis) {

@@ -29,34 +29,6 @@ __global__ void __launch_bounds__(joint_block) split_kernel(JointView x, int axi
   if (threadIdx.x == 0) out.log_scale[i] = top == -INFINITY ? -INFINITY : x.log_scale[i] + top;
 }
 
-__global__ void __launch_bounds__(joint_block) condition_kernel(JointView x, int axis, double q, const std::int64_t* v,
-                                                                double* log_likelihood, MutableJointView out) {
-  const long long i = blockIdx.x;
-  const JointBox b = box_of(x.rank, x.lo, x.shape, i);
-  const double* w = x.weights + x.offset[i];
-  double* o = out.weights + out.offset[i];
-  const double s = x.log_scale[i];
-  const std::int64_t vi = v[i];
-  for (std::int64_t e = threadIdx.x; e < b.size; e += joint_block)
-    o[e] = w[e] > 0.0 ? log(w[e]) + detail::binomial_log_mass(detail::joint_coordinate(b, e, axis), vi, q) : -INFINITY;
-  const double top = exponentiate(o, b.size);
-  if (top == -INFINITY || s == -INFINITY) {  // impossible here, or no mass before: the law as it was
-    for (std::int64_t e = threadIdx.x; e < b.size; e += joint_block) o[e] = w[e];
-    if (threadIdx.x == 0) {
-      out.log_scale[i] = s;
-      log_likelihood[i] = -INFINITY;
-    }
-    return;
-  }
-  double sum = 0.0;
-  for (std::int64_t e = threadIdx.x; e < b.size; e += joint_block) sum += o[e];
-  sum = block_reduce<false>(sum);
-  if (threadIdx.x == 0) {
-    out.log_scale[i] = -log(sum);
-    log_likelihood[i] += s + top + log(sum);
-  }
-}
-
 __global__ void __launch_bounds__(joint_block) sum_out_kernel(JointView x, int axis, MutableJointView out) {
   const long long i = blockIdx.x;
   const JointBox in = box_of(x.rank, x.lo, x.shape, i), to = box_of(out.rank, out.lo, out.shape, i);
@@ -81,13 +53,6 @@ unsigned blocks(const JointLaws& x) { return static_cast<unsigned>(x.size()); }
 void split(const JointLaws& x, int axis, double q, JointLaws& out) {
   if (x.size() == 0) return;
   split_kernel<<<blocks(x), joint_block>>>(view(x), axis, q, mutable_view(out));
-  TALLY_CUDA_CHECK(cudaGetLastError());
-}
-
-void condition_on_thinning(const JointLaws& x, int axis, double q, const Column<std::int64_t>& v,
-                           Column<double>& log_likelihood, JointLaws& out) {
-  if (x.size() == 0) return;
-  condition_kernel<<<blocks(x), joint_block>>>(view(x), axis, q, v.data(), log_likelihood.data(), mutable_view(out));
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 

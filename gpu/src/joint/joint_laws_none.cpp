@@ -10,9 +10,6 @@ namespace {
 }
 }  // namespace
 void split(const JointLaws&, int, double, JointLaws&) { none("joint_split"); }
-void condition_on_thinning(const JointLaws&, int, double, const Column<std::int64_t>&, Column<double>&, JointLaws&) {
-  none("joint_condition_on_thinning");
-}
 void sum_out(const JointLaws&, int, JointLaws&) { none("joint_sum_out"); }
 void add_independent(const JointLaws&, int, const JointLaws&, JointLaws&) { none("joint_add_independent"); }
 void linear_combination(const JointLaws&, const detail::JointLinear&, JointLaws&) { none("joint_linear_combination"); }

@@ -64,25 +64,40 @@ void rescaled_loop(const JointLaws& x, JointLaws& out, Entry entry, Extra extra)
   }
 }
 
-/// The shared conditioning: o = log w + l(e) exponentiated, normalized; log L_i added (the law kept, -inf, when
-/// impossible), as joint_condition_on_thinning.
-JointLaws condition_with(const JointLaws& x, const detail::JointLikelihood& l, const Column<std::int64_t>& v,
+/// Every law's values on `axis` lie in [0, states) (a state of a table), from the host's boxes.
+void check_states(const JointLaws& x, int axis, std::int64_t states, const char* who) {
+  const auto k = static_cast<std::size_t>(x.rank()), a = static_cast<std::size_t>(axis);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::int64_t lo = x.lo()[i * k + a], hi = lo + x.shape()[i * k + a] - 1;
+    if (lo < 0 || hi >= states)
+      tally::detail::fail<domain_error>(who, ": law ", i, " has values ", lo, " .. ", hi, " on axis ", axis,
+                                        ", outside the ", states, " states");
+  }
+}
+
+}  // namespace
+
+namespace detail {
+
+/// The shared conditioning (joint_batch.hpp): o = log w + l(e) exponentiated, normalized; log L_i added (the law
+/// kept, -inf, when impossible).
+JointLaws condition_joint(const JointLaws& x, const detail::JointLikelihood& l, const Column<std::int64_t>& v,
                          Column<double>& log_likelihood, const char* who) {
   check_place(x, v.where(), v.size(), who, "observations");
   check_place(x, log_likelihood.where(), log_likelihood.size(), who, "log-likelihoods");
-  JointLaws out = detail::allocate_like(x, x.rank(), [](const JointBox& b) { return b; }, who);
+  JointLaws out = allocate_like(x, x.rank(), [](const JointBox& b) { return b; }, who);
   if (x.where() == Backend::cuda) {
     joint_cuda::condition(x, l, v, log_likelihood, out);
     return out;
   }
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const JointBox b = detail::box(x, i);
+    const JointBox b = box(x, i);
     const double* w = x.weights().host().data() + x.offset()[i];
     double* o = out.weights().host().data() + out.offset()[i];
     const double s = x.log_scale().host()[i];
     for (std::int64_t e = 0; e < b.size; ++e)
-      o[e] = w[e] > 0.0 ? std::log(w[e]) + detail::joint_log_likelihood(l, b, e, v.host()[i]) : minus_inf;
-    const double top = detail::exponentiate(o, b.size);
+      o[e] = w[e] > 0.0 ? std::log(w[e]) + joint_log_likelihood(l, b, e, v.host()[i]) : minus_inf;
+    const double top = exponentiate(o, b.size);
     if (top == minus_inf || s == minus_inf) {
       std::copy(w, w + b.size, o);
       out.log_scale().host()[i] = s;
@@ -97,18 +112,7 @@ JointLaws condition_with(const JointLaws& x, const detail::JointLikelihood& l, c
   return out;
 }
 
-/// Every law's values on `axis` lie in [0, states) (a state of a table), from the host's boxes.
-void check_states(const JointLaws& x, int axis, std::int64_t states, const char* who) {
-  const auto k = static_cast<std::size_t>(x.rank()), a = static_cast<std::size_t>(axis);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const std::int64_t lo = x.lo()[i * k + a], hi = lo + x.shape()[i * k + a] - 1;
-    if (lo < 0 || hi >= states)
-      tally::detail::fail<domain_error>(who, ": law ", i, " has values ", lo, " .. ", hi, " on axis ", axis,
-                                        ", outside the ", states, " states");
-  }
-}
-
-}  // namespace
+}  // namespace detail
 
 JointLaws joint_add_independent(const JointLaws& x, int axis, const JointLaws& y) {
   constexpr const char* who = "tally::gpu::joint_add_independent";
@@ -207,7 +211,7 @@ JointLaws joint_condition_on_child(const JointLaws& x, int axis, const ChildKern
       tally::detail::fail<shape_error>(who, ": an affine child is a linear combination (joint_condition_on_linear)");
   }
   l.child = detail::child_view(child, child.table.values.data());
-  return condition_with(x, l, v, log_likelihood, who);
+  return detail::condition_joint(x, l, v, log_likelihood, who);
 }
 
 JointLaws joint_condition_on_selected_poisson(const JointLaws& x, int state_axis, const std::vector<int>& rate_axes,
@@ -230,7 +234,7 @@ JointLaws joint_condition_on_selected_poisson(const JointLaws& x, int state_axis
     l.selected.rate_axes[r] = rate_axes[r];
   }
   check_states(x, state_axis, static_cast<std::int64_t>(rate_axes.size()), who);
-  return condition_with(x, l, v, log_likelihood, who);
+  return detail::condition_joint(x, l, v, log_likelihood, who);
 }
 
 JointLaws joint_condition_on_linear(const JointLaws& x, const std::vector<std::int64_t>& coefficients,
@@ -240,7 +244,7 @@ JointLaws joint_condition_on_linear(const JointLaws& x, const std::vector<std::i
   detail::JointLikelihood l;
   l.kind = detail::JointLikelihood::Kind::linear;
   l.linear = linear_of(x, coefficients, constant, -1, who);
-  return condition_with(x, l, v, log_likelihood, who);
+  return detail::condition_joint(x, l, v, log_likelihood, who);
 }
 
 Column<std::int64_t> joint_sample(const JointLaws& x, const Column<double>& uniforms) {
