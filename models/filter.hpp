@@ -19,7 +19,7 @@
 #include "tally/gpu/backend.hpp"
 #include "tally/runtime/communicator.hpp"
 #include "tally/runtime/graph.hpp"
-#if defined(TALLY_HAVE_MPI)
+#if defined(TALLY_HAVE_NCCL)
 #include "tally/runtime/nccl_communicator.hpp"
 #endif
 
@@ -82,7 +82,7 @@ struct FilterOptions {
   int runs = 1;
   bool results = false;  ///< --results: print_result's machine-readable lines
   std::size_t shards = 1;  ///< --shards: the population cut in this many shards, run in this process
-  bool nccl = false;       ///< --nccl: one shard per MPI rank, one GPU each (join_nccl sets communicator)
+  bool nccl = false;       ///< --nccl: one shard per rank (launcher or MPI), one GPU each (join_nccl sets it)
   std::shared_ptr<runtime::Communicator> communicator;
 
   /// --shards and --nccl (the examples with a particle filter that can be sharded).
@@ -92,8 +92,9 @@ struct FilterOptions {
                    "shards: the same results as one population; on one device with --device gpu)")
         ->check(CLI::Range(1, 1024));
     app.add_flag("--nccl", nccl,
-                 "one shard per MPI rank, one GPU each, collectives through NCCL: mpirun -np G <example> --nccl "
-                 "--device gpu (needs tally built with NCCL and MPI)");
+                 "one shard per rank, one GPU each, collectives through NCCL: scripts/launch-local G <example> "
+                 "--nccl --device gpu on one host (needs tally built with NCCL), or mpirun -np G <example> --nccl "
+                 "--device gpu (needs NCCL and MPI)");
   }
 
   void add_to(CLI::App& app) {
@@ -145,20 +146,35 @@ inline double population_sum(const runtime::Graph& pop, double x) {
   return sum;
 }
 
-/// --nccl: this process joins the MPI ranks' NCCL communicator (rank 0's unique id broadcast by MPI; the GPU of its
-/// local rank) and its standard output is silenced but on rank 0. The returned object keeps MPI up: hold it until
-/// the end of main. Without MPI in the build: std::runtime_error.
+/// --nccl: this process joins the NCCL communicator of the launched ranks, one GPU each, and its standard output is
+/// silenced but on rank 0. Started by scripts/launch-local (TALLY_NCCL_ID_FILE set): rank 0's unique id shared through
+/// a file (LauncherBootstrap); otherwise under mpirun: broadcast by MPI (MpiBootstrap, when tally has MPI). The
+/// returned object keeps MPI up: hold it until the end of main. Without NCCL, or under neither: std::runtime_error.
 inline std::shared_ptr<void> join_nccl(FilterOptions& o, int& argc, char**& argv) {
   if (!o.nccl) return nullptr;
+  auto silence_unless = [](std::size_t rank) {
+    if (rank != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) throw std::runtime_error("no /dev/null");
+  };
+#if defined(TALLY_HAVE_NCCL)
+  if (runtime::LauncherBootstrap::launched()) {
+    const runtime::LauncherBootstrap launch;
+    o.communicator = launch.nccl();
+    silence_unless(launch.rank());
+    return std::make_shared<int>(0);  // nothing to keep up: the communicator lives in o
+  }
+#endif
 #if defined(TALLY_HAVE_MPI)
   auto mpi = std::make_shared<runtime::MpiBootstrap>(&argc, &argv);
   o.communicator = mpi->nccl();
-  if (mpi->rank() != 0 && std::freopen("/dev/null", "w", stdout) == nullptr) throw std::runtime_error("no /dev/null");
+  silence_unless(mpi->rank());
   return mpi;
 #else
   (void)argc;
   (void)argv;
-  throw std::runtime_error("--nccl: this tally was built without NCCL and MPI (TALLY_NCCL, TALLY_MPI)");
+  (void)silence_unless;
+  throw std::runtime_error(
+      "--nccl: start the ranks with scripts/launch-local G <example> --nccl (this tally has no MPI bootstrap; "
+      "and NCCL is needed: TALLY_NCCL)");
 #endif
 }
 

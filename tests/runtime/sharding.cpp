@@ -293,4 +293,46 @@ TEST_CASE("The NCCL communicator with one rank on one GPU gives the unsharded re
   Graph g(Shard{0, 5000, 0, 5000}, comm, seed, Device::cuda);
   require_same(population_program(g), whole);
 }
+/// The part of the unsharded record that one shard holds: its particles' entries, and every population-wide number.
+static Record slice(const Record& whole, std::size_t first, std::size_t count) {
+  Record out = whole;
+  auto cut = [&](auto& rows) {
+    for (auto& row : rows)
+      row = std::decay_t<decltype(row)>(row.begin() + static_cast<std::ptrdiff_t>(first),
+                                        row.begin() + static_cast<std::ptrdiff_t>(first + count));
+  };
+  cut(out.values);
+  cut(out.log_weights);
+  cut(out.beta_draws);
+  cut(out.engine_draws);
+  cut(out.ancestors);
+  cut(out.laws);
+  return out;
+}
+
+TEST_CASE("The NCCL communicator across launched ranks, one GPU each, gives each rank its part of the unsharded "
+          "results",
+          "[runtime][sharding][nccl]") {
+  if (!LauncherBootstrap::launched()) {
+    WARN("several ranks skipped: start it as scripts/launch-local G test_runtime \"[nccl]\" (README, Several GPUs)");
+    return;
+  }
+  if (!gpu::cuda_available()) {
+    WARN("NCCL test skipped: " << gpu::device_description());
+    return;
+  }
+  const LauncherBootstrap launch;
+  auto comm = launch.nccl();
+  REQUIRE(comm->size() == launch.size());
+  const std::uint64_t seed = 17;
+  for (const std::size_t total : {std::size_t{5000}, std::size_t{100003}}) {
+    INFO("rank " << comm->rank() << " of " << comm->size() << " on device " << comm->device() << ", " << total
+                 << " particles");
+    Graph whole_graph(total, seed, Device::cuda);  // every rank computes the whole population on its own GPU
+    const Record whole = population_program(whole_graph);
+    const Shard shard = Shard::even(total, comm->size(), comm->rank());
+    Graph g(shard, comm, seed, Device::cuda);
+    require_same(population_program(g), slice(whole, shard.first, shard.count));
+  }
+}
 #endif

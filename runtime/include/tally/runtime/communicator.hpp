@@ -1,12 +1,14 @@
 // Collectives between the shards of a sharded population: the interface, and G shards in one process.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "tally/gpu/backend.hpp"
 
@@ -64,6 +66,17 @@ class Communicator {
 /// If a rank throws, the ranks waiting in or later entering a collective get communicator_error, and run() rethrows
 /// the first rank's exception once every thread has ended. A rank that returns while others still enter
 /// collectives makes them throw communicator_error too (a program that is not the same on every shard).
+class InProcessGroup;
+
+/// Rendezvous through a file, for launchers without MPI (LauncherBootstrap, nccl_communicator.hpp): one rank
+/// publishes a few bytes (a unique id) at `path`, written to a neighbouring temporary file and renamed, so a reader
+/// never sees part of them; communicator_error when the file cannot be written or already exists (a stale id from an
+/// earlier launch would join the wrong ranks).
+void publish_rendezvous(const std::string& path, std::span<const char> bytes);
+/// Waits until `path` exists and returns its bytes (exactly `bytes` of them), polling every few milliseconds;
+/// communicator_error naming the path when it does not appear within `timeout` or holds another number of bytes.
+std::vector<char> await_rendezvous(const std::string& path, std::size_t bytes, std::chrono::milliseconds timeout);
+
 class InProcessGroup {
  public:
   /// ranks >= 1 (tally::domain_error otherwise).

@@ -1,7 +1,8 @@
-// Collectives between GPUs through NCCL (one process per GPU), and an MPI bootstrap for NCCL's unique id.
+// Collectives between GPUs through NCCL (one process per GPU), and the bootstraps for NCCL's unique id (MPI, file).
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -47,6 +48,32 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<State> state_;
   std::size_t rank_, size_;
   int device_;
+};
+
+/// The launcher bootstrap, without MPI: a launcher (scripts/launch-local G program args..., one host) starts the
+/// ranks with TALLY_RANK, TALLY_WORLD_SIZE, TALLY_LOCAL_RANK (default: TALLY_RANK) and TALLY_NCCL_ID_FILE set. Rank 0
+/// draws NCCL's unique id and publishes it in that file (publish_rendezvous, communicator.hpp: written aside, then
+/// renamed); the other ranks wait for it (await_rendezvous). The file must not exist before the launch (the launcher
+/// makes a fresh folder) and must be on a filesystem every rank sees (one host, or hosts sharing one). Each rank
+/// joins on the device of its local rank modulo the visible devices.
+class LauncherBootstrap {
+ public:
+  /// Whether this process was started by such a launcher (TALLY_NCCL_ID_FILE is set).
+  static bool launched();
+  /// Reads the variables; tally::usage_error naming the variable when one is missing or not a number, or the rank
+  /// is not below the world size.
+  LauncherBootstrap();
+  std::size_t rank() const { return rank_; }
+  std::size_t size() const { return size_; }
+  std::size_t local_rank() const { return local_rank_; }
+  /// The NCCL communicator of all the launched ranks (collective: every rank calls it). device < 0: local_rank()
+  /// modulo the number of visible devices. communicator_error when rank 0's id does not come within `timeout`.
+  std::shared_ptr<NcclCommunicator> nccl(int device = -1,
+                                         std::chrono::milliseconds timeout = std::chrono::seconds(120)) const;
+
+ private:
+  std::size_t rank_ = 0, size_ = 1, local_rank_ = 0;
+  std::string id_file_;
 };
 
 #if defined(TALLY_HAVE_MPI)
