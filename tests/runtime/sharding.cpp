@@ -314,8 +314,9 @@ static Record slice(const Record& whole, std::size_t first, std::size_t count) {
   Record out = whole;
   auto cut = [&](auto& rows) {
     for (auto& row : rows)
-      row = std::decay_t<decltype(row)>(row.begin() + static_cast<std::ptrdiff_t>(first),
-                                        row.begin() + static_cast<std::ptrdiff_t>(first + count));
+      if (row.size() == whole.population)  // (a resampling that did not resample has no ancestors)
+        row = std::decay_t<decltype(row)>(row.begin() + static_cast<std::ptrdiff_t>(first),
+                                          row.begin() + static_cast<std::ptrdiff_t>(first + count));
   };
   cut(out.values);
   cut(out.log_weights);
