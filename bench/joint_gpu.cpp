@@ -1,7 +1,8 @@
 // Batched joint laws on the device against the CPU loops (one core): a count split in two parts (a binomial split
 // of a 1-D law into a 2-D table), conditioned on an observed thinning of one part, then the other summed out; and on
 // the split's table, immigration added to one part, a Poisson emission of the other observed, the two parts summed
-// (in place), their sum observed, and a draw of the pair.
+// (in place), their sum observed, a thinning of one part observed whose keep probability the other part selects, a
+// draw of the pair, and a draw of one part with the other's law given it.
 // Usage: bench_joint_gpu [P ...]   (a developer's tool; prints a table; default P = 4096 65536)
 #include <cuda_runtime.h>
 
@@ -34,7 +35,7 @@ std::vector<JointLaws::Law> populations(std::size_t P) {
 
 struct Times {
   double split = 0, condition = 0, sum_out = 0;
-  double add = 0, emission = 0, combine = 0, condition_sum = 0, sample = 0;
+  double add = 0, emission = 0, combine = 0, condition_sum = 0, selected = 0, sample = 0, sample_part = 0;
   double table_bytes = 0;  // a particle's 2-D table (the split's output), on average
 };
 
@@ -55,6 +56,8 @@ Times run(std::size_t P, Backend where, int reps) {
   std::vector<double> u(P);
   for (std::size_t i = 0; i < P; ++i) u[i] = (double(i) + 0.5) / double(P);
   const auto uniforms = Column<double>::from_host(u, where);
+  std::vector<double> keep(127);  // part 1 (0 .. 126 after the split) selects part 0's keep probability
+  for (std::size_t k = 0; k < keep.size(); ++k) keep[k] = 0.2 + 0.6 * double(k) / 126.0;
   Times t;
   auto clock = [&](double& acc, auto f) {
     if (where == Backend::cuda) cudaDeviceSynchronize();
@@ -75,7 +78,9 @@ Times run(std::size_t P, Backend where, int reps) {
     clock(once.emission, [&] { return gpu::joint_condition_on_child(split, 1, emission, v, ll2); });
     clock(once.combine, [&] { return gpu::joint_linear_combination(split, {1, 1}, 0, 0); });
     clock(once.condition_sum, [&] { return gpu::joint_condition_on_linear(split, {1, 1}, 0, total, ll2); });
+    clock(once.selected, [&] { return gpu::joint_condition_on_selected_thinning(split, 1, 0, keep, v, ll2); });
     clock(once.sample, [&] { return gpu::joint_sample(split, uniforms); });
+    clock(once.sample_part, [&] { return gpu::joint_sample_coordinate(split, 0, uniforms); });
     if (r > 0) {
       t.split += once.split / reps;
       t.condition += once.condition / reps;
@@ -84,7 +89,9 @@ Times run(std::size_t P, Backend where, int reps) {
       t.emission += once.emission / reps;
       t.combine += once.combine / reps;
       t.condition_sum += once.condition_sum / reps;
+      t.selected += once.selected / reps;
       t.sample += once.sample / reps;
+      t.sample_part += once.sample_part / reps;
     }
   }
   return t;
@@ -116,7 +123,9 @@ int main(int argc, char** argv) {
     row("condition on a Poisson emission of a part", cpu.emission, gpu_t.emission, 2 * table);
     row("sum of the parts, in place", cpu.combine, gpu_t.combine, 2 * table);
     row("condition on the sum of the parts", cpu.condition_sum, gpu_t.condition_sum, 2 * table);
+    row("condition on a thinning of a part selected by the other", cpu.selected, gpu_t.selected, 2 * table);
     row("draw the pair", cpu.sample, gpu_t.sample, table);
+    row("draw a part, the other given it", cpu.sample_part, gpu_t.sample_part, 2 * table);
   }
   return 0;
 }

@@ -1,7 +1,9 @@
-// Test helpers of the batched joint laws: random laws, their JointPmf, and comparisons of measures and batches.
+// Test helpers of the batched joint laws: random laws, tables and observations, their JointPmf, and comparisons of
+// measures, conditionings, draws and batches.
 #pragma once
 
 #include <catch2/catch.hpp>
+#include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -98,5 +100,77 @@ inline void require_same_batch(const JointLaws& device, const JointLaws& host, d
   }
 }
 
+/// A rows x cols row-stochastic table with entries in [0.05, 1) before normalizing.
+inline Eigen::MatrixXd random_transition(std::mt19937_64& gen, std::int64_t rows, std::int64_t cols) {
+  std::uniform_real_distribution<double> u(0.05, 1.0);
+  Eigen::MatrixXd t(rows, cols);
+  for (Eigen::Index i = 0; i < t.rows(); ++i) {
+    for (Eigen::Index j = 0; j < t.cols(); ++j) t(i, j) = u(gen);
+    t.row(i) /= t.row(i).sum();
+  }
+  return t;
+}
+
+/// A matrix's entries row by row (a Table's layout).
+inline std::vector<double> row_major(const Eigen::MatrixXd& m) {
+  std::vector<double> v;
+  for (Eigen::Index i = 0; i < m.rows(); ++i)
+    for (Eigen::Index j = 0; j < m.cols(); ++j) v.push_back(m(i, j));
+  return v;
+}
+
+/// Laws whose axis 0 is a state in {0, 1} (a selected emission's selector), the other axes counts.
+inline std::vector<JointLaws::Law> state_laws(std::mt19937_64& gen, std::size_t P, int rank, int max_extent) {
+  auto laws = random_laws(gen, P, rank, max_extent);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (auto& law : laws) {
+    const std::int64_t old = law.shape[0], now = std::min<std::int64_t>(old, 2);
+    law.lo[0] = now == 2 ? 0 : static_cast<std::int64_t>(u(gen) * 2);
+    law.shape[0] = now;
+    law.weights.resize(law.weights.size() / static_cast<std::size_t>(old) * static_cast<std::size_t>(now));
+    law.weights[static_cast<std::size_t>(u(gen) * double(law.weights.size()))] = 0.5;
+  }
+  return laws;
+}
+
+/// The observation's checks: -inf where the JointPmf's is impossible, else the log-likelihood and the posterior.
+inline void require_same_conditioning(const std::vector<JointLaws::Law>& posterior, const std::vector<double>& ll,
+                               std::size_t i, const JointConditioned& want) {
+  if (!want.posterior) {
+    REQUIRE(ll[i] == -inf);
+    return;
+  }
+  REQUIRE(ll[i] - 0.5 == Approx(want.log_likelihood).epsilon(1e-11));
+  require_same_measure(posterior[i], *want.posterior);
+}
+
+/// The sampled tuple is a point of positive weight where the target u * total falls in the row-major cdf.
+inline void require_inverse_cdf(const JointLaws::Law& law, double u, const std::int64_t* x) {
+  const std::size_t k = law.lo.size();
+  std::size_t at = 0;
+  for (std::size_t a = 0; a < k; ++a) {
+    REQUIRE(x[a] >= law.lo[a]);
+    REQUIRE(x[a] < law.lo[a] + law.shape[a]);
+    at = at * static_cast<std::size_t>(law.shape[a]) + static_cast<std::size_t>(x[a] - law.lo[a]);
+  }
+  REQUIRE(law.weights[at] > 0.0);
+  long double before = 0, total = 0;
+  for (std::size_t e = 0; e < law.weights.size(); ++e) {
+    total += law.weights[e];
+    if (e < at) before += law.weights[e];
+  }
+  const long double target = static_cast<long double>(u) * total;
+  CHECK(before <= target * (1 + 1e-12L) + 1e-300L);
+  CHECK(before + law.weights[at] >= target * (1 - 1e-12L));
+}
+
+/// Observations for axis values: mostly likely ones, sometimes impossible ones.
+inline std::vector<std::int64_t> observations(std::mt19937_64& gen, std::size_t P, std::int64_t typical,
+                                              std::int64_t bad) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<std::int64_t> v(P);
+  for (auto& e : v) e = u(gen) < 0.9 ? static_cast<std::int64_t>(u(gen) * double(typical + 1)) : bad;
+  return v;
+}
 
 }  // namespace tally::test

@@ -35,6 +35,17 @@ inline void check_counts(const JointLaws& x, int axis, const char* who) {
                                         " (a binomial needs a count)");
 }
 
+/// Every law's values on `axis` lie in [0, states) (a state of a table or a list), from the host's boxes.
+inline void check_states(const JointLaws& x, int axis, std::int64_t states, const char* who) {
+  const auto k = static_cast<std::size_t>(x.rank()), a = static_cast<std::size_t>(axis);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const std::int64_t lo = x.lo()[i * k + a], hi = lo + x.shape()[i * k + a] - 1;
+    if (lo < 0 || hi >= states)
+      tally::detail::fail<domain_error>(who, ": law ", i, " has values ", lo, " .. ", hi, " on axis ", axis,
+                                        ", outside the ", states, " states");
+  }
+}
+
 /// The output boxes, law by law, from `make` (a JointBox -> JointBox map), as count x rank arrays.
 template <class Make>
 JointLaws allocate_like(const JointLaws& x, int rank, Make make, const char* who) {

@@ -8,6 +8,8 @@ namespace tally::gpu::joint_cuda {
 
 /// Each writes `out` (allocated on its boxes) from x, one block per law; the arguments are checked by the caller.
 void split(const JointLaws& x, int axis, double q, JointLaws& out);
+/// child's table pointer is device memory.
+void add_child(const JointLaws& x, int axis, const detail::ChildView& child, JointLaws& out);
 void sum_out(const JointLaws& x, int axis, JointLaws& out);
 void add_independent(const JointLaws& x, int axis, const JointLaws& y, JointLaws& out);
 void linear_combination(const JointLaws& x, const detail::JointLinear& f, JointLaws& out);
@@ -16,5 +18,8 @@ void markov_step(const JointLaws& x, int axis, const Table& t, JointLaws& out);
 void condition(const JointLaws& x, const detail::JointLikelihood& l, const Column<std::int64_t>& v,
                Column<double>& log_likelihood, JointLaws& out);
 void sample(const JointLaws& x, const Column<double>& uniforms, Column<std::int64_t>& out);
+/// rest: the laws of the other coordinates (allocated on their boxes), or nullptr for rank 1.
+void sample_coordinate(const JointLaws& x, int axis, const Column<double>& uniforms, Column<std::int64_t>& value,
+                       JointLaws* rest);
 
 }  // namespace tally::gpu::joint_cuda

@@ -17,6 +17,7 @@ using detail::allocate_like;
 using detail::box;
 using detail::check_axis;
 using detail::check_counts;
+using detail::check_states;
 using detail::exponentiate;
 using detail::minus_inf;
 
@@ -121,6 +122,63 @@ JointLaws joint_split(const JointLaws& x, int axis, double q) {
       std::int64_t n = 0, y = 0;
       const std::int64_t at = detail::split_source(in, to, axis, e, n, y);
       o[e] = at >= 0 && w[at] > 0.0 ? std::log(w[at]) + detail::binomial_log_mass(n, y, q) : minus_inf;
+    }
+    const double top = exponentiate(o, to.size);
+    out.log_scale().host()[i] = top == minus_inf ? minus_inf : x.log_scale().host()[i] + top;
+  }
+  return out;
+}
+
+JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child) {
+  constexpr const char* who = "tally::gpu::joint_add_child";
+  check_axis(x, axis, who);
+  std::int64_t categories = 0;  // Y's extent for a categorical child (a binomial's is each law's hi_axis + 1)
+  switch (child.kind) {
+    case ChildKernel::Kind::binomial:
+      tally::detail::check_probability(child.q, who, "q");
+      check_counts(x, axis, who);
+      for (std::size_t i = 0; i < x.size(); ++i) {  // Y on 0 .. hi_axis: hi_axis + 1 values must fit in int64
+        const detail::JointBox b = box(x, i);
+        tally::detail::checked_add(b.lo[axis] + b.shape[axis] - 1, 1, who);
+      }
+      break;
+    case ChildKernel::Kind::categorical:
+      if (child.table.where() != x.where() || child.table.rows == 0 || child.table.cols == 0)
+        tally::detail::fail<shape_error>(who, ": the child's table is empty or not where the laws are");
+      check_states(x, axis, static_cast<std::int64_t>(child.table.rows), who);
+      categories = static_cast<std::int64_t>(child.table.cols);
+      break;
+    case ChildKernel::Kind::scaled_poisson:
+    case ChildKernel::Kind::indexed_poisson:
+      tally::detail::fail<domain_error>(who,
+                                        ": a Poisson child is unbounded, and a batched joint law has a box and no "
+                                        "truncation error to carry (add it to a tally::JointPmf with a Truncation, or "
+                                        "condition on its observed value: joint_condition_on_child)");
+    case ChildKernel::Kind::affine:
+      tally::detail::fail<shape_error>(who, ": an affine child is a linear combination (joint_linear_combination)");
+  }
+  if (x.rank() + 1 > max_joint_rank)
+    tally::detail::fail<shape_error>(who, ": a child of rank ", x.rank(), " would pass rank ", max_joint_rank);
+  JointLaws out = allocate_like(
+      x, x.rank() + 1,
+      [&](const detail::JointBox& b) {
+        return detail::append_axis_box(b, 0, categories > 0 ? categories : b.lo[axis] + b.shape[axis]);
+      },
+      who);
+  const detail::ChildView ch = detail::child_view(child, child.table.values.data());
+  if (x.where() == Backend::cuda) {
+    joint_cuda::add_child(x, axis, ch, out);
+    return out;
+  }
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const detail::JointBox in = box(x, i), to = box(out, i);
+    const double* w = x.weights().host().data() + x.offset()[i];
+    double* o = out.weights().host().data() + out.offset()[i];
+    for (std::int64_t e = 0; e < to.size; ++e) {
+      const std::int64_t at = detail::appended_source(in, to, e);
+      o[e] = w[at] > 0.0 ? std::log(w[at]) + detail::child_log_mass(ch, detail::joint_coordinate(to, e, axis),
+                                                                    detail::joint_coordinate(to, e, in.rank))
+                         : minus_inf;
     }
     const double top = exponentiate(o, to.size);
     out.log_scale().host()[i] = top == minus_inf ? minus_inf : x.log_scale().host()[i] + top;

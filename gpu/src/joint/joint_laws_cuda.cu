@@ -1,9 +1,11 @@
-// The CUDA forms of the batched joint-law operations: one block per law, the entries strided over its threads.
+// The CUDA forms of the batched joint-law operations of joint_laws.cpp (split, child, sum out): one block per law,
+// the entries strided over its threads.
 #include <cmath>
 
 #include "cuda_check.cuh"
 #include "joint_cuda.hpp"
 #include "joint_kernels.cuh"
+#include "joint_likelihood.hpp"
 #include "joint_math.hpp"
 #include "population_math.hpp"
 
@@ -24,6 +26,23 @@ __global__ void __launch_bounds__(joint_block) split_kernel(JointView x, int axi
     std::int64_t n = 0, y = 0;
     const std::int64_t at = detail::split_source(in, to, axis, e, n, y);
     o[e] = at >= 0 && w[at] > 0.0 ? log(w[at]) + detail::binomial_log_mass(n, y, q) : -INFINITY;
+  }
+  const double top = exponentiate(o, to.size);
+  if (threadIdx.x == 0) out.log_scale[i] = top == -INFINITY ? -INFINITY : x.log_scale[i] + top;
+}
+
+/// joint_laws.cpp's joint_add_child: log w + log p(y | x_axis) at each entry of the box with Y appended, exponentiated.
+__global__ void __launch_bounds__(joint_block) add_child_kernel(JointView x, int axis, detail::ChildView child,
+                                                                MutableJointView out) {
+  const long long i = blockIdx.x;
+  const JointBox in = box_of(x.rank, x.lo, x.shape, i), to = box_of(out.rank, out.lo, out.shape, i);
+  const double* w = x.weights + x.offset[i];
+  double* o = out.weights + out.offset[i];
+  for (std::int64_t e = threadIdx.x; e < to.size; e += joint_block) {
+    const std::int64_t at = detail::appended_source(in, to, e);
+    o[e] = w[at] > 0.0 ? log(w[at]) + detail::child_log_mass(child, detail::joint_coordinate(to, e, axis),
+                                                             detail::joint_coordinate(to, e, in.rank))
+                       : -INFINITY;
   }
   const double top = exponentiate(o, to.size);
   if (threadIdx.x == 0) out.log_scale[i] = top == -INFINITY ? -INFINITY : x.log_scale[i] + top;
@@ -53,6 +72,12 @@ unsigned blocks(const JointLaws& x) { return static_cast<unsigned>(x.size()); }
 void split(const JointLaws& x, int axis, double q, JointLaws& out) {
   if (x.size() == 0) return;
   split_kernel<<<blocks(x), joint_block>>>(view(x), axis, q, mutable_view(out));
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+void add_child(const JointLaws& x, int axis, const detail::ChildView& child, JointLaws& out) {
+  if (x.size() == 0) return;
+  add_child_kernel<<<blocks(x), joint_block>>>(view(x), axis, child, mutable_view(out));
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 

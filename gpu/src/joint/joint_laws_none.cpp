@@ -10,6 +10,7 @@ namespace {
 }
 }  // namespace
 void split(const JointLaws&, int, double, JointLaws&) { none("joint_split"); }
+void add_child(const JointLaws&, int, const detail::ChildView&, JointLaws&) { none("joint_add_child"); }
 void sum_out(const JointLaws&, int, JointLaws&) { none("joint_sum_out"); }
 void add_independent(const JointLaws&, int, const JointLaws&, JointLaws&) { none("joint_add_independent"); }
 void linear_combination(const JointLaws&, const detail::JointLinear&, JointLaws&) { none("joint_linear_combination"); }
@@ -19,4 +20,7 @@ void condition(const JointLaws&, const detail::JointLikelihood&, const Column<st
   none("joint conditioning");
 }
 void sample(const JointLaws&, const Column<double>&, Column<std::int64_t>&) { none("joint_sample"); }
+void sample_coordinate(const JointLaws&, int, const Column<double>&, Column<std::int64_t>&, JointLaws*) {
+  none("joint_sample_coordinate");
+}
 }  // namespace tally::gpu::joint_cuda

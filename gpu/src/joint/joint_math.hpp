@@ -114,6 +114,14 @@ TALLY_HOST_DEVICE inline JointBox append_axis_box(const JointBox& in, std::int64
   return joint_box(in.rank + 1, l, s);
 }
 
+/// The input entry of entry e of a box with one axis appended to the input's (the first in.rank axes are the
+/// input's): \f$\sum_{a < k} (x_a - lo_a)\, \mathrm{stride}_a\f$.
+TALLY_HOST_DEVICE inline std::int64_t appended_source(const JointBox& in, const JointBox& out, std::int64_t e) {
+  std::int64_t at = 0;
+  for (int a = 0; a < in.rank; ++a) at += (joint_coordinate(out, e, a) - in.lo[a]) * in.stride[a];
+  return at;
+}
+
 /// A linear combination \f$V = c + \sum_a \kappa_a X_a\f$ of a law's coordinates, and where V goes: in place of axis
 /// `replace` (X_replace summed out), or appended (replace = -1).
 struct JointLinear {
@@ -199,6 +207,16 @@ TALLY_HOST_DEVICE inline double markov_entry(const JointBox& in, const JointBox&
   double sum = 0.0;
   for (std::int64_t k = 0; k < in.shape[axis]; ++k)
     sum += w[first + k * in.stride[axis]] * t[(in.lo[axis] + k) * cols + y];
+  return sum;
+}
+
+/// Entry j of the marginal of `axis` (its value lo_axis + j): \f$m_j = \sum_{x_{-a}} w(x_{-a}, x_a = lo_a + j)\f$, a
+/// sequential sum in the row-major order of the other axes (rest: the box without `axis`, sum_out_box), the same
+/// on one core and on the device.
+TALLY_HOST_DEVICE inline double marginal_entry(const JointBox& in, const JointBox& rest, int axis, const double* w,
+                                               std::int64_t j) {
+  double sum = 0.0;
+  for (std::int64_t e = 0; e < rest.size; ++e) sum += w[sum_out_first(in, rest, axis, e) + j * in.stride[axis]];
   return sum;
 }
 

@@ -1,6 +1,8 @@
 // Batched joint laws, the operations beyond the split: convolution along an axis, linear combinations, Markov steps,
-// conditioning on children, selected emissions and linear combinations, sampling (CPU reference and dispatch).
+// conditioning on children, selected emissions and thinnings and linear combinations, sampling the tuple or one
+// coordinate (CPU reference and dispatch).
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -16,6 +18,7 @@ namespace {
 
 using detail::int128;
 using detail::JointBox;
+using detail::check_states;
 using detail::minus_inf;
 
 void check_place(const JointLaws& x, Backend where, std::size_t n, const char* who, const char* what) {
@@ -64,15 +67,29 @@ void rescaled_loop(const JointLaws& x, JointLaws& out, Entry entry, Extra extra)
   }
 }
 
-/// Every law's values on `axis` lie in [0, states) (a state of a table), from the host's boxes.
-void check_states(const JointLaws& x, int axis, std::int64_t states, const char* who) {
-  const auto k = static_cast<std::size_t>(x.rank()), a = static_cast<std::size_t>(axis);
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const std::int64_t lo = x.lo()[i * k + a], hi = lo + x.shape()[i * k + a] - 1;
-    if (lo < 0 || hi >= states)
-      tally::detail::fail<domain_error>(who, ": law ", i, " has values ", lo, " .. ", hi, " on axis ", axis,
-                                        ", outside the ", states, " states");
+/// joint_math.hpp's sample rule over the n weights w with the uniform u: the drawn entry (the last positive weight
+/// when the target u * total is not passed, 0 when no weight is positive).
+std::int64_t sample_entry(const double* w, std::int64_t n, double u) {
+  constexpr int chunks = detail::joint_block;
+  const std::int64_t chunk = detail::sample_chunk(n);
+  std::array<double, chunks + 1> start{};  // B_t: sequential sums of the chunks' sequential sums
+  for (int t = 0; t < chunks; ++t) {
+    double sum = 0.0;
+    for (std::int64_t e = t * chunk; e < std::min(n, (t + 1) * chunk); ++e) sum += w[e];
+    start[static_cast<std::size_t>(t) + 1] = start[static_cast<std::size_t>(t)] + sum;
   }
+  const double target = u * start[chunks];
+  for (int t = 0; t < chunks; ++t) {
+    double run = 0.0;
+    for (std::int64_t e = t * chunk; e < std::min(n, (t + 1) * chunk); ++e) {
+      run += w[e];
+      if (start[static_cast<std::size_t>(t)] + run > target) return e;
+    }
+  }
+  std::int64_t last_positive = 0;
+  for (std::int64_t e = 0; e < n; ++e)
+    if (w[e] > 0.0) last_positive = e;
+  return last_positive;
 }
 
 }  // namespace
@@ -237,6 +254,23 @@ JointLaws joint_condition_on_selected_poisson(const JointLaws& x, int state_axis
   return detail::condition_joint(x, l, v, log_likelihood, who);
 }
 
+JointLaws joint_condition_on_selected_thinning(const JointLaws& x, int state_axis, int count_axis,
+                                               const std::vector<double>& keep, const Column<std::int64_t>& v,
+                                               Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::joint_condition_on_selected_thinning";
+  detail::check_axis(x, state_axis, who);
+  detail::check_axis(x, count_axis, who);
+  if (keep.empty()) tally::detail::fail<shape_error>(who, ": no keep probabilities");
+  for (const double q : keep) tally::detail::check_probability(q, who, "a keep probability q_s");
+  detail::check_counts(x, count_axis, who);
+  check_states(x, state_axis, static_cast<std::int64_t>(keep.size()), who);
+  const auto q = Column<double>::from_host(keep, x.where());  // freed after the kernel (stream-ordered)
+  detail::JointLikelihood l;
+  l.kind = detail::JointLikelihood::Kind::selected_thinning;
+  l.thinning = {state_axis, count_axis, q.data(), static_cast<std::int64_t>(keep.size())};
+  return detail::condition_joint(x, l, v, log_likelihood, who);
+}
+
 JointLaws joint_condition_on_linear(const JointLaws& x, const std::vector<std::int64_t>& coefficients,
                                     std::int64_t constant, const Column<std::int64_t>& v,
                                     Column<double>& log_likelihood) {
@@ -255,34 +289,43 @@ Column<std::int64_t> joint_sample(const JointLaws& x, const Column<double>& unif
     joint_cuda::sample(x, uniforms, out);
     return out;
   }
-  constexpr int chunks = detail::joint_block;
-  std::vector<double> start(chunks + 1);
   for (std::size_t i = 0; i < x.size(); ++i) {
     const JointBox b = detail::box(x, i);
+    const std::int64_t pick = sample_entry(x.weights().host().data() + x.offset()[i], b.size, uniforms.host()[i]);
+    detail::joint_coordinates(b, pick, out.host().data() + i * static_cast<std::size_t>(x.rank()));
+  }
+  return out;
+}
+
+JointCoordinateDraw joint_sample_coordinate(const JointLaws& x, int axis, const Column<double>& uniforms) {
+  constexpr const char* who = "tally::gpu::joint_sample_coordinate";
+  detail::check_axis(x, axis, who);
+  check_place(x, uniforms.where(), uniforms.size(), who, "uniforms");
+  JointCoordinateDraw out{Column<std::int64_t>::allocate(x.where(), x.size(), who), std::nullopt};
+  if (x.rank() > 1)
+    out.rest = detail::allocate_like(
+        x, x.rank() - 1, [&](const JointBox& b) { return detail::sum_out_box(b, axis); }, who);
+  if (x.where() == Backend::cuda) {
+    joint_cuda::sample_coordinate(x, axis, uniforms, out.value, out.rest ? &*out.rest : nullptr);
+    return out;
+  }
+  std::vector<double> marginal;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const JointBox in = detail::box(x, i);
+    const JointBox to = out.rest ? detail::box(*out.rest, i) : detail::joint_box(0, nullptr, nullptr);  // rank 0: 1
     const double* w = x.weights().host().data() + x.offset()[i];
-    const std::int64_t chunk = detail::sample_chunk(b.size);
-    start[0] = 0.0;  // B_t: sequential sums of the chunks' sequential sums
-    for (int t = 0; t < chunks; ++t) {
-      double sum = 0.0;
-      for (std::int64_t e = t * chunk; e < std::min(b.size, (t + 1) * chunk); ++e) sum += w[e];
-      start[static_cast<std::size_t>(t) + 1] = start[static_cast<std::size_t>(t)] + sum;
-    }
-    const double target = uniforms.host()[i] * start[chunks];
-    std::int64_t pick = -1, last_positive = 0;
-    for (int t = 0; t < chunks && pick < 0; ++t) {
-      double run = 0.0;
-      for (std::int64_t e = t * chunk; e < std::min(b.size, (t + 1) * chunk); ++e) {
-        run += w[e];
-        if (start[static_cast<std::size_t>(t)] + run > target) {
-          pick = e;
-          break;
-        }
-      }
-    }
-    for (std::int64_t e = 0; e < b.size; ++e)
-      if (w[e] > 0.0) last_positive = e;
-    detail::joint_coordinates(b, pick >= 0 ? pick : last_positive,
-                              out.host().data() + i * static_cast<std::size_t>(x.rank()));
+    marginal.resize(static_cast<std::size_t>(in.shape[axis]));
+    for (std::int64_t j = 0; j < in.shape[axis]; ++j)
+      marginal[static_cast<std::size_t>(j)] = detail::marginal_entry(in, to, axis, w, j);
+    const std::int64_t j = sample_entry(marginal.data(), in.shape[axis], uniforms.host()[i]);
+    out.value.host()[i] = in.lo[axis] + j;
+    if (!out.rest) continue;
+    double* o = out.rest->weights().host().data() + out.rest->offset()[i];  // the slice x_axis = lo_axis + j
+    double top = 0.0, sum = 0.0;
+    for (std::int64_t e = 0; e < to.size; ++e)
+      top = std::max(top, o[e] = w[detail::sum_out_first(in, to, axis, e) + j * in.stride[axis]]);
+    for (std::int64_t e = 0; e < to.size; ++e) sum += o[e] = top > 0.0 ? o[e] / top : 0.0;
+    out.rest->log_scale().host()[i] = top > 0.0 && x.log_scale().host()[i] > minus_inf ? -std::log(sum) : minus_inf;
   }
   return out;
 }

@@ -1,4 +1,4 @@
-// The CUDA forms of the batched joint-law operations beyond the split (joint_ops.cpp): one block per law.
+// The CUDA forms of the batched joint-law operations of joint_ops.cpp: one block per law.
 #include <cmath>
 #include <cstdint>
 
@@ -112,19 +112,19 @@ __device__ long long block_extreme(long long v) {
   return v;
 }
 
-/// joint_ops.cpp's joint_sample: thread t owns chunk t (joint_math.hpp's sample rule).
-__global__ void __launch_bounds__(joint_block) sample_kernel(JointView x, const double* uniforms, std::int64_t* out) {
+/// joint_ops.cpp's sample_entry: joint_math.hpp's sample rule over the n weights weight(e) with the uniform u,
+/// thread t owning chunk t; every thread gets the drawn entry.
+template <class Weight>
+__device__ std::int64_t block_sample(std::int64_t n, double u, Weight weight) {
   __shared__ double start[joint_block + 1];
-  const long long i = blockIdx.x;
-  const JointBox b = box_of(x.rank, x.lo, x.shape, i);
-  const double* w = x.weights + x.offset[i];
-  const std::int64_t chunk = detail::sample_chunk(b.size), first = threadIdx.x * chunk;
-  const std::int64_t end = first + chunk < b.size ? first + chunk : b.size;
+  const std::int64_t chunk = detail::sample_chunk(n), first = threadIdx.x * chunk;
+  const std::int64_t end = first + chunk < n ? first + chunk : n;
   double sum = 0.0;
   long long last_positive = 0;
   for (std::int64_t e = first; e < end; ++e) {
-    sum += w[e];
-    if (w[e] > 0.0) last_positive = e;
+    const double we = weight(e);
+    sum += we;
+    if (we > 0.0) last_positive = e;
   }
   start[threadIdx.x + 1] = sum;
   __syncthreads();
@@ -133,11 +133,11 @@ __global__ void __launch_bounds__(joint_block) sample_kernel(JointView x, const 
     for (int t = 0; t < joint_block; ++t) start[t + 1] = start[t] + start[t + 1];
   }
   __syncthreads();
-  const double target = uniforms[i] * start[joint_block], base = start[threadIdx.x];
+  const double target = u * start[joint_block], base = start[threadIdx.x];
   long long pick = INT64_MAX;
   double run = 0.0;
   for (std::int64_t e = first; e < end; ++e) {
-    run += w[e];
+    run += weight(e);
     if (base + run > target) {
       pick = e;
       break;
@@ -145,7 +145,41 @@ __global__ void __launch_bounds__(joint_block) sample_kernel(JointView x, const 
   }
   pick = block_extreme<true>(pick);
   last_positive = block_extreme<false>(last_positive);
-  if (threadIdx.x == 0) detail::joint_coordinates(b, pick != INT64_MAX ? pick : last_positive, out + i * x.rank);
+  return pick != INT64_MAX ? pick : last_positive;
+}
+
+/// joint_ops.cpp's joint_sample: one draw of the tuple of law blockIdx.x.
+__global__ void __launch_bounds__(joint_block) sample_kernel(JointView x, const double* uniforms, std::int64_t* out) {
+  const long long i = blockIdx.x;
+  const JointBox b = box_of(x.rank, x.lo, x.shape, i);
+  const double* w = x.weights + x.offset[i];
+  const std::int64_t pick = block_sample(b.size, uniforms[i], [w](std::int64_t e) { return w[e]; });
+  if (threadIdx.x == 0) detail::joint_coordinates(b, pick, out + i * x.rank);
+}
+
+/// joint_ops.cpp's joint_sample_coordinate: X_axis of law blockIdx.x drawn from its marginal (each marginal entry
+/// computed where it is needed, by the CPU's formula), then the slice at it normalized (when rest has weights).
+__global__ void __launch_bounds__(joint_block) sample_coordinate_kernel(JointView x, int axis, const double* uniforms,
+                                                                        std::int64_t* value, MutableJointView rest) {
+  const long long i = blockIdx.x;
+  const JointBox in = box_of(x.rank, x.lo, x.shape, i);
+  const bool has_rest = rest.weights != nullptr;
+  const JointBox to = has_rest ? box_of(rest.rank, rest.lo, rest.shape, i) : detail::joint_box(0, nullptr, nullptr);
+  const double* w = x.weights + x.offset[i];
+  const std::int64_t j = block_sample(in.shape[axis], uniforms[i],
+                                      [&](std::int64_t k) { return detail::marginal_entry(in, to, axis, w, k); });
+  if (threadIdx.x == 0) value[i] = in.lo[axis] + j;
+  if (!has_rest) return;
+  double* o = rest.weights + rest.offset[i];
+  const std::int64_t at = j * in.stride[axis];
+  double top = 0.0;
+  for (std::int64_t e = threadIdx.x; e < to.size; e += joint_block)
+    top = fmax(top, o[e] = w[detail::sum_out_first(in, to, axis, e) + at]);
+  top = block_reduce<true>(top);
+  double sum = 0.0;
+  for (std::int64_t e = threadIdx.x; e < to.size; e += joint_block) sum += o[e] = top > 0.0 ? o[e] / top : 0.0;
+  sum = block_reduce<false>(sum);
+  if (threadIdx.x == 0) rest.log_scale[i] = top > 0.0 && x.log_scale[i] > -INFINITY ? -log(sum) : -INFINITY;
 }
 
 unsigned blocks(const JointLaws& x) { return static_cast<unsigned>(x.size()); }
@@ -181,6 +215,15 @@ void condition(const JointLaws& x, const detail::JointLikelihood& l, const Colum
 void sample(const JointLaws& x, const Column<double>& uniforms, Column<std::int64_t>& out) {
   if (x.size() == 0) return;
   sample_kernel<<<blocks(x), joint_block>>>(view(x), uniforms.data(), out.data());
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+void sample_coordinate(const JointLaws& x, int axis, const Column<double>& uniforms, Column<std::int64_t>& value,
+                       JointLaws* rest) {
+  if (x.size() == 0) return;
+  const MutableJointView none{x.rank() - 1, nullptr, nullptr, nullptr, nullptr, nullptr};
+  sample_coordinate_kernel<<<blocks(x), joint_block>>>(view(x), axis, uniforms.data(), value.data(),
+                                                       rest ? mutable_view(*rest) : none);
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 

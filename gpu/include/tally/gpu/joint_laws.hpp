@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "tally/gpu/population_arrays.hpp"
@@ -122,6 +123,19 @@ JointLaws joint_markov_step(const JointLaws& x, int axis, const Table& transitio
 JointLaws joint_condition_on_child(const JointLaws& x, int axis, const ChildKernel& child, const Column<std::int64_t>& v,
                                    Column<double>& log_likelihood);
 
+/// The law of (X, Y) for a bounded child Y | X_axis ~ child, appended as the last axis (rank k + 1 <=
+/// max_joint_rank): \f$\mu'(x, y) = \mu(x)\, p(y \mid x_{axis})\f$ (tally::add_child before trimming), each entry
+/// formed in logarithms (log w + log p) and scaled by the law's largest, as joint_split; the mass is kept (a
+/// child's law sums to 1). The children are population_children's bounded ChildKernels: a thinning Binomial(X_axis,
+/// q), Y on 0 .. hi_axis (needs X_axis >= 0); a categorical step Categorical(T[X_axis]), Y on 0 .. C - 1 (needs
+/// 0 <= X_axis < K, the table where the laws are, its entries the caller's, as for joint_markov_step). Refused: the
+/// Poisson children (domain_error: Y is unbounded, and a batched joint law has a box and no truncation error to
+/// carry; add the child to a JointPmf with a Truncation, or condition on an observed one with
+/// joint_condition_on_child) and the affine child (shape_error: it is joint_linear_combination). domain_error for a
+/// parent outside the child's domain (checked on the host's boxes); shape_error for a bad axis, a rank past
+/// max_joint_rank or a table elsewhere.
+JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child);
+
 /// Every law given an observed emission \f$v_i \sim \mathrm{Poisson}(a\, X_{r_s})\f$, s = X_state (the rate selected
 /// by a state coordinate among rate_axes; tally::SelectedScaledPoisson): \f$\pi_i(x) \propto \mu_i(x)\,
 /// \mathrm{Poisson}(v_i; a\, x_{r_{x_s}})\f$, \f$\log L_i\f$ added. domain_error for a > 0 not finite, a state axis
@@ -129,6 +143,17 @@ JointLaws joint_condition_on_child(const JointLaws& x, int axis, const ChildKern
 JointLaws joint_condition_on_selected_poisson(const JointLaws& x, int state_axis, const std::vector<int>& rate_axes,
                                               double scale, const Column<std::int64_t>& v,
                                               Column<double>& log_likelihood);
+
+/// Every law given an observed thinning \f$v_i \sim \mathrm{Binomial}(X_c, q_{X_s})\f$ whose keep probability is
+/// selected by a state coordinate (c = count_axis, s = state_axis, which may be the same axis;
+/// tally::SelectedThinning): \f$\pi_i(x) \propto \mu_i(x)\, \binom{x_c}{v_i} q_{x_s}^{v_i} (1 - q_{x_s})^{x_c -
+/// v_i}\f$ and \f$\log L_i\f$ added to log_likelihood, as joint_condition_on_selected_poisson (an impossible observation adds -inf and keeps the law).
+/// keep: the K probabilities q_0 .. q_{K-1} on the host (copied to where the laws are). domain_error for a q outside
+/// [0, 1], a state axis leaving [0, K) or a count axis with negative values (checked on the host's boxes);
+/// shape_error for bad axes, no q, or observations / log-likelihoods of another size or place.
+JointLaws joint_condition_on_selected_thinning(const JointLaws& x, int state_axis, int count_axis,
+                                               const std::vector<double>& keep, const Column<std::int64_t>& v,
+                                               Column<double>& log_likelihood);
 
 /// Every law given an observed linear combination \f$c + \sum_a \kappa_a X_a = v_i\f$ (a sum or difference of
 /// coordinates, one coordinate's value): the entries on that hyperplane, the box kept (zeros elsewhere), and \f$\log
@@ -142,5 +167,24 @@ JointLaws joint_condition_on_linear(const JointLaws& x, const std::vector<std::i
 /// sums of joint_math.hpp's sample rule), so both draw the same tuples. Never an entry of zero weight; a law without
 /// mass draws its box's lower corner. shape_error for another number of uniforms or another place.
 Column<std::int64_t> joint_sample(const JointLaws& x, const Column<double>& uniforms);
+
+/// One coordinate of each law drawn from its marginal, and the law of the others given it (tally::CoordinateDraw).
+struct JointCoordinateDraw {
+  /// The drawn values v_i (size() of them, where the laws are).
+  Column<std::int64_t> value;
+  /// The laws of the other coordinates given X_axis = v_i (rank k - 1, the later axes moved down by one, on the box
+  /// without the axis): \f$\pi_i(x_{-a}) = \mu_i(x_{-a}, v_i) / \sum \mu_i(\cdot, v_i)\f$, normalized (mass 1,
+  /// largest weight 1); std::nullopt for rank 1, where the value is all there is.
+  std::optional<JointLaws> rest;
+};
+
+/// X_axis of each law drawn with the uniform u_i in [0, 1) from its marginal
+/// \f$m_{i,j} = \sum_{x_{-a}} w_i(x_{-a}, lo_a + j)\f$ (each a sequential sum in row-major order) by joint_sample's
+/// chunked inverse-cdf rule over the m_{i,j}, on the CPU and the device alike (the same draws), then the other
+/// coordinates conditioned on it (tally::sample_coordinate: slice and normalize). Never a value of zero marginal
+/// mass; a law without positive weight draws lo_axis, and its rest (as that of a law with log scale -inf) has log
+/// scale -inf. The draw is a sample, not an observation: nothing is added to any likelihood. shape_error for a bad
+/// axis or another number of uniforms or another place.
+JointCoordinateDraw joint_sample_coordinate(const JointLaws& x, int axis, const Column<double>& uniforms);
 
 }  // namespace tally::gpu

@@ -1,0 +1,269 @@
+// Batched joint laws: adding a bounded child as a new axis, conditioning on a thinning selected by a state, drawing
+// one coordinate. The CPU loops against the distributions' JointPmf operations (add_child, condition with a
+// SelectedThinning, sample_coordinate with the same uniforms) and a brute-force marginal, and the device against
+// the CPU loops (draws equal), on fresh random laws.
+#include <catch2/catch.hpp>
+#include <Eigen/Core>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "gpu/device.hpp"
+#include "gpu/joint_test_laws.hpp"
+#include "tally/distributions/joint.hpp"
+#include "tally/distributions/sample.hpp"
+#include "tally/gpu/joint_laws.hpp"
+
+using namespace tally;
+using gpu::Backend;
+using gpu::ChildKernel;
+using gpu::Column;
+using gpu::JointLaws;
+using gpu::Table;
+using test::each_point;
+using test::inf;
+using test::observations;
+using test::random_laws;
+using test::random_transition;
+using test::require_inverse_cdf;
+using test::require_same_batch;
+using test::require_same_conditioning;
+using test::require_same_measure;
+using test::row_major;
+using test::state_laws;
+using test::to_joint;
+
+namespace {
+
+constexpr std::int64_t states = 30;  // random_laws' values lie in 0 .. 20 + max_extent - 1 < 30
+constexpr std::int64_t categories = 4;
+
+/// K keep probabilities in [0, 1), the first 0 and (for K > 2) the last 1.
+std::vector<double> random_keep(std::mt19937_64& gen, std::size_t K) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<double> keep(K);
+  for (auto& q : keep) q = u(gen);
+  keep[0] = 0.0;
+  if (K > 2) keep[K - 1] = 1.0;
+  return keep;
+}
+
+/// The marginal of `axis` by enumerating the law's box (long double sums), as a rank-1 law.
+JointLaws::Law brute_marginal(const JointLaws::Law& law, int axis) {
+  const auto a = static_cast<std::size_t>(axis);
+  std::vector<long double> sums(static_cast<std::size_t>(law.shape[a]), 0.0L);
+  std::size_t e = 0;
+  each_point(law, [&](const Coordinates& x, double) {
+    sums[static_cast<std::size_t>(x[a] - law.lo[a])] += law.weights[e++];
+  });
+  JointLaws::Law m;
+  m.lo = {law.lo[a]};
+  m.shape = {law.shape[a]};
+  for (const long double s : sums) m.weights.push_back(static_cast<double>(s));
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("batched joint laws: adding a bounded child is the distributions' add_child", "[gpu][joint]") {
+  std::mt19937_64 gen(20261201);
+  const std::size_t P = 40;
+  const Eigen::MatrixXd t = random_transition(gen, states, categories);
+  const ChildKernel categorical = ChildKernel::categorical(Table::from_host(row_major(t), states, categories, Backend::cpu));
+  for (int rank = 1; rank <= 3; ++rank) {
+    INFO("rank " << rank);
+    const auto laws = random_laws(gen, P, rank, rank == 3 ? 5 : 9);
+    const JointLaws x = JointLaws::from_host(rank, laws, Backend::cpu);
+    for (int axis = 0; axis < rank; ++axis) {
+      INFO("axis " << axis);
+      const double q = axis == 0 ? 0.35 : axis == 1 ? 1.0 : 1e-3;
+      const JointLaws thinned = gpu::joint_add_child(x, axis, ChildKernel::binomial(q));
+      const JointLaws stepped = gpu::joint_add_child(x, axis, categorical);
+      REQUIRE(thinned.rank() == rank + 1);
+      REQUIRE(stepped.rank() == rank + 1);
+      const auto a = thinned.to_host(), b = stepped.to_host();
+      for (std::size_t i = 0; i < P; ++i) {
+        INFO("law " << i);
+        const JointPmf d = to_joint(laws[i]);
+        require_same_measure(a[i], add_child(d, axis, Thinning(q)));
+        require_same_measure(b[i], add_child(d, axis, MarkovStep(t)));
+      }
+    }
+  }
+}
+
+TEST_CASE("batched joint laws: conditioning on a selected thinning is the distributions'", "[gpu][joint]") {
+  std::mt19937_64 gen(20261202);
+  const std::size_t P = 60;
+  {  // rank 1: the count selects its own keep probability, Binomial(X, q_X)
+    const auto laws = random_laws(gen, P, 1, 9);
+    const auto keep = random_keep(gen, states);
+    const auto v = observations(gen, P, 25, 29);
+    auto ll = Column<double>::host_values(std::vector<double>(P, 0.5));
+    const auto post = gpu::joint_condition_on_selected_thinning(JointLaws::from_host(1, laws, Backend::cpu), 0, 0, keep,
+                                                                Column<std::int64_t>::host_values(v), ll)
+                          .to_host();
+    const SelectedThinning k(0, 0, Eigen::Map<const Eigen::VectorXd>(keep.data(), Eigen::Index(keep.size())));
+    for (std::size_t i = 0; i < P; ++i) {
+      INFO("rank 1, law " << i);
+      require_same_conditioning(post, ll.host(), i, condition(to_joint(laws[i]), k, v[i]));
+    }
+  }
+  for (int rank = 2; rank <= 3; ++rank) {  // the state on axis 0, the count on each other axis
+    const auto laws = state_laws(gen, P, rank, 7);
+    const JointLaws x = JointLaws::from_host(rank, laws, Backend::cpu);
+    const auto keep = random_keep(gen, 2);
+    const Eigen::VectorXd q = Eigen::Map<const Eigen::VectorXd>(keep.data(), 2);
+    for (int count = 1; count < rank; ++count) {
+      INFO("rank " << rank << ", count axis " << count);
+      const auto v = observations(gen, P, 15, 40);
+      auto ll = Column<double>::host_values(std::vector<double>(P, 0.5));
+      const auto post =
+          gpu::joint_condition_on_selected_thinning(x, 0, count, keep, Column<std::int64_t>::host_values(v), ll).to_host();
+      const SelectedThinning k(count, 0, q);
+      for (std::size_t i = 0; i < P; ++i) {
+        INFO("law " << i);
+        require_same_conditioning(post, ll.host(), i, condition(to_joint(laws[i]), k, v[i]));
+      }
+    }
+  }
+}
+
+TEST_CASE("batched joint laws: drawing a coordinate is the distributions' sample_coordinate", "[gpu][joint]") {
+  std::mt19937_64 gen(20261203);
+  const std::size_t P = 100;
+  const std::uint64_t seed = 20261204;
+  for (int rank = 1; rank <= 3; ++rank) {
+    INFO("rank " << rank);
+    const auto laws = random_laws(gen, P, rank, rank == 1 ? 600 : rank == 2 ? 12 : 6);  // rank 1: past 256 chunks
+    const JointLaws x = JointLaws::from_host(rank, laws, Backend::cpu);
+    std::vector<double> uniforms(P);
+    for (std::size_t i = 0; i < P; ++i) uniforms[i] = RandomStream(seed, i).uniform();  // sample_coordinate's
+    uniforms[0] = 0.0;
+    for (int axis = 0; axis < rank; ++axis) {
+      INFO("axis " << axis);
+      const gpu::JointCoordinateDraw draw = gpu::joint_sample_coordinate(x, axis, Column<double>::host_values(uniforms));
+      REQUIRE(draw.value.size() == P);
+      REQUIRE(draw.rest.has_value() == (rank > 1));
+      const auto rest = draw.rest ? draw.rest->to_host() : std::vector<JointLaws::Law>{};
+      if (draw.rest) REQUIRE(draw.rest->rank() == rank - 1);
+      for (std::size_t i = 0; i < P; ++i) {
+        INFO("law " << i << ", u " << uniforms[i] << ", drawn " << draw.value.host()[i]);
+        require_inverse_cdf(brute_marginal(laws[i], axis), uniforms[i], draw.value.host().data() + i);
+        if (i == 0) continue;  // u = 0 is outside RandomStream's (0, 1)
+        RandomStream rng(seed, i);
+        const CoordinateDraw want = sample_coordinate(to_joint(laws[i]), axis, rng);
+        // the same uniform, the same value (the two cdfs round differently: a u * total within rounding of a cdf step
+        // could draw a neighbour; none of these does)
+        REQUIRE(draw.value.host()[i] == want.value);
+        if (draw.rest) require_same_measure(rest[i], *want.rest);
+      }
+    }
+  }
+}
+
+TEST_CASE("batched joint laws: bad arguments of children and draws are named errors", "[gpu][joint]") {
+  std::mt19937_64 gen(13);
+  auto laws = random_laws(gen, 4, 2, 4);
+  laws[2].weights.assign(laws[2].weights.size(), 0.0);  // a law without mass
+  const JointLaws x = JointLaws::from_host(2, laws, Backend::cpu);
+  auto ll = Column<double>::host_values(std::vector<double>(4, 0.0));
+  const auto v = Column<std::int64_t>::host_values(std::vector<std::int64_t>(4, 1));
+  const std::vector<double> keep(states, 0.5);
+  REQUIRE_THROWS_AS(gpu::joint_add_child(x, 0, ChildKernel::scaled_poisson(0.5)), domain_error);  // unbounded
+  REQUIRE_THROWS_WITH(gpu::joint_add_child(x, 0, ChildKernel::scaled_poisson(0.5)), Catch::Contains("unbounded"));
+  REQUIRE_THROWS_AS(gpu::joint_add_child(x, 0, ChildKernel::affine(2, 1)), shape_error);
+  REQUIRE_THROWS_AS(gpu::joint_add_child(x, 2, ChildKernel::binomial(0.5)), shape_error);
+  REQUIRE_THROWS_AS(gpu::joint_add_child(JointLaws::from_host(4, random_laws(gen, 2, 4, 2), Backend::cpu), 0,
+                                         ChildKernel::binomial(0.5)),
+                    shape_error);  // rank 5
+  REQUIRE_THROWS_AS(gpu::joint_add_child(x, 1, ChildKernel::categorical(Table::from_host(
+                                                   std::vector<double>{0.5, 0.5}, 1, 2, Backend::cpu))),
+                    domain_error);  // values past the one state
+  auto negative = laws;
+  negative[1].lo[0] = -2;
+  const JointLaws neg = JointLaws::from_host(2, negative, Backend::cpu);
+  REQUIRE_THROWS_AS(gpu::joint_add_child(neg, 0, ChildKernel::binomial(0.5)), domain_error);
+  REQUIRE_THROWS_AS(gpu::joint_condition_on_selected_thinning(neg, 1, 0, keep, v, ll), domain_error);  // count < 0
+  REQUIRE_THROWS_AS(gpu::joint_condition_on_selected_thinning(x, 0, 1, {0.5, 0.5}, v, ll), domain_error);  // states
+  REQUIRE_THROWS_AS(gpu::joint_condition_on_selected_thinning(x, 0, 1, std::vector<double>(states, 1.5), v, ll),
+                    domain_error);
+  REQUIRE_THROWS_AS(gpu::joint_condition_on_selected_thinning(x, 0, 1, {}, v, ll), shape_error);
+  REQUIRE_THROWS_AS(gpu::joint_condition_on_selected_thinning(x, 0, 2, keep, v, ll), shape_error);
+  REQUIRE_THROWS_AS(
+      gpu::joint_condition_on_selected_thinning(x, 0, 1, keep, Column<std::int64_t>::host_values({1}), ll), shape_error);
+  REQUIRE_THROWS_AS(gpu::joint_sample_coordinate(x, -1, Column<double>::host_values(std::vector<double>(4, 0.5))),
+                    shape_error);
+  REQUIRE_THROWS_AS(gpu::joint_sample_coordinate(x, 0, Column<double>::host_values({0.5})), shape_error);
+  // still usable; a law without mass keeps none: its child, and the rest of its draw (at lo_axis), have scale -inf
+  REQUIRE(gpu::joint_add_child(x, 1, ChildKernel::binomial(0.5)).to_host()[2].log_scale == -inf);
+  const auto draw = gpu::joint_sample_coordinate(x, 1, Column<double>::host_values(std::vector<double>(4, 0.5)));
+  REQUIRE(draw.value.host()[2] == laws[2].lo[1]);
+  REQUIRE(draw.rest->to_host()[2].log_scale == -inf);
+  REQUIRE(draw.rest->to_host()[3].log_scale > -inf);
+}
+
+TEST_CASE("batched joint laws: the device's children and coordinate draws compute what the CPU loops do",
+          "[gpu][joint][device]") {
+  if (test::skip_without_device()) return;
+  std::mt19937_64 gen(20261205);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const std::size_t P = 1001;
+  const std::int64_t K = 320;  // random_laws' values lie below 20 + 300
+  const std::vector<double> tr = row_major(random_transition(gen, K, categories));
+  const ChildKernel host_step = ChildKernel::categorical(Table::from_host(tr, K, categories, Backend::cpu));
+  const ChildKernel device_step = ChildKernel::categorical(Table::from_host(tr, K, categories, Backend::cuda));
+  const auto keep = random_keep(gen, K);
+  for (int rank = 1; rank <= 3; ++rank) {
+    INFO("rank " << rank);
+    const auto laws = random_laws(gen, P, rank, rank == 1 ? 300 : rank == 2 ? 40 : 12);
+    const JointLaws h = JointLaws::from_host(rank, laws, Backend::cpu), d = JointLaws::from_host(rank, laws, Backend::cuda);
+    std::vector<double> uniforms(P);
+    for (auto& e : uniforms) e = u(gen);
+    uniforms[0] = 0.0;
+    uniforms[1] = std::nextafter(1.0, 0.0);
+    for (int axis = 0; axis < rank; ++axis) {
+      INFO("axis " << axis);
+      INFO("add_child");
+      const auto small = random_laws(gen, P, rank, rank == 1 ? 60 : rank == 2 ? 12 : 6);  // binomial Y: hi + 1 values
+      const JointLaws hs = JointLaws::from_host(rank, small, Backend::cpu), ds = JointLaws::from_host(rank, small, Backend::cuda);
+      require_same_batch(gpu::joint_add_child(ds, axis, ChildKernel::binomial(0.3)),
+                         gpu::joint_add_child(hs, axis, ChildKernel::binomial(0.3)));
+      require_same_batch(gpu::joint_add_child(d, axis, device_step), gpu::joint_add_child(h, axis, host_step));
+      INFO("condition_on_selected_thinning (the axis its own state)");
+      const auto v = observations(gen, P, 40, 1000);
+      auto hl = Column<double>::host_values(std::vector<double>(P, 0.5));
+      auto dl = Column<double>::from_host(std::vector<double>(P, 0.5), Backend::cuda);
+      require_same_batch(gpu::joint_condition_on_selected_thinning(d, axis, axis, keep,
+                                                                   Column<std::int64_t>::from_host(v, Backend::cuda), dl),
+                         gpu::joint_condition_on_selected_thinning(h, axis, axis, keep,
+                                                                   Column<std::int64_t>::host_values(v), hl),
+                         1e-11);  // binomial log-masses of counts up to 320: lgamma's ulps differ (see joint_ops.cpp)
+      const std::vector<double> got = dl.to_host();
+      for (std::size_t i = 0; i < P; ++i) {
+        if (hl.host()[i] == -inf) {
+          REQUIRE(got[i] == -inf);
+          continue;
+        }
+        REQUIRE(std::abs(got[i] - hl.host()[i]) <= 1e-12 * std::max(1.0, std::abs(hl.host()[i])) + 1e-11);
+      }
+      INFO("sample_coordinate");
+      const auto hd = gpu::joint_sample_coordinate(h, axis, Column<double>::host_values(uniforms));
+      const auto dd = gpu::joint_sample_coordinate(d, axis, Column<double>::from_host(uniforms, Backend::cuda));
+      REQUIRE(dd.value.to_host() == hd.value.host());  // the same rule, the same sums: the same draws
+      REQUIRE(dd.rest.has_value() == hd.rest.has_value());
+      if (hd.rest) require_same_batch(*dd.rest, *hd.rest);
+    }
+  }
+  const auto laws = state_laws(gen, P, 3, 12);  // a state on axis 0 selecting the keep of the count on axis 2
+  const auto v = observations(gen, P, 20, 400);
+  auto hl = Column<double>::host_values(std::vector<double>(P, 0.5));
+  auto dl = Column<double>::from_host(std::vector<double>(P, 0.5), Backend::cuda);
+  require_same_batch(gpu::joint_condition_on_selected_thinning(JointLaws::from_host(3, laws, Backend::cuda), 0, 2,
+                                                               {0.2, 0.7}, Column<std::int64_t>::from_host(v, Backend::cuda),
+                                                               dl),
+                     gpu::joint_condition_on_selected_thinning(JointLaws::from_host(3, laws, Backend::cpu), 0, 2,
+                                                               {0.2, 0.7}, Column<std::int64_t>::host_values(v), hl),
+                     1e-11);
+}
