@@ -124,7 +124,7 @@ inline void check_log(double l, const char* what) {
 
 /// Seconds a call may take before it is reported slow: base + per_unit x the size of what it produced (or was
 /// asked to produce). Generous, for sanitizer builds on a loaded machine; TALLY_FUZZ_SLOW_SECONDS scales it
-/// (0 turns the check off).
+/// (0 turns the check off). TALLY_FUZZ_TRACE (set) prints every call's name, CPU seconds and size to stderr.
 inline double slow_scale() {
   static const double s = [] {
     const char* e = std::getenv("TALLY_FUZZ_SLOW_SECONDS");
@@ -162,6 +162,8 @@ bool guarded(const char* what, F&& f, Size&& size, std::string* error = nullptr)
     violated(std::string(what) + ": foreign exception " + typeid(e).name() + ": " + e.what());
   }
   const double seconds = thread_seconds() - start;
+  static const bool trace = std::getenv("TALLY_FUZZ_TRACE") != nullptr;  // each call, to find what makes a slow input
+  if (trace) std::fprintf(stderr, "fuzz: %s: %.3f s, size %.0f\n", what, seconds, static_cast<double>(size()));
   const double bound = slow_scale() * (5.0 + 2e-5 * static_cast<double>(size()));
   if (slow_scale() > 0.0 && seconds > bound)
     violated(std::string(what) + ": slow call, " + std::to_string(seconds) + " s for a result of size " +

@@ -11,6 +11,7 @@
 #include "distributions/src/families/family_helpers.hpp"
 #include "reference.hpp"
 #include "tally/distributions/beta_binomial.hpp"
+#include "tally/gpu/backend.hpp"
 #include "tally/distributions/binomial.hpp"
 #include "tally/distributions/child_laws.hpp"
 #include "tally/distributions/closed_forms.hpp"
@@ -140,6 +141,29 @@ TEST_CASE("thinning a count near 3.5e9 is refused at once with the sizes, not an
   // the closed form answers instead
   const NegativeBinomial y = marginal(NegativeBinomial(1e10, 0.74), Thinning(0.5));
   REQUIRE(std::abs(mean(y) - 0.5 * mean(NegativeBinomial(1e10, 0.74))) <= 1e-12 * mean(y));
+}
+
+TEST_CASE("a sum of two wide pmfs on the CPU is refused at once with the sizes, not an apparent hang (found by "
+          "fuzz_algebra: two 2.7M-entry operands ran for hours)",
+          "[reliability][sum]") {
+  if (tally::gpu::cuda_available()) {
+    WARN("a device takes such sums: the CPU refusal is not reached here");
+    return;
+  }
+  const Pmf x(0, Eigen::VectorXd::Constant(300000, 1.0)), y(-5, Eigen::VectorXd::Constant(250000, 0.5));
+  try {
+    (void)sum(x, y);
+    FAIL("the sum returned");
+  } catch (const tally::overflow_error& e) {
+    const std::string what = e.what();
+    REQUIRE(what.find("300000") != std::string::npos);
+    REQUIRE(what.find("250000") != std::string::npos);
+  }
+  REQUIRE_THROWS_AS(difference(x, y), tally::overflow_error);
+  // below the limit the sum is computed (65536 x 1024 = 2^26 multiply-adds), and its middle is flat
+  const Pmf s = sum(Pmf(0, Eigen::VectorXd::Constant(65536, 1.0)), Pmf(0, Eigen::VectorXd::Constant(1024, 1.0)));
+  REQUIRE(s.size() == 65536 + 1024 - 1);
+  REQUIRE(pdf(s, 30000) == Approx(pdf(s, 40000)).epsilon(1e-12));
 }
 
 TEST_CASE("a scaled Poisson of a wide prior sums each term over its own range, exactly",

@@ -301,6 +301,10 @@ TEST_CASE("The NCCL communicator with one rank on one GPU gives the unsharded re
     WARN("NCCL test skipped: " << gpu::device_description());
     return;
   }
+  if (LauncherBootstrap::launched()) {  // a launched rank uses its own GPU only (tally: one device per process)
+    WARN("one-rank NCCL test skipped under a launcher: the launched test below covers it");
+    return;
+  }
   // NCCL cannot put two ranks on one device: one rank here; several need several GPUs (README, "Several GPUs").
   const std::uint64_t seed = 17;
   Graph whole_graph(5000, seed, Device::cuda);

@@ -24,6 +24,22 @@ inline void require_device(const char* who) {
   if (!cuda_available()) throw cuda_error(std::string(who) + ": no CUDA device (" + device_description() + ")");
 }
 
+/// tally keeps a few per-process device resources (pinned staging and its events, the deferred checks' records) on
+/// the device that was current when it first needed them: one CUDA device per process (several GPUs: one process
+/// each, README "Several GPUs"). Throws cuda_error naming `what` when another device is current now, instead of the
+/// CUDA runtime's invalid-handle errors further on.
+inline void require_same_device(int first, const char* what) {
+  int now = 0;
+  if (cudaGetDevice(&now) != cudaSuccess) {
+    cudaGetLastError();
+    return;  // the next CUDA call reports it
+  }
+  if (now != first)
+    throw cuda_error(std::string("tally: one CUDA device per process: the ") + what + " belong to device " +
+                     std::to_string(first) + ", but device " + std::to_string(now) +
+                     " is current (run one process per GPU: scripts/launch-local or mpirun)");
+}
+
 /// cudaMalloc through the fault-injection hook (count_device_allocation), with cudaErrorMemoryAllocation turned
 /// into tally::device_memory_error naming `who` (device_memory_cuda.cu).
 void* device_malloc(std::size_t bytes, const char* who);

@@ -1,4 +1,5 @@
 // The dispatch point for convolution: the CUDA direct kernel for large problems on a device, the CPU reference else.
+#include "tally/error.hpp"
 #include "tally/gpu/backend.hpp"
 #include "tally/gpu/convolve.hpp"
 
@@ -11,10 +12,15 @@ constexpr double cuda_min_work = 1 << 24;
 template <class T>
 void dispatch(std::span<const T> p, std::span<const T> q, std::span<T> r) {
   const double work = static_cast<double>(p.size()) * static_cast<double>(q.size());
-  if (select(true, work, cuda_min_work) == Backend::cuda)
+  if (select(true, work, cuda_min_work) == Backend::cuda) {
     cuda::convolve(p, q, r);
-  else
-    cpu::convolve(p, q, r);
+    return;
+  }
+  if (work > cpu_max_work)
+    tally::detail::fail<overflow_error>("tally::gpu::convolve: a direct convolution of ", p.size(), " and ", q.size(),
+                                        " entries needs ", work, " multiply-adds, more than the CPU path's 2^36 (",
+                                        device_description(), ")");
+  cpu::convolve(p, q, r);
 }
 }  // namespace
 

@@ -20,6 +20,7 @@ class Checks {
       {
         const std::lock_guard<std::mutex> lock(mutex_);
         init();
+        require_same_device(device_, "deferred checks' records");
         if (!free_.empty()) {
           const std::size_t k = free_.back();
           free_.pop_back();
@@ -100,6 +101,7 @@ class Checks {
     free_.reserve(slots);
     for (std::size_t k = slots; k-- > 0;) free_.push_back(k);
     flags_ = f;
+    TALLY_CUDA_CHECK(cudaGetDevice(&device_));
   }
 
   std::mutex mutex_;
@@ -108,6 +110,7 @@ class Checks {
   CheckRecord* host_records_ = nullptr;
   std::vector<std::size_t> free_;
   std::vector<Pending> pending_;
+  int device_ = 0;
 };
 
 Checks& checks() {

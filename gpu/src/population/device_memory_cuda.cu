@@ -127,6 +127,7 @@ class Staging {
     if (bytes > slot_bytes) return false;
     const std::lock_guard<std::mutex> lock(mutex_);
     if (!ready()) return false;
+    detail::require_same_device(device_, "pinned staging buffers of host-to-device copies");
     const std::size_t k = next_++ % slots;
     TALLY_CUDA_CHECK(cudaEventSynchronize(done_[k]));
     char* slot = base_ + k * slot_bytes;
@@ -154,6 +155,7 @@ class Staging {
       }
     }
     base_ = static_cast<char*>(p);
+    TALLY_CUDA_CHECK(cudaGetDevice(&device_));
     return true;
   }
   std::mutex mutex_;
@@ -161,6 +163,7 @@ class Staging {
   char* base_ = nullptr;
   cudaEvent_t done_[slots] = {};
   std::size_t next_ = 0;
+  int device_ = 0;
 };
 
 Staging& staging() {

@@ -13,7 +13,8 @@ namespace tally {
 /// \f[ \mu_{X+Y}(k) = \sum_j \mu_X(j)\, \mu_Y(k - j), \qquad lo_X + lo_Y \le k \le hi_X + hi_Y, \f]
 /// computed directly (never by FFT), on the GPU where that pays (tally::gpu::convolve). Log scales add.
 /// Error bound: \f$e_X + e_Y + e_X e_Y\f$ (convolution with a measure of mass M scales L1 distances by M).
-/// Throws overflow_error when lo_X + lo_Y or hi_X + hi_Y leaves int64.
+/// Throws overflow_error when lo_X + lo_Y or hi_X + hi_Y leaves int64, or, at once, when the convolution would run
+/// on the CPU and take more than 2^36 multiply-adds (tally::gpu::cpu_max_work: two operands of 2^18 entries).
 Pmf sum(const Pmf& x, const Pmf& y);
 
 /// Law of -X: the weights reversed over [-hi, -lo]. Throws overflow_error when -lo does not fit (lo = INT64_MIN).

@@ -14,7 +14,10 @@ namespace tally::gpu {
 /// then added. Throws tally::shape_error when p or q is empty or r has the wrong length.
 ///
 /// This is the one dispatch point: it runs the CUDA implementation where one is built, a device is present and
-/// the problem is large enough to pay for it, and the CPU reference (`cpu::convolve`) otherwise.
+/// the problem is large enough to pay for it, and the CPU reference (`cpu::convolve`) otherwise. On the CPU, more
+/// than cpu_max_work = 2^36 multiply-adds (m n: tens of seconds on one core, two operands of 2^18 entries) is
+/// refused at once with tally::overflow_error naming the sizes, instead of an apparent hang (a device takes them).
+inline constexpr double cpu_max_work = 68719476736.0;  // 2^36
 void convolve(std::span<const double> p, std::span<const double> q, std::span<double> r);
 void convolve(std::span<const float> p, std::span<const float> q, std::span<float> r);
 
