@@ -1,6 +1,4 @@
 // The launcher bootstrap of the NCCL communicator: rank 0's unique id shared through a file, one GPU per local rank.
-#include <cuda_runtime.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -54,12 +52,7 @@ std::shared_ptr<NcclCommunicator> LauncherBootstrap::nccl(int device, std::chron
     const std::vector<char> bytes = await_rendezvous(id_file_, id.size(), timeout);
     std::copy(bytes.begin(), bytes.end(), id.begin());
   }
-  if (device < 0) {
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
-      throw communicator_error("tally::runtime::LauncherBootstrap: no CUDA device for this rank");
-    device = static_cast<int>(local_rank_ % static_cast<std::size_t>(devices));
-  }
+  if (device < 0) device = detail::device_of_local_rank(local_rank_, "tally::runtime::LauncherBootstrap");
   return std::make_shared<NcclCommunicator>(id, rank_, size_, device);
 }
 

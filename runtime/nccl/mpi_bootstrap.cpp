@@ -1,5 +1,4 @@
 // The MPI bootstrap of the NCCL communicator: rank 0's unique id broadcast to every rank, one GPU per local rank.
-#include <cuda_runtime.h>
 // MPI's C API only (Open MPI and MPICH would otherwise pull in their deprecated C++ bindings)
 #define OMPI_SKIP_MPICXX 1
 #define MPICH_SKIP_MPICXX 1
@@ -43,12 +42,7 @@ std::shared_ptr<NcclCommunicator> MpiBootstrap::nccl(int device) const {
   NcclCommunicator::Id id{};
   if (rank_ == 0) id = NcclCommunicator::unique_id();
   check(MPI_Bcast(id.data(), static_cast<int>(id.size()), MPI_BYTE, 0, MPI_COMM_WORLD), "MPI_Bcast");
-  if (device < 0) {
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0)
-      throw communicator_error("tally::runtime::MpiBootstrap: no CUDA device for this rank");
-    device = static_cast<int>(local_rank_ % static_cast<std::size_t>(devices));
-  }
+  if (device < 0) device = detail::device_of_local_rank(local_rank_, "tally::runtime::MpiBootstrap");
   return std::make_shared<NcclCommunicator>(id, rank_, size_, device);
 }
 

@@ -41,6 +41,15 @@ struct NcclCommunicator::State {
   cudaStream_t stream = nullptr;
 };
 
+int detail::device_of_local_rank(std::size_t local_rank, const char* who) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    cudaGetLastError();
+    throw communicator_error(tally::detail::message(who, ": no CUDA device for this rank"));
+  }
+  return static_cast<int>(local_rank % static_cast<std::size_t>(devices));
+}
+
 NcclCommunicator::Id NcclCommunicator::unique_id() {
   static_assert(sizeof(ncclUniqueId) == sizeof(Id));
   ncclUniqueId id;

@@ -51,6 +51,12 @@ class NcclCommunicator final : public Communicator {
   int device_;
 };
 
+namespace detail {
+/// The CUDA device of a rank that is the local_rank-th of its host: local_rank modulo the visible devices
+/// (communicator_error naming `who` when there is none).
+int device_of_local_rank(std::size_t local_rank, const char* who);
+}  // namespace detail
+
 /// The launcher bootstrap, without MPI: a launcher (scripts/launch-local G program args..., one host) starts the
 /// ranks with TALLY_RANK, TALLY_WORLD_SIZE, TALLY_LOCAL_RANK (default: TALLY_RANK) and TALLY_NCCL_ID_FILE set. Rank 0
 /// draws NCCL's unique id and publishes it in that file (publish_rendezvous, communicator.hpp: written aside, then
