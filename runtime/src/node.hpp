@@ -113,6 +113,9 @@ struct Context : Place {
 ///  - a *realized* node owns nothing and is owned by its initialized children (which read its value) and by
 ///    handles;
 ///  - after an observed sum ties Y = a X + c, X owns Y (`tied`) and Y points back with a raw pointer (`tied_to`);
+///  - a Beta that waits for a count X after an observed Binomial(X, rho) (beta_thinning.cpp) owns X and the observed
+///    node (ContinuousState::mixture_count, mixture_observed); nothing that X owns reaches a continuous node
+///    (marginalized nodes own only their M-path child, tie and joint group, all discrete), so no cycle forms;
 ///  - coupled marginalized variables kept in one joint law (joint_node.hpp) each own the law's JointGroup
 ///    (`group`), which holds them only weakly; such a member owns nothing else (no parents, no M-path child), and a
 ///    member that dies is summed out of the law.

@@ -18,6 +18,8 @@ using namespace tally::test;
 namespace {
 constexpr double ninf = -std::numeric_limits<double>::infinity();
 constexpr double a0 = 2.0, b0 = 3.0;  // rho ~ Beta(a0, b0)
+// Every graph here is Device::cpu: the exact path is the host's (a CUDA graph realizes x when the child is made, also
+// under TALLY_GRAPH_DEVICE=cuda, which moves automatic graphs only).
 
 /// NegativeBinomial(r, p) on [0, kmax] in 50 digits: Gamma(k + r) / (k! Gamma(r)) p^r (1 - p)^k.
 Law negative_binomial_law(double r, double p, std::int64_t kmax) {
@@ -68,7 +70,7 @@ TEST_CASE("Binomial(X, rho) observed: exact evidence and posterior of X, nothing
     for (std::int64_t y : {0, 2, 5, 9}) {
       INFO("prior " << which << ", y = " << y);
       const Joint joint = observed_joint(prior, y, a0, b0);
-      Graph g(1, 7);
+      Graph g(1, 7, Device::cpu);
       g.strict(true);  // the observation is exact: no fallback, nothing refused
       const Variable x = assume_prior(g, which);
       const Continuous rho = g.assume(Beta(a0, b0));
@@ -80,7 +82,7 @@ TEST_CASE("Binomial(X, rho) observed: exact evidence and posterior of X, nothing
     }
   }
   SECTION("per-particle observations, one impossible") {
-    Graph g(3, 7);
+    Graph g(3, 7, Device::cpu);
     const Variable x = g.assume(Binomial(12, 0.4));
     const Continuous rho = g.assume(Beta(a0, b0));
     const std::vector<double> ll = g.observe(g.binomial(x, rho), std::vector<std::int64_t>{1, 4, 13});
@@ -104,7 +106,7 @@ TEST_CASE("Binomial(X, rho): rho needed later draws X from its exact posterior, 
     constexpr std::size_t P = 20000;
     constexpr std::int64_t y = 2;
     const Joint joint = observed_joint(poisson_law(3.0, 200), y, a0, b0);
-    Graph g(P, 11);
+    Graph g(P, 11, Device::cpu);
     const Variable x = g.assume(Poisson(3.0));
     const Continuous rho = g.assume(Beta(a0, b0));
     g.name(x, "x");
@@ -156,7 +158,7 @@ TEST_CASE("Binomial(X, rho) then Binomial(m, rho): exact first evidence, unbiase
       total += p;
     }
     const double want = static_cast<double>(evidence2 / total);
-    Graph g(P, 5);
+    Graph g(P, 5, Device::cpu);
     const Variable x = g.assume(Binomial(12, 0.4));
     const Continuous rho = g.assume(Beta(a0, b0));
     const Observation o1 = g.observe(g.binomial(x, rho), y1);
@@ -186,7 +188,7 @@ TEST_CASE("Binomial(X, rho): resampling moves the waiting observation; other use
           "[runtime][beta_binomial]") {
   const auto live = Graph::live_nodes();
   SECTION("resampling before rho is needed") {
-    Graph g(3, 3);
+    Graph g(3, 3, Device::cpu);
     const Variable x = g.assume(Binomial(10, 0.5));
     const Continuous rho = g.assume(Beta(a0, b0));
     const std::vector<std::int64_t> ys{0, 1, 3};
@@ -201,8 +203,57 @@ TEST_CASE("Binomial(X, rho): resampling moves the waiting observation; other use
       CHECK(params[i].beta == b0 + static_cast<double>(xs[i]) - y);
     }
   }
+  SECTION("while rho waits, its new counts touch x; a sum of x and a count of rho draws x first") {
+    Graph g(1, 9, Device::cpu);
+    const Variable x = g.assume(Binomial(10, 0.5));
+    const Continuous rho = g.assume(Beta(a0, b0));
+    const Variable c = g.binomial(5, rho);
+    const Variable w = g.assume(Binomial(3, 0.5));
+    g.observe(g.binomial(x, rho), 2);
+    CHECK(g.touches({c, w}, {x}) == std::vector<std::vector<std::size_t>>{{0}, {}});
+    const Variable z = g.add(x, c);
+    const Pmf law = g.marginal(z)[0];  // x drawn (mixture_resolved), then z = x + BetaBinomial(5, a + 2, b + x - 2)
+    REQUIRE(g.pending_samplings().size() == 1);
+    CHECK(g.pending_samplings()[0].reason == Fallback::mixture_resolved);
+    const std::int64_t xv = g.value(x)[0];
+    Law want;
+    for (std::int64_t k = 0; k <= 5; ++k) want[xv + k] = exp_big(log_beta_binomial(5, k, a0 + 2, b0 + static_cast<double>(xv - 2)));
+    require_law_close(law, want, 1e-10);
+  }
+  SECTION("x observed later: exact evidence P(x = v | y), and rho gets Beta(a + y, b + v - y) with nothing drawn") {
+    constexpr std::int64_t y = 2, v = 5;
+    const Joint joint = observed_joint(poisson_law(3.0, 120), y, a0, b0);
+    Graph g(1, 9, Device::cpu);
+    g.strict(true);
+    const Variable x = g.assume(Poisson(3.0));
+    const Continuous rho = g.assume(Beta(a0, b0));
+    g.observe(g.binomial(x, rho), y);
+    const Observation o = g.observe(x, v);
+    CHECK(o.exact());
+    require_log_prob(o[0], posterior(joint, 0, [](const Assignment&) { return true; }).at(v), 1e-10);
+    const auto params = g.beta(rho);  // strict mode: nothing to draw
+    CHECK((params[0].alpha == a0 + y && params[0].beta == b0 + (v - y)));
+    CHECK(g.pending_samplings().empty());
+  }
+  SECTION("a second Binomial(x2, rho) observation draws x first, then conditions x2 exactly") {
+    Graph g(1, 9, Device::cpu);
+    const Variable x = g.assume(Binomial(10, 0.5));
+    const Variable x2 = g.assume(Binomial(8, 0.5));
+    const Continuous rho = g.assume(Beta(a0, b0));
+    g.name(x, "x");
+    g.observe(g.binomial(x, rho), 3);
+    const Observation o = g.observe(g.binomial(x2, rho), 4);
+    REQUIRE(o.exactness().sampled.size() == 1);
+    CHECK(o.exactness().sampled[0].variable == "x");
+    CHECK(o.exactness().sampled[0].reason == Fallback::mixture_resolved);
+    // given x: P(y2 = 4) = sum_x2 Binomial(x2; 8, .5) BetaBinomial(4; x2, a + 3, b + x - 3)
+    const std::int64_t xv = g.value(x)[0];
+    const Joint second = observed_joint(binomial_law(8, 0.5), 4, a0 + 3, b0 + static_cast<double>(xv - 3));
+    require_log_prob(o[0], probability(second, [](const Assignment&) { return true; }), 1e-10);
+    require_law_close(g.marginal(x2)[0], posterior(second, 0, [](const Assignment&) { return true; }), 1e-10);
+  }
   SECTION("a value of Binomial(X, rho) that is not observed realizes X first (parent_realized)") {
-    Graph g(4, 3);
+    Graph g(4, 3, Device::cpu);
     const Variable x = g.assume(Binomial(10, 0.5));
     const Continuous rho = g.assume(Beta(a0, b0));
     const Variable y = g.binomial(x, rho);
@@ -213,7 +264,7 @@ TEST_CASE("Binomial(X, rho): resampling moves the waiting observation; other use
     CHECK(g.pending_samplings()[0].reason == Fallback::parent_realized);
   }
   SECTION("X a count of rho itself: not independent of rho, X is realized first") {
-    Graph g(1, 3);
+    Graph g(1, 3, Device::cpu);
     const Continuous rho = g.assume(Beta(a0, b0));
     const Variable x = g.binomial(8, rho);
     g.name(x, "x");
@@ -229,7 +280,7 @@ TEST_CASE("Binomial(X, rho): resampling moves the waiting observation; other use
     else CHECK(std::abs(o[0] - want) < 1e-12);
   }
   SECTION("bad input: errors leave the graph usable") {
-    Graph g(2, 3);
+    Graph g(2, 3, Device::cpu);
     const Variable x = g.affine(g.assume(Binomial(4, 0.5)), 1, -2);  // support [-2, 2]: not a count
     const Continuous rho = g.assume(Beta(a0, b0));
     const Continuous lambda = g.assume(Gamma(2.0, 1.0));
