@@ -16,14 +16,16 @@ bool observe_beta_thinning(Node& n, const Values& v, LogLikelihood& ll) {
   const std::shared_ptr<Node> x = n.parents[0], rho = n.parents[1];
   if (ctx.device()) return false;  // the per-particle beta-binomial conditioning runs on host laws only
   graft(*rho);                     // a mixture it waited on is resolved first; its M-path pruned
-  if (rho->state != State::marginalized) return false;
   graft(*x);
   if (x->state != State::marginalized || x->group || x->tied_to || x->tied || x->mchild) return false;
+  const bool known = rho->state == State::realized;  // then Y | X = x ~ Binomial(x, rho_i): a plain thinning
   const auto ancestors = uninstantiated_ancestors(*x);  // X must not depend on rho (a count of rho, say)
-  if (std::find(ancestors.begin(), ancestors.end(), rho.get()) != ancestors.end()) return false;
+  if (!known && std::find(ancestors.begin(), ancestors.end(), rho.get()) != ancestors.end()) return false;
   auto& s = *rho->continuous;
   const Laws& laws = law(*x);
-  const std::vector<double> a = s.params.a.to_host(), b = s.params.b.to_host();
+  // a, b: rho's Beta parameters; known: a = rho_i and b unused
+  const std::vector<double> a = known ? s.scalar.to_host() : s.params.a.to_host();
+  const std::vector<double> b = known ? a : s.params.b.to_host();
   const std::vector<std::int64_t> y = to_vector(v);
   // computed aside (a count whose support starts below 0 is refused here, before anything changes)
   std::vector<double> add(ctx.particles);
@@ -35,7 +37,8 @@ bool observe_beta_thinning(Node& n, const Values& v, LogLikelihood& ll) {
   std::optional<Pmf> last_posterior;
   auto posterior = Batch<Pmf>::make(ctx.particles, [&](std::size_t i) {
     if (last == ctx.particles || !same_inputs(i, last)) {
-      Conditioned c = condition_on_beta_thinning(laws.host[i], a[i], b[i], y[i]);
+      Conditioned c = known ? condition(laws.host[i], Thinning(a[i]), y[i])
+                            : condition_on_beta_thinning(laws.host[i], a[i], b[i], y[i]);
       add[i] = c.log_likelihood;
       error = std::max(error, c.log_likelihood_error);
       last_posterior = c.posterior ? std::move(*c.posterior) : laws.host[i];  // impossible: the weight says so
@@ -52,6 +55,7 @@ bool observe_beta_thinning(Node& n, const Values& v, LogLikelihood& ll) {
   n.parents = {};
   n.value = v;
   n.state = State::realized;
+  if (known) return true;  // rho known: nothing waits
   s.mixture_count = x;  // rho | X = x, Y = y ~ Beta(a + y, b + x - y): applied by resolve_mixture
   s.mixture_observed = n.shared_from_this();
   return true;

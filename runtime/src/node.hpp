@@ -211,11 +211,12 @@ void fallback(Node& n, Fallback reason);
 std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values);
 
 // ---- Binomial(X, rho) with a random count X and a Beta rho (beta_thinning.cpp) ---------------------------------
-/// Observes an initialized BetaThinning node n = v exactly when it can: a host graph, rho a marginalized Beta, X
-/// (grafted here) a marginalized count with no joint law, tie or marginalized child, not depending on rho. Then
-/// each particle's law of X is multiplied by BetaBinomial(v_i; x, a_i, b_i), log sum_x p(x) BetaBinomial(v_i; x,
-/// a_i, b_i) is added to ll, n is realized at v and rho waits for X (ContinuousState::mixture_count). Returns false,
-/// having changed nothing but the grafting of rho and X, when it cannot.
+/// Observes an initialized BetaThinning node n = v exactly when it can: a host graph, X (grafted here) a
+/// marginalized count with no joint law, tie or marginalized child, and rho a marginalized Beta that X does not
+/// depend on, or a realized rho. Then each particle's law of X is multiplied by BetaBinomial(v_i; x, a_i, b_i)
+/// (realized rho: Binomial(v_i; x, rho_i)), log sum_x p(x) times that likelihood is added to ll, n is realized at v
+/// and a marginalized rho waits for X (ContinuousState::mixture_count). Returns false, having changed nothing but
+/// the grafting of rho and X, when it cannot.
 bool observe_beta_thinning(Node& n, const Values& v, LogLikelihood& ll);
 /// An initialized BetaThinning node about to be grafted (or observed where the exact path does not apply): X is
 /// realized (Fallback::parent_realized if it was not), and n becomes the CountChild Binomial(x, rho).

@@ -252,6 +252,25 @@ TEST_CASE("Binomial(X, rho): resampling moves the waiting observation; other use
     require_log_prob(o[0], probability(second, [](const Assignment&) { return true; }), 1e-10);
     require_law_close(g.marginal(x2)[0], posterior(second, 0, [](const Assignment&) { return true; }), 1e-10);
   }
+  SECTION("rho realized before the observation: x conditioned under Binomial(y; x, rho), exactly") {
+    Graph g(2, 9, Device::cpu);
+    g.strict(true);
+    const Variable x = g.assume(Binomial(12, 0.4));
+    const Continuous rho = g.assume(Beta(a0, b0));
+    const std::vector<double> r = g.scalar_value(rho);
+    const Observation o = g.observe(g.binomial(x, rho), 3);
+    CHECK(o.exact());
+    const auto marginals = g.marginal(x);
+    for (std::size_t i = 0; i < 2; ++i) {
+      const double ri = r[i];
+      const Joint joint = enumerate({[](const Assignment&) { return binomial_law(12, 0.4); },
+                                     [ri](const Assignment& s) {
+                                       return s[0] < 3 ? Law{} : Law{{3, exp_big(log_binomial(s[0], 3, big(ri)))}};
+                                     }});
+      require_log_prob(o[i], probability(joint, [](const Assignment&) { return true; }), 1e-10);
+      require_law_close(marginals[i], posterior(joint, 0, [](const Assignment&) { return true; }), 1e-10);
+    }
+  }
   SECTION("a value of Binomial(X, rho) that is not observed realizes X first (parent_realized)") {
     Graph g(4, 3, Device::cpu);
     const Variable x = g.assume(Binomial(10, 0.5));
