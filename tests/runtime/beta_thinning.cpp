@@ -217,7 +217,8 @@ TEST_CASE("Binomial(X, rho): resampling moves the waiting observation; other use
     CHECK(g.pending_samplings()[0].reason == Fallback::mixture_resolved);
     const std::int64_t xv = g.value(x)[0];
     Law want;
-    for (std::int64_t k = 0; k <= 5; ++k) want[xv + k] = exp_big(log_beta_binomial(5, k, a0 + 2, b0 + static_cast<double>(xv - 2)));
+    for (std::int64_t k = 0; k <= 5; ++k)
+      want[xv + k] = exp_big(log_beta_binomial(5, k, a0 + 2, b0 + static_cast<double>(xv - 2)));
     require_law_close(law, want, 1e-10);
   }
   SECTION("x observed later: exact evidence P(x = v | y), and rho gets Beta(a + y, b + v - y) with nothing drawn") {

@@ -295,15 +295,14 @@ class Graph {
   ///   x, ...: then nothing is reported), and rho's parameters become Beta(a_i + v_i, b_i + x_i - v_i). The pair
   ///   (x, rho) so drawn has the exact joint posterior; an observation that needed rho (a second Binomial(n, rho),
   ///   say) is then exact given that draw of x, as after any fallback. A resampling moves the waiting state (x's
-  ///   laws and v) with the particles and draws nothing. While rho waits, touches() counts x as depending on rho.
-  ///   A realized rho (drawn before the observation) needs no waiting: x is conditioned under Binomial(v_i; x,
-  ///   rho_i), exactly, and nothing waits.
-  ///   A count x whose support starts below 0 is refused by the observation (domain_error, before x's law
-  ///   or the log-weights change).
-  /// - otherwise, and for any other use of y (its value, its law, a child of y, a sum), x is realized first
-  ///   (Fallback::parent_realized, refused in strict mode) when it is not, and y is the count Binomial(x_i, rho) of
-  ///   rho, as before: x in a joint law or tied, x depending on rho. A CUDA graph (whose laws live
-  ///   on the device, where the beta-binomial conditioning is not written) realizes x when y is made, as before.
+  ///   laws and v) with the particles and draws nothing. While rho waits, touches() has it depend on x (a new
+  ///   count of rho touches x). A realized rho (drawn before the observation) needs no waiting: x is conditioned
+  ///   under Binomial(v_i; x, rho_i), exactly. A count x whose support starts below 0 is refused by the
+  ///   observation (domain_error, before x's law or the log-weights change).
+  /// - otherwise (x in a joint law or tied, x depending on rho), and for any other use of y (its value, its law, a
+  ///   child of y, a sum), x is realized first (Fallback::parent_realized, refused in strict mode) when it is not,
+  ///   and y is the count Binomial(x_i, rho) of rho, as before. A CUDA graph (whose laws live on the device, where
+  ///   the beta-binomial conditioning is not written) realizes x when y is made, as before.
   Variable binomial(const Variable& x, const Continuous& rho);
   /// a x + c (a != 0), and x + y, x - y.
   Variable affine(const Variable& x, std::int64_t a, std::int64_t c);
