@@ -7,6 +7,7 @@
 
 #include "parent_checks.hpp"
 #include "tally/distributions/algebra.hpp"
+#include "tally/distributions/beta_binomial.hpp"
 #include "tally/distributions/log_pmf.hpp"
 #include "tally/error.hpp"
 
@@ -129,6 +130,17 @@ Conditioned condition(const Pmf& x, const IndexedPoisson& k, std::int64_t y) {
   detail::require_states(x, k.rates.size(), "tally::condition(IndexedPoisson)");
   Eigen::VectorXd ll(x.size());
   for (Eigen::Index i = 0; i < x.size(); ++i) ll[i] = log_poisson_pmf(y, k.rates[x.lo() + i]);
+  return reweight(x, ll);
+}
+
+Conditioned condition_on_beta_thinning(const Pmf& x, double alpha, double beta, std::int64_t y) {
+  detail::require_count(x, "tally::condition_on_beta_thinning");
+  Eigen::VectorXd ll(x.size());
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    const std::int64_t n = x.lo() + i;
+    // the beta-binomial's mass (<= 1, as reweight needs); BetaBinomial checks alpha and beta
+    ll[i] = y < 0 || y > n ? neg_inf : log_pdf(BetaBinomial(n, alpha, beta), y);
+  }
   return reweight(x, ll);
 }
 

@@ -76,6 +76,7 @@ void bind_graph(py::module_& m) {
       .value("pruned", runtime::Fallback::pruned)
       .value("parent_realized", runtime::Fallback::parent_realized)
       .value("joint_limit", runtime::Fallback::joint_limit)
+      .value("mixture_resolved", runtime::Fallback::mixture_resolved)
       .def("describe", [](runtime::Fallback f) { return std::string(runtime::to_string(f)); });
   py::enum_<runtime::DependenceMethod>(m, "DependenceMethod")
       .value("automatic", runtime::DependenceMethod::automatic)

@@ -76,6 +76,7 @@ void marginalize(Node& n) {
                  },
                  [&](ContinuousRoot&) {},  // created marginalized
                  [&](SelectedChild&) {},   // always joined (join returns true for it)
+                 [&](BetaThinning&) {},    // made a CountChild before it is grafted (make_count_child)
                  [&](CountChild& c) {
                    Node& rho = *n.parents[0];
                    n.marginal = count_laws(ctx, c, rho);
@@ -120,6 +121,7 @@ void condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
   std::visit(
       overloaded{
           [&](DiscreteRoot&) {}, [&](ContinuousRoot&) {}, [&](PerParticleBinomial&) {}, [&](SelectedChild&) {},
+          [&](BetaThinning&) {},
           [&](DiscreteChild& c) {
             if (Node* x = n.mparents[0]) {
               x->marginal = condition(ctx, law(*x), c.law, v, sink());
@@ -295,6 +297,7 @@ void graft(Node& root) {
     // a node may change state while its parents are grafted (pruning can realize or tie it): check every time
     if (v->state == State::realized) continue;
     if (v->state == State::marginalized) {
+      resolve_mixture(*v);  // a Beta waiting for a count's value gets it first
       if (requester == nullptr)
         prune(*v);
       else
@@ -302,6 +305,7 @@ void graft(Node& root) {
       continue;
     }
     if (!expanded) {
+      if (std::holds_alternative<BetaThinning>(v->kind)) make_count_child(*v);  // kept only while unobserved
       prepare_sum(*v);
       if (std::holds_alternative<Sum>(v->kind)) {
         // operands with a common uninstantiated ancestor: that ancestor is drawn first (before grafting the
@@ -411,6 +415,7 @@ void sample(Node& n) {
 }
 
 void sample_continuous(Node& n) {
+  resolve_mixture(n);
   prune(n);
   draw_continuous(*n.context, n);
   n.state = State::realized;
@@ -430,6 +435,11 @@ std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values) {
     for (const auto& p : n.more_parents) graft(*p);
     observe_joint_child(n, values, ll);
     return done();
+  }
+  if (n.state == State::initialized && std::holds_alternative<BetaThinning>(n.kind)) {
+    // Binomial(X, rho): X conditioned exactly where it can be; otherwise X is realized and n is a count of rho
+    if (observe_beta_thinning(n, values, ll)) return done();
+    make_count_child(n);
   }
   if (n.state == State::initialized &&
       (std::holds_alternative<CountChild>(n.kind) || std::holds_alternative<DiscreteChild>(n.kind))) {

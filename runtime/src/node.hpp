@@ -69,8 +69,13 @@ struct SelectedChild {
   double scale = 1.0;     // a of Poisson(a R_S)
   Eigen::VectorXd keep;   // q_0, ..., q_{K-1} of Binomial(X, q_S)
 };
+/// Binomial(X, rho) with a random count X (parents[0]) and a Beta rho (parents[1]) (beta_thinning.cpp): observed
+/// while X is marginalized, X is conditioned under BetaBinomial(y; x, a, b) and rho waits for X's value
+/// (ContinuousState::mixture_count); grafted for any other use, X is realized first and the node becomes a
+/// CountChild.
+struct BetaThinning {};
 using Kind = std::variant<DiscreteRoot, DiscreteChild, PerParticleBinomial, Sum, JointSum, ContinuousRoot, CountChild,
-                          SelectedChild>;
+                          SelectedChild, BetaThinning>;
 
 enum class State { initialized, marginalized, realized };
 
@@ -108,6 +113,9 @@ struct Context : Place {
 ///  - a *realized* node owns nothing and is owned by its initialized children (which read its value) and by
 ///    handles;
 ///  - after an observed sum ties Y = a X + c, X owns Y (`tied`) and Y points back with a raw pointer (`tied_to`);
+///  - a Beta that waits for a count X after an observed Binomial(X, rho) (beta_thinning.cpp) owns X and the observed
+///    node (ContinuousState::mixture_count, mixture_observed); nothing that X owns reaches a continuous node
+///    (marginalized nodes own only their M-path child, tie and joint group, all discrete), so no cycle forms;
 ///  - coupled marginalized variables kept in one joint law (joint_node.hpp) each own the law's JointGroup
 ///    (`group`), which holds them only weakly; such a member owns nothing else (no parents, no M-path child), and a
 ///    member that dies is summed out of the law.
@@ -150,6 +158,11 @@ class Node : public std::enable_shared_from_this<Node> {
     Params params;                 // the posterior parameters while marginalized (one family used)
     gpu::Column<double> scalar;    // realized Beta or Gamma
     Batch<Eigen::VectorXd> vector; // realized Dirichlet
+    /// A Beta whose posterior is a mixture over a count X after an observed y ~ Binomial(X, rho): params are the
+    /// Beta before that observation, and rho | X = x ~ Beta(a + y, b + x - y). Owning: X (mixture_count) and the
+    /// observed node (mixture_observed, realized: its values are y, moved with the particles when resampling).
+    /// resolve_mixture() draws X (if not realized) and applies the update when rho is next needed.
+    std::shared_ptr<Node> mixture_count, mixture_observed;
   };
   std::unique_ptr<ContinuousState> continuous;
   /// Sum nodes only: the operands' laws when the sum was marginalized (so a dropped operand does not matter).
@@ -197,6 +210,22 @@ void fallback(Node& n, Fallback reason);
 /// the largest error bound of the laws they were read from.
 std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values);
 
+// ---- Binomial(X, rho) with a random count X and a Beta rho (beta_thinning.cpp) ---------------------------------
+/// Observes an initialized BetaThinning node n = v exactly when it can: a host graph, X (grafted here) a
+/// marginalized count with no joint law, tie or marginalized child, and rho a marginalized Beta that X does not
+/// depend on, or a realized rho. Then each particle's law of X is multiplied by BetaBinomial(v_i; x, a_i, b_i)
+/// (realized rho: Binomial(v_i; x, rho_i)), log sum_x p(x) times that likelihood is added to ll, n is realized at v
+/// and a marginalized rho waits for X (ContinuousState::mixture_count). Returns false, having changed nothing but
+/// the grafting of rho and X, when it cannot.
+bool observe_beta_thinning(Node& n, const Values& v, LogLikelihood& ll);
+/// An initialized BetaThinning node about to be grafted (or observed where the exact path does not apply): X is
+/// realized (Fallback::parent_realized if it was not), and n becomes the CountChild Binomial(x, rho).
+void make_count_child(Node& n);
+/// rho is needed (grafted, drawn): if it waits for a count X, X is drawn from its exact posterior (a
+/// Fallback::mixture_resolved, refused in strict mode before anything changes) unless it is realized, and rho's
+/// parameters become Beta(a + y, b + x - y).
+void resolve_mixture(Node& rho);
+
 // ---- Reachability (reachability.cpp) --------------------------------------------------------------------------
 /// Calls f(u) for every node u that n's law depends on directly: its owning parents (while initialized), its raw
 /// mparents (while marginalized), tied_to (a node fixed by an observed sum) and, for a member of a joint law, the
@@ -216,6 +245,7 @@ void for_each_dependence_edge(const Node& n, F&& f) {
   for (Node* p : n.mparents)
     if (p) f(p);
   if (n.tied_to) f(n.tied_to);
+  if (n.continuous && n.continuous->mixture_count) f(n.continuous->mixture_count.get());
 }
 /// The non-realized nodes that n depends on: n and every node reachable through parents, mparents and tied_to.
 std::vector<Node*> uninstantiated_ancestors(Node& n);

@@ -11,6 +11,7 @@ const char* to_string(Fallback f) {
     case Fallback::pruned: return "pruned: its parent took another child";
     case Fallback::parent_realized: return "a parameter that had to be realized";
     case Fallback::joint_limit: return "beyond the joint laws' limit";
+    case Fallback::mixture_resolved: return "a count drawn so that a Beta's posterior is one Beta again";
   }
   return "?";
 }

@@ -46,6 +46,9 @@ Node::~Node() {
     if (*owned) graveyard->push_back(std::move(*owned));
   for (auto& owned : more_parents)
     if (owned) graveyard->push_back(std::move(owned));
+  if (continuous)
+    for (auto* owned : {&continuous->mixture_count, &continuous->mixture_observed})
+      if (*owned) graveyard->push_back(std::move(*owned));
   if (outermost) {
     while (!pending.empty()) {
       std::shared_ptr<Node> next = std::move(pending.back());

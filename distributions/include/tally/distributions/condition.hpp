@@ -44,4 +44,12 @@ Conditioned condition(const Pmf& x, const ScaledPoisson& k, std::int64_t y);
 Conditioned condition(const Pmf& x, const MarkovStep& k, std::int64_t y);
 Conditioned condition(const Pmf& x, const IndexedPoisson& k, std::int64_t y);
 
+/// X given Y = y for Y | X ~ Binomial(X, rho) with rho ~ Beta(alpha, beta) integrated out, that is
+/// Y | X = x ~ BetaBinomial(x, alpha, beta):
+/// \f[ P(X = x \mid Y = y) \propto \mu_X(x) \binom{x}{y} \frac{B(\alpha + y, \beta + x - y)}{B(\alpha, \beta)}, \f]
+/// zero for x < y; log_likelihood is \f$\log \sum_x \mu_X(x) \, \mathrm{BetaBinomial}(y; x, \alpha, \beta)\f$.
+/// The parent must be a count (domain_error when its support starts below 0); alpha, beta finite and > 0
+/// (domain_error).
+Conditioned condition_on_beta_thinning(const Pmf& x, double alpha, double beta, std::int64_t y);
+
 }  // namespace tally

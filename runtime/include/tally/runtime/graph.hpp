@@ -149,7 +149,8 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// posteriors first and reported (Fallback::joint_limit), as is a variable inside a marginalized chain (one with a
 /// marginalized parent) that would have to join one. Joint laws live on the host, for a CUDA graph too (their
 /// inputs are copied to the host, their marginals and draws back to the device): the same results, host speed.
-/// Binomial(x, rho) with rho a Beta variable stays as below: x is realized first (a reported parent_realized).
+/// Binomial(x, rho) with rho a Beta variable is not a joint law: observed, it conditions x exactly and rho waits for
+/// x's value (see binomial(x, rho) below).
 /// Every sampling the runtime does on its own (Fallback) is reported by the next observation's exactness(): while
 /// that observation computes, or before it (a marginal(), value() or beta() that had to prune a marginalized child
 /// draws it; the observation that follows lists it first). Strict mode refuses each of them at once (marginal()
@@ -173,7 +174,8 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 ///   inexact_error, raised before the fallback would sample.
 /// - *Basic* (the graph stays usable, its invariants hold and nothing leaks; work already done is kept): observe,
 ///   value, values, realize, summarize, marginal, value / scalar_value / beta / gamma / dirichlet of a conjugate
-///   parameter, and binomial(x, p) and binomial(x, rho), which realize x first when it is not. Operations on joint laws compute each new table aside and commit
+///   parameter, and binomial(x, p) and binomial(x, rho), which realize x first when it is not (binomial(x, rho)
+///   on a host graph realizes nothing when it is made: the strong guarantee). Operations on joint laws compute each new table aside and commit
 ///   it at once, so a failure leaves each joint law as it was (two laws merged into one, exactly, may stay merged).
 ///   These graft, marginalize and realize nodes along a path before the step that may fail (a child law
 ///   that does not fit its parent's support, a law past max_size, a device allocation): the nodes already moved
@@ -277,11 +279,30 @@ class Graph {
   /// node reads nothing back.
   Variable binomial(const Variable& x, const std::vector<double>& p);
   Variable binomial(const Variable& x, gpu::Column<double> p);
-  /// Binomial(x, rho) with rho a Beta variable: x is realized first (Fallback::parent_realized, refused in strict
-  /// mode) when it is not. It is not kept in a joint law: given an observed y, x's posterior is exact under
-  /// BetaBinomial(y; x, a, b), but rho's is a mixture of Beta(a + y, b + x - y) over x, which no conjugate state
-  /// holds; the exact way (condition x at once, realize x from its posterior only when rho is asked for) is not
-  /// built yet.
+  /// y ~ Binomial(x, rho) with rho a Beta variable (usage_error for another family) and x a random count.
+  /// On a host graph (Device::cpu) with x not realized, y is recorded and x is left as it is, and:
+  /// - observe(y, v) (v per particle or one for all) is exact when, after grafting, rho is a marginalized Beta(a_i,
+  ///   b_i) and x a marginalized count with no joint law, no tie by an observed sum and no marginalized child (its
+  ///   M-path is pruned first, as for any new child), that does not depend on rho (x is not a count of rho, nor
+  ///   below one). Each particle's law of x is multiplied by the beta-binomial likelihood (rho integrated out)
+  ///   \f$\ell(x) = \binom{x}{v_i} B(a_i + v_i, b_i + x - v_i) / B(a_i, b_i)\f$ (zero for x < v_i), and
+  ///   \f$\log \sum_x p_i(x) \ell(x)\f$ is the log-likelihood: the observation reports nothing sampled (strict mode
+  ///   allows it). x's law is then its exact posterior, and rho's posterior is the mixture over x of Beta(a_i + v_i,
+  ///   b_i + x - v_i), which no conjugate state holds: rho *waits for x*. Nothing is drawn until rho is needed: its
+  ///   value, its parameters (beta()), a new child's law or observation, a sum or joint law that reaches it. Then x
+  ///   is drawn from its exact posterior (Fallback::mixture_resolved, reported by the next observation, refused
+  ///   in strict mode before anything is drawn) unless it was realized meanwhile (by value(x), an observation of
+  ///   x, ...: then nothing is reported), and rho's parameters become Beta(a_i + v_i, b_i + x_i - v_i). The pair
+  ///   (x, rho) so drawn has the exact joint posterior; an observation that needed rho (a second Binomial(n, rho),
+  ///   say) is then exact given that draw of x, as after any fallback. A resampling moves the waiting state (x's
+  ///   laws and v) with the particles and draws nothing. While rho waits, touches() has it depend on x (a new
+  ///   count of rho touches x). A realized rho (drawn before the observation) needs no waiting: x is conditioned
+  ///   under Binomial(v_i; x, rho_i), exactly. A count x whose support starts below 0 is refused by the
+  ///   observation (domain_error, before x's law or the log-weights change).
+  /// - otherwise (x in a joint law or tied, x depending on rho), and for any other use of y (its value, its law, a
+  ///   child of y, a sum), x is realized first (Fallback::parent_realized, refused in strict mode) when it is not,
+  ///   and y is the count Binomial(x_i, rho) of rho, as before. A CUDA graph (whose laws live on the device, where
+  ///   the beta-binomial conditioning is not written) realizes x when y is made, as before.
   Variable binomial(const Variable& x, const Continuous& rho);
   /// a x + c (a != 0), and x + y, x - y.
   Variable affine(const Variable& x, std::int64_t a, std::int64_t c);

@@ -26,6 +26,10 @@ enum class Fallback {
   /// inside a marginalized chain (it has a marginalized parent) that a joint law does not take over: the variable
   /// was drawn from its exact posterior so that the others go on without it.
   joint_limit,
+  /// A Beta variable rho whose posterior is a mixture over a count X (after an observed y ~ Binomial(X, rho):
+  /// rho | X = x ~ Beta(a + y, b + x - y)) was needed (its value, its parameters, a new child): X was drawn from its
+  /// exact posterior, so that rho's posterior is the Beta of that draw.
+  mixture_resolved,
 };
 
 /// The name of a fallback, as in the messages ("shared ancestor", ...).
