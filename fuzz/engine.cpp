@@ -150,6 +150,7 @@ Outcome apply(int op, FuzzedDataProvider& in, Run& r, Graph& other, std::size_t 
     case 3: {  // observe
       const Variable& x = var();
       const std::int64_t v = in.ConsumeIntegralInRange<std::int64_t>(-3, 60);
+      if (tracing(particles)) std::fprintf(stderr, "  observe %s at %lld\n", name_of(x, r.vars).c_str(), static_cast<long long>(v));
       run_op("observe", [&] {
         const Observation o = g.observe(x, v);
         fuzz::require(o.size() == particles, "an observation has the wrong number of particles");

@@ -250,6 +250,7 @@ bool join_joint_sum(Node& z, const JointSum& j) {
     return false;  // Y on an M-path of its own: the ordinary way
   std::vector<std::shared_ptr<Node>> held{z.parents[0]};
   if (y_form == joins) held.push_back(y->parents[0]);
+  const bool standalone = !x.group;  // then couple() gives X a group of its own, undone if the join fails
   const auto g = couple({&x});
   const int a = axis_of(*g, x);
   // X's references: held, z.parents and (when Y joins) Y's parents
@@ -261,25 +262,39 @@ bool join_joint_sum(Node& z, const JointSum& j) {
   if (y_form == member) y_axis = axis_of(*g, *y);
   std::vector<std::int64_t> y_values;
   if (y_form == realized) y_values = to_vector(y->value);
-  auto laws = compute(ctx, [&](std::size_t i) {
-    const JointPmf& d = *g->laws[i];
-    if (split_in_place) {  // X - Y in place of X, Y appended
-      if (double(d.size()) * double(d.hi(a) + 1) > double(t.max_size)) throw over_budget{};
-      return detail::split_in_place(d, a, thinning->keep);
+  // A failure (a table past max_size in some particle: over_budget, then the ordinary JointSum) leaves X as it
+  // was: a group of its own left behind would hold X's law, and the ordinary JointSum's conditioning of X (which
+  // sets X.marginal) would be lost (fuzz/corpus/engine/regress-p1p8-jointsum-408018b8d4)
+  auto laws = [&] {
+    try {
+      return compute(ctx, [&](std::size_t i) {
+        const JointPmf& d = *g->laws[i];
+        if (split_in_place) {  // X - Y in place of X, Y appended
+          if (double(d.size()) * double(d.hi(a) + 1) > double(t.max_size)) throw over_budget{};
+          return detail::split_in_place(d, a, thinning->keep);
+        }
+        if (y_form == member) {
+          Coordinates k(static_cast<std::size_t>(d.rank()), 0);
+          k[static_cast<std::size_t>(a)] += j.sign_x;
+          k[static_cast<std::size_t>(y_axis)] += j.sign_y;
+          return linear_combination(d, k, 0, -1, t);
+        }
+        if (y_form == realized) return linear_combination(d, unit(d.rank(), a, j.sign_x), j.sign_y * y_values[i], -1, t);
+        JointPmf e = append_child(d, a, j.law, t);  // Y at the last axis
+        Coordinates k(static_cast<std::size_t>(e.rank()), 0);
+        k[static_cast<std::size_t>(a)] = j.sign_x;
+        k.back() = j.sign_y;
+        return linear_combination(e, k, 0, y_form == joins ? -1 : e.rank() - 1, t);
+      }, [&](std::size_t i) { return repeats(g->laws, i) && (y_values.empty() || repeats(y_values, i)); });
+    } catch (...) {
+      if (standalone && x.group == g && g->members.size() == 1) {
+        Laws alone = group_marginal(x);
+        x.group.reset();
+        x.marginal = std::move(alone);
+      }
+      throw;
     }
-    if (y_form == member) {
-      Coordinates k(static_cast<std::size_t>(d.rank()), 0);
-      k[static_cast<std::size_t>(a)] += j.sign_x;
-      k[static_cast<std::size_t>(y_axis)] += j.sign_y;
-      return linear_combination(d, k, 0, -1, t);
-    }
-    if (y_form == realized) return linear_combination(d, unit(d.rank(), a, j.sign_x), j.sign_y * y_values[i], -1, t);
-    JointPmf e = append_child(d, a, j.law, t);  // Y at the last axis
-    Coordinates k(static_cast<std::size_t>(e.rank()), 0);
-    k[static_cast<std::size_t>(a)] = j.sign_x;
-    k.back() = j.sign_y;
-    return linear_combination(e, k, 0, y_form == joins ? -1 : e.rank() - 1, t);
-  }, [&](std::size_t i) { return repeats(g->laws, i) && (y_values.empty() || repeats(y_values, i)); });
+  }();
   g->laws = std::move(laws);
   if (split_in_place) {
     g->members[static_cast<std::size_t>(a)] = z.weak_from_this();

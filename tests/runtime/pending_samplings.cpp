@@ -113,3 +113,44 @@ TEST_CASE("a population-wide path choice changes no marginal beyond its error bo
   CHECK(quantile(one, 1e-3) == quantile(eight, 1e-3));
   CHECK(quantile(one, 1 - 1e-3) == quantile(eight, 1 - 1e-3));
 }
+
+TEST_CASE("a sum whose joint law is past max_size in some particle conditions its operands when drawn (found by "
+          "fuzz_engine: regress-p1p8-jointsum-408018b8d4)",
+          "[runtime][engine][joint]") {
+  // x ~ NegativeBinomial(a, rho) with rho drawn (a wide law in some particles), y ~ Binomial(x, q), z = y - x. With
+  // one particle the pair joins a joint law; with eight, one particle's table passes max_size and every particle
+  // takes the ordinary enumeration of z over x. That path used to leave x in a group of its own, which then held
+  // x's law: drawing z did not condition x, and a later child of x was observed under x's prior, reported exact.
+  const std::uint64_t seed = 4185874269131436181ull;
+  const double a = 3.5208382931200095, b = 2.4549019607843134;
+  std::vector<double> first_ll;
+  for (const std::size_t particles : {std::size_t{1}, std::size_t{8}}) {
+    INFO(particles << " particles");
+    Truncation t;
+    t.max_size = std::int64_t{1} << 13;
+    t.max_work = std::int64_t{1} << 18;
+    Graph g(particles, seed, Device::cpu, t);
+    const Continuous rho = g.assume(Beta(a, b));
+    const Variable x = g.negative_binomial(a, rho);
+    (void)g.value(rho);
+    const Variable y = g.assume(x, Thinning(1e-145));  // y = 0 but in a far tail: z = -x, in effect
+    const Variable z = g.subtract(y, x);
+    const std::vector<std::int64_t> drawn = g.value(z);
+    const std::vector<Pmf> laws = g.marginal(x);
+    for (std::size_t i = 0; i < particles; ++i) {
+      INFO("particle " << i << ", z = " << drawn[i]);
+      REQUIRE(pdf(laws[i], -drawn[i]) > 1.0 - 1e-9);  // x = y - z = -z, but for the far tail of y
+    }
+    const Observation o = g.observe(g.assume(x, ScaledPoisson(0.29411760200609405)), 60);
+    REQUIRE(o.exactness().exact());
+    first_ll.push_back(o[0]);
+    // each particle's evidence is sum_x p(x | z) Poisson(60; 0.294 x), over x's law after the draw of z
+    for (std::size_t i = 0; i < particles; ++i) {
+      double evidence = 0.0;
+      for (std::int64_t k = laws[i].lo(); k <= laws[i].hi(); ++k)
+        evidence += pdf(laws[i], k) * pdf(Poisson(0.29411760200609405 * static_cast<double>(k)), 60);
+      CHECK(o[i] == Approx(std::log(evidence)).epsilon(1e-9));
+    }
+  }
+  CHECK(first_ll[0] == Approx(first_ll[1]).epsilon(1e-12));  // particle 0 draws the same in both
+}
