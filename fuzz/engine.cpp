@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fuzz_common.hpp"
@@ -35,7 +36,9 @@ struct Outcome {
   std::vector<double> numbers;  // particle 0's log-likelihood, law, value
   bool exact = true;            // whether the outcome is a function of the program alone (no draw involved)
   std::string error;            // what it threw
-  std::vector<Fallback> sampled;  // what the runtime sampled on its own (observation's report, or pending)
+  // what the runtime sampled on its own (observation's report, or pending): why, and which variable (two runs that
+  // fell back alike may still have drawn different variables: fuzz/corpus/engine/regress-p1p8-drawn-fc6083acad)
+  std::vector<std::pair<Fallback, std::string>> sampled;
 };
 
 /// Calls f under the fuzz policy, allowing also the runtime's documented errors (usage_error for misuse,
@@ -96,6 +99,9 @@ Outcome apply(int op, FuzzedDataProvider& in, Run& r, Graph& other, std::size_t 
       const double p = any_probability(in);
       const std::int64_t n = in.ConsumeIntegralInRange<std::int64_t>(-2, 40);
       const double rate = in.ConsumeFloatingPointInRange<double>(-1.0, 30.0);
+      if (tracing(particles))
+        std::fprintf(stderr, "  prior family %d p %.17g n %lld rate %.17g -> v%zu\n", family, p, static_cast<long long>(n),
+                     rate, r.vars.size());
       run_op("assume(prior)", [&] {
         switch (family) {
           case 0: r.vars.push_back(g.assume(Binomial(n, p))); break;
@@ -157,7 +163,7 @@ Outcome apply(int op, FuzzedDataProvider& in, Run& r, Graph& other, std::size_t 
         for (double l : o.log_likelihoods()) fuzz::check_log(l, "a log-likelihood");
         out.numbers.push_back(o[0]);
         out.exact = o.exactness().exact();
-        for (const auto& e : o.exactness().sampled) out.sampled.push_back(e.reason);
+        for (const auto& e : o.exactness().sampled) out.sampled.emplace_back(e.reason, e.variable);
       }, out, size);
       break;
     }
@@ -174,6 +180,7 @@ Outcome apply(int op, FuzzedDataProvider& in, Run& r, Graph& other, std::size_t 
     }
     case 5: {  // marginal
       const Variable& x = var();
+      if (tracing(particles)) std::fprintf(stderr, "  marginal of %s\n", name_of(x, r.vars).c_str());
       run_op("marginal", [&] {
         const auto laws = g.marginal(x);
         check_laws(laws, particles);
@@ -269,7 +276,7 @@ Outcome apply(int op, FuzzedDataProvider& in, Run& r, Graph& other, std::size_t 
     }
   }
   for (double l : g.log_weights()) fuzz::check_log(l, "a log-weight");
-  for (const auto& e : g.pending_samplings()) out.sampled.push_back(e.reason);
+  for (const auto& e : g.pending_samplings()) out.sampled.emplace_back(e.reason, e.variable);
   return out;
 }
 
