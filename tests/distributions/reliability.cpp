@@ -536,3 +536,36 @@ TEST_CASE("a quantile's walk that cannot end within its bound on terms is refuse
   REQUIRE_THROWS_AS(quantile(BetaBinomial(9223372036854775777, 0.0681639, 1.0), 0.192161), overflow_error);
   REQUIRE_THROWS_AS(quantile(BetaBinomial(9223372036854775782, 2.73438, 1e-274), 0.735969), overflow_error);
 }
+
+TEST_CASE("a quantile's walk through terms below the cdf's rounding costs a few cdfs, not one per term",
+          "[reliability][families]") {
+  // fuzz_algebra (fuzz/corpus/algebra/regress-slow-betabinomial-quantile-4a2bcd9df6): quantile(BetaBinomial(n ~
+  // 2^63, 0.47, 0.998), 1 - 1.07e-14) took 16 s instrumented. Walking down from cdf(n) = 1, each term (5e-20) was
+  // subtracted from a running cdf near 1, where long double's spacing is 5.4e-20: the walk stopped 1e5 terms off
+  // and the correction then paid a cdf (itself 2e5 terms) per step. The walk now sums the passed terms apart. Here
+  // a uniform law on [0, 2^62] (terms 2.2e-19) walked down from its top to 1 - 1e-14 and 1 - 3e-13 (45,000 and
+  // 1.3 million terms), and up from the middle to 0.5 + 1e-14: the answer is bisection's, in a few dozen cdfs.
+  const std::int64_t top = std::int64_t{1} << 62;
+  const long double width = static_cast<long double>(top) + 1.0L;
+  std::int64_t cdfs = 0;
+  const auto uniform_cdf = [&](std::int64_t k) {
+    ++cdfs;
+    return static_cast<double>((static_cast<long double>(k) + 1.0L) / width);
+  };
+  const auto log_pmf = [&](std::int64_t) { return static_cast<double>(-std::log(width)); };
+  const auto ratio = [](std::int64_t) { return 1.0; };
+  for (const auto& [prob, start] : {std::pair{1.0 - 1e-14, top}, std::pair{1.0 - 3e-13, top}, std::pair{0.5 + 1e-14, top / 2}}) {
+    INFO("prob " << prob << " from " << start);
+    const std::int64_t want = detail::bisect_quantile(prob, 0, top, uniform_cdf);
+    cdfs = 0;
+    REQUIRE(detail::walk_quantile(prob, 0, top, start, uniform_cdf, log_pmf, ratio, "test") == want);
+    REQUIRE(cdfs <= 40);  // 20 here (the cdf's double rounding leaves ~500 flat steps: a gallop); 259 before
+  }
+  // the fuzzer's law itself: the contract of a quantile
+  const BetaBinomial d(9223372036854775709, 0.4705869777528171, 0.99842834472656006);
+  const double prob = 0.99999999999998934;
+  const std::int64_t q = quantile(d, prob);
+  REQUIRE(cdf(d, q) >= prob);
+  REQUIRE(cdf(d, q - 1) < prob);
+  REQUIRE(d.trials() - q > 150000);  // about 2e5 terms of 5.4e-20 from the top
+}
