@@ -313,11 +313,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       const Outcome b = apply(op, in_eight, eight, other, 8);
       if (!a.exact || !b.exact) diverged = true;
       if (std::getenv("TALLY_FUZZ_TRACE"))  // replaying a finding: the program, one operation a line
-        std::fprintf(stderr, "step %d: op %d threw %d/%d exact %d/%d sampled %zu/%zu '%s'\n", step, op, a.threw,
-                     b.threw, a.exact, b.exact, a.sampled.size(), b.sampled.size(), b.error.c_str());
+        std::fprintf(stderr, "step %d: op %d threw %d/%d exact %d/%d sampled %zu/%zu P = 1: '%s' P = 8: '%s'\n", step, op,
+                     a.threw, b.threw, a.exact, b.exact, a.sampled.size(), b.sampled.size(), a.error.c_str(),
+                     b.error.c_str());
       // once particles differ, another particle of P = 8 may need a law too large for max_size where particle 0
-      // does not: the runs then took different paths and are compared no more
-      if (same && diverged && a.threw != b.threw) same = false;
+      // does not: the runs then took different paths and are compared no more. So too when both threw, but
+      // different errors: the operations stopped at different points, and the basic guarantee keeps the work done
+      // before each point (fuzz/corpus/engine/regress-p1p8-errors-163e323006: observe(v1, v0 + v2) stopped in P = 8
+      // at another particle's NegativeBinomial past max_size, in P = 1 later, at particle 0's IndexedPoisson)
+      if (same && diverged && (a.threw != b.threw || a.error != b.error)) same = false;
       // the runtime's fallbacks are decisions about the whole population (a joint law past max_size in particle 5
       // of P = 8 draws the coupled variables of every particle: fuzz/corpus/engine/regress-p1p8-joint-b330d4eb07):
       // once the two runs report different samplings, particle 0 took different paths in them
