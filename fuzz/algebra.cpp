@@ -46,6 +46,16 @@ void exercise_family(FuzzedDataProvider& in, const Family& d, const Truncation& 
     fuzz::check_probability(cdf(d, k), (name + " cdf at " + std::to_string(k)).c_str());
   }, [] { return 1; });
   const double prob = any_probability(in);
+  if (std::getenv("TALLY_FUZZ_TRACE")) {  // replaying a finding: the law (its parameters, where it has these)
+    const auto [lo, hi] = support(d);
+    std::fprintf(stderr, "fuzz: family %s on [%lld, %lld], k %lld, quantile at %.17g", name.c_str(),
+                 static_cast<long long>(lo), static_cast<long long>(hi), static_cast<long long>(k), prob);
+    if constexpr (requires { d.alpha(); d.beta(); d.trials(); })
+      std::fprintf(stderr, ", n %lld alpha %.17g beta %.17g", static_cast<long long>(d.trials()), d.alpha(), d.beta());
+    if constexpr (requires { d.successes(); d.success(); })
+      std::fprintf(stderr, ", r %.17g p %.17g", d.successes(), d.success());
+    std::fprintf(stderr, "\n");
+  }
   guarded("family quantile", [&] {
     const std::int64_t q = quantile(d, prob);
     const auto [lo, hi] = support(d);
