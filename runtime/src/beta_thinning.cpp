@@ -1,9 +1,12 @@
 // Binomial(X, rho) with a random count X and a Beta rho: the observation conditions X exactly under the
 // beta-binomial likelihood, and rho's mixture posterior waits for X's value until rho is needed.
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
+#include "distinct.hpp"
 #include "node.hpp"
 #include "tally/distributions/condition.hpp"
 #include "tally/error.hpp"
@@ -14,8 +17,7 @@ bool observe_beta_thinning(Node& n, const Values& v, LogLikelihood& ll) {
   Context& ctx = *n.context;
   const auto keep = n.shared_from_this();
   const std::shared_ptr<Node> x = n.parents[0], rho = n.parents[1];
-  if (ctx.device()) return false;  // the per-particle beta-binomial conditioning runs on host laws only
-  graft(*rho);                     // a mixture it waited on is resolved first; its M-path pruned
+  graft(*rho);  // a mixture it waited on is resolved first; its M-path pruned
   graft(*x);
   if (x->state != State::marginalized || x->group || x->tied_to || x->tied || x->mchild) return false;
   const bool known = rho->state == State::realized;  // then Y | X = x ~ Binomial(x, rho_i): a plain thinning
@@ -23,29 +25,39 @@ bool observe_beta_thinning(Node& n, const Values& v, LogLikelihood& ll) {
   if (!known && std::find(ancestors.begin(), ancestors.end(), rho.get()) != ancestors.end()) return false;
   auto& s = *rho->continuous;
   const Laws& laws = law(*x);
+  // a CUDA graph's laws are read back: the beta-binomial conditioning has no kernel, it runs on the host per
+  // distinct law and the posteriors go back to the device (as joint laws do)
+  const std::vector<Pmf> read_back = ctx.device() ? to_pmfs(laws) : std::vector<Pmf>{};
+  const auto law_at = [&](std::size_t i) -> const Pmf& { return ctx.device() ? read_back[i] : laws.host[i]; };
   // a, b: rho's Beta parameters; known: a = rho_i and b unused
   const std::vector<double> a = known ? s.scalar.to_host() : s.params.a.to_host();
   const std::vector<double> b = known ? a : s.params.b.to_host();
   const std::vector<std::int64_t> y = to_vector(v);
-  // computed aside (a count whose support starts below 0 is refused here, before anything changes)
+  // computed aside, once per distinct input (a law, a, b, y: distinct.hpp), in particle order (a count whose support
+  // starts below 0 is refused here, before anything changes)
+  const auto first = first_copies(
+      ctx.particles,
+      [&](std::size_t i) {
+        return mix(mix(mix(law_hash(law_at(i)), std::bit_cast<std::uint64_t>(a[i])), std::bit_cast<std::uint64_t>(b[i])),
+                   static_cast<std::uint64_t>(y[i]));
+      },
+      [&](std::size_t i, std::size_t j) {
+        return std::bit_cast<std::uint64_t>(a[i]) == std::bit_cast<std::uint64_t>(a[j]) &&
+               std::bit_cast<std::uint64_t>(b[i]) == std::bit_cast<std::uint64_t>(b[j]) && y[i] == y[j] &&
+               (&law_at(i) == &law_at(j) || same_law(law_at(i), law_at(j)));
+      });
+  auto results = compute_once(first, [&](std::size_t i) {
+    return known ? condition(law_at(i), Thinning(a[i]), y[i]) : condition_on_beta_thinning(law_at(i), a[i], b[i], y[i]);
+  });
   std::vector<double> add(ctx.particles);
   double error = ll.error;
-  std::size_t last = ctx.particles;  // a particle whose inputs (one shared law, a, b, y) repeat gets its result
-  auto same_inputs = [&](std::size_t i, std::size_t j) {
-    return &laws.host[i] == &laws.host[j] && a[i] == a[j] && b[i] == b[j] && y[i] == y[j];
-  };
-  std::optional<Pmf> last_posterior;
+  for (std::size_t i = 0; i < ctx.particles; ++i) {
+    add[i] = results[i].log_likelihood;
+    error = std::max(error, results[i].log_likelihood_error);
+  }
   auto posterior = Batch<Pmf>::make(ctx.particles, [&](std::size_t i) {
-    if (last == ctx.particles || !same_inputs(i, last)) {
-      Conditioned c = known ? condition(laws.host[i], Thinning(a[i]), y[i])
-                            : condition_on_beta_thinning(laws.host[i], a[i], b[i], y[i]);
-      add[i] = c.log_likelihood;
-      error = std::max(error, c.log_likelihood_error);
-      last_posterior = c.posterior ? std::move(*c.posterior) : laws.host[i];  // impossible: the weight says so
-      last = i;
-    }
-    add[i] = add[last];
-    return *last_posterior;
+    const Conditioned& c = results[i];
+    return c.posterior ? *c.posterior : law_at(i);  // impossible: the weight says so
   });
   Laws conditioned = place(ctx, std::move(posterior));
   add_host(ll, add);

@@ -400,7 +400,7 @@ Variable Graph::binomial(const Variable& x, const Continuous& rho) {
   auto p = node_of(rho, "binomial");
   require_family(*p, detail::ContinuousRoot::beta, "binomial", "Beta");
   const auto nx = node_of(x, "binomial");
-  if (context_->where == gpu::Backend::cpu && nx->state != State::realized) {
+  if (nx->state != State::realized) {
     // observed, X is conditioned exactly (beta_thinning.cpp); any other use realizes X first
     auto node = std::make_shared<Node>(context_, detail::BetaThinning{}, State::initialized);
     node->parents = {nx, std::move(p)};

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "enumerate.hpp"
+#include "gpu/device.hpp"
 #include "tally/distributions.hpp"
 #include "tally/error.hpp"
 #include "tally/runtime/graph.hpp"
@@ -18,8 +19,8 @@ using namespace tally::test;
 namespace {
 constexpr double ninf = -std::numeric_limits<double>::infinity();
 constexpr double a0 = 2.0, b0 = 3.0;  // rho ~ Beta(a0, b0)
-// Every graph here is Device::cpu: the exact path is the host's (a CUDA graph realizes x when the child is made, also
-// under TALLY_GRAPH_DEVICE=cuda, which moves automatic graphs only).
+// The graphs here are Device::cpu (the reference), but for the last case, which compares a CUDA graph with it
+// (skipped without a device).
 
 /// NegativeBinomial(r, p) on [0, kmax] in 50 digits: Gamma(k + r) / (k! Gamma(r)) p^r (1 - p)^k.
 Law negative_binomial_law(double r, double p, std::int64_t kmax) {
@@ -318,4 +319,59 @@ TEST_CASE("Binomial(X, rho): resampling moves the waiting observation; other use
     CHECK(g.pending_samplings().empty());
   }
   CHECK(Graph::live_nodes() == live);
+}
+
+TEST_CASE("Binomial(X, rho) on a CUDA graph: the host graph's log-likelihoods, posteriors of X and draws",
+          "[runtime][beta_binomial][device]") {
+  // X ~ Poisson(3) in every particle, observed through Binomial(X, rho) at a value of its own per particle (so that
+  // the laws differ), then rho needed: X drawn from its posterior (reported), rho | x ~ Beta(a0 + y, b0 + x - y)
+  if (!gpu::cuda_available()) {
+    WARN("device half skipped: " << gpu::device_description());
+    return;
+  }
+  constexpr std::size_t P = 24;
+  std::vector<std::int64_t> ys(P);
+  for (std::size_t i = 0; i < P; ++i) ys[i] = static_cast<std::int64_t>(i % 6);
+  struct Run {
+    std::vector<double> log_likelihoods;
+    std::vector<Pmf> posteriors;
+    std::vector<std::int64_t> xs;
+    std::vector<Beta> rhos;
+    bool exact = false;
+    std::size_t reported = 0;
+  };
+  const auto run = [&](Device d) {
+    Run r;
+    const auto live = Graph::live_nodes();
+    {
+      Graph g(P, 17, d);
+      const Variable x = g.assume(Poisson(3.0));
+      const Continuous rho = g.assume(Beta(a0, b0));
+      const Observation o = g.observe(g.binomial(x, rho), ys);
+      r.exact = o.exact();
+      r.log_likelihoods = o.log_likelihoods();
+      r.posteriors = g.marginal(x);
+      r.rhos = g.beta(rho);
+      r.reported = g.pending_samplings().size();
+      r.xs = g.value(x);
+    }
+    CHECK(Graph::live_nodes() == live);
+    return r;
+  };
+  const Run host = run(Device::cpu), device = run(Device::cuda);
+  CHECK(host.exact);
+  CHECK(device.exact);
+  CHECK(device.reported == host.reported);
+  REQUIRE(device.log_likelihoods.size() == P);
+  for (std::size_t i = 0; i < P; ++i) {
+    INFO("particle " << i << ", y = " << ys[i]);
+    CHECK(device.log_likelihoods[i] == Approx(host.log_likelihoods[i]).epsilon(1e-12));
+    const Pmf& a = host.posteriors[i];
+    const Pmf& b = device.posteriors[i];
+    for (std::int64_t k = std::min(a.lo(), b.lo()); k <= std::max(a.hi(), b.hi()); ++k)
+      CHECK(pdf(b, k) == Approx(pdf(a, k)).margin(1e-15).epsilon(1e-12));
+    CHECK(device.xs[i] == host.xs[i]);  // one engine: the same draws for the same seed
+    CHECK(device.rhos[i].alpha == a0 + static_cast<double>(ys[i]));
+    CHECK(device.rhos[i].beta == b0 + static_cast<double>(device.xs[i] - ys[i]));
+  }
 }

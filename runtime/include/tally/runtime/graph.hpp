@@ -175,7 +175,7 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// - *Basic* (the graph stays usable, its invariants hold and nothing leaks; work already done is kept): observe,
 ///   value, values, realize, summarize, marginal, value / scalar_value / beta / gamma / dirichlet of a conjugate
 ///   parameter, and binomial(x, p) and binomial(x, rho), which realize x first when it is not (binomial(x, rho)
-///   on a host graph realizes nothing when it is made: the strong guarantee). Operations on joint laws compute each new table aside and commit
+///   realizes nothing when it is made: the strong guarantee). Operations on joint laws compute each new table aside and commit
 ///   it at once, so a failure leaves each joint law as it was (two laws merged into one, exactly, may stay merged).
 ///   These graft, marginalize and realize nodes along a path before the step that may fail (a child law
 ///   that does not fit its parent's support, a law past max_size, a device allocation): the nodes already moved
@@ -280,7 +280,7 @@ class Graph {
   Variable binomial(const Variable& x, const std::vector<double>& p);
   Variable binomial(const Variable& x, gpu::Column<double> p);
   /// y ~ Binomial(x, rho) with rho a Beta variable (usage_error for another family) and x a random count.
-  /// On a host graph (Device::cpu) with x not realized, y is recorded and x is left as it is, and:
+  /// With x not realized, y is recorded and x is left as it is, and:
   /// - observe(y, v) (v per particle or one for all) is exact when, after grafting, rho is a marginalized Beta(a_i,
   ///   b_i) and x a marginalized count with no joint law, no tie by an observed sum and no marginalized child (its
   ///   M-path is pruned first, as for any new child), that does not depend on rho (x is not a count of rho, nor
@@ -301,8 +301,9 @@ class Graph {
   ///   observation (domain_error, before x's law or the log-weights change).
   /// - otherwise (x in a joint law or tied, x depending on rho), and for any other use of y (its value, its law, a
   ///   child of y, a sum), x is realized first (Fallback::parent_realized, refused in strict mode) when it is not,
-  ///   and y is the count Binomial(x_i, rho) of rho, as before. A CUDA graph (whose laws live on the device, where
-  ///   the beta-binomial conditioning is not written) realizes x when y is made, as before.
+  ///   and y is the count Binomial(x_i, rho) of rho, as before. A CUDA graph does the same: its observation reads
+  ///   x's laws back to the host, conditions each distinct law there (the beta-binomial conditioning has no
+  ///   kernel) and places the posteriors back on the device, as joint laws do.
   Variable binomial(const Variable& x, const Continuous& rho);
   /// a x + c (a != 0), and x + y, x - y.
   Variable affine(const Variable& x, std::int64_t a, std::int64_t c);
