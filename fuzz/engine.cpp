@@ -238,8 +238,15 @@ Outcome apply(int op, FuzzedDataProvider& in, Run& r, Graph& other, std::size_t 
       break;
     }
     case 7: {  // drop handles
-      if (!r.vars.empty()) r.vars.erase(r.vars.begin() + in.ConsumeIntegralInRange<std::size_t>(0, r.vars.size() - 1));
-      if (!r.params.empty() && in.ConsumeBool()) r.params.pop_back();
+      if (!r.vars.empty()) {
+        const std::size_t i = in.ConsumeIntegralInRange<std::size_t>(0, r.vars.size() - 1);
+        if (tracing(particles)) std::fprintf(stderr, "  drop v%zu (the handles after it move down by one)\n", i);
+        r.vars.erase(r.vars.begin() + static_cast<std::ptrdiff_t>(i));
+      }
+      if (!r.params.empty() && in.ConsumeBool()) {
+        if (tracing(particles)) std::fprintf(stderr, "  drop the last conjugate parameter's handle\n");
+        r.params.pop_back();
+      }
       break;
     }
     case 8: {  // resampling

@@ -446,45 +446,52 @@ std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values) {
     // An observed child of a parent: the parent is conditioned directly (the child's own law is never built: a
     // heavy-tailed beta-negative-binomial, a Poisson mixture). graft(parent) prunes its M-path first, so that the
     // parent's law includes everything observed below it.
-    Node& parent = *n.parents[0];
+    // held: grafting the parent may change n and leave this the parent's last owner. Pruning the parent's M-path
+    // may realize a sum of n and its parent (Z = X + Y, Y | X), which ties n to the parent (n marginalized, its
+    // parents cleared: fuzz/corpus/engine/regress-uaf-tied-child-d765d2e198); n is then observed as any other node
+    // (below)
+    const std::shared_ptr<Node> parent_hold = n.parents[0];
+    Node& parent = *parent_hold;
     graft(parent);
-    if (auto* c = std::get_if<CountChild>(&n.kind)) {
-      add_count_log_likelihood(ctx, *c, parent, values, ll);
-      attach(parent, n, 0);
-      n.state = State::marginalized;
-      n.parents = {};
-      condition_parents(n, values, nullptr);  // the conjugate update (impossible values skipped)
-      set_realized(n, values);
-      return done();
-    }
-    if (parent.group && observe_joint_child(n, values, ll)) return done();  // a coordinate of a joint law
-    if (parent.state == State::realized) {
-      // log P(y = v | x) for the realized x: a thinning of a count known to be >= 0 by its log mass on the device
-      // (one thread a particle), else the same conditioning on point masses (one pass, no child law)
-      const ChildLaw& law = std::get<DiscreteChild>(n.kind).law;
-      const auto* thinning = std::get_if<Thinning>(&law);
-      if (ctx.device() && thinning != nullptr && parent.value.nonnegative)
-        add_thinning_log_mass(ctx, parent.value, thinning->keep, values, ll);
-      else
-        condition(ctx, points(ctx, parent.value), law, values, ll);
-      n.parents = {};
-      set_realized(n, values);
-      return done();
-    }
-    if (parent.state == State::marginalized && parent.tied_to == nullptr) {
-      // computed before anything changes: a refused law (a thinning of a possibly negative count) leaves the graph
-      const ChildLaw& child_law = std::get<DiscreteChild>(n.kind).law;
-      const auto tails = ctx.device() || !may_know_tails(parent) ? nullptr : known_tails(parent, to_pmfs(law(parent)));
-      const double error_before = ll.error;
-      Laws posterior = condition(ctx, law(parent), child_law, values, ll);
-      parent.marginal = std::move(posterior);
-      // with the tails known, the likelihood's error is theirs (far below e M / L, which takes every dropped
-      // value as the likeliest)
-      if (tails)
-        if (const auto e = condition_tails(parent, tails, child_law, values)) ll.error = std::max(error_before, *e);
-      n.parents = {};
-      set_realized(n, values);
-      return done();
+    if (n.state == State::initialized && n.parents[0] == parent_hold) {
+      if (auto* c = std::get_if<CountChild>(&n.kind)) {
+        add_count_log_likelihood(ctx, *c, parent, values, ll);
+        attach(parent, n, 0);
+        n.state = State::marginalized;
+        n.parents = {};
+        condition_parents(n, values, nullptr);  // the conjugate update (impossible values skipped)
+        set_realized(n, values);
+        return done();
+      }
+      if (parent.group && observe_joint_child(n, values, ll)) return done();  // a coordinate of a joint law
+      if (parent.state == State::realized) {
+        // log P(y = v | x) for the realized x: a thinning of a count known to be >= 0 by its log mass on the device
+        // (one thread a particle), else the same conditioning on point masses (one pass, no child law)
+        const ChildLaw& law = std::get<DiscreteChild>(n.kind).law;
+        const auto* thinning = std::get_if<Thinning>(&law);
+        if (ctx.device() && thinning != nullptr && parent.value.nonnegative)
+          add_thinning_log_mass(ctx, parent.value, thinning->keep, values, ll);
+        else
+          condition(ctx, points(ctx, parent.value), law, values, ll);
+        n.parents = {};
+        set_realized(n, values);
+        return done();
+      }
+      if (parent.state == State::marginalized && parent.tied_to == nullptr) {
+        // computed before anything changes: a refused law (a thinning of a possibly negative count) leaves the graph
+        const ChildLaw& child_law = std::get<DiscreteChild>(n.kind).law;
+        const auto tails = ctx.device() || !may_know_tails(parent) ? nullptr : known_tails(parent, to_pmfs(law(parent)));
+        const double error_before = ll.error;
+        Laws posterior = condition(ctx, law(parent), child_law, values, ll);
+        parent.marginal = std::move(posterior);
+        // with the tails known, the likelihood's error is theirs (far below e M / L, which takes every dropped
+        // value as the likeliest)
+        if (tails)
+          if (const auto e = condition_tails(parent, tails, child_law, values)) ll.error = std::max(error_before, *e);
+        n.parents = {};
+        set_realized(n, values);
+        return done();
+      }
     }
   }
   graft(n);

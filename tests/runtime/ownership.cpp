@@ -3,6 +3,9 @@
 
 #include <catch2/catch.hpp>
 #include <cstdio>
+#include <cmath>
+#include <limits>
+#include <optional>
 #include <random>
 
 #include "tally/distributions.hpp"
@@ -126,4 +129,44 @@ TEST_CASE("a marginalized chain (an HMM filtered for 10^5 steps) frees too", "[r
     REQUIRE(Graph::live_nodes() >= before + 2);
   }
   REQUIRE(Graph::live_nodes() == before);
+}
+
+TEST_CASE("observing a child whose parent's pruning ties it to the parent: exact, whether the parent's handle lives",
+          "[runtime][ownership]") {
+  // X ~ Poisson(60), Y | X ~ Binomial(X, 1/2), Z = X + Y marginalized with joint laws off (enumerated over X: X's
+  // M-path child), then Y observed: grafting X prunes its M-path, which draws Z (reported) and ties Y = Z - X to
+  // X. The observation used to go on as if Y were still X's child: with X's handle dropped X died inside it (a use
+  // after free; fuzz_engine, P = 8 with a joint law past max_size in another particle:
+  // fuzz/corpus/engine/regress-uaf-tied-child-d765d2e198); with it held X was conditioned as Y's parent, ignoring
+  // the tie (a wrong log-likelihood). Now Y is observed through the tie: log P(X = z - y | Z = z).
+  const auto live = Graph::live_nodes();
+  for (bool keep_x : {true, false}) {
+    INFO((keep_x ? "X's handle held" : "X's handle dropped"));
+    Truncation t;
+    t.max_joint_bytes = 0;
+    Graph g(1, 5, Device::cpu, t);
+    std::optional<Variable> x = g.assume(Poisson(60.0));
+    const Variable y = g.assume(*x, Thinning(0.5));
+    const Variable z = g.add(y, *x);
+    g.marginal(z);
+    if (!keep_x) x.reset();
+    constexpr std::int64_t observed = 27;
+    const Observation o = g.observe(y, observed);
+    REQUIRE(o.exactness().sampled.size() == 1);  // Z, pruned
+    CHECK(o.exactness().sampled[0].reason == Fallback::pruned);
+    const std::int64_t zv = g.value(z)[0];
+    CHECK(g.value(y)[0] == observed);
+    // P(X = x | Z = z) with Z = X + Y: Poisson(x; 60) Binomial(z - x; x, 1/2) over x in [ceil(z / 2), z]
+    double total = 0.0, at = 0.0;
+    for (std::int64_t xv = (zv + 1) / 2; xv <= zv; ++xv) {
+      const double w = pdf(Poisson(60.0), xv) * pdf(Binomial(xv, 0.5), zv - xv);
+      total += w;
+      if (xv == zv - observed) at = w;
+    }
+    REQUIRE(total > 0.0);
+    REQUIRE(at > 0.0);  // (seed 5 draws z = 99: x = 72; before the fix, -3.26 for -5.06, and x = 63)
+    CHECK(o[0] == Approx(std::log(at / total)).epsilon(1e-10));
+    if (keep_x) CHECK(g.value(*x)[0] == zv - observed);
+  }
+  CHECK(Graph::live_nodes() == live);
 }
