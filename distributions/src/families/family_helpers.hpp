@@ -150,8 +150,8 @@ std::int64_t walk_quantile(double prob, std::int64_t lo, std::int64_t hi, std::i
   };
   // The walk keeps the terms it has passed in a sum of their own, `passed`, and compares it with the fixed
   // distance between cdf(start) and prob: subtracting each term from a running cdf near 1 loses it to rounding
-  // when the terms are below 1e-19 (fuzz_algebra: BetaBinomial(n ~ 2^63, 0.47, 1.0), terms 5e-20, walked 2e5
-  // terms the wrong way and then corrected one cdf at a time, 16 s).
+  // when the terms are below 1e-19 (fuzz_algebra: BetaBinomial(n ~ 2^63, 0.47, 1.0), terms 5e-20: the walk stopped
+  // about 1e5 terms off, then the correction stepped one cdf at a time, 16 s).
   long double passed = 0.0L;
   if (c >= prob) {  // down: the smallest k with cdf(k) >= prob, cdf(k - 1) = cdf(start) - passed - pmf(k)
     if (prob < 1e-3) return bisect_quantile(prob, lo, k, cdf);
