@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "../tabulate.hpp"
 #include "tally/error.hpp"
 
 namespace tally::detail {
@@ -177,28 +178,9 @@ std::int64_t walk_quantile(double prob, std::int64_t lo, std::int64_t hi, std::i
     }
   }
   // The running sum and cdf round differently: cdf has the last word (the contract of bisect_quantile). They
-  // differ by a step or two; should they differ by more, a gallop then bisection bounds the cdfs it costs
-  // (log2 of the distance, not the distance).
-  if (k < hi && cdf(k) < prob) {  // the answer is above k: gallop up to a k with cdf(k) >= prob
-    std::int64_t below = k, step = 1;
-    for (;;) {
-      const std::int64_t next = hi - below <= step ? hi : below + step;
-      if (next == hi || cdf(next) >= prob) return bisect_quantile(prob, below + 1, next, cdf);
-      below = next;
-      step = step > (std::int64_t{1} << 61) ? step : 2 * step;
-    }
-  }
-  if (k > lo && cdf(k - 1) >= prob) {  // the answer is below k: gallop down to a k with cdf(k) < prob
-    std::int64_t above = k - 1, step = 1;
-    for (;;) {
-      const std::int64_t next = above - lo <= step ? lo : above - step;
-      if (next == lo) return bisect_quantile(prob, lo, above, cdf);
-      if (cdf(next) < prob) return bisect_quantile(prob, next + 1, above, cdf);
-      above = next;
-      step = step > (std::int64_t{1} << 61) ? step : 2 * step;
-    }
-  }
-  return k;
+  // differ by a step or two; should they differ by more, first_true's gallop then bisection from k bounds the cdfs
+  // it costs (log2 of the distance, not the distance). Where they agree: cdf(k) and cdf(k - 1), two cdfs.
+  return first_true(k, lo, hi, [&](std::int64_t j) { return cdf(j) >= prob; });
 }
 
 }  // namespace tally::detail
