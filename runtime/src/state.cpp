@@ -64,17 +64,24 @@ Laws device_laws(gpu::Laws laws, double error, bool nonnegative = false) {
   return out;
 }
 
-/// A thinning's or scaled Poisson's parent must be a count: device laws not known to be are read back (their lower
-/// bounds only) and checked, as the host's Pmf algebra checks them (tally::domain_error).
+/// A thinning's or scaled Poisson's parent must be a count: device laws not known to be are checked, as the host's
+/// Pmf algebra checks them (tally::domain_error). A box may start below 0 with zeros there (the box of a difference
+/// X - M whose support is >= 0, which a host Pmf would have trimmed): then the positive weights decide, in one pass
+/// (gpu::support_range), and only a law with positive weight below 0 is an error.
 void require_counts(const Laws& x, const char* who) {
   if (!x.device || x.device_nonnegative) return;
   const gpu::PmfBatchView v = x.device->view();
   std::vector<std::int64_t> lo(v.count);
   if (v.count > 0) gpu::detail::device_copy(lo.data(), v.lo, v.count * sizeof(std::int64_t), 1);
-  for (std::size_t i = 0; i < lo.size(); ++i)
-    if (lo[i] < 0)
-      tally::detail::fail<domain_error>(who, ": the parent must be a count >= 0, but particle ", i,
-                                        "'s support starts at ", lo[i]);
+  if (std::all_of(lo.begin(), lo.end(), [](std::int64_t l) { return l >= 0; })) return;
+  const gpu::ValueRange r = gpu::support_range(*x.device);
+  if (r.empty() || r.lo >= 0) return;
+  const gpu::PmfBatch h = x.device->to_host();  // an error: name the first particle
+  for (std::size_t i = 0; i < h.size(); ++i)
+    for (std::size_t j = 0; j < h.length(i) && h.lo[i] + static_cast<std::int64_t>(j) < 0; ++j)
+      if (h.weights[static_cast<std::size_t>(h.offset[i]) + j] > 0.0 && h.log_scale[i] > -HUGE_VAL)
+        tally::detail::fail<domain_error>(who, ": the parent must be a count >= 0, but particle ", i,
+                                          "'s support starts at ", h.lo[i] + static_cast<std::int64_t>(j));
 }
 
 /// first_copies (distinct.hpp) of the particles' inputs to a host operation: their laws x[i] (and y[i]) and their

@@ -204,3 +204,95 @@ TEST_CASE("thin: the device computes what the host does, and zeros in a far tail
     }
   }
 }
+
+namespace {
+
+/// x with each law's box widened by `pad` zeros before its first entry (its support unchanged: the box of a
+/// difference X - M whose support is >= 0 starts below 0 this way).
+gpu::PmfBatch padded_below(const gpu::PmfBatch& x, const std::vector<std::int64_t>& pad) {
+  gpu::PmfBatch b;
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    b.weights.insert(b.weights.end(), static_cast<std::size_t>(pad[i]), 0.0);
+    const auto w = x[i];
+    b.weights.insert(b.weights.end(), w.begin(), w.end());
+    b.offset.push_back(static_cast<std::int64_t>(b.weights.size()));
+    b.lo.push_back(x.lo[i] - pad[i]);
+    b.log_scale.push_back(x.log_scale[i]);
+  }
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("thin and condition_on_thinning take counts whose boxes start below 0 with zeros there, and refuse positive "
+          "weight below 0",
+          "[population][thinning]") {
+  std::mt19937_64 gen(20261127);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const std::size_t P = 200;
+  const gpu::PmfBatch x = random_laws(gen, P, 80, 30);
+  std::vector<std::int64_t> pad(P);
+  for (std::size_t i = 0; i < P; ++i)  // most boxes start below 0, by up to 40 values
+    pad[i] = u(gen) < 0.8 ? x.lo[i] + 1 + static_cast<std::int64_t>(u(gen) * 40) : 0;
+  const gpu::PmfBatch padded = padded_below(x, pad);
+  const std::vector<std::int64_t> v(P, 9);
+  for (const Backend where : {Backend::cpu, Backend::cuda}) {
+    if (where == Backend::cuda && test::skip_without_device()) continue;
+    INFO((where == Backend::cpu ? "host" : "device"));
+    for (const double q : {0.35, 0.9}) {
+      INFO("q = " << q);
+      // the thinning of a padded law is the thinning of the law (its support decides, not its box)
+      const gpu::PmfBatch want = gpu::thin(gpu::Laws::from_host(x, Backend::cpu), q).to_host();
+      const gpu::PmfBatch got = gpu::thin(gpu::Laws::from_host(padded, where), q).to_host();
+      REQUIRE(got.offset == want.offset);
+      REQUIRE(got.lo == want.lo);
+      for (std::size_t i = 0; i < P; ++i) {
+        INFO("law " << i << ", padded by " << pad[i]);
+        if (want.log_scale[i] == -inf) {
+          REQUIRE(got.log_scale[i] == -inf);
+          continue;
+        }
+        REQUIRE(std::abs(got.log_scale[i] - want.log_scale[i]) <= 1e-12 * std::max(1.0, std::abs(want.log_scale[i])));
+        for (std::size_t k = 0; k < want.length(i); ++k) {
+          const double a = want[i][k], b = got[i][k];
+          if (a < 1e-250 && b < 1e-250) continue;
+          REQUIRE(std::abs(a - b) <= 1e-10 * a);
+        }
+      }
+      // conditioning on an observed thinning: the same log-likelihoods, the padded posteriors the same on the support
+      auto want_ll = Column<double>::host_values(std::vector<double>(P, 0.0));
+      auto got_ll = Column<double>::from_host(std::vector<double>(P, 0.0), where);
+      const gpu::PmfBatch wc = gpu::condition_on_thinning(gpu::Laws::from_host(x, Backend::cpu),
+                                                         Column<std::int64_t>::host_values(v), q, want_ll)
+                                   .to_host();
+      const gpu::PmfBatch gc = gpu::condition_on_thinning(gpu::Laws::from_host(padded, where),
+                                                         Column<std::int64_t>::from_host(v, where), q, got_ll)
+                                   .to_host();
+      const std::vector<double> wl = want_ll.to_host(), gl = got_ll.to_host();
+      for (std::size_t i = 0; i < P; ++i) {
+        INFO("law " << i << ", padded by " << pad[i]);
+        if (wl[i] == -inf) {
+          REQUIRE(gl[i] == -inf);
+          continue;
+        }
+        REQUIRE(std::abs(gl[i] - wl[i]) <= 1e-11 * std::max(1.0, std::abs(wl[i])));
+        REQUIRE(gc.lo[i] == x.lo[i] - pad[i]);
+        for (std::size_t k = 0; k < static_cast<std::size_t>(pad[i]); ++k) REQUIRE(gc[i][k] == 0.0);
+        const double ws = std::exp(wc.log_scale[i]), gs = std::exp(gc.log_scale[i]);
+        for (std::size_t k = 0; k < wc.length(i); ++k) {
+          const double a = wc[i][k] * ws, b = gc[i][k + static_cast<std::size_t>(pad[i])] * gs;
+          if (a < 1e-250 && b < 1e-250) continue;
+          REQUIRE(std::abs(a - b) <= 1e-10 * a);
+        }
+      }
+    }
+    // positive weight below 0: refused, naming the particle
+    gpu::PmfBatch bad = padded;
+    const std::size_t i = 17;
+    bad.lo[i] = -3;
+    bad.weights[static_cast<std::size_t>(bad.offset[i])] = 0.5;
+    REQUIRE_THROWS_AS(gpu::thin(gpu::Laws::from_host(bad, where), 0.5), domain_error);
+    REQUIRE_THROWS_WITH(gpu::thin(gpu::Laws::from_host(bad, where), 0.5),
+                        "tally::gpu::thin: particle 17's law has positive weight below 0: not a count");
+  }
+}

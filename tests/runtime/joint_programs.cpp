@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "gpu/device.hpp"
 #include "models/joint_programs.hpp"
 #include "runtime/src/joint_node.hpp"
 #include "runtime/src/joint_steps.hpp"
@@ -327,8 +328,7 @@ TEST_CASE("joint laws: beyond the budget the runtime samples and says so; strict
   const auto live = Graph::live_nodes();
   {
     // the populations' joint law does not fit in 4 KiB: the coupling is not formed, the old fallbacks report it
-    // (on the CPU: a CUDA graph's old path refuses to thin A - M, whose device law's box starts below 0)
-    Graph g(1, 5, Device::cpu, with_budget(4096));
+    Graph g(1, 5, with_budget(4096));
     const mj::MigrationRun r = mj::run_migration(g, mj::Migration{});
     bool reported = false;
     for (const auto& o : r.observations) reported = reported || !o.exact();
@@ -336,7 +336,7 @@ TEST_CASE("joint laws: beyond the budget the runtime samples and says so; strict
     for (const auto& o : r.observations) CHECK(!std::isnan(o[0]));
   }
   {
-    Graph g(1, 5, Device::cpu, with_budget(4096));
+    Graph g(1, 5, with_budget(4096));
     g.strict(true);
     CHECK_THROWS_AS(mj::run_migration(g, mj::Migration{}), inexact_error);
   }
@@ -361,6 +361,29 @@ TEST_CASE("joint laws: beyond the budget the runtime samples and says so; strict
     CHECK(r.wet.exactness().sampled[0].reason == Fallback::shared_ancestor);
   }
   CHECK(Graph::live_nodes() == live);
+}
+
+TEST_CASE("joint laws off: the migration filter on a CUDA graph draws and weighs as on the host",
+          "[runtime][joint][device]") {
+  // the fallback thins A - M, whose device law's box starts below 0 with zeros there (a host Pmf trims them); the
+  // thinning takes the law by its support, as the host does
+  if (tally::test::skip_without_device()) return;
+  const std::size_t P = 64;
+  Graph host(P, 11, Device::cpu, with_budget(0)), device(P, 11, Device::cuda, with_budget(0));
+  const mj::MigrationRun h = mj::run_migration(host, mj::Migration{}), d = mj::run_migration(device, mj::Migration{});
+  REQUIRE(h.observations.size() == d.observations.size());
+  for (std::size_t k = 0; k < h.observations.size(); ++k) {
+    INFO("observation " << k);
+    CHECK(h.observations[k].exact() == d.observations[k].exact());
+    for (std::size_t i = 0; i < P; ++i) {
+      INFO("particle " << i << ": host " << h.observations[k][i] << ", device " << d.observations[k][i]);
+      REQUIRE(std::isfinite(h.observations[k][i]));
+      REQUIRE(std::abs(d.observations[k][i] - h.observations[k][i]) <= 1e-9 * std::max(1.0, std::abs(h.observations[k][i])));
+    }
+  }
+  CHECK_FALSE(h.observations.back().exact());  // the coupled counts were sampled, and said so
+  CHECK(host.value(h.a) == device.value(d.a));
+  CHECK(host.value(h.b) == device.value(d.b));
 }
 
 TEST_CASE("joint laws: a selected thinning Binomial(x, q_s) and dropped members are summed out", "[runtime][joint]") {

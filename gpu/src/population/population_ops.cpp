@@ -126,34 +126,41 @@ Laws thin(const Laws& x, double q) {
   const PmfBatch& a = x.host();
   // law i's thinning lives on k = 0 .. lo_i + j_i, j_i its last entry of positive weight (0 without mass): the
   // zeros a conditioning leaves in a far tail (weights that underflowed) are not carried on, and lengths of laws
-  // kept marginalized over many steps do not grow with the step
+  // kept marginalized over many steps do not grow with the step. A box may start below 0 (a difference's box)
+  // where its weights there are 0: the count's support starts at 0 or later.
   std::vector<std::size_t> lengths(a.size());
   std::size_t total = 0, longest = 0;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    if (a.lo[i] < 0) tally::detail::fail<domain_error>(who, ": a law on ", a.lo[i], ".. is not a count (lo < 0)");
-    std::size_t last = a.length(i) - 1;
-    while (last > 0 && !(a.weights[static_cast<std::size_t>(a.offset[i]) + last] > 0.0)) --last;
-    const auto len = lengths[i] = static_cast<std::size_t>(a.lo[i]) + last + 1;
-    total += len;
-    longest = std::max(longest, len);
+    const auto m = static_cast<std::int64_t>(a.length(i));
+    const double* w = a.weights.data() + a.offset[i];
+    for (std::int64_t j = 0; j < m && a.lo[i] + j < 0; ++j)
+      if (w[j] > 0.0)
+        tally::detail::fail<domain_error>(who, ": particle ", i, "'s law has positive weight below 0: not a count");
+    std::int64_t last = m - 1;
+    while (last > 0 && !(w[last] > 0.0)) --last;
+    const std::int64_t len = a.lo[i] + last + 1;  // >= 1 where the law has mass (its positive weights are at >= 0)
+    lengths[i] = len > 0 ? static_cast<std::size_t>(len) : 1;
+    total += lengths[i];
+    longest = std::max(longest, lengths[i]);
   }
   Laws out = Laws::allocate(Backend::cpu, a.size(), total, longest, who);
   PmfBatch& b = out.host();
   for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto len = lengths[i];
+    const auto len = static_cast<std::int64_t>(lengths[i]), m = static_cast<std::int64_t>(a.length(i));
     const auto at = static_cast<std::size_t>(b.offset[i]);
     double top = 0;
-    for (std::size_t k = 0; k < len; ++k) {
+    for (std::int64_t k = 0; k < len; ++k) {
       double r = 0;
-      for (std::size_t j = 0; j + static_cast<std::size_t>(a.lo[i]) < len; ++j) {  // n = lo + j >= k
-        const std::int64_t n = a.lo[i] + std::int64_t(j);
-        const double w = a.weights[std::size_t(a.offset[i]) + j];
-        if (n >= std::int64_t(k) && w > 0.0) r += w * std::exp(detail::binomial_log_mass(n, std::int64_t(k), q));
+      for (std::int64_t j = 0; j < m && a.lo[i] + j < len; ++j) {  // n = lo + j in k .. len - 1
+        const std::int64_t n = a.lo[i] + j;
+        const double w = a.weights[std::size_t(a.offset[i] + j)];
+        if (n >= k && w > 0.0) r += w * std::exp(detail::binomial_log_mass(n, k, q));
       }
-      top = std::max(top, b.weights[at + k] = r);
+      top = std::max(top, b.weights[at + std::size_t(k)] = r);
     }
-    for (std::size_t k = 0; k < len; ++k) b.weights[at + k] = top > 0.0 ? b.weights[at + k] / top : 0.0;
-    b.offset[i + 1] = static_cast<std::int64_t>(at + len);
+    for (std::int64_t k = 0; k < len; ++k)
+      b.weights[at + std::size_t(k)] = top > 0.0 ? b.weights[at + std::size_t(k)] / top : 0.0;
+    b.offset[i + 1] = static_cast<std::int64_t>(at) + len;
     b.log_scale[i] = top > 0.0 ? a.log_scale[i] + std::log(top) : -std::numeric_limits<double>::infinity();
   }
   return out;

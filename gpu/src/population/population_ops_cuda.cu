@@ -237,7 +237,8 @@ __global__ void negate_kernel(PmfBatchView x, MutablePmfBatchView out) {
 }
 
 /// lengths[i] = lo_i + j_i + 1 (the thinning's support 0 .. lo_i + j_i), j_i the last entry of positive weight
-/// (0 for a law without mass), 0 for i = count.
+/// (0 for a law without mass), 0 for i = count. A law with positive weight below 0 is reported (first_bad); a box
+/// that starts below 0 with zeros there (a difference's box) is a count's law.
 __global__ void thinned_lengths_kernel(PmfBatchView x, std::int64_t* lengths, LengthReport* r) {
   const long long i = thread_index();
   unsigned long long length = 0;
@@ -245,10 +246,15 @@ __global__ void thinned_lengths_kernel(PmfBatchView x, std::int64_t* lengths, Le
     lengths[i] = 0;
   } else if (i < static_cast<long long>(x.count)) {
     const double* w = x.weights + x.offset[i];
-    std::int64_t last = x.offset[i + 1] - x.offset[i] - 1;
+    const std::int64_t m = x.offset[i + 1] - x.offset[i];
+    std::int64_t last = m - 1;
     while (last > 0 && !(w[last] > 0.0)) --last;  // usually at once: a posterior's far tail underflows to zeros
     const std::int64_t len = x.lo[i] + last + 1;
-    if (x.lo[i] < 0) atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
+    for (std::int64_t j = 0; j < m && x.lo[i] + j < 0; ++j)
+      if (w[j] > 0.0) {
+        atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
+        break;
+      }
     lengths[i] = len > 0 ? len : 1;
     length = static_cast<unsigned long long>(lengths[i]);
   }
@@ -364,7 +370,7 @@ Laws thin(const Laws& x, double q) {
   launched();
   const LengthReport r = scan_lengths(lengths.data(), offsets.data(), count, report.data());
   if (r.first_bad < count)
-    tally::detail::fail<domain_error>(who, ": particle ", r.first_bad, "'s law has lo < 0: not a count");
+    tally::detail::fail<domain_error>(who, ": particle ", r.first_bad, "'s law has positive weight below 0: not a count");
   Laws out = Laws::allocate(Backend::cuda, count, static_cast<std::size_t>(r.total), r.longest, who);
   if (count > 0) thin_kernel<<<warp_blocks(count), block>>>(x.view(), q, offsets.data(), out.mutable_view());
   launched();

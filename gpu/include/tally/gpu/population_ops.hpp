@@ -35,7 +35,8 @@ Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, 
 /// q_i = 1 - exp(-c k_i) (the chance of at least one event at rate c per unit of k_i; c >= 0, k_i >= 0).
 Column<double> hazard_probabilities(const Column<std::int64_t>& k, double c);
 
-/// The law of a thinning Binomial(X_i, q) of a count X_i >= 0 (lo_i >= 0; tally::domain_error otherwise):
+/// The law of a thinning Binomial(X_i, q) of a count X_i >= 0 (no positive weight below 0: a box may start below 0
+/// where its weights are 0, as a difference's does; tally::domain_error naming the particle otherwise):
 /// \f$ r_{i,k} = \sum_{n \ge k} w_{i,n} \binom{n}{k} q^k (1-q)^{n-k} \f$ on k = 0 .. hi_i, hi_i the largest value of
 /// positive weight (zeros after it, a far tail that underflowed, are not carried on; lo_i for a law without mass),
 /// rescaled to maximum 1 (log_scale_i + log max). O(m_i hi_i) terms: a marginal, computed only where one is needed.
