@@ -61,6 +61,32 @@ inline MigrationRun run_migration(Graph& g, const Migration& w,
   return r;
 }
 
+/// The same program with A's immigrants drawn in each particle (a proposal for part of the state, as a bootstrap
+/// filter would make): from the second season on the particles hold different joint laws of (A, B), which the
+/// runtime computes as one batch (Truncation::joint_batches). immigrants[t - 1]: season t's draws, by particle.
+struct DrawnImmigrantsRun : MigrationRun {
+  std::vector<std::vector<std::int64_t>> immigrants;
+};
+inline DrawnImmigrantsRun run_migration_drawn_immigrants(Graph& g, const Migration& w) {
+  DrawnImmigrantsRun r;
+  r.a = g.assume(tally::Poisson(w.lambda_a));
+  r.b = g.assume(tally::Poisson(w.lambda_b));
+  for (std::size_t t = 0; t < w.ya.size(); ++t) {
+    if (t > 0) {
+      const Variable moved = g.binomial(r.a, w.m);
+      const Variable drawn = g.assume(tally::Poisson(w.iota_a));
+      r.immigrants.push_back(g.value(drawn));
+      const Variable next_a = g.add(g.binomial(g.subtract(r.a, moved), w.s), drawn);
+      const Variable next_b = g.add(g.binomial(g.add(r.b, moved), w.s), g.assume(tally::Poisson(w.iota_b)));
+      r.a = next_a;
+      r.b = next_b;
+    }
+    r.observations.push_back(g.observe(g.binomial(r.a, w.p), w.ya[t]));
+    r.observations.push_back(g.observe(g.binomial(r.b, w.p), w.yb[t]));
+  }
+  return r;
+}
+
 // ---- (b) an HMM whose Poisson emission rates are unknown counts ----------------------------------------------
 /// R_k ~ Geometric(q_k) (k = 0, 1: the rates are unknown counts); s_0 ~ Categorical(init), s_t | s_{t-1} ~
 /// Categorical(T_{s_{t-1}, .}); y_t | s_t, R ~ Poisson(a R_{s_t}). Each emission has three random parents.

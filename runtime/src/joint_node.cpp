@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "joint_batches.hpp"
 #include "joint_steps.hpp"
 #include "tally/distributions/algebra.hpp"
 #include "tally/error.hpp"
@@ -38,8 +39,10 @@ void sweep(const std::shared_ptr<JointGroup>& gp, Context& ctx) {
       g.laws.clear();
       return;
     }
-    g.laws = shared_per_particle(
-        ctx.particles, [&](std::size_t i) { return marginalize_out(*g.laws[i], a); },
+    g.laws = batched(
+        ctx, [&](auto f, auto same) { return shared_per_particle(ctx.particles, f, same); }, g.laws, g.rank(),
+        [&](std::size_t i) { return marginalize_out(*g.laws[i], a); },
+        [&](const Starts& s, gpu::Backend where) { return sum_out_batch(g.laws, s, where, a); },
         [&](std::size_t i) { return repeats(g.laws, i); });
     g.members.erase(g.members.begin() + a);
   }
@@ -137,21 +140,32 @@ void join_child(Node& n, const ChildLaw& law) {
   const bool thinning = std::holds_alternative<Thinning>(law);
   // x is summed out at once: Y takes its place (thinning, Markov step, affine map; a Poisson child is appended)
   const bool in_place = !live && !std::holds_alternative<ScaledPoisson>(law) && !std::holds_alternative<IndexedPoisson>(law);
-  auto laws = compute(ctx, [&](std::size_t i) {
-    const JointPmf& d = *g->laws[i];
-    if (in_place) {
-      if (thinning) return thin_in_place(d, a, std::get<Thinning>(law).keep);
-      if (const auto* m = std::get_if<MarkovStep>(&law)) return markov_step(d, a, *m, t);
-      const auto& f = std::get<AffineLaw>(law);
-      return affine(d, a, f.a, f.c, t);
-    }
-    return append_child(d, a, law, t);
-  }, [&](std::size_t i) { return repeats(g->laws, i); });
+  // the batch form: a bounded child; in place, a thinning appends Y before X is summed out
+  const int rank_out = !bounded_child(law) ? 0 : g->rank() + (!in_place || thinning ? 1 : 0);
+  bool batched_here = false;
+  auto laws = compute_batched(
+      ctx, g->laws, rank_out,
+      [&](std::size_t i) {
+        const JointPmf& d = *g->laws[i];
+        if (in_place) {
+          if (thinning) return thin_in_place(d, a, std::get<Thinning>(law).keep);
+          if (const auto* m = std::get_if<MarkovStep>(&law)) return markov_step(d, a, *m, t);
+          const auto& f = std::get<AffineLaw>(law);
+          return affine(d, a, f.a, f.c, t);
+        }
+        return append_child(d, a, law, t);
+      },
+      [&](const Starts& s, gpu::Backend where) { return child_batch(g->laws, s, where, a, law, in_place); },
+      [&](std::size_t i) { return repeats(g->laws, i); }, &batched_here);
   g->laws = std::move(laws);
-  if (in_place)
-    g->members[static_cast<std::size_t>(a)] = n.weak_from_this();
-  else
+  if (in_place && thinning && batched_here) {  // Y is the last axis
+    g->members.erase(g->members.begin() + a);
     g->members.push_back(n.weak_from_this());
+  } else if (in_place) {
+    g->members[static_cast<std::size_t>(a)] = n.weak_from_this();
+  } else {
+    g->members.push_back(n.weak_from_this());
+  }
   become_member(n, g);
   held.clear();
   sweep(g, ctx);
@@ -198,7 +212,15 @@ void join_sum(Node& z, int sign) {
     kappa[static_cast<std::size_t>(a)] += coef[k];
     if (!live(p)) replace = a;
   }
-  auto laws = compute(ctx, [&](std::size_t i) {
+  std::vector<std::int64_t> constant_of;  // c_i, for the batch form
+  if (!constants.empty()) {
+    constant_of.assign(ctx.particles, 0);
+    for (const auto& [v, s] : constants)
+      for (std::size_t i = 0; i < ctx.particles; ++i) constant_of[i] += s * v[i];
+  }
+  std::vector<FoldedOperand> folded_operands;
+  for (const Folded& f : folded) folded_operands.push_back({&f.laws, f.sign, f.tails.get()});
+  auto laws = compute_batched(ctx, g->laws, replace >= 0 ? g->rank() : g->rank() + 1, [&](std::size_t i) {
     std::int64_t c = 0;
     for (const auto& [v, s] : constants) c += s * v[i];
     JointPmf d = linear_combination(*g->laws[i], kappa, c, replace, t);
@@ -215,6 +237,8 @@ void join_sum(Node& z, int sign) {
       }
     }
     return d;
+  }, [&](const Starts& s, gpu::Backend where) {
+    return linear_batch(g->laws, s, where, kappa, constant_of, replace, folded_operands);
   }, [&](std::size_t i) {
     bool same = repeats(g->laws, i);
     for (const auto& c : constants) same = same && repeats(c.first, i);
@@ -267,7 +291,24 @@ bool join_joint_sum(Node& z, const JointSum& j) {
   // sets X.marginal) would be lost (fuzz/corpus/engine/regress-p1p8-jointsum-408018b8d4)
   auto laws = [&] {
     try {
-      return compute(ctx, [&](std::size_t i) {
+      const int rank = g->rank();
+      int rank_out = rank + 1;
+      if (!split_in_place && y_form != member && y_form != realized)
+        rank_out = bounded_child(j.law) ? rank + (y_form == joins ? 2 : 1) : 0;
+      std::vector<std::int64_t> y_constants;  // sign_y y_i, for the batch form
+      for (const std::int64_t v : y_values) y_constants.push_back(j.sign_y * v);
+      const auto batch = [&](const Starts& s, gpu::Backend where) -> std::optional<Made> {
+        if (split_in_place) return split_batch(g->laws, s, where, a, thinning->keep);
+        if (y_form == member) {
+          Coordinates k(static_cast<std::size_t>(rank), 0);
+          k[static_cast<std::size_t>(a)] += j.sign_x;
+          k[static_cast<std::size_t>(y_axis)] += j.sign_y;
+          return linear_batch(g->laws, s, where, k, {}, -1, {});
+        }
+        if (y_form == realized) return linear_batch(g->laws, s, where, unit(rank, a, j.sign_x), y_constants, -1, {});
+        return child_sum_batch(g->laws, s, where, a, j.law, j.sign_x, j.sign_y, y_form == joins);
+      };
+      return compute_batched(ctx, g->laws, rank_out, [&](std::size_t i) {
         const JointPmf& d = *g->laws[i];
         if (split_in_place) {  // X - Y in place of X, Y appended
           if (double(d.size()) * double(d.hi(a) + 1) > double(t.max_size)) throw over_budget{};
@@ -285,7 +326,7 @@ bool join_joint_sum(Node& z, const JointSum& j) {
         k[static_cast<std::size_t>(a)] = j.sign_x;
         k.back() = j.sign_y;
         return linear_combination(e, k, 0, y_form == joins ? -1 : e.rank() - 1, t);
-      }, [&](std::size_t i) { return repeats(g->laws, i) && (y_values.empty() || repeats(y_values, i)); });
+      }, batch, [&](std::size_t i) { return repeats(g->laws, i) && (y_values.empty() || repeats(y_values, i)); });
     } catch (...) {
       if (standalone && x.group == g && g->members.size() == 1) {
         Laws alone = group_marginal(x);

@@ -174,6 +174,8 @@ Conditioned pull_pmf(const Pmf& x, const ChildLaw& law, std::int64_t y) {
                     law);
 }
 
+}  // namespace
+
 gpu::Table markov_table(const Eigen::MatrixXd& t, gpu::Backend where) {
   // Eigen is column-major; the table is row-major
   std::vector<double> rows(static_cast<std::size_t>(t.size()));
@@ -182,7 +184,6 @@ gpu::Table markov_table(const Eigen::MatrixXd& t, gpu::Backend where) {
   return gpu::Table::from_host(rows, static_cast<std::size_t>(t.rows()), static_cast<std::size_t>(t.cols()), where);
 }
 
-/// A child law as the population kernels evaluate it (its table, if any, placed where the particles are).
 gpu::ChildKernel child_kernel(const ChildLaw& law, gpu::Backend where) {
   return std::visit(
       overloaded{[&](const Thinning& k) { return gpu::ChildKernel::binomial(k.keep); },
@@ -196,6 +197,8 @@ gpu::ChildKernel child_kernel(const ChildLaw& law, gpu::Backend where) {
                  [&](const AffineLaw& k) { return gpu::ChildKernel::affine(k.a, k.c); }},
       law);
 }
+
+namespace {
 
 /// The error bound of a mixture over laws with bound e: the Poisson kinds drop at most the tolerance of each law.
 double mixed_error(const gpu::ChildKernel& k, double e, const Truncation& t) {

@@ -13,6 +13,7 @@
 #include "tally/gpu/parameter_laws.hpp"
 #include "tally/gpu/population_arrays.hpp"
 #include "tally/gpu/population_chain.hpp"
+#include "tally/gpu/population_children.hpp"
 #include "tally/runtime/batch.hpp"
 #include "tally/runtime/conjugate.hpp"
 
@@ -116,6 +117,10 @@ Laws place(const Place& at, Batch<Pmf> host);
 Laws prior(const Place& at, const Pmf& law);
 /// Point masses at v_i.
 Laws points(const Place& at, const Values& v);
+/// A Markov step's transition matrix as a row-major table where `where` says.
+gpu::Table markov_table(const Eigen::MatrixXd& t, gpu::Backend where);
+/// A child law as the population kernels evaluate it (its table, if any, placed where `where` says).
+gpu::ChildKernel child_kernel(const ChildLaw& law, gpu::Backend where);
 /// The law of a child y | x ~ law of marginalized x (push) or of realized x (push_realized).
 Laws push(Place& at, const Laws& x, const ChildLaw& law);
 Laws push_realized(Place& at, const Values& x, const ChildLaw& law);

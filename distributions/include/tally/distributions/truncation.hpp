@@ -31,6 +31,20 @@ struct Truncation {
   /// on its child keeps the cut mass alone there, since following it would read every particle's law back; the bound
   /// stays sound but can be looser (the migration example: 7.7e4 times its error at tolerance 1e-9).
   bool track_dropped = true;
+  /// Where the runtime computes a joint operation when the particles hold different joint tables (after a member
+  /// was drawn in each particle, or a realized value entered a law): `automatic` runs it as one batch of
+  /// gpu::JointLaws on a CUDA graph (one kernel over every distinct table: tally/gpu/joint_laws.hpp) once the
+  /// distinct tables hold at least joint_batch_entries entries together, and one table after another on the host
+  /// otherwise (and always on a host graph); `host` always one after another; `batched` always as a batch where
+  /// the graph is (a host graph runs the batch's CPU reference loops: for tests and comparisons). Operations with a
+  /// batch form: a thinning, Markov step or affine map of a coordinate (in place or appended), sums and differences
+  /// of coordinates, an independent count added to a coordinate, summing a coordinate out, and the observation of
+  /// a thinning, Poisson, categorical or affine child of a coordinate; the others (outer products, unbounded
+  /// children appended, several-parent children, draws) stay on the host. A batch does not carry dropped measures:
+  /// each table's whole bound becomes its spread bound, which stays sound but can be looser (see track_dropped).
+  enum class JointBatches { automatic, host, batched };
+  JointBatches joint_batches = JointBatches::automatic;
+  std::int64_t joint_batch_entries = std::int64_t{1} << 16;
 };
 
 }  // namespace tally

@@ -1,0 +1,219 @@
+// Joint operations on many different tables at once (joint_batches.hpp): the runtime's JointPmf tables to and from
+// gpu::JointLaws batches, and each operation's batch form.
+#include "joint_batches.hpp"
+
+#include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <variant>
+
+#include "tally/distributions/algebra.hpp"
+#include "tally/error.hpp"
+
+namespace tally::runtime::detail::joint_steps {
+namespace {
+
+constexpr double inf = std::numeric_limits<double>::infinity();
+
+gpu::JointLaws::Law law_of(const JointPmf& d) {
+  gpu::JointLaws::Law l;
+  l.lo = d.lo();
+  l.shape = d.shape();
+  l.weights.assign(d.weights().data(), d.weights().data() + d.size());
+  l.log_scale = d.log_scale();
+  return l;
+}
+
+/// Law k of b as a JointPmf with spread bound bounds[k], its axis `shift_axis` moved by shifts[k] (where given);
+/// nothing where a law has no mass left.
+std::optional<Made> from_batch(const gpu::JointLaws& b, const std::vector<double>& bounds, int shift_axis = -1,
+                               const std::vector<std::int64_t>* shifts = nullptr) {
+  std::vector<gpu::JointLaws::Law> laws = b.to_host();
+  Made out;
+  out.reserve(laws.size());
+  for (std::size_t k = 0; k < laws.size(); ++k) {
+    gpu::JointLaws::Law& l = laws[k];
+    bool mass = l.log_scale > -inf;
+    for (const double w : l.weights) mass = mass && std::isfinite(w);
+    if (!mass || std::none_of(l.weights.begin(), l.weights.end(), [](double w) { return w > 0.0; })) return std::nullopt;
+    if (shifts) {
+      auto& lo = l.lo[static_cast<std::size_t>(shift_axis)];
+      lo = tally::detail::checked_add(lo, (*shifts)[k], "tally::runtime: a sum of coordinates");
+    }
+    Eigen::VectorXd w = Eigen::Map<const Eigen::VectorXd>(l.weights.data(), static_cast<Eigen::Index>(l.weights.size()));
+    out.emplace_back(std::move(l.lo), std::move(l.shape), std::move(w), l.log_scale, bounds[k]);
+  }
+  return out;
+}
+
+/// Rank-1 batch of a folded operand's laws at s (negated where sign < 0), each with its whole bound: its own, and
+/// where its tails are known, their spread part and the dropped part's mass relative to the law's.
+BatchIn folded_batch(const FoldedOperand& f, const Starts& s, gpu::Backend where) {
+  std::vector<gpu::JointLaws::Law> laws;
+  BatchIn b;
+  for (const std::size_t i : s) {
+    const Pmf& p = (*f.laws)[i];
+    const Pmf y = f.sign > 0 ? p : negate(p);
+    gpu::JointLaws::Law l;
+    l.lo = {y.lo()};
+    l.shape = {static_cast<std::int64_t>(y.size())};
+    l.weights.assign(y.weights().data(), y.weights().data() + y.size());
+    l.log_scale = y.log_scale();
+    laws.push_back(std::move(l));
+    double bound = p.error_bound();
+    if (f.tails) {
+      bound += f.tails->spread[i];
+      if (const auto& x = f.tails->dropped[i]) bound += std::exp(x->log_mass() - p.log_mass());
+    }
+    b.bounds.push_back(bound);
+  }
+  b.laws = gpu::JointLaws::from_host(1, laws, where);
+  return b;
+}
+
+}  // namespace
+
+std::optional<gpu::Backend> batch_place(const Context& c, const Tables& in, const Starts& starts, int rank_out) {
+  using Mode = Truncation::JointBatches;
+  const Truncation& t = c.truncation;
+  if (rank_out < 1 || rank_out > gpu::max_joint_rank || t.joint_batches == Mode::host || starts.empty())
+    return std::nullopt;
+  if (in[starts[0]]->rank() > gpu::max_joint_rank) return std::nullopt;  // the tables of a group share a rank
+  if (t.joint_batches == Mode::batched) return c.where;
+  if (!c.device() || starts.size() < 2) return std::nullopt;
+  std::int64_t entries = 0;
+  for (const std::size_t i : starts) entries += static_cast<std::int64_t>(in[i]->size());
+  if (entries < t.joint_batch_entries) return std::nullopt;
+  return gpu::Backend::cuda;
+}
+
+std::vector<Starts> chunks(const Tables& in, const Starts& starts, std::int64_t entries) {
+  std::vector<Starts> out;
+  std::int64_t held = 0;
+  for (const std::size_t i : starts) {
+    const auto n = static_cast<std::int64_t>(in[i]->size());
+    if (out.empty() || held + n > entries) {
+      out.emplace_back();
+      held = 0;
+    }
+    out.back().push_back(i);
+    held += n;
+  }
+  return out;
+}
+
+BatchIn to_batch(const Tables& in, const Starts& starts, gpu::Backend where) {
+  std::vector<gpu::JointLaws::Law> laws;
+  laws.reserve(starts.size());
+  BatchIn b;
+  for (const std::size_t i : starts) {
+    laws.push_back(law_of(*in[i]));
+    b.bounds.push_back(in[i]->error_bound());
+  }
+  b.laws = gpu::JointLaws::from_host(in[starts[0]]->rank(), laws, where);
+  return b;
+}
+
+std::optional<Made> child_batch(const Tables& in, const Starts& s, gpu::Backend where, int axis, const ChildLaw& law,
+                                bool in_place) {
+  BatchIn b = to_batch(in, s, where);
+  const int rank = b.laws.rank();
+  gpu::JointLaws out;
+  if (const auto* f = std::get_if<AffineLaw>(&law)) {
+    out = gpu::joint_linear_combination(b.laws, unit(rank, axis, f->a), f->c, in_place ? axis : -1);
+  } else if (const auto* m = std::get_if<MarkovStep>(&law)) {
+    out = in_place ? gpu::joint_markov_step(b.laws, axis, markov_table(m->transition, where))
+                   : gpu::joint_add_child(b.laws, axis, child_kernel(law, where));
+  } else if (const auto* k = std::get_if<Thinning>(&law)) {
+    out = gpu::joint_add_child(b.laws, axis, gpu::ChildKernel::binomial(k->keep));
+    if (in_place) out = gpu::joint_sum_out(out, axis);  // Y, appended last, stays last
+  } else {
+    throw std::logic_error("tally::runtime: a Poisson child has no batch form");
+  }
+  return from_batch(out, b.bounds);
+}
+
+std::optional<Made> linear_batch(const Tables& in, const Starts& s, gpu::Backend where, const Coordinates& kappa,
+                                 const std::vector<std::int64_t>& constants, int replace,
+                                 const std::vector<FoldedOperand>& folded) {
+  BatchIn b = to_batch(in, s, where);
+  const int za = replace >= 0 ? replace : b.laws.rank();  // V's axis
+  gpu::JointLaws out = gpu::joint_linear_combination(b.laws, kappa, 0, replace);
+  for (const FoldedOperand& f : folded) {
+    const BatchIn y = folded_batch(f, s, where);
+    out = gpu::joint_add_independent(out, za, y.laws);
+    for (std::size_t k = 0; k < s.size(); ++k) b.bounds[k] = (1.0 + b.bounds[k]) * (1.0 + y.bounds[k]) - 1.0;
+  }
+  if (constants.empty()) return from_batch(out, b.bounds);
+  // c_i moves V's axis (it commutes with the convolutions along it)
+  std::vector<std::int64_t> shifts;
+  for (const std::size_t i : s) shifts.push_back(constants[i]);
+  return from_batch(out, b.bounds, za, &shifts);
+}
+
+std::optional<Made> child_sum_batch(const Tables& in, const Starts& s, gpu::Backend where, int axis, const ChildLaw& law,
+                                    std::int64_t sign_x, std::int64_t sign_y, bool y_joins) {
+  BatchIn b = to_batch(in, s, where);
+  const int rank = b.laws.rank();
+  gpu::JointLaws e;  // Y appended at axis `rank`
+  if (const auto* f = std::get_if<AffineLaw>(&law))
+    e = gpu::joint_linear_combination(b.laws, unit(rank, axis, f->a), f->c, -1);
+  else
+    e = gpu::joint_add_child(b.laws, axis, child_kernel(law, where));
+  Coordinates k(static_cast<std::size_t>(rank + 1), 0);
+  k[static_cast<std::size_t>(axis)] = sign_x;
+  k.back() = sign_y;
+  return from_batch(gpu::joint_linear_combination(e, k, 0, y_joins ? -1 : rank), b.bounds);
+}
+
+std::optional<Made> split_batch(const Tables& in, const Starts& s, gpu::Backend where, int axis, double q) {
+  BatchIn b = to_batch(in, s, where);
+  return from_batch(gpu::joint_split(b.laws, axis, q), b.bounds);
+}
+
+std::optional<Made> sum_out_batch(const Tables& in, const Starts& s, gpu::Backend where, int axis) {
+  BatchIn b = to_batch(in, s, where);
+  return from_batch(gpu::joint_sum_out(b.laws, axis), b.bounds);
+}
+
+std::optional<std::vector<JointConditioned>> condition_batch(const Tables& in, const Starts& s, gpu::Backend where,
+                                                             int axis, const ChildLaw& law,
+                                                             const std::vector<std::int64_t>& y) {
+  BatchIn b = to_batch(in, s, where);
+  const int rank = b.laws.rank();
+  std::vector<std::int64_t> v;
+  for (const std::size_t i : s) v.push_back(y[i]);
+  const auto observed = gpu::Column<std::int64_t>::from_host(v, where);
+  auto ll = gpu::Column<double>::from_host(std::vector<double>(s.size(), 0.0), where);
+  gpu::JointLaws post;
+  if (const auto* f = std::get_if<AffineLaw>(&law))
+    post = gpu::joint_condition_on_linear(b.laws, unit(rank, axis, f->a), f->c, observed, ll);
+  else
+    post = gpu::joint_condition_on_child(b.laws, axis, child_kernel(law, where), observed, ll);
+  const std::vector<double> log_l = ll.to_host();
+  std::vector<gpu::JointLaws::Law> laws = post.to_host();
+  std::vector<JointConditioned> out;
+  out.reserve(s.size());
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    const JointPmf& prior = *in[s[k]];
+    const double e = b.bounds[k];
+    if (log_l[k] == -inf) {  // impossible here: the law stays (tally::condition's impossible())
+      out.push_back({std::nullopt, -inf, e > 0.0 ? inf : 0.0, 0.0, 0.0});
+      continue;
+    }
+    if (!std::isfinite(log_l[k])) return std::nullopt;
+    // |L - L'| <= e M (each likelihood is at most 1): rho = e M / L, as tally::condition's reweight
+    const double rho = e == 0.0 ? 0.0 : std::exp(std::log(e) + prior.log_mass() - log_l[k]);
+    gpu::JointLaws::Law& l = laws[k];
+    if (!(l.log_scale > -inf) || std::none_of(l.weights.begin(), l.weights.end(), [](double w) { return w > 0.0; }))
+      return std::nullopt;
+    Eigen::VectorXd w = Eigen::Map<const Eigen::VectorXd>(l.weights.data(), static_cast<Eigen::Index>(l.weights.size()));
+    const JointPmf posterior(std::move(l.lo), std::move(l.shape), std::move(w), 0.0, std::min(2.0, 2.0 * rho));
+    out.push_back({posterior.normalized(), log_l[k], rho < 1.0 ? -std::log1p(-rho) : inf, 0.0, rho});
+  }
+  return out;
+}
+
+}  // namespace tally::runtime::detail::joint_steps

@@ -1,0 +1,140 @@
+// Private: joint operations on many different tables at once, as one batch of gpu::JointLaws (the device's kernels
+// on a CUDA graph) instead of one table after another on the host (Truncation::joint_batches says when).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "joint_steps.hpp"
+#include "tally/distributions/joint_condition.hpp"
+#include "tally/gpu/joint_laws.hpp"
+
+namespace tally::runtime::detail::joint_steps {
+
+/// The tables a batch made, one per distinct input, in the order of the inputs.
+using Made = std::vector<JointPmf>;
+/// The particles whose tables a batch computes (each the first of a run of particles with equal inputs).
+using Starts = std::vector<std::size_t>;
+
+/// The batches run so far in this process (each chunk of each operation counts one): for tests.
+inline std::atomic<std::uint64_t>& batches_run() {
+  static std::atomic<std::uint64_t> n{0};
+  return n;
+}
+
+/// Where the distinct tables `in[i]`, i in starts, are computed as one batch whose widest table has rank rank_out
+/// (0: the operation has no batch form), or nothing for one table after another on the host: never under
+/// Truncation::JointBatches::host or past gpu::max_joint_rank; always under `batched` (where the graph is); under
+/// `automatic` on a CUDA graph with at least two distinct tables holding joint_batch_entries entries together.
+std::optional<gpu::Backend> batch_place(const Context& c, const Tables& in, const Starts& starts, int rank_out);
+
+/// Splits starts into consecutive chunks whose tables hold at most `entries` entries together (at least one table
+/// a chunk), so that a batch's inputs and results stay within a few hundred MB of device memory.
+std::vector<Starts> chunks(const Tables& in, const Starts& starts, std::int64_t entries);
+
+/// A batch of tables, where it runs, with each table's whole error bound (bounds[k]: JointPmf::error_bound, the
+/// dropped measure's mass included; a batch carries no dropped measure, as compute() when one breaks the budget).
+struct BatchIn {
+  gpu::JointLaws laws;
+  std::vector<double> bounds;
+};
+BatchIn to_batch(const Tables& in, const Starts& starts, gpu::Backend where);
+
+/// An operand folded into a sum (an independent count nobody else needs): particle i's law laws[i], negated where
+/// sign < 0, with its known tails (null: none), whose dropped and spread parts join its bound in a batch.
+struct FoldedOperand {
+  const std::vector<Pmf>* laws;
+  std::int64_t sign;
+  const DroppedTails* tails;
+};
+
+// The operations' batch forms, each on the distinct tables `in[i]`, i in s. nothing where a result has no mass
+// left (an underflow the host's formulas would avoid): the caller then computes those tables on the host. Each
+// result's spread bound is its input's whole bound (these maps keep every table's mass; an added independent law's
+// bound is combined as (1 + e)(1 + e_y) - 1).
+
+/// The child Y | X_axis ~ law (thinning, Markov step, affine map) appended as the last axis, or in place of X_axis
+/// (X summed out). In place, a Markov step or affine map keeps the axis where X was; a thinning puts Y last (the
+/// caller moves the member). Poisson children have no batch form (unbounded: batch_place is not asked).
+std::optional<Made> child_batch(const Tables& in, const Starts& s, gpu::Backend where, int axis, const ChildLaw& law,
+                                bool in_place);
+/// The coordinate \f$V = c_i + \kappa \cdot x\f$ appended (replace = -1) or in place of X_replace, then each folded
+/// operand added to V (a convolution along V's axis). constants: c_i by particle (empty: 0).
+std::optional<Made> linear_batch(const Tables& in, const Starts& s, gpu::Backend where, const Coordinates& kappa,
+                                 const std::vector<std::int64_t>& constants, int replace,
+                                 const std::vector<FoldedOperand>& folded);
+/// \f$Z = s_x X_{axis} + s_y Y\f$ with the child Y | X_axis ~ law (a thinning, Markov step or affine map):
+/// y_joins appends Y and Z (Y lives on), otherwise Z alone (Y summed out), as join_joint_sum's host form does.
+std::optional<Made> child_sum_batch(const Tables& in, const Starts& s, gpu::Backend where, int axis, const ChildLaw& law,
+                                    std::int64_t sign_x, std::int64_t sign_y, bool y_joins);
+/// The binomial split X_axis -> (X - Y, Y), Y ~ Binomial(X, q): X - Y in place of X, Y appended (split_in_place).
+std::optional<Made> split_batch(const Tables& in, const Starts& s, gpu::Backend where, int axis, double q);
+/// X_axis summed out.
+std::optional<Made> sum_out_batch(const Tables& in, const Starts& s, gpu::Backend where, int axis);
+/// Each table conditioned on its observed child y_i ~ law(X_axis) (y by particle), as tally::condition gives it for
+/// a table without dropped measure: the posterior normalized with bound min(2, 2 rho), the log-likelihood, and
+/// rho = e M / L as spread_error.
+std::optional<std::vector<JointConditioned>> condition_batch(const Tables& in, const Starts& s, gpu::Backend where,
+                                                             int axis, const ChildLaw& law,
+                                                             const std::vector<std::int64_t>& y);
+
+/// Whether a child law has a batch form (bounded: a thinning, a Markov step, an affine map).
+inline bool bounded_child(const ChildLaw& law) {
+  return !std::holds_alternative<ScaledPoisson>(law) && !std::holds_alternative<IndexedPoisson>(law);
+}
+
+/// The largest number of entries of one chunk's input tables.
+inline constexpr std::int64_t batch_chunk_entries = std::int64_t{1} << 22;
+
+/// The particles i with same(i) false, and 0: where a run of equal inputs starts (same is called once per particle).
+template <class Same>
+Starts run_starts(std::size_t particles, Same same) {
+  Starts s;
+  for (std::size_t i = 0; i < particles; ++i)
+    if (i == 0 || !same(i)) s.push_back(i);
+  return s;
+}
+
+/// P tables made by an operation with a batch form. `collect(f, same)` gathers them as compute() (trimmed, within
+/// the budget) or shared_per_particle() does, f(i) making particle i's table where same(i) is false. Where
+/// batch_place chooses a batch, batch(chunk, where) makes the tables of each chunk of run starts (nothing: the host
+/// makes them instead); else host(i) makes each. *batched says which ran. A batch's table past the joint budget's
+/// max_size is over_budget, as the host's would be.
+template <class Collect, class Host, class Batch, class Same>
+Tables batched(const Context& c, Collect collect, const Tables& in, int rank_out, Host host, Batch batch, Same same,
+               bool* batched_out = nullptr) {
+  const Starts starts = run_starts(c.particles, same);
+  std::vector<char> start_here(c.particles, 0);
+  for (const std::size_t i : starts) start_here[i] = 1;
+  const auto repeats_here = [&](std::size_t i) { return !start_here[i]; };
+  if (batched_out) *batched_out = false;
+  const auto where = batch_place(c, in, starts, rank_out);
+  if (!where) return collect(host, repeats_here);
+  Made made;
+  made.reserve(starts.size());
+  for (const Starts& chunk : chunks(in, starts, batch_chunk_entries)) {
+    std::optional<Made> m = batch(chunk, *where);
+    ++batches_run();
+    if (!m) return collect(host, repeats_here);
+    for (auto& d : *m) made.push_back(std::move(d));
+  }
+  const std::int64_t max_size = joint_truncation(c).max_size;
+  for (const JointPmf& d : made)
+    if (d.size() > max_size) throw over_budget{};
+  if (batched_out) *batched_out = true;
+  std::size_t k = 0;
+  return collect([&](std::size_t) { return std::move(made[k++]); }, repeats_here);
+}
+
+/// batched() collecting as compute() does.
+template <class Host, class Batch, class Same>
+Tables compute_batched(const Context& c, const Tables& in, int rank_out, Host host, Batch batch, Same same,
+                       bool* batched_out = nullptr) {
+  return batched(
+      c, [&](auto f, auto s) { return compute(c, f, s); }, in, rank_out, host, batch, same, batched_out);
+}
+
+}  // namespace tally::runtime::detail::joint_steps

@@ -1,0 +1,154 @@
+// Joint operations computed as batches (Truncation::joint_batches, runtime/src/joint_batches.hpp): the batch forms
+// against the host's one-table-at-a-time operations, on the examples and on filters whose particles hold different
+// joint tables; on a CUDA graph, the device's batches against the host graph.
+#include <catch2/catch.hpp>
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "gpu/device.hpp"
+#include "models/joint_programs.hpp"
+#include "runtime/src/joint_batches.hpp"
+#include "tally/distributions.hpp"
+#include "tally/runtime/graph.hpp"
+
+using namespace tally;
+using namespace tally::runtime;
+namespace mj = tally::models::joint;
+using Mode = Truncation::JointBatches;
+
+namespace {
+
+Truncation batches(Mode mode, std::int64_t entries = std::int64_t{1} << 16) {
+  Truncation t;
+  t.joint_batches = mode;
+  t.joint_batch_entries = entries;
+  return t;
+}
+
+std::uint64_t batches_so_far() { return tally::runtime::detail::joint_steps::batches_run().load(); }
+
+double total(const std::vector<Observation>& obs, std::size_t i) {
+  double s = 0;
+  for (const auto& o : obs) s += o[i];
+  return s;
+}
+double bound(const std::vector<Observation>& obs) {
+  double s = 0;
+  for (const auto& o : obs) s += o.exactness().truncation_error;
+  return s;
+}
+
+/// Two runs' log-likelihoods agree to rounding (the batch forms and the host's evaluate different but exact
+/// formulas), and each is within the other's carried bound.
+void require_same_likelihoods(const std::vector<Observation>& want, const std::vector<Observation>& got, std::size_t P) {
+  REQUIRE(want.size() == got.size());
+  for (std::size_t k = 0; k < want.size(); ++k) {
+    INFO("observation " << k);
+    CHECK(want[k].exact() == got[k].exact());
+    CHECK(std::isfinite(got[k].exactness().truncation_error));
+    for (std::size_t i = 0; i < P; ++i) {
+      INFO("particle " << i << ": host " << want[k][i] << ", batch " << got[k][i]);
+      REQUIRE(std::abs(got[k][i] - want[k][i]) <= 1e-10 * std::max(1.0, std::abs(want[k][i])));
+    }
+  }
+}
+
+void require_same_marginals(Graph& host, const Variable& x, Graph& batch, const Variable& y) {
+  const auto want = host.marginal(x), got = batch.marginal(y);
+  REQUIRE(want.size() == got.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const Pmf a = want[i].normalized(), b = got[i].normalized();
+    for (std::int64_t v = std::min(a.lo(), b.lo()); v <= std::max(a.hi(), b.hi()); ++v) {
+      INFO("particle " << i << ", value " << v);
+      const double p = pdf(a, v), q = pdf(b, v);
+      REQUIRE(std::abs(p - q) <= 1e-10 * std::max(p, 1e-300) + 1e-15);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("joint batches: the examples computed as batches (the CPU reference loops) give the host's evidence",
+          "[runtime][joint][batches]") {
+  const auto live = Graph::live_nodes();
+  {
+    const mj::Migration w;
+    Graph host(1, 1, batches(Mode::host));
+    const mj::MigrationRun want = mj::run_migration(host, w);
+    const std::uint64_t before = batches_so_far();
+    Graph batch(1, 1, batches(Mode::batched));
+    const mj::MigrationRun got = mj::run_migration(batch, w);
+    CHECK(batches_so_far() > before + 20);  // every season's operations ran as batches
+    require_same_likelihoods(want.observations, got.observations, 1);
+    // sound: the two evidences (both within rounding of the exact one) are within the batch's carried bound
+    CHECK(std::abs(total(got.observations, 0) - total(want.observations, 0)) <= bound(got.observations) + 1e-12);
+    require_same_marginals(host, want.a, batch, got.a);
+    require_same_marginals(host, want.b, batch, got.b);
+  }
+  {
+    const mj::RateHmm h;
+    Graph host(1, 1, batches(Mode::host)), batch(1, 1, batches(Mode::batched));
+    const mj::RateHmmRun want = mj::run_rate_hmm(host, h), got = mj::run_rate_hmm(batch, h);
+    require_same_likelihoods(want.observations, got.observations, 1);
+    for (std::size_t k = 0; k < want.rates.size(); ++k) require_same_marginals(host, want.rates[k], batch, got.rates[k]);
+  }
+  {
+    Graph host(1, 1, batches(Mode::host)), batch(1, 1, batches(Mode::batched));
+    const mj::WetGrassRun want = mj::run_wet_grass(host, mj::WetGrass{}), got = mj::run_wet_grass(batch, mj::WetGrass{});
+    CHECK(got.wet[0] == Approx(want.wet[0]).epsilon(1e-13));
+  }
+  CHECK(Graph::live_nodes() == live);
+}
+
+TEST_CASE("joint batches: a filter whose particles hold different joint tables gives the host's likelihoods, draws "
+          "and marginals",
+          "[runtime][joint][batches]") {
+  const auto live = Graph::live_nodes();
+  {
+    const mj::Migration w;
+    const std::size_t P = 8;
+    Graph host(P, 7, Device::cpu, batches(Mode::host));
+    const mj::DrawnImmigrantsRun want = mj::run_migration_drawn_immigrants(host, w);
+    const std::uint64_t before = batches_so_far();
+    Graph batch(P, 7, Device::cpu, batches(Mode::batched));
+    const mj::DrawnImmigrantsRun got = mj::run_migration_drawn_immigrants(batch, w);
+    CHECK(batches_so_far() > before + 20);
+    REQUIRE(got.immigrants == want.immigrants);  // the same draws (from the priors)
+    bool differ = false;  // the particles' tables differ: so do their likelihoods
+    for (std::size_t i = 1; i < P; ++i) differ = differ || got.observations.back()[i] != got.observations.back()[0];
+    CHECK(differ);
+    require_same_likelihoods(want.observations, got.observations, P);
+    require_same_marginals(host, want.a, batch, got.a);
+    require_same_marginals(host, want.b, batch, got.b);
+    // draws from the joint posterior: the same values (inverse cdf over laws equal to rounding)
+    CHECK(host.value(want.a) == batch.value(got.a));
+    CHECK(host.value(want.b) == batch.value(got.b));
+  }
+  {
+    // `automatic` on a host graph: one table after another, never a batch
+    const std::uint64_t before = batches_so_far();
+    Graph g(8, 7, Device::cpu, batches(Mode::automatic, 1));
+    mj::run_migration_drawn_immigrants(g, mj::Migration{});
+    CHECK(batches_so_far() == before);
+  }
+  CHECK(Graph::live_nodes() == live);
+}
+
+TEST_CASE("joint batches: on a CUDA graph the device's batches give the host graph's likelihoods and draws",
+          "[runtime][joint][batches][device]") {
+  if (tally::test::skip_without_device()) return;
+  const mj::Migration w;
+  const std::size_t P = 64;
+  Graph host(P, 5, Device::cpu, batches(Mode::host));
+  const mj::DrawnImmigrantsRun want = mj::run_migration_drawn_immigrants(host, w);
+  const std::uint64_t before = batches_so_far();
+  Graph device(P, 5, Device::cuda, batches(Mode::automatic, 1));  // every operation with a batch form batches
+  const mj::DrawnImmigrantsRun got = mj::run_migration_drawn_immigrants(device, w);
+  CHECK(batches_so_far() > before + 20);
+  REQUIRE(got.immigrants == want.immigrants);
+  require_same_likelihoods(want.observations, got.observations, P);
+  require_same_marginals(host, want.a, device, got.a);
+  CHECK(host.value(want.a) == device.value(got.a));
+}
