@@ -148,7 +148,10 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// MiB; 0 turns joint laws off) is not formed: the variables that would enter it are drawn from their exact
 /// posteriors first and reported (Fallback::joint_limit), as is a variable inside a marginalized chain (one with a
 /// marginalized parent) that would have to join one. Joint laws live on the host, for a CUDA graph too (their
-/// inputs are copied to the host, their marginals and draws back to the device): the same results, host speed.
+/// inputs are copied to the host, their marginals and draws back to the device), one table per distinct input:
+/// particles with equal tables share one. Where the particles hold many different tables (a member drawn in each),
+/// a CUDA graph computes an operation on all of them as one batch of device kernels (Truncation::joint_batches):
+/// the same results to rounding, with coarser (still sound) error bounds.
 /// Binomial(x, rho) with rho a Beta variable is not a joint law: observed, it conditions x exactly and rho waits for
 /// x's value (see binomial(x, rho) below).
 /// Every sampling the runtime does on its own (Fallback) is reported by the next observation's exactness(): while
