@@ -73,20 +73,63 @@ BatchIn folded_batch(const FoldedOperand& f, const Starts& s, gpu::Backend where
   return b;
 }
 
+/// Throws over_budget where one of x's laws would have more than max_size entries after an operation: extents(lo,
+/// shape) gives that law's result's number of entries (a double: no overflow) from its box, as the operation's own
+/// allocation would size it. Checked before the operation runs, so that a table past the budget is never built.
+template <class Extents>
+void require_sizes(const gpu::JointLaws& x, std::int64_t max_size, Extents extents) {
+  const auto k = static_cast<std::size_t>(x.rank());
+  std::vector<double> lo(k), shape(k);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    for (std::size_t a = 0; a < k; ++a) {
+      lo[a] = static_cast<double>(x.lo()[i * k + a]);
+      shape[a] = static_cast<double>(x.shape()[i * k + a]);
+    }
+    if (!(extents(i, lo, shape) <= static_cast<double>(max_size))) throw over_budget{};
+  }
+}
+
+double entries(const std::vector<double>& shape) {
+  double n = 1;
+  for (const double m : shape) n *= m;
+  return n;
+}
+
+/// The entries after a linear combination kappa . x appended (replace = -1) or in place of axis replace.
+void require_linear(const gpu::JointLaws& x, std::int64_t max_size, const Coordinates& kappa, int replace) {
+  require_sizes(x, max_size, [&](std::size_t, const std::vector<double>& lo, const std::vector<double>& shape) {
+    (void)lo;
+    double range = 1;
+    for (std::size_t a = 0; a < shape.size(); ++a) range += std::abs(static_cast<double>(kappa[a])) * (shape[a] - 1);
+    return replace >= 0 ? entries(shape) / shape[static_cast<std::size_t>(replace)] * range : entries(shape) * range;
+  });
+}
+
+/// The entries after a bounded child of axis is appended: Y on 0 .. hi_axis (a thinning) or 0 .. C - 1.
+void require_child(const gpu::JointLaws& x, std::int64_t max_size, int axis, const ChildLaw& law) {
+  if (const auto* f = std::get_if<AffineLaw>(&law)) return require_linear(x, max_size, unit(x.rank(), axis, f->a), -1);
+  const auto* m = std::get_if<MarkovStep>(&law);
+  require_sizes(x, max_size, [&](std::size_t, const std::vector<double>& lo, const std::vector<double>& shape) {
+    const auto a = static_cast<std::size_t>(axis);
+    return entries(shape) * (m ? static_cast<double>(m->transition.cols()) : lo[a] + shape[a]);
+  });
+}
+
 }  // namespace
 
-std::optional<gpu::Backend> batch_place(const Context& c, const Tables& in, const Starts& starts, int rank_out) {
+std::optional<BatchPlace> batch_place(const Context& c, const Tables& in, const Starts& starts, int rank_out) {
   using Mode = Truncation::JointBatches;
   const Truncation& t = c.truncation;
   if (rank_out < 1 || rank_out > gpu::max_joint_rank || t.joint_batches == Mode::host || starts.empty())
     return std::nullopt;
   if (in[starts[0]]->rank() > gpu::max_joint_rank) return std::nullopt;  // the tables of a group share a rank
-  if (t.joint_batches == Mode::batched) return c.where;
+  const BatchPlace at{c.where, joint_truncation(c).max_size};
+  if (t.joint_batches == Mode::batched) return at;
   if (!c.device() || starts.size() < 2) return std::nullopt;
   std::int64_t entries = 0;
   for (const std::size_t i : starts) entries += static_cast<std::int64_t>(in[i]->size());
   if (entries < t.joint_batch_entries) return std::nullopt;
-  return gpu::Backend::cuda;
+  return at;
 }
 
 std::vector<Starts> chunks(const Tables& in, const Starts& starts, std::int64_t entries) {
@@ -116,16 +159,26 @@ BatchIn to_batch(const Tables& in, const Starts& starts, gpu::Backend where) {
   return b;
 }
 
-std::optional<Made> child_batch(const Tables& in, const Starts& s, gpu::Backend where, int axis, const ChildLaw& law,
+std::optional<Made> child_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, const ChildLaw& law,
                                 bool in_place) {
-  BatchIn b = to_batch(in, s, where);
+  BatchIn b = to_batch(in, s, at.where);
   const int rank = b.laws.rank();
   gpu::JointLaws out;
+  if (in_place && !std::holds_alternative<Thinning>(law)) {  // a Markov step or affine map: the axis replaced
+    if (const auto* f = std::get_if<AffineLaw>(&law)) require_linear(b.laws, at.max_size, unit(rank, axis, f->a), axis);
+    else
+      require_sizes(b.laws, at.max_size, [&](std::size_t, const std::vector<double>&, const std::vector<double>& shape) {
+        return entries(shape) / shape[static_cast<std::size_t>(axis)] *
+               static_cast<double>(std::get<MarkovStep>(law).transition.cols());
+      });
+  } else {
+    require_child(b.laws, at.max_size, axis, law);
+  }
   if (const auto* f = std::get_if<AffineLaw>(&law)) {
     out = gpu::joint_linear_combination(b.laws, unit(rank, axis, f->a), f->c, in_place ? axis : -1);
   } else if (const auto* m = std::get_if<MarkovStep>(&law)) {
-    out = in_place ? gpu::joint_markov_step(b.laws, axis, markov_table(m->transition, where))
-                   : gpu::joint_add_child(b.laws, axis, child_kernel(law, where));
+    out = in_place ? gpu::joint_markov_step(b.laws, axis, markov_table(m->transition, at.where))
+                   : gpu::joint_add_child(b.laws, axis, child_kernel(law, at.where));
   } else if (const auto* k = std::get_if<Thinning>(&law)) {
     out = gpu::joint_add_child(b.laws, axis, gpu::ChildKernel::binomial(k->keep));
     if (in_place) out = gpu::joint_sum_out(out, axis);  // Y, appended last, stays last
@@ -135,14 +188,19 @@ std::optional<Made> child_batch(const Tables& in, const Starts& s, gpu::Backend 
   return from_batch(out, b.bounds);
 }
 
-std::optional<Made> linear_batch(const Tables& in, const Starts& s, gpu::Backend where, const Coordinates& kappa,
+std::optional<Made> linear_batch(const Tables& in, const Starts& s, const BatchPlace& at, const Coordinates& kappa,
                                  const std::vector<std::int64_t>& constants, int replace,
                                  const std::vector<FoldedOperand>& folded) {
-  BatchIn b = to_batch(in, s, where);
+  BatchIn b = to_batch(in, s, at.where);
   const int za = replace >= 0 ? replace : b.laws.rank();  // V's axis
+  require_linear(b.laws, at.max_size, kappa, replace);
   gpu::JointLaws out = gpu::joint_linear_combination(b.laws, kappa, 0, replace);
   for (const FoldedOperand& f : folded) {
-    const BatchIn y = folded_batch(f, s, where);
+    const BatchIn y = folded_batch(f, s, at.where);
+    require_sizes(out, at.max_size, [&](std::size_t i, const std::vector<double>&, const std::vector<double>& shape) {
+      const auto a = static_cast<std::size_t>(za);
+      return entries(shape) / shape[a] * (shape[a] + static_cast<double>(y.laws.shape()[i]) - 1);
+    });
     out = gpu::joint_add_independent(out, za, y.laws);
     for (std::size_t k = 0; k < s.size(); ++k) b.bounds[k] = (1.0 + b.bounds[k]) * (1.0 + y.bounds[k]) - 1.0;
   }
@@ -153,45 +211,51 @@ std::optional<Made> linear_batch(const Tables& in, const Starts& s, gpu::Backend
   return from_batch(out, b.bounds, za, &shifts);
 }
 
-std::optional<Made> child_sum_batch(const Tables& in, const Starts& s, gpu::Backend where, int axis, const ChildLaw& law,
+std::optional<Made> child_sum_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, const ChildLaw& law,
                                     std::int64_t sign_x, std::int64_t sign_y, bool y_joins) {
-  BatchIn b = to_batch(in, s, where);
+  BatchIn b = to_batch(in, s, at.where);
   const int rank = b.laws.rank();
   gpu::JointLaws e;  // Y appended at axis `rank`
+  require_child(b.laws, at.max_size, axis, law);
   if (const auto* f = std::get_if<AffineLaw>(&law))
     e = gpu::joint_linear_combination(b.laws, unit(rank, axis, f->a), f->c, -1);
   else
-    e = gpu::joint_add_child(b.laws, axis, child_kernel(law, where));
+    e = gpu::joint_add_child(b.laws, axis, child_kernel(law, at.where));
   Coordinates k(static_cast<std::size_t>(rank + 1), 0);
   k[static_cast<std::size_t>(axis)] = sign_x;
   k.back() = sign_y;
+  require_linear(e, at.max_size, k, y_joins ? -1 : rank);
   return from_batch(gpu::joint_linear_combination(e, k, 0, y_joins ? -1 : rank), b.bounds);
 }
 
-std::optional<Made> split_batch(const Tables& in, const Starts& s, gpu::Backend where, int axis, double q) {
-  BatchIn b = to_batch(in, s, where);
+std::optional<Made> split_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, double q) {
+  BatchIn b = to_batch(in, s, at.where);
+  require_sizes(b.laws, at.max_size, [&](std::size_t, const std::vector<double>& lo, const std::vector<double>& shape) {
+    const auto a = static_cast<std::size_t>(axis);  // the host's split_in_place's test (join_joint_sum)
+    return entries(shape) * (lo[a] + shape[a]);
+  });
   return from_batch(gpu::joint_split(b.laws, axis, q), b.bounds);
 }
 
-std::optional<Made> sum_out_batch(const Tables& in, const Starts& s, gpu::Backend where, int axis) {
-  BatchIn b = to_batch(in, s, where);
+std::optional<Made> sum_out_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis) {
+  BatchIn b = to_batch(in, s, at.where);
   return from_batch(gpu::joint_sum_out(b.laws, axis), b.bounds);
 }
 
-std::optional<std::vector<JointConditioned>> condition_batch(const Tables& in, const Starts& s, gpu::Backend where,
+std::optional<std::vector<JointConditioned>> condition_batch(const Tables& in, const Starts& s, const BatchPlace& at,
                                                              int axis, const ChildLaw& law,
                                                              const std::vector<std::int64_t>& y) {
-  BatchIn b = to_batch(in, s, where);
+  BatchIn b = to_batch(in, s, at.where);
   const int rank = b.laws.rank();
   std::vector<std::int64_t> v;
   for (const std::size_t i : s) v.push_back(y[i]);
-  const auto observed = gpu::Column<std::int64_t>::from_host(v, where);
-  auto ll = gpu::Column<double>::from_host(std::vector<double>(s.size(), 0.0), where);
+  const auto observed = gpu::Column<std::int64_t>::from_host(v, at.where);
+  auto ll = gpu::Column<double>::from_host(std::vector<double>(s.size(), 0.0), at.where);
   gpu::JointLaws post;
   if (const auto* f = std::get_if<AffineLaw>(&law))
     post = gpu::joint_condition_on_linear(b.laws, unit(rank, axis, f->a), f->c, observed, ll);
   else
-    post = gpu::joint_condition_on_child(b.laws, axis, child_kernel(law, where), observed, ll);
+    post = gpu::joint_condition_on_child(b.laws, axis, child_kernel(law, at.where), observed, ll);
   const std::vector<double> log_l = ll.to_host();
   std::vector<gpu::JointLaws::Law> laws = post.to_host();
   std::vector<JointConditioned> out;

@@ -25,11 +25,18 @@ inline std::atomic<std::uint64_t>& batches_run() {
   return n;
 }
 
+/// Where a batch runs, and the most entries one of its tables may have (the joint budget's max_size: a batch
+/// checks each result's box before computing it, and a table past it is over_budget, as on the host).
+struct BatchPlace {
+  gpu::Backend where;
+  std::int64_t max_size;
+};
+
 /// Where the distinct tables `in[i]`, i in starts, are computed as one batch whose widest table has rank rank_out
 /// (0: the operation has no batch form), or nothing for one table after another on the host: never under
 /// Truncation::JointBatches::host or past gpu::max_joint_rank; always under `batched` (where the graph is); under
 /// `automatic` on a CUDA graph with at least two distinct tables holding joint_batch_entries entries together.
-std::optional<gpu::Backend> batch_place(const Context& c, const Tables& in, const Starts& starts, int rank_out);
+std::optional<BatchPlace> batch_place(const Context& c, const Tables& in, const Starts& starts, int rank_out);
 
 /// Splits starts into consecutive chunks whose tables hold at most `entries` entries together (at least one table
 /// a chunk), so that a batch's inputs and results stay within a few hundred MB of device memory.
@@ -59,25 +66,25 @@ struct FoldedOperand {
 /// The child Y | X_axis ~ law (thinning, Markov step, affine map) appended as the last axis, or in place of X_axis
 /// (X summed out). In place, a Markov step or affine map keeps the axis where X was; a thinning puts Y last (the
 /// caller moves the member). Poisson children have no batch form (unbounded: batch_place is not asked).
-std::optional<Made> child_batch(const Tables& in, const Starts& s, gpu::Backend where, int axis, const ChildLaw& law,
+std::optional<Made> child_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, const ChildLaw& law,
                                 bool in_place);
 /// The coordinate \f$V = c_i + \kappa \cdot x\f$ appended (replace = -1) or in place of X_replace, then each folded
 /// operand added to V (a convolution along V's axis). constants: c_i by particle (empty: 0).
-std::optional<Made> linear_batch(const Tables& in, const Starts& s, gpu::Backend where, const Coordinates& kappa,
+std::optional<Made> linear_batch(const Tables& in, const Starts& s, const BatchPlace& at, const Coordinates& kappa,
                                  const std::vector<std::int64_t>& constants, int replace,
                                  const std::vector<FoldedOperand>& folded);
 /// \f$Z = s_x X_{axis} + s_y Y\f$ with the child Y | X_axis ~ law (a thinning, Markov step or affine map):
 /// y_joins appends Y and Z (Y lives on), otherwise Z alone (Y summed out), as join_joint_sum's host form does.
-std::optional<Made> child_sum_batch(const Tables& in, const Starts& s, gpu::Backend where, int axis, const ChildLaw& law,
+std::optional<Made> child_sum_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, const ChildLaw& law,
                                     std::int64_t sign_x, std::int64_t sign_y, bool y_joins);
 /// The binomial split X_axis -> (X - Y, Y), Y ~ Binomial(X, q): X - Y in place of X, Y appended (split_in_place).
-std::optional<Made> split_batch(const Tables& in, const Starts& s, gpu::Backend where, int axis, double q);
+std::optional<Made> split_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, double q);
 /// X_axis summed out.
-std::optional<Made> sum_out_batch(const Tables& in, const Starts& s, gpu::Backend where, int axis);
+std::optional<Made> sum_out_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis);
 /// Each table conditioned on its observed child y_i ~ law(X_axis) (y by particle), as tally::condition gives it for
 /// a table without dropped measure: the posterior normalized with bound min(2, 2 rho), the log-likelihood, and
 /// rho = e M / L as spread_error.
-std::optional<std::vector<JointConditioned>> condition_batch(const Tables& in, const Starts& s, gpu::Backend where,
+std::optional<std::vector<JointConditioned>> condition_batch(const Tables& in, const Starts& s, const BatchPlace& at,
                                                              int axis, const ChildLaw& law,
                                                              const std::vector<std::int64_t>& y);
 
@@ -100,9 +107,9 @@ Starts run_starts(std::size_t particles, Same same) {
 
 /// P tables made by an operation with a batch form. `collect(f, same)` gathers them as compute() (trimmed, within
 /// the budget) or shared_per_particle() does, f(i) making particle i's table where same(i) is false. Where
-/// batch_place chooses a batch, batch(chunk, where) makes the tables of each chunk of run starts (nothing: the host
+/// batch_place chooses a batch, batch(chunk, at) makes the tables of each chunk of run starts (nothing: the host
 /// makes them instead); else host(i) makes each. *batched says which ran. A batch's table past the joint budget's
-/// max_size is over_budget, as the host's would be.
+/// max_size is over_budget before it is computed, as the host's would be.
 template <class Collect, class Host, class Batch, class Same>
 Tables batched(const Context& c, Collect collect, const Tables& in, int rank_out, Host host, Batch batch, Same same,
                bool* batched_out = nullptr) {
@@ -114,16 +121,13 @@ Tables batched(const Context& c, Collect collect, const Tables& in, int rank_out
   const auto where = batch_place(c, in, starts, rank_out);
   if (!where) return collect(host, repeats_here);
   Made made;
-  made.reserve(starts.size());
+  made.reserve(starts.size());  // (each batch form checks its results' sizes against at.max_size first)
   for (const Starts& chunk : chunks(in, starts, batch_chunk_entries)) {
     std::optional<Made> m = batch(chunk, *where);
     ++batches_run();
     if (!m) return collect(host, repeats_here);
     for (auto& d : *m) made.push_back(std::move(d));
   }
-  const std::int64_t max_size = joint_truncation(c).max_size;
-  for (const JointPmf& d : made)
-    if (d.size() > max_size) throw over_budget{};
   if (batched_out) *batched_out = true;
   std::size_t k = 0;
   return collect([&](std::size_t) { return std::move(made[k++]); }, repeats_here);

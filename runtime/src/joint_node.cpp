@@ -42,7 +42,7 @@ void sweep(const std::shared_ptr<JointGroup>& gp, Context& ctx) {
     g.laws = batched(
         ctx, [&](auto f, auto same) { return shared_per_particle(ctx.particles, f, same); }, g.laws, g.rank(),
         [&](std::size_t i) { return marginalize_out(*g.laws[i], a); },
-        [&](const Starts& s, gpu::Backend where) { return sum_out_batch(g.laws, s, where, a); },
+        [&](const Starts& s, const BatchPlace& where) { return sum_out_batch(g.laws, s, where, a); },
         [&](std::size_t i) { return repeats(g.laws, i); });
     g.members.erase(g.members.begin() + a);
   }
@@ -155,7 +155,7 @@ void join_child(Node& n, const ChildLaw& law) {
         }
         return append_child(d, a, law, t);
       },
-      [&](const Starts& s, gpu::Backend where) { return child_batch(g->laws, s, where, a, law, in_place); },
+      [&](const Starts& s, const BatchPlace& where) { return child_batch(g->laws, s, where, a, law, in_place); },
       [&](std::size_t i) { return repeats(g->laws, i); }, &batched_here);
   g->laws = std::move(laws);
   if (in_place && thinning && batched_here) {  // Y is the last axis
@@ -237,7 +237,7 @@ void join_sum(Node& z, int sign) {
       }
     }
     return d;
-  }, [&](const Starts& s, gpu::Backend where) {
+  }, [&](const Starts& s, const BatchPlace& where) {
     return linear_batch(g->laws, s, where, kappa, constant_of, replace, folded_operands);
   }, [&](std::size_t i) {
     bool same = repeats(g->laws, i);
@@ -297,7 +297,7 @@ bool join_joint_sum(Node& z, const JointSum& j) {
         rank_out = bounded_child(j.law) ? rank + (y_form == joins ? 2 : 1) : 0;
       std::vector<std::int64_t> y_constants;  // sign_y y_i, for the batch form
       for (const std::int64_t v : y_values) y_constants.push_back(j.sign_y * v);
-      const auto batch = [&](const Starts& s, gpu::Backend where) -> std::optional<Made> {
+      const auto batch = [&](const Starts& s, const BatchPlace& where) -> std::optional<Made> {
         if (split_in_place) return split_batch(g->laws, s, where, a, thinning->keep);
         if (y_form == member) {
           Coordinates k(static_cast<std::size_t>(rank), 0);
