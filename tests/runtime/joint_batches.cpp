@@ -108,7 +108,7 @@ TEST_CASE("joint batches: a filter whose particles hold different joint tables g
   const auto live = Graph::live_nodes();
   {
     const mj::Migration w;
-    const std::size_t P = 8;
+    const std::size_t P = 4;
     Graph host(P, 7, Device::cpu, batches(Mode::host));
     const mj::DrawnImmigrantsRun want = mj::run_migration_drawn_immigrants(host, w);
     const std::uint64_t before = batches_so_far();
@@ -129,7 +129,7 @@ TEST_CASE("joint batches: a filter whose particles hold different joint tables g
   {
     // `automatic` on a host graph: one table after another, never a batch
     const std::uint64_t before = batches_so_far();
-    Graph g(8, 7, Device::cpu, batches(Mode::automatic, 1));
+    Graph g(4, 7, Device::cpu, batches(Mode::automatic, 1));
     mj::run_migration_drawn_immigrants(g, mj::Migration{});
     CHECK(batches_so_far() == before);
   }
