@@ -51,6 +51,12 @@ py::class_<Family> family(py::module_& m, const char* name, const char* doc) {
 }  // namespace
 
 void bind_families(py::module_& m) {
+  py::enum_<Truncation::JointBatches>(m, "JointBatches",
+                                     "Where a Graph computes a joint operation when its particles hold different "
+                                     "joint tables (Truncation.joint_batches).")
+      .value("automatic", Truncation::JointBatches::automatic)
+      .value("host", Truncation::JointBatches::host)
+      .value("batched", Truncation::JointBatches::batched);
   py::class_<Truncation>(m, "Truncation",
                          "How an unbounded family becomes a finite pmf: the tail mass that may be dropped "
                          "(tolerance), the largest dense size (max_size) and the largest joint law of coupled variables "
@@ -68,6 +74,12 @@ void bind_families(py::module_& m) {
                      "largest joint law of coupled variables a Graph forms, in bytes over all particles (0: none)")
       .def_readwrite("track_dropped", &Truncation::track_dropped,
                      "whether joint laws keep the mass truncation cuts where it was cut (tight error bounds, more work)")
+      .def_readwrite("joint_batches", &Truncation::joint_batches,
+                     "where particles' different joint tables are computed: automatic (one batch of device kernels on "
+                     "a CUDA graph, past joint_batch_entries entries), host (one after another) or batched (always a "
+                     "batch: the CPU reference loops on a host graph)")
+      .def_readwrite("joint_batch_entries", &Truncation::joint_batch_entries,
+                     "the entries the distinct tables must hold together before automatic batches them")
       .def("__repr__", [](const Truncation& t) {
         return "Truncation(tolerance=" + number(t.tolerance) + ", max_size=" + std::to_string(t.max_size) + ")";
       });

@@ -144,6 +144,32 @@ def test_joint_laws_keep_coupled_children_exact():
     assert abs(o.log_likelihoods[0] - math.log(want)) < 1e-12
 
 
+def test_joint_batches_give_the_host_tables_answer():
+    # a drawn value enters the coupled counts: the particles' joint tables differ, and `batched` computes them as
+    # one batch (the CPU reference loops on a host graph) where `host` computes one after another
+    t = tally.Truncation()
+    assert t.joint_batches == tally.JointBatches.automatic and t.joint_batch_entries > 0
+    results = {}
+    for mode in (tally.JointBatches.host, tally.JointBatches.batched):
+        t = tally.Truncation()
+        t.joint_batches = mode
+        assert t.joint_batches == mode
+        g = tally.Graph(4, 3, "cpu", t)
+        x = g.assume(tally.Binomial(30, 0.5))
+        b = g.binomial(x, 0.4)
+        d = g.assume(tally.Poisson(3.0))
+        g.value(d)  # drawn in each particle
+        c = x - b + d  # coupled with b through x, shifted by each particle's draw
+        o = g.observe(g.binomial(c, 0.5), 9)
+        o2 = g.observe(g.binomial(b, 0.5), 4)
+        assert o.exact and o2.exact
+        results[mode] = (np.asarray(o.log_likelihoods), np.asarray(o2.log_likelihoods), g.value(d))
+    want, got = results[tally.JointBatches.host], results[tally.JointBatches.batched]
+    np.testing.assert_array_equal(want[2], got[2])
+    np.testing.assert_allclose(got[0], want[0], rtol=1e-12)
+    np.testing.assert_allclose(got[1], want[1], rtol=1e-12)
+
+
 def test_exactness_report_and_strict_mode():
     g = tally.Graph(1, 1, "cpu", tally.Truncation(max_joint_bytes=0))  # joint laws off: couplings are fallbacks
     x = g.assume(tally.Binomial(10, 0.5))
