@@ -26,6 +26,16 @@ gpu::JointLaws::Law law_of(const JointPmf& d) {
   return l;
 }
 
+/// A batch's law as a JointPmf with the given log scale and spread bound; nothing where it has no mass left or a
+/// weight that is not finite.
+std::optional<JointPmf> table_of(gpu::JointLaws::Law& l, double log_scale, double bound) {
+  bool mass = l.log_scale > -inf;
+  for (const double w : l.weights) mass = mass && std::isfinite(w);
+  if (!mass || std::none_of(l.weights.begin(), l.weights.end(), [](double w) { return w > 0.0; })) return std::nullopt;
+  Eigen::VectorXd w = Eigen::Map<const Eigen::VectorXd>(l.weights.data(), static_cast<Eigen::Index>(l.weights.size()));
+  return JointPmf(std::move(l.lo), std::move(l.shape), std::move(w), log_scale, bound);
+}
+
 /// Law k of b as a JointPmf with spread bound bounds[k], its axis `shift_axis` moved by shifts[k] (where given);
 /// nothing where a law has no mass left.
 std::optional<Made> from_batch(const gpu::JointLaws& b, const std::vector<double>& bounds, int shift_axis = -1,
@@ -35,15 +45,13 @@ std::optional<Made> from_batch(const gpu::JointLaws& b, const std::vector<double
   out.reserve(laws.size());
   for (std::size_t k = 0; k < laws.size(); ++k) {
     gpu::JointLaws::Law& l = laws[k];
-    bool mass = l.log_scale > -inf;
-    for (const double w : l.weights) mass = mass && std::isfinite(w);
-    if (!mass || std::none_of(l.weights.begin(), l.weights.end(), [](double w) { return w > 0.0; })) return std::nullopt;
     if (shifts) {
       auto& lo = l.lo[static_cast<std::size_t>(shift_axis)];
       lo = tally::detail::checked_add(lo, (*shifts)[k], "tally::runtime: a sum of coordinates");
     }
-    Eigen::VectorXd w = Eigen::Map<const Eigen::VectorXd>(l.weights.data(), static_cast<Eigen::Index>(l.weights.size()));
-    out.emplace_back(std::move(l.lo), std::move(l.shape), std::move(w), l.log_scale, bounds[k]);
+    std::optional<JointPmf> d = table_of(l, l.log_scale, bounds[k]);
+    if (!d) return std::nullopt;
+    out.push_back(std::move(*d));
   }
   return out;
 }
@@ -270,12 +278,9 @@ std::optional<std::vector<JointConditioned>> condition_batch(const Tables& in, c
     if (!std::isfinite(log_l[k])) return std::nullopt;
     // |L - L'| <= e M (each likelihood is at most 1): rho = e M / L, as tally::condition's reweight
     const double rho = e == 0.0 ? 0.0 : std::exp(std::log(e) + prior.log_mass() - log_l[k]);
-    gpu::JointLaws::Law& l = laws[k];
-    if (!(l.log_scale > -inf) || std::none_of(l.weights.begin(), l.weights.end(), [](double w) { return w > 0.0; }))
-      return std::nullopt;
-    Eigen::VectorXd w = Eigen::Map<const Eigen::VectorXd>(l.weights.data(), static_cast<Eigen::Index>(l.weights.size()));
-    const JointPmf posterior(std::move(l.lo), std::move(l.shape), std::move(w), 0.0, std::min(2.0, 2.0 * rho));
-    out.push_back({posterior.normalized(), log_l[k], rho < 1.0 ? -std::log1p(-rho) : inf, 0.0, rho});
+    const std::optional<JointPmf> posterior = table_of(laws[k], 0.0, std::min(2.0, 2.0 * rho));
+    if (!posterior) return std::nullopt;
+    out.push_back({posterior->normalized(), log_l[k], rho < 1.0 ? -std::log1p(-rho) : inf, 0.0, rho});
   }
   return out;
 }

@@ -96,13 +96,35 @@ inline bool bounded_child(const ChildLaw& law) {
 /// The largest number of entries of one chunk's input tables.
 inline constexpr std::int64_t batch_chunk_entries = std::int64_t{1} << 22;
 
-/// The particles i with same(i) false, and 0: where a run of equal inputs starts (same is called once per particle).
-template <class Same>
-Starts run_starts(std::size_t particles, Same same) {
-  Starts s;
-  for (std::size_t i = 0; i < particles; ++i)
-    if (i == 0 || !same(i)) s.push_back(i);
-  return s;
+/// Where the runs of equal inputs start: particle 0 and the particles i with same(i) false (same is called once per
+/// particle); repeats(i) answers same(i) again without calling it.
+struct RunStarts {
+  Starts starts;
+  std::vector<char> here;
+  template <class Same>
+  RunStarts(std::size_t particles, Same same) : here(particles, 0) {
+    for (std::size_t i = 0; i < particles; ++i)
+      if (i == 0 || !same(i)) {
+        starts.push_back(i);
+        here[i] = 1;
+      }
+  }
+  bool repeats(std::size_t i) const { return !here[i]; }
+};
+
+/// batch(chunk) for each chunk of starts (chunks()), its results concatenated in order; nothing as soon as one chunk
+/// gives nothing (the caller then computes every table on the host).
+template <class T, class Batch>
+std::optional<std::vector<T>> in_chunks(const Tables& in, const Starts& starts, Batch batch) {
+  std::vector<T> made;
+  made.reserve(starts.size());
+  for (const Starts& chunk : chunks(in, starts, batch_chunk_entries)) {
+    std::optional<std::vector<T>> m = batch(chunk);
+    ++batches_run();
+    if (!m) return std::nullopt;
+    for (auto& r : *m) made.push_back(std::move(r));
+  }
+  return made;
 }
 
 /// P tables made by an operation with a batch form. `collect(f, same)` gathers them as compute() (trimmed, within
@@ -113,24 +135,17 @@ Starts run_starts(std::size_t particles, Same same) {
 template <class Collect, class Host, class Batch, class Same>
 Tables batched(const Context& c, Collect collect, const Tables& in, int rank_out, Host host, Batch batch, Same same,
                bool* batched_out = nullptr) {
-  const Starts starts = run_starts(c.particles, same);
-  std::vector<char> start_here(c.particles, 0);
-  for (const std::size_t i : starts) start_here[i] = 1;
-  const auto repeats_here = [&](std::size_t i) { return !start_here[i]; };
+  const RunStarts runs(c.particles, same);
+  const auto repeats_here = [&](std::size_t i) { return runs.repeats(i); };
   if (batched_out) *batched_out = false;
-  const auto where = batch_place(c, in, starts, rank_out);
-  if (!where) return collect(host, repeats_here);
-  Made made;
-  made.reserve(starts.size());  // (each batch form checks its results' sizes against at.max_size first)
-  for (const Starts& chunk : chunks(in, starts, batch_chunk_entries)) {
-    std::optional<Made> m = batch(chunk, *where);
-    ++batches_run();
-    if (!m) return collect(host, repeats_here);
-    for (auto& d : *m) made.push_back(std::move(d));
-  }
+  const auto at = batch_place(c, in, runs.starts, rank_out);
+  if (!at) return collect(host, repeats_here);
+  // (each batch form checks its results' sizes against at->max_size first)
+  std::optional<Made> made = in_chunks<JointPmf>(in, runs.starts, [&](const Starts& chunk) { return batch(chunk, *at); });
+  if (!made) return collect(host, repeats_here);
   if (batched_out) *batched_out = true;
   std::size_t k = 0;
-  return collect([&](std::size_t) { return std::move(made[k++]); }, repeats_here);
+  return collect([&](std::size_t) { return std::move((*made)[k++]); }, repeats_here);
 }
 
 /// batched() collecting as compute() does.

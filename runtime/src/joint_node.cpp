@@ -212,7 +212,7 @@ void join_sum(Node& z, int sign) {
     kappa[static_cast<std::size_t>(a)] += coef[k];
     if (!live(p)) replace = a;
   }
-  std::vector<std::int64_t> constant_of;  // c_i, for the batch form
+  std::vector<std::int64_t> constant_of;  // c_i, by particle (empty: none)
   if (!constants.empty()) {
     constant_of.assign(ctx.particles, 0);
     for (const auto& [v, s] : constants)
@@ -221,9 +221,7 @@ void join_sum(Node& z, int sign) {
   std::vector<FoldedOperand> folded_operands;
   for (const Folded& f : folded) folded_operands.push_back({&f.laws, f.sign, f.tails.get()});
   auto laws = compute_batched(ctx, g->laws, replace >= 0 ? g->rank() : g->rank() + 1, [&](std::size_t i) {
-    std::int64_t c = 0;
-    for (const auto& [v, s] : constants) c += s * v[i];
-    JointPmf d = linear_combination(*g->laws[i], kappa, c, replace, t);
+    JointPmf d = linear_combination(*g->laws[i], kappa, constant_of.empty() ? 0 : constant_of[i], replace, t);
     const int za = replace >= 0 ? replace : d.rank() - 1;
     for (const Folded& f : folded) {
       const Pmf y = f.sign > 0 ? f.laws[i] : negate(f.laws[i]);
@@ -295,7 +293,7 @@ bool join_joint_sum(Node& z, const JointSum& j) {
       int rank_out = rank + 1;
       if (!split_in_place && y_form != member && y_form != realized)
         rank_out = bounded_child(j.law) ? rank + (y_form == joins ? 2 : 1) : 0;
-      std::vector<std::int64_t> y_constants;  // sign_y y_i, for the batch form
+      std::vector<std::int64_t> y_constants;  // sign_y y_i, by particle
       for (const std::int64_t v : y_values) y_constants.push_back(j.sign_y * v);
       const auto batch = [&](const Starts& s, const BatchPlace& where) -> std::optional<Made> {
         if (split_in_place) return split_batch(g->laws, s, where, a, thinning->keep);
@@ -320,7 +318,7 @@ bool join_joint_sum(Node& z, const JointSum& j) {
           k[static_cast<std::size_t>(y_axis)] += j.sign_y;
           return linear_combination(d, k, 0, -1, t);
         }
-        if (y_form == realized) return linear_combination(d, unit(d.rank(), a, j.sign_x), j.sign_y * y_values[i], -1, t);
+        if (y_form == realized) return linear_combination(d, unit(d.rank(), a, j.sign_x), y_constants[i], -1, t);
         JointPmf e = append_child(d, a, j.law, t);  // Y at the last axis
         Coordinates k(static_cast<std::size_t>(e.rank()), 0);
         k[static_cast<std::size_t>(a)] = j.sign_x;

@@ -101,20 +101,13 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
     g = x->group;
     const int a = axis_of(*g, *x);
     // the distinct (table, y) pairs, then each particle's result from its run's first particle
-    const Starts starts = run_starts(ctx.particles, [&](std::size_t i) { return repeats(g->laws, i) && repeats(y, i); });
-    std::vector<char> start_here(ctx.particles, 0);
-    for (const std::size_t i : starts) start_here[i] = 1;
-    std::vector<JointConditioned> made;  // the batch's results, one per start
-    if (const auto where = batch_place(ctx, g->laws, starts, g->rank()))
-      for (const Starts& chunk : chunks(g->laws, starts, batch_chunk_entries)) {
-        auto m = condition_batch(g->laws, chunk, *where, a, c->law, y);
-        ++batches_run();
-        if (!m) {  // a result without mass: the host's formulas instead
-          made.clear();
-          break;
-        }
-        for (auto& r : *m) made.push_back(std::move(r));
-      }
+    const RunStarts runs(ctx.particles, [&](std::size_t i) { return repeats(g->laws, i) && repeats(y, i); });
+    std::vector<JointConditioned> made;  // the batch's results, one per start (empty: the host's formulas)
+    if (const auto at = batch_place(ctx, g->laws, runs.starts, g->rank()))
+      if (auto m = in_chunks<JointConditioned>(g->laws, runs.starts, [&](const Starts& chunk) {
+            return condition_batch(g->laws, chunk, *at, a, c->law, y);
+          }))
+        made = std::move(*m);
     std::size_t k = 0;
     posterior = shared_per_particle(
         ctx.particles,
@@ -122,7 +115,7 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
           return conditioned(i, made.empty() ? condition_child(*g->laws[i], a, c->law, y[i]) : std::move(made[k++]),
                              *g->laws[i], 0, likelihood_sup(c->law, y[i]));
         },
-        [&](std::size_t i) { return !start_here[i] && (loglik[i] = loglik[i - 1], true); });
+        [&](std::size_t i) { return runs.repeats(i) && (loglik[i] = loglik[i - 1], true); });
   } else if (const auto* s = std::get_if<SelectedChild>(&child.kind)) {
     draw_stuck_parents(child, true);
     std::optional<SelectedFrame> f;
