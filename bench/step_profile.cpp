@@ -4,6 +4,9 @@
 // waits for the device where a call reads something back). Usage:
 //   bench_step_profile [P] [runs] [program]   program: sir (the delayed filter, default), sir-bootstrap, population,
 //                                             population-bootstrap, hmm, hmm-bootstrap   (a developer's tool)
+// The free-running runs sit between cudaProfilerStart and cudaProfilerStop: traced with bench/cupti_trace.cpp, they
+// give scripts/trace-summary its window (it divides by runs x steps, the number printed as "steps traced").
+#include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -168,9 +171,12 @@ int main(int argc, char** argv) {
   run(program, P, 99, warm, steps);  // the device's start, the memory pool's growth
   Clock free_running{false, {}, {}}, synced{true, {}, {}};
   double total = 0, total_synced = 0;
+  cudaProfilerStart();  // the marks of a bench/cupti_trace.cpp trace: the free-running runs only
   for (int k = 0; k < runs; ++k) total += run(program, P, 1 + k, free_running, steps);
+  cudaProfilerStop();
   for (int k = 0; k < runs; ++k) total_synced += run(program, P, 1 + k, synced, steps);
   const double all = double(steps) * runs;
+  std::printf("steps traced: %.0f\n", all);
   std::printf("%s, P = %zu, %d runs of %zu steps: %.3f ms per step unsynchronized, %.3f ms synchronized after each "
               "call\n",
               program.c_str(), P, runs, steps, 1e3 * total / all, 1e3 * total_synced / all);

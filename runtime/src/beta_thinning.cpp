@@ -50,7 +50,7 @@ bool observe_beta_thinning(Node& n, const Values& v, LogLikelihood& ll) {
     return known ? condition(law_at(i), Thinning(a[i]), y[i]) : condition_on_beta_thinning(law_at(i), a[i], b[i], y[i]);
   });
   std::vector<double> add(ctx.particles);
-  double error = ll.error;
+  double error = ll.error.value();
   for (std::size_t i = 0; i < ctx.particles; ++i) {
     add[i] = results[i].log_likelihood;
     error = std::max(error, results[i].log_likelihood_error);

@@ -421,13 +421,13 @@ void sample_continuous(Node& n) {
   n.state = State::realized;
 }
 
-std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values) {
+std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
   Context& ctx = *n.context;
   const auto keep = n.shared_from_this();
   LogLikelihood ll = zero_log_likelihood(ctx);
   auto done = [&]() {
     gpu::add_to(ctx.log_weight, ll.values);
-    return std::pair<gpu::Column<double>, double>{std::move(ll.values), ll.error};
+    return std::pair<gpu::Column<double>, Bound>{std::move(ll.values), std::move(ll.error)};
   };
   if (n.state == State::initialized && std::holds_alternative<SelectedChild>(n.kind)) {
     // a child of several random parents: their joint law is conditioned directly
@@ -481,13 +481,13 @@ std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values) {
         // computed before anything changes: a refused law (a thinning of a possibly negative count) leaves the graph
         const ChildLaw& child_law = std::get<DiscreteChild>(n.kind).law;
         const auto tails = ctx.device() || !may_know_tails(parent) ? nullptr : known_tails(parent, to_pmfs(law(parent)));
-        const double error_before = ll.error;
+        const Bound error_before = ll.error;
         Laws posterior = condition(ctx, law(parent), child_law, values, ll);
         parent.marginal = std::move(posterior);
         // with the tails known, the likelihood's error is theirs (far below e M / L, which takes every dropped
         // value as the likeliest)
         if (tails)
-          if (const auto e = condition_tails(parent, tails, child_law, values)) ll.error = std::max(error_before, *e);
+          if (const auto e = condition_tails(parent, tails, child_law, values)) ll.error = larger(error_before, *e);
         n.parents = {};
         set_realized(n, values);
         return done();

@@ -452,6 +452,9 @@ Observation Graph::observe(const Variable& x, const Variable& v) {
     std::vector<std::string> truncated;
     if (context_->truncating > 0) truncated = detail::truncated_ancestors(*n);
     auto [loglik, error] = detail::observe(*n, values);
+    if (error.pending())  // read when the engine asks (Observation::exactness), not now: no wait for the device
+      return Observation(std::move(loglik), Exactness{std::move(recording.sampled), error.floor(), std::move(truncated)},
+                         [error = error] { return error.value(); });
     if (error == 0.0) truncated.clear();
     return Observation(std::move(loglik), Exactness{std::move(recording.sampled), error, std::move(truncated)});
   });

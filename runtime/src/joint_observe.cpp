@@ -142,7 +142,7 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
     return false;
   }
   add_host(ll, loglik);
-  ll.error = std::max(ll.error, error);
+  ll.error = larger(ll.error, error);
   if (g) g->laws = std::move(*posterior);
   child.parents = {};
   child.more_parents.clear();

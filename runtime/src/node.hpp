@@ -208,7 +208,7 @@ void draw_continuous(Place& at, Node& rho);
 void fallback(Node& n, Fallback reason);
 /// graft, add log P(n = v) to each particle's weight, realize n = v; returns the per-particle log-likelihoods and
 /// the largest error bound of the laws they were read from.
-std::pair<gpu::Column<double>, double> observe(Node& n, const Values& values);
+std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values);
 
 // ---- Binomial(X, rho) with a random count X and a Beta rho (beta_thinning.cpp) ---------------------------------
 /// Observes an initialized BetaThinning node n = v exactly when it can: a host graph, X (grafted here) a

@@ -32,6 +32,16 @@ std::string Exactness::describe() const {
   return s;
 }
 
+const Exactness& Observation::exactness() const {
+  if (pending_error_) {
+    const auto read = std::move(pending_error_);
+    pending_error_ = nullptr;
+    exactness_.truncation_error = read();
+    if (exactness_.truncation_error == 0.0) exactness_.truncated.clear();
+  }
+  return exactness_;
+}
+
 const std::vector<double>& Observation::log_likelihoods() const {
   if (!host_) {
     if (!column_) {

@@ -56,10 +56,10 @@ Laws place(const Place& at, Batch<Pmf> host) {
 
 namespace {
 
-Laws device_laws(gpu::Laws laws, double error, bool nonnegative = false) {
+Laws device_laws(gpu::Laws laws, Bound error, bool nonnegative = false) {
   Laws out;
   out.device = std::make_shared<const gpu::Laws>(std::move(laws));
-  out.device_error = error;
+  out.device_error = std::move(error);
   out.device_nonnegative = nonnegative;
   return out;
 }
@@ -113,7 +113,7 @@ Laws host_conditioned(const Place& at, const std::vector<std::size_t>& first, Lo
   auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {
     Conditioned ci = c.take(i);
     add[i] = ci.log_likelihood;
-    ll.error = std::max(ll.error, ci.log_likelihood_error);
+    ll.error = std::max(ll.error.value(), ci.log_likelihood_error);
     return ci.posterior ? std::move(*ci.posterior) : prior(i);
   });
   add_host(ll, add);
@@ -201,8 +201,10 @@ gpu::ChildKernel child_kernel(const ChildLaw& law, gpu::Backend where) {
 namespace {
 
 /// The error bound of a mixture over laws with bound e: the Poisson kinds drop at most the tolerance of each law.
-double mixed_error(const gpu::ChildKernel& k, double e, const Truncation& t) {
-  return k.poisson() ? e + t.tolerance * (1.0 + e) : e;
+Bound mixed_error(const gpu::ChildKernel& k, const Bound& e, const Truncation& t) {
+  if (!k.poisson()) return e;
+  const double tol = t.tolerance;
+  return Bound::combine(e, e, [tol](double a, double) { return a + tol * (1.0 + a); });
 }
 
 /// s_x X + s_y Y for a child Y | X of device laws X (gpu::mix), with its error bound.
@@ -214,10 +216,23 @@ Laws device_mix(const Place& at, const Laws& x, const ChildLaw& law, int sign_x,
                      mixed_error(k, x.device_error, at.truncation), nonnegative);
 }
 
-/// The bounds from rho (conditioned(), below) on the posterior and on ll.
-Laws bounded(gpu::Laws posterior, double e, double rho, LogLikelihood& ll, bool nonnegative) {
-  ll.error = std::max(ll.error, rho < 1.0 ? -std::log1p(-rho) : std::numeric_limits<double>::infinity());
-  return device_laws(std::move(posterior), std::max(e, std::min(2.0, 2.0 * rho)), nonnegative);
+/// The bounds from rho = e max_i M_i / L_i (conditioned(), below) on the posterior, min(2, 2 rho) and at least e,
+/// and on ll, -log1p(-rho). The ratio stays on the device: both bounds are read (and the ratio copied back) only when
+/// asked; their floors are e and ll's bound before.
+Laws bounded(gpu::Laws posterior, const Bound& e, gpu::DeviceScalar ratio, LogLikelihood& ll, bool nonnegative) {
+  const auto likelihood = [](double rho) {
+    return rho < 1.0 ? -std::log1p(-rho) : std::numeric_limits<double>::infinity();
+  };
+  const auto rho = [](double bound, const gpu::DeviceScalar& r) { return bound * std::max(0.0, r.value()); };
+  if (ratio.known() && !e.pending()) {
+    const double r = rho(e.value(), ratio);
+    ll.error = std::max(ll.error.value(), likelihood(r));
+    return device_laws(std::move(posterior), std::max(e.value(), std::min(2.0, 2.0 * r)), nonnegative);
+  }
+  ll.error = larger(ll.error, Bound::later(0.0, [=] { return likelihood(rho(e.value(), ratio)); }, e.depth() + 1));
+  Bound error = Bound::later(e.floor(), [=] { return std::max(e.value(), std::min(2.0, 2.0 * rho(e.value(), ratio))); },
+                             e.depth() + 1);
+  return device_laws(std::move(posterior), std::move(error), nonnegative);
 }
 
 /// A device conditioning (op adds each particle's log-likelihood into ll and returns the posterior laws) with its
@@ -226,22 +241,22 @@ Laws bounded(gpu::Laws posterior, double e, double rho, LogLikelihood& ll, bool 
 /// the likelihood's relative bound -log1p(-rho) and the posterior's min(2, 2 rho) (at least e: an impossible
 /// particle keeps its law).
 template <class Op>
-Laws conditioned(const Laws& x, const gpu::Laws* y, double e, LogLikelihood& ll, bool nonnegative, Op op) {
-  if (e == 0.0) return device_laws(op(), 0.0, nonnegative);
+Laws conditioned(const Laws& x, const gpu::Laws* y, const Bound& e, LogLikelihood& ll, bool nonnegative, Op op) {
+  if (e.zero()) return device_laws(op(), 0.0, nonnegative);
   const gpu::Column<double> before = ll.values.clone();
   gpu::Laws posterior = op();
-  return bounded(std::move(posterior), e, e * gpu::max_mass_ratio(*x.device, y, before, ll.values), ll, nonnegative);
+  return bounded(std::move(posterior), e, gpu::max_mass_ratio_later(*x.device, y, before, ll.values), ll, nonnegative);
 }
 
 /// conditioned() for an observed thinning, whose pass over the prior laws also reports their masses (no second
 /// pass for the bound).
 Laws conditioned_on_thinning(const Laws& x, const gpu::Column<std::int64_t>& y, double q, LogLikelihood& ll) {
-  const double e = x.device_error;
-  if (e == 0.0) return device_laws(gpu::condition_on_thinning(*x.device, y, q, ll.values), 0.0, true);
+  const Bound& e = x.device_error;
+  if (e.zero()) return device_laws(gpu::condition_on_thinning(*x.device, y, q, ll.values), 0.0, true);
   const gpu::Column<double> before = ll.values.clone();
   auto mass = gpu::Column<double>::allocate(ll.values.where(), x.device->size(), "tally::runtime: observe");
   gpu::Laws posterior = gpu::condition_on_thinning(*x.device, y, q, ll.values, &mass);
-  return bounded(std::move(posterior), e, e * gpu::max_mass_ratio(mass, before, ll.values), ll, true);
+  return bounded(std::move(posterior), e, gpu::max_mass_ratio_later(mass, before, ll.values), ll, true);
 }
 
 /// y, or -y in `storage` (sign < 0).
@@ -371,7 +386,7 @@ Laws dense(const Laws& x) {
 Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, LogLikelihood& ll) {
   if (x.parameters) return condition(at, dense(x), law, y, ll);
   if (x.device) {
-    const double e = x.device_error;
+    const Bound& e = x.device_error;
     if (auto* t = std::get_if<Thinning>(&law)) {
       require_counts(x, "tally::runtime: Binomial(x, q)");
       return conditioned_on_thinning(x, *y, t->keep, ll);
@@ -400,7 +415,7 @@ Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, L
 Laws sum(Place& at, const Laws& x, const Laws& y, int sign) {
   if (x.parameters || y.parameters) return sum(at, dense(x), dense(y), sign);
   if (x.device && y.device) {
-    const double e = x.device_error + y.device_error + x.device_error * y.device_error;
+    const Bound e = Bound::combine(x.device_error, y.device_error, [](double a, double b) { return a + b + a * b; });
     gpu::Laws negated;
     return device_laws(gpu::convolve(*x.device, signed_laws(*y.device, sign, negated)), e,
                        sign > 0 && x.device_nonnegative && y.device_nonnegative);
@@ -417,7 +432,8 @@ Laws condition_on_sum(Place& at, const Laws& x, const Laws& y, int sign, const V
   if (x.parameters || y.parameters) return condition_on_sum(at, dense(x), dense(y), sign, z, ll);
   if (x.device && y.device) {
     // |L - L'| <= M_x M_y (e_x + e_y + 2 e_x e_y) for laws of mass M (tally::condition_on_sum)
-    const double e = x.device_error + y.device_error + 2.0 * x.device_error * y.device_error;
+    const Bound e =
+        Bound::combine(x.device_error, y.device_error, [](double a, double b) { return a + b + 2.0 * a * b; });
     gpu::Laws negated;
     const gpu::Laws& signed_y = signed_laws(*y.device, sign, negated);
     return conditioned(x, y.device.get(), e, ll, x.device_nonnegative,
@@ -507,13 +523,13 @@ Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int s
 void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood& ll) {
   if (x.parameters) return add_log_mass(at, dense(x), v, ll);
   if (x.device) {
-    ll.error = std::max(ll.error, x.device_error);
+    ll.error = larger(ll.error, x.device_error);
     gpu::add_log_mass(*x.device, *v, ll.values);
     return;
   }
   for (std::size_t i = 0; i < at.particles; ++i) {
     ll.values.host()[i] += log_pdf(x.host[i], v[i]);
-    ll.error = std::max(ll.error, x.host[i].error_bound());
+    ll.error = std::max(ll.error.value(), x.host[i].error_bound());
   }
 }
 

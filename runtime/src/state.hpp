@@ -13,6 +13,7 @@
 #include "tally/gpu/parameter_laws.hpp"
 #include "tally/gpu/population_arrays.hpp"
 #include "tally/gpu/population_chain.hpp"
+#include "bound.hpp"
 #include "tally/gpu/population_children.hpp"
 #include "tally/runtime/batch.hpp"
 #include "tally/runtime/conjugate.hpp"
@@ -53,7 +54,7 @@ struct Laws {
   Batch<Pmf> host;
   std::shared_ptr<const gpu::Laws> device;
   std::shared_ptr<const ParameterForm> parameters;  // set only while `device` is not
-  double device_error = 0.0;
+  Bound device_error = 0.0;  // pending where an observation's bound is still on the device (bound.hpp)
   bool device_nonnegative = false;  // device laws known to lie on [0, inf) without reading them back
   bool empty() const { return host.empty() && !device && !parameters; }
   void clear() {
@@ -96,7 +97,7 @@ struct Params {
 /// (from truncated laws).
 struct LogLikelihood {
   gpu::Column<double> values;
-  double error = 0.0;
+  Bound error = 0.0;
 };
 
 // ---- values -------------------------------------------------------------------------------------------------

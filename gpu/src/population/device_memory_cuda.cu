@@ -4,8 +4,10 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
 
 #include "cuda_check.cuh"
 #include "tally/gpu/deferred_checks.hpp"
@@ -31,7 +33,84 @@ void keep_pool_memory() {
   });
 }
 
-/// Bytes the pool holds but no allocation uses (reusable without asking the driver).
+/// A host-side cache of freed blocks in front of the pool. Every population array is allocated and freed in the
+/// order of the one stream all population work runs on (the legacy default stream), so a freed block may serve the
+/// next allocation of its size at once, as cudaFreeAsync then cudaMallocAsync on that stream would let the pool do;
+/// the cache saves those two driver calls (about 40 to 100 a filter step, most of the same few sizes: P values,
+/// P log-weights). Sizes are rounded up to `granule` bytes and matched exactly; at most `per_size` blocks of a size
+/// and `capacity` bytes in all are kept, the rest go back to the pool. Knob: TALLY_BLOCK_CACHE=0 turns it off (a
+/// measurement knob: every allocation asks the pool).
+class BlockCache {
+ public:
+  static constexpr std::size_t granule = 512, per_size = 16, capacity = std::size_t{256} << 20;
+
+  static std::size_t rounded(std::size_t bytes) { return (bytes + granule - 1) / granule * granule; }
+
+  /// A cached block of `bytes` (rounded), or null.
+  void* take(std::size_t bytes) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (!on()) return nullptr;
+    auto it = free_.find(bytes);
+    if (it == free_.end() || it->second.empty()) return nullptr;
+    void* p = it->second.back();
+    it->second.pop_back();
+    cached_ -= bytes;
+    sizes_[p] = bytes;
+    return p;
+  }
+  /// Records a block the pool gave for `bytes` (rounded), so that its free comes back here.
+  void track(void* p, std::size_t bytes) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (on()) sizes_[p] = bytes;
+  }
+  /// Keeps p for reuse; false when the cache is full or p is not one of its blocks (the caller frees it).
+  bool keep(void* p) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    auto it = sizes_.find(p);
+    if (it == sizes_.end()) return false;
+    const std::size_t bytes = it->second;
+    sizes_.erase(it);
+    auto& list = free_[bytes];
+    if (list.size() >= per_size || cached_ + bytes > capacity) return false;
+    list.push_back(p);
+    cached_ += bytes;
+    return true;
+  }
+  /// Gives every cached block back to the pool (stream-ordered).
+  void release() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [bytes, list] : free_)
+      for (void* p : list) cudaFreeAsync(p, nullptr);
+    free_.clear();
+    cached_ = 0;
+    cudaGetLastError();
+  }
+  std::size_t cached_bytes() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return cached_;
+  }
+
+ private:
+  bool on() {
+    if (state_ == 0) {
+      const char* off = std::getenv("TALLY_BLOCK_CACHE");
+      state_ = off != nullptr && std::string(off) == "0" ? 2 : 1;
+    }
+    return state_ == 1;
+  }
+  std::mutex mutex_;
+  int state_ = 0;  // 0 not read yet, 1 on, 2 off
+  std::unordered_map<void*, std::size_t> sizes_;          // blocks handed out: their rounded sizes
+  std::unordered_map<std::size_t, std::vector<void*>> free_;  // blocks kept, by rounded size
+  std::size_t cached_ = 0;
+};
+
+BlockCache& block_cache() {
+  static BlockCache* cache = new BlockCache;  // never destroyed: frees may come from static destructors
+  return *cache;
+}
+
+/// Bytes the pool holds but no allocation uses (reusable without asking the driver), the block cache's included.
 std::size_t pool_unused_bytes() {
   int device = 0;
   cudaMemPool_t pool;
@@ -42,13 +121,14 @@ std::size_t pool_unused_bytes() {
     cudaGetLastError();
     return 0;
   }
-  return reserved > used ? static_cast<std::size_t>(reserved - used) : 0;
+  return (reserved > used ? static_cast<std::size_t>(reserved - used) : 0) + block_cache().cached_bytes();
 }
 
 /// Gives the pool's unused memory back to the driver (after the work that freed it is done).
 void trim_pool() {
   int device = 0;
   cudaMemPool_t pool;
+  block_cache().release();
   cudaDeviceSynchronize();
   if (cudaGetDevice(&device) == cudaSuccess && cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess)
     cudaMemPoolTrimTo(pool, 0);
@@ -72,17 +152,20 @@ void* device_allocate(std::size_t bytes, const char* who) {
   require_device(who);
   count_device_allocation(bytes, who);
   keep_pool_memory();
+  const std::size_t size = BlockCache::rounded(bytes);
+  if (void* p = block_cache().take(size)) return p;
   void* p = nullptr;
-  cudaError_t status = cudaMallocAsync(&p, bytes, nullptr);
-  if (status == cudaErrorMemoryAllocation) {  // the pool's fragments may be what is missing: give them back, retry
+  cudaError_t status = cudaMallocAsync(&p, size, nullptr);
+  if (status == cudaErrorMemoryAllocation) {  // cached blocks, the pool's fragments: give them back, retry
     cudaGetLastError();
     trim_pool();
-    status = cudaMallocAsync(&p, bytes, nullptr);
+    status = cudaMallocAsync(&p, size, nullptr);
   }
   if (status == cudaErrorMemoryAllocation) {
     refuse(bytes, who);
   }
   cuda_check(status, "cudaMallocAsync", __FILE__, __LINE__);
+  block_cache().track(p, size);
   return p;
 }
 
@@ -99,6 +182,7 @@ void* device_malloc(std::size_t bytes, const char* who) {
 
 std::size_t device_bytes_in_use() {
   if (!cuda_available()) return 0;
+  block_cache().release();  // cached blocks are not in use: back to the pool, so that its count is the live arrays'
   TALLY_CUDA_CHECK(cudaDeviceSynchronize());
   int device = 0;
   cudaMemPool_t pool;
@@ -110,7 +194,7 @@ std::size_t device_bytes_in_use() {
 }
 
 void device_free(void* p) noexcept {
-  if (p != nullptr) cudaFreeAsync(p, nullptr);
+  if (p != nullptr && !block_cache().keep(p)) cudaFreeAsync(p, nullptr);
 }
 
 namespace {

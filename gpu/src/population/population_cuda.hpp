@@ -32,8 +32,8 @@ Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double 
 void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
 void add_log_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
 ValueRange support_range(const Laws& x);
-double max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before, const Column<double>& after);
-double max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after);
+DeviceScalar max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before, const Column<double>& after);
+DeviceScalar max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after);
 void add_to(Column<double>& acc, const Column<double>& x);
 Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream);
 Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column<double>& q, std::uint64_t seed,

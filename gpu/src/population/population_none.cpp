@@ -57,8 +57,12 @@ Laws condition_on_thinning(const Laws&, const Column<std::int64_t>&, double, Col
 void add_log_mass(const Laws&, const Column<std::int64_t>&, Column<double>&) { none("add_log_mass"); }
 void add_log_equal(const Column<std::int64_t>&, const Column<std::int64_t>&, Column<double>&) { none("add_log_equal"); }
 ValueRange support_range(const Laws&) { none("support_range"); }
-double max_mass_ratio(const Laws&, const Laws*, const Column<double>&, const Column<double>&) { none("max_mass_ratio"); }
-double max_mass_ratio(const Column<double>&, const Column<double>&, const Column<double>&) { none("max_mass_ratio"); }
+DeviceScalar max_mass_ratio(const Laws&, const Laws*, const Column<double>&, const Column<double>&) {
+  none("max_mass_ratio");
+}
+DeviceScalar max_mass_ratio(const Column<double>&, const Column<double>&, const Column<double>&) {
+  none("max_mass_ratio");
+}
 void add_to(Column<double>&, const Column<double>&) { none("add_to"); }
 Column<std::int64_t> sample(const Laws&, std::uint64_t, std::uint64_t, std::uint64_t) { none("sample"); }
 Column<std::int64_t> sample_binomial(const Column<std::int64_t>&, const Column<double>&, std::uint64_t, std::uint64_t, std::uint64_t) { none("sample_binomial"); }

@@ -228,6 +228,14 @@ void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& 
 }
 
 double max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before, const Column<double>& after) {
+  return max_mass_ratio_later(x, y, before, after).value();
+}
+double max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after) {
+  return max_mass_ratio_later(log_mass, before, after).value();
+}
+
+DeviceScalar max_mass_ratio_later(const Laws& x, const Laws* y, const Column<double>& before,
+                                  const Column<double>& after) {
   constexpr const char* who = "tally::gpu::max_mass_ratio";
   same_shape(x, before, who);
   same_shape(x, after, who);
@@ -243,7 +251,8 @@ double max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before
   return out;
 }
 
-double max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after) {
+DeviceScalar max_mass_ratio_later(const Column<double>& log_mass, const Column<double>& before,
+                                  const Column<double>& after) {
   constexpr const char* who = "tally::gpu::max_mass_ratio";
   same_shape(log_mass, before, who);
   same_shape(log_mass, after, who);

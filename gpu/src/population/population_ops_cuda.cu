@@ -457,19 +457,19 @@ __global__ void mass_ratio_kernel(PmfBatchView x, PmfBatchView y, bool with_y, c
 }  // namespace
 
 namespace {
-/// The largest of n >= 1 ratios (>= 0) on the device: a CUB reduction and one number read back.
-double largest_ratio(const Column<double>& ratio, const char* who) {
+/// The largest of n >= 1 ratios (>= 0) on the device: a CUB reduction, its result left on the device.
+DeviceScalar largest_ratio(const Column<double>& ratio, const char* who) {
   const auto n = static_cast<long long>(ratio.size());
   auto top = Column<double>::allocate(Backend::cuda, 1, who);
   std::size_t bytes = 0;
   TALLY_CUDA_CHECK(cub::DeviceReduce::Max(nullptr, bytes, ratio.data(), top.data(), n));
   auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
   TALLY_CUDA_CHECK(cub::DeviceReduce::Max(temp.data(), bytes, ratio.data(), top.data(), n));
-  return std::max(0.0, top.to_host()[0]);  // the ratios are >= 0: CUB's lowest-double identity never wins
+  return DeviceScalar(std::move(top));  // the ratios are >= 0: CUB's lowest-double identity never wins (n >= 1)
 }
 }  // namespace
 
-double max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before, const Column<double>& after) {
+DeviceScalar max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before, const Column<double>& after) {
   constexpr const char* who = "tally::gpu::max_mass_ratio";
   const std::size_t n = x.size();
   if (n == 0) return 0.0;
@@ -491,7 +491,8 @@ __global__ void known_mass_ratio_kernel(const double* log_mass, const double* be
 }
 }  // namespace
 
-double max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after) {
+DeviceScalar max_mass_ratio(const Column<double>& log_mass, const Column<double>& before,
+                            const Column<double>& after) {
   constexpr const char* who = "tally::gpu::max_mass_ratio";
   const std::size_t n = log_mass.size();
   if (n == 0) return 0.0;

@@ -117,6 +117,42 @@ class Column {
   std::unique_ptr<void, detail::DeviceFree> device_;
 };
 
+/// One number that a device computation leaves in device memory (element 0 of a column), copied back only when first
+/// read: that read waits for the device where it has not finished yet, so a number nobody reads before the host next
+/// waits anyway costs no wait of its own. A host number is known at once. Copies share the number; value() is const
+/// but not thread-safe (as a population is not).
+class DeviceScalar {
+ public:
+  DeviceScalar(double known = 0.0) : known_(known) {}
+  /// The first element of `cell`, read when asked (a host column's at once).
+  explicit DeviceScalar(Column<double> cell) {
+    if (cell.where() == Backend::cpu)
+      known_ = cell.host().at(0);
+    else
+      pending_ = std::make_shared<Pending>(Pending{std::move(cell), 0.0, false});
+  }
+  double value() const {
+    if (!pending_) return known_;
+    if (!pending_->read) {
+      pending_->value = pending_->cell.to_host().at(0);
+      pending_->cell = Column<double>();
+      pending_->read = true;
+    }
+    return pending_->value;
+  }
+  /// Whether value() needs no copy back.
+  bool known() const { return !pending_ || pending_->read; }
+
+ private:
+  struct Pending {
+    Column<double> cell;
+    double value;
+    bool read;
+  };
+  double known_ = 0.0;
+  std::shared_ptr<Pending> pending_;
+};
+
 /// P laws (pmfs), one per particle, in the PmfBatch layout: on the host a PmfBatch, on the device the same four
 /// arrays. Immutable once made (operations make new laws), so several nodes may share one by shared_ptr.
 class Laws {

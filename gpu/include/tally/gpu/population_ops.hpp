@@ -77,6 +77,11 @@ double max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before
 /// The same from the laws' log masses log M_i already known (condition_on_thinning's prior_log_mass): one thread a
 /// particle on the device, a CUB reduction, one number read back.
 double max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after);
+/// max_mass_ratio left on the device (nothing read back, no wait): the number is copied back when first read.
+DeviceScalar max_mass_ratio_later(const Laws& x, const Laws* y, const Column<double>& before,
+                                  const Column<double>& after);
+DeviceScalar max_mass_ratio_later(const Column<double>& log_mass, const Column<double>& before,
+                                  const Column<double>& after);
 /// acc_i += x_i.
 void add_to(Column<double>& acc, const Column<double>& x);
 

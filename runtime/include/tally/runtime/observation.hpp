@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -81,6 +82,13 @@ class Observation {
   Observation(gpu::Column<double> log_likelihood, Exactness exactness)
       : column_(std::make_shared<gpu::Column<double>>(std::move(log_likelihood))),
         exactness_(std::move(exactness)) {}
+  /// The same with a truncation bound the device has yet to copy back: `truncation_error()` gives it when
+  /// exactness() is first read (so an engine that never reads it never waits for it); a bound of 0 then clears
+  /// `truncated`, as a known 0 does.
+  Observation(gpu::Column<double> log_likelihood, Exactness exactness, std::function<double()> truncation_error)
+      : Observation(std::move(log_likelihood), std::move(exactness)) {
+    pending_error_ = std::move(truncation_error);
+  }
   std::size_t size() const { return column_ ? column_->size() : 0; }
   /// Particle i's log-likelihood (the first read of a device column copies it to the host once).
   double operator[](std::size_t i) const { return log_likelihoods().at(i); }
@@ -89,13 +97,16 @@ class Observation {
   operator const std::vector<double>&() const { return log_likelihoods(); }
   /// The column where it lives (for engines that keep working on the device).
   const gpu::Column<double>& column() const { return *column_; }
-  const Exactness& exactness() const { return exactness_; }
+  /// The exactness report (its truncation_error read from the device here, the first time, where it is still there).
+  const Exactness& exactness() const;
+  /// Whether nothing was sampled (reads nothing from the device).
   bool exact() const { return exactness_.exact(); }
 
  private:
   std::shared_ptr<gpu::Column<double>> column_;
   mutable std::shared_ptr<const std::vector<double>> host_;
-  Exactness exactness_;
+  mutable Exactness exactness_;
+  mutable std::function<double()> pending_error_;
 };
 
 }  // namespace tally::runtime
