@@ -88,8 +88,8 @@ std::size_t sir(Graph& pop, Clock& clock, bool delayed) {
       clock("bytes", [&] { return pop.bytes(); });
     }
     R = clock("R + r", [&] { return pop.add(R, r); });
-    clock("summarize S", [&] { return pop.summarize(S, band); });
-    clock("summarize R", [&] { return pop.summarize(R, band); });
+    const Variable both[] = {S, R};
+    clock("summarize S, R", [&] { return pop.summarize(both, band); });
     clock("resample", [&] { return pop.resample_by_weight(1.0); });
   }
   return in_bed.size();

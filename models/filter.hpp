@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -67,10 +68,18 @@ struct Band {
 /// The Band of x under the population's current log-weights, summarized where the population lives
 /// (Graph::summarize: on the device for a GPU population, a few numbers copied back). All weights -inf: the
 /// unweighted band.
-inline Band weighted_band(runtime::Graph& pop, const runtime::Variable& x) {
-  static constexpr double band_probabilities[] = {0.05, 0.95};
-  const gpu::WeightedSummary s = pop.summarize(x, band_probabilities);
+inline constexpr double band_probabilities[] = {0.05, 0.95};
+inline Band band_of(const gpu::WeightedSummary& s) {
   return {s.mean, static_cast<double>(s.quantiles[0]), static_cast<double>(s.quantiles[1])};
+}
+inline Band weighted_band(runtime::Graph& pop, const runtime::Variable& x) {
+  return band_of(pop.summarize(x, band_probabilities));
+}
+/// The Bands of several variables under the same weights (one copy back for all of them on the device).
+inline std::vector<Band> weighted_bands(runtime::Graph& pop, std::span<const runtime::Variable> xs) {
+  std::vector<Band> out;
+  for (const gpu::WeightedSummary& s : pop.summarize(xs, band_probabilities)) out.push_back(band_of(s));
+  return out;
 }
 
 /// The options the examples take: --particles, --seed, --device cpu|gpu, --plot, --runs, --results, and for a

@@ -73,7 +73,9 @@ DayStats initial_stats(const Outbreak& data) {
 /// numbers copied back), then resample every live node of the population systematically and add the day's
 /// log-evidence increment. False (and the day recorded) when every particle has weight zero.
 bool end_of_day(RunResult& out, std::size_t t, Graph& pop, const Variable& S, const Variable& R) {
-  const models::Band s = models::weighted_band(pop, S), r = models::weighted_band(pop, R);
+  const Variable both[] = {S, R};
+  const std::vector<models::Band> bands = models::weighted_bands(pop, both);
+  const models::Band &s = bands[0], &r = bands[1];
   const Graph::Resampling step = pop.resample_by_weight(1.0);
   if (step.log_mean_weight == neg_inf) {
     out.log_evidence = neg_inf;

@@ -475,6 +475,25 @@ const gpu::Column<std::int64_t>& Graph::values(const Variable& x) {
   return guarded(*this, [&]() -> const gpu::Column<std::int64_t>& { return *realized(*n); });
 }
 
+std::vector<gpu::WeightedSummary> Graph::summarize(std::span<const Variable> xs,
+                                                   std::span<const double> probabilities) {
+  std::vector<std::shared_ptr<Node>> nodes;
+  nodes.reserve(xs.size());
+  for (const Variable& x : xs) nodes.push_back(node_of(x, "summarize"));
+  return guarded(*this, [&] {
+    std::vector<const gpu::Column<std::int64_t>*> columns;
+    columns.reserve(nodes.size());
+    for (const auto& n : nodes) columns.push_back(realized(*n).column.get());
+    if (sharded()) {
+      std::vector<gpu::WeightedSummary> out;
+      for (const auto* c : columns) out.push_back(detail::sharded_summarize(*context_, *c, probabilities));
+      return out;
+    }
+    return gpu::summarize(std::span<const gpu::Column<std::int64_t>* const>(columns), context_->log_weight,
+                          probabilities);
+  });
+}
+
 gpu::WeightedSummary Graph::summarize(const Variable& x, std::span<const double> probabilities) {
   auto n = node_of(x, "summarize");
   return guarded(*this, [&] {
@@ -676,11 +695,18 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
     if (fresh) it->second = detail::gather(l, a);
     new_laws.emplace_back(&l, &it->second);
   };
+  // the columns of values and of per-particle parameters are gathered together after the walk (one launch for
+  // each type on the device), each distinct column once
+  std::vector<const detail::Values*> value_sources;
+  std::vector<std::pair<gpu::Column<double>*, const gpu::Column<double>*>> double_sources;  // (target, source)
   auto gather_values = [&](detail::Values& v) {
     if (v.empty()) return;
     auto [it, fresh] = values.try_emplace(v.column.get());
-    if (fresh) it->second = detail::gather(v, a);
+    if (fresh) value_sources.push_back(&v);
     new_values.emplace_back(&v, &it->second);
+  };
+  auto gather_doubles = [&](gpu::Column<double>& c) {
+    if (c.size() > 0) double_sources.emplace_back(&c, &c);
   };
   std::optional<std::vector<std::size_t>> host_ancestors;  // read back only for Dirichlet states (host batches)
   auto ancestors_on_host = [&]() -> const std::vector<std::size_t>& {
@@ -699,9 +725,9 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
     gather_values(n->tie_c);
     gather_laws(n->tie_base);
     if (auto* c = n->continuous.get()) {
-      new_columns.emplace_back(&c->params.a, detail::gather(c->params.a, a));
-      new_columns.emplace_back(&c->params.b, detail::gather(c->params.b, a));
-      new_columns.emplace_back(&c->scalar, detail::gather(c->scalar, a));
+      gather_doubles(c->params.a);
+      gather_doubles(c->params.b);
+      gather_doubles(c->scalar);
       if (!c->params.dirichlet.empty() || !c->vector.empty()) {
         auto dirichlet = c->params.dirichlet;
         auto vector = c->vector;
@@ -715,6 +741,19 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
     if (auto* c = std::get_if<detail::CountChild>(&n->kind)) gather_values(c->trials);
     if (auto* b = std::get_if<detail::PerParticleBinomial>(&n->kind))
       new_p.emplace_back(&b->p, std::make_shared<const gpu::Column<double>>(detail::gather(*b->p, a)));
+  }
+  {
+    std::vector<const gpu::Column<std::int64_t>*> columns;
+    for (const detail::Values* v : value_sources) columns.push_back(v->column.get());
+    auto gathered = gpu::gather(std::span<const gpu::Column<std::int64_t>* const>(columns), a);
+    for (std::size_t k = 0; k < columns.size(); ++k)
+      values[columns[k]] = detail::make_values(std::move(gathered[k]), value_sources[k]->nonnegative);
+  }
+  {
+    std::vector<const gpu::Column<double>*> columns;
+    for (const auto& [target, source] : double_sources) columns.push_back(source);
+    auto gathered = gpu::gather(std::span<const gpu::Column<double>* const>(columns), a);
+    for (std::size_t k = 0; k < columns.size(); ++k) new_columns.emplace_back(double_sources[k].first, std::move(gathered[k]));
   }
   // commit: moves, and copies of states held by shared_ptr (device laws, parameter forms, values: their host
   // batches are empty), none of which allocates or throws

@@ -141,3 +141,39 @@ TEST_CASE("summarize: the device against the host", "[gpu][summaries][cuda]") {
   CHECK(s.all_impossible);
   CHECK(s.mean == 1.5);
 }
+
+TEST_CASE("summarize: several columns under one set of weights, one copy back, as each alone", "[gpu][summaries]") {
+  std::mt19937_64 gen(31);
+  const std::size_t P = 5000;
+  auto [narrow, l] = population(gen, P, false, 7);
+  const auto wide = population(gen, P, true).first;  // the device's sort path for this one
+  auto near = narrow;
+  for (auto& x : near) x += 4000;
+  const std::vector<std::vector<std::int64_t>> values{narrow, wide, near};
+  std::vector<Backend> places{Backend::cpu};
+  if (gpu::cuda_available()) places.push_back(Backend::cuda);
+  for (const Backend where : places) {
+    INFO((where == Backend::cpu ? "cpu" : "cuda"));
+    std::vector<Column<std::int64_t>> columns;
+    for (const auto& v : values) columns.push_back(Column<std::int64_t>::from_host(v, where));
+    const auto log_w = Column<double>::from_host(l, where);
+    std::vector<const Column<std::int64_t>*> pointers;
+    for (const auto& c : columns) pointers.push_back(&c);
+    const auto all = gpu::summarize(std::span<const Column<std::int64_t>* const>(pointers), log_w, probabilities);
+    REQUIRE(all.size() == values.size());
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      INFO("column " << k);
+      const auto alone = gpu::summarize(columns[k], log_w, probabilities);
+      require_same(all[k], alone, true, k == 1 ? 2e9 : 5000.0);
+      CHECK(all[k].mean == alone.mean);  // the same kernels in the same order: bit for bit
+      require_same(all[k], brute_force(values[k], l), true, k == 1 ? 2e9 : 5000.0);
+    }
+    CHECK(gpu::summarize(std::span<const Column<std::int64_t>* const>(), log_w, probabilities).empty());
+    // a bad log-weight is raised once, for all
+    auto bad = l;
+    bad[17] = std::nan("");
+    CHECK_THROWS_AS(gpu::summarize(std::span<const Column<std::int64_t>* const>(pointers),
+                                   Column<double>::from_host(bad, where), probabilities),
+                    domain_error);
+  }
+}

@@ -128,10 +128,11 @@ struct Sir : Program {
       case 9: S = g->subtract(S, n); break;
       case 10: I = g->add(I, d); break;
       case 11: R = g->add(R, r); break;
-      case 12:
-        (void)g->summarize(S, band);
-        (void)g->summarize(R, band);
+      case 12: {
+        const Variable both[] = {S, R};
+        (void)g->summarize(both, band);  // the two summaries in one copy back
         break;
+      }
       case 13: g->resample_by_weight(1.0); break;
     }
   }

@@ -362,3 +362,25 @@ TEST_CASE("random programs give the same draws and likelihoods on the CPU and th
   }
   CHECK(compared == 400);
 }
+
+TEST_CASE("summarize: several variables at once are each one's summary", "[runtime][engine]") {
+  constexpr double band[] = {0.05, 0.5, 0.95};
+  for (const Device d : devices()) {
+    INFO(name(d));
+    Graph g(512, 11, d);
+    const Variable X = g.assume(Poisson(40.0));
+    const Variable Y = g.binomial(X, 0.3);
+    g.observe(g.binomial(X, 0.5), 21);  // weights that differ between particles
+    const Variable Z = g.add(X, Y);
+    const Variable all[] = {X, Y, Z};
+    const auto together = g.summarize(all, band);
+    REQUIRE(together.size() == 3);
+    for (std::size_t k = 0; k < 3; ++k) {
+      const auto alone = g.summarize(all[k], band);
+      CHECK(together[k].mean == alone.mean);
+      CHECK(together[k].ess == alone.ess);
+      CHECK(together[k].quantiles == alone.quantiles);
+    }
+    CHECK(together[2].mean == Approx(together[0].mean + together[1].mean).epsilon(1e-12));
+  }
+}

@@ -37,19 +37,31 @@ void keep_pool_memory() {
 /// order of the one stream all population work runs on (the legacy default stream), so a freed block may serve the
 /// next allocation of its size at once, as cudaFreeAsync then cudaMallocAsync on that stream would let the pool do;
 /// the cache saves those two driver calls (about 40 to 100 a filter step, most of the same few sizes: P values,
-/// P log-weights). Sizes are rounded up to `granule` bytes and matched exactly; at most `per_size` blocks of a size
-/// and `capacity` bytes in all are kept, the rest go back to the pool. Knob: TALLY_BLOCK_CACHE=0 turns it off (a
-/// measurement knob: every allocation asks the pool).
+/// P log-weights). Sizes are rounded up to a size class and matched exactly: a multiple of `granule` bytes up to 4
+/// KiB, then 8 classes per power of two (at most 12.5 % more than asked, so that laws whose sizes vary a little
+/// from step to step find each other's blocks) up to `exact_above`, past which blocks are rounded to `granule` only
+/// (a large state's arrays waste nothing). At most `per_size` blocks of a class and `capacity` bytes in all are
+/// kept, the rest go back to the pool. Knob: TALLY_BLOCK_CACHE=0 turns it off (a measurement knob: every
+/// allocation asks the pool, for its size).
 class BlockCache {
  public:
-  static constexpr std::size_t granule = 512, per_size = 16, capacity = std::size_t{256} << 20;
+  static constexpr std::size_t granule = 512, per_size = 16, capacity = std::size_t{256} << 20,
+                               exact_above = std::size_t{64} << 20;
 
-  static std::size_t rounded(std::size_t bytes) { return (bytes + granule - 1) / granule * granule; }
+  /// The size class of `bytes`: for 4 KiB < b <= exact_above, with 2^k <= b < 2^{k+1}, the next multiple of 2^{k-3}.
+  static std::size_t rounded(std::size_t bytes) {
+    const std::size_t fine = (bytes + granule - 1) / granule * granule;
+    if (fine <= 4096 || fine > exact_above) return fine;
+    std::size_t top = 4096;
+    while (top * 2 <= fine) top *= 2;
+    const std::size_t step = top / 8;
+    return (fine + step - 1) / step * step;
+  }
 
   /// A cached block of `bytes` (rounded), or null.
   void* take(std::size_t bytes) {
-    const std::lock_guard<std::mutex> lock(mutex_);
     if (!on()) return nullptr;
+    const std::lock_guard<std::mutex> lock(mutex_);
     auto it = free_.find(bytes);
     if (it == free_.end() || it->second.empty()) return nullptr;
     void* p = it->second.back();
@@ -60,8 +72,9 @@ class BlockCache {
   }
   /// Records a block the pool gave for `bytes` (rounded), so that its free comes back here.
   void track(void* p, std::size_t bytes) {
+    if (!on()) return;
     const std::lock_guard<std::mutex> lock(mutex_);
-    if (on()) sizes_[p] = bytes;
+    sizes_[p] = bytes;
   }
   /// Keeps p for reuse; false when the cache is full or p is not one of its blocks (the caller frees it).
   bool keep(void* p) {
@@ -89,17 +102,16 @@ class BlockCache {
     const std::lock_guard<std::mutex> lock(mutex_);
     return cached_;
   }
+  static bool on() {
+    static const bool enabled = [] {
+      const char* off = std::getenv("TALLY_BLOCK_CACHE");
+      return off == nullptr || std::string(off) != "0";
+    }();
+    return enabled;
+  }
 
  private:
-  bool on() {
-    if (state_ == 0) {
-      const char* off = std::getenv("TALLY_BLOCK_CACHE");
-      state_ = off != nullptr && std::string(off) == "0" ? 2 : 1;
-    }
-    return state_ == 1;
-  }
   std::mutex mutex_;
-  int state_ = 0;  // 0 not read yet, 1 on, 2 off
   std::unordered_map<void*, std::size_t> sizes_;          // blocks handed out: their rounded sizes
   std::unordered_map<std::size_t, std::vector<void*>> free_;  // blocks kept, by rounded size
   std::size_t cached_ = 0;
@@ -152,7 +164,7 @@ void* device_allocate(std::size_t bytes, const char* who) {
   require_device(who);
   count_device_allocation(bytes, who);
   keep_pool_memory();
-  const std::size_t size = BlockCache::rounded(bytes);
+  const std::size_t size = BlockCache::on() ? BlockCache::rounded(bytes) : bytes;
   if (void* p = block_cache().take(size)) return p;
   void* p = nullptr;
   cudaError_t status = cudaMallocAsync(&p, size, nullptr);

@@ -46,6 +46,9 @@ Column<double> filled(double v, std::size_t count);
 void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t>& n, const Column<std::int64_t>& k);
 Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::size_t>& ancestors);
 Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancestors);
+std::vector<Column<std::int64_t>> gather(std::span<const Column<std::int64_t>* const> xs,
+                                         const Column<std::size_t>& ancestors);
+std::vector<Column<double>> gather(std::span<const Column<double>* const> xs, const Column<std::size_t>& ancestors);
 Laws gather(const Laws& x, const Column<std::size_t>& ancestors);
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
                              WeightSummary& summary,

@@ -73,6 +73,12 @@ Column<double> filled(double, std::size_t) { none("filled"); }
 void beta_update(Column<double>&, Column<double>&, const Column<std::int64_t>&, const Column<std::int64_t>&) { none("beta_update"); }
 Column<std::int64_t> gather(const Column<std::int64_t>&, const Column<std::size_t>&) { none("gather"); }
 Column<double> gather(const Column<double>&, const Column<std::size_t>&) { none("gather"); }
+std::vector<Column<std::int64_t>> gather(std::span<const Column<std::int64_t>* const>, const Column<std::size_t>&) {
+  none("gather");
+}
+std::vector<Column<double>> gather(std::span<const Column<double>* const>, const Column<std::size_t>&) {
+  none("gather");
+}
 Laws gather(const Laws&, const Column<std::size_t>&) { none("gather"); }
 Column<std::size_t> resample(const Column<double>&, Resampler, std::uint64_t, std::uint64_t, WeightSummary&, double) {
   none("resample");

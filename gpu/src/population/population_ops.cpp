@@ -410,6 +410,28 @@ Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancest
   return gather_values(x, ancestors);
 }
 
+namespace {
+template <class T>
+std::vector<Column<T>> gather_columns(std::span<const Column<T>* const> xs, const Column<std::size_t>& ancestors) {
+  for (const Column<T>* x : xs)
+    if (x->where() != ancestors.where())
+      tally::detail::fail<shape_error>("tally::gpu::gather: columns and ancestors in different memories");
+  if (!xs.empty() && on_device(ancestors.where())) return population_cuda::gather(xs, ancestors);
+  std::vector<Column<T>> out;
+  out.reserve(xs.size());
+  for (const Column<T>* x : xs) out.push_back(gather_values(*x, ancestors));
+  return out;
+}
+}  // namespace
+
+std::vector<Column<std::int64_t>> gather(std::span<const Column<std::int64_t>* const> xs,
+                                         const Column<std::size_t>& ancestors) {
+  return gather_columns(xs, ancestors);
+}
+std::vector<Column<double>> gather(std::span<const Column<double>* const> xs, const Column<std::size_t>& ancestors) {
+  return gather_columns(xs, ancestors);
+}
+
 Laws gather(const Laws& x, const Column<std::size_t>& ancestors) {
   constexpr const char* who = "tally::gpu::gather";
   if (on_device(x.where())) return population_cuda::gather(x, ancestors);

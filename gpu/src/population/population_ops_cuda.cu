@@ -633,6 +633,55 @@ Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancest
   return out;
 }
 
+namespace {
+/// out_k[i] = in_k[ancestors_i] for k = blockIdx.y (one row of blocks per column).
+template <class T>
+__global__ void gather_columns_kernel(const std::uintptr_t* in, const std::uintptr_t* out, const std::size_t* ancestors,
+                                      std::size_t n) {
+  const long long i = thread_index();
+  if (i >= static_cast<long long>(n)) return;
+  const T* x = reinterpret_cast<const T*>(in[blockIdx.y]);
+  reinterpret_cast<T*>(out[blockIdx.y])[i] = x[ancestors[i]];
+}
+
+template <class T>
+std::vector<Column<T>> gather_columns(std::span<const Column<T>* const> xs, const Column<std::size_t>& ancestors) {
+  constexpr const char* who = "tally::gpu::gather";
+  const std::size_t n = ancestors.size();
+  std::vector<Column<T>> out;
+  out.reserve(xs.size());
+  std::vector<std::uintptr_t> pointers;  // the inputs' addresses, then the outputs'
+  pointers.reserve(2 * xs.size());
+  for (const Column<T>* x : xs) pointers.push_back(reinterpret_cast<std::uintptr_t>(x->data()));
+  for (std::size_t k = 0; k < xs.size(); ++k) {
+    out.push_back(Column<T>::allocate(Backend::cuda, n, who));
+    pointers.push_back(reinterpret_cast<std::uintptr_t>(out.back().data()));
+  }
+  if (n == 0 || xs.empty()) return out;
+  constexpr std::size_t rows = 65535;  // gridDim.y's limit: more columns take more launches
+  for (std::size_t first = 0; first < xs.size(); first += rows) {
+    const std::size_t k = std::min(rows, xs.size() - first);
+    std::vector<std::uintptr_t> part(pointers.begin() + static_cast<std::ptrdiff_t>(first),
+                                     pointers.begin() + static_cast<std::ptrdiff_t>(first + k));
+    part.insert(part.end(), pointers.begin() + static_cast<std::ptrdiff_t>(xs.size() + first),
+                pointers.begin() + static_cast<std::ptrdiff_t>(xs.size() + first + k));
+    const auto table = Column<std::uintptr_t>::from_host(part, Backend::cuda);  // staged: no wait
+    gather_columns_kernel<T><<<dim3(thread_blocks(n), static_cast<unsigned>(k)), block>>>(
+        table.data(), table.data() + k, ancestors.data(), n);
+    launched();
+  }
+  return out;
+}
+}  // namespace
+
+std::vector<Column<std::int64_t>> gather(std::span<const Column<std::int64_t>* const> xs,
+                                         const Column<std::size_t>& ancestors) {
+  return gather_columns(xs, ancestors);
+}
+std::vector<Column<double>> gather(std::span<const Column<double>* const> xs, const Column<std::size_t>& ancestors) {
+  return gather_columns(xs, ancestors);
+}
+
 Laws gather(const Laws& x, const Column<std::size_t>& ancestors) {
   constexpr const char* who = "tally::gpu::gather";
   const std::size_t count = ancestors.size();

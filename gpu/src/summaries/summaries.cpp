@@ -26,10 +26,24 @@ void check(const Column<std::int64_t>& values, const Column<double>& log_w, std:
 
 }  // namespace
 
+std::vector<WeightedSummary> summarize(std::span<const Column<std::int64_t>* const> columns,
+                                       const Column<double>& log_w, std::span<const double> probabilities) {
+  for (const Column<std::int64_t>* c : columns) check(*c, log_w, probabilities);
+  if (columns.empty()) return {};
+  if (log_w.where() == Backend::cuda) return detail::summarize_device(columns, log_w, probabilities);
+  std::vector<WeightedSummary> out;
+  out.reserve(columns.size());
+  for (const Column<std::int64_t>* c : columns) out.push_back(summarize(*c, log_w, probabilities));
+  return out;
+}
+
 WeightedSummary summarize(const Column<std::int64_t>& values, const Column<double>& log_w,
                           std::span<const double> probabilities) {
   check(values, log_w, probabilities);
-  if (values.where() == Backend::cuda) return detail::summarize_device(values, log_w, probabilities);
+  if (values.where() == Backend::cuda) {
+    const Column<std::int64_t>* one[] = {&values};
+    return std::move(detail::summarize_device(one, log_w, probabilities).front());
+  }
   const std::vector<std::int64_t>& v = values.host();
   const std::vector<double>& l = log_w.host();
   double top = neg_inf;

@@ -1,6 +1,7 @@
-// Weighted summaries on the device: the range and the largest log-weight (one pass), the three sums (one CUB
-// reduction), a histogram of the weights by value (values within histogram_bins of each other) scanned by one block,
-// or else a radix sort of (value, weight) pairs and a scan; one copy back (two on the sort path).
+// Weighted summaries on the device: per column, the range and the largest log-weight (one pass), the three sums
+// (one CUB reduction), a histogram of the weights by value (values within histogram_bins of each other) scanned by
+// one block, or else a radix sort of (value, weight) pairs and a scan; one copy back for all columns (one more for
+// each column on the sort path).
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 #include <cub/device/device_scan.cuh>
@@ -9,6 +10,7 @@
 #include <thrust/iterator/transform_iterator.h>
 
 #include <algorithm>
+#include <span>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -137,24 +139,30 @@ __global__ void __launch_bounds__(block) histogram_kernel(const std::int64_t* v,
     if (local[b] > 0.0) atomicAdd(&bins[b], local[b]);
 }
 
-/// The histogram path's end, one block: the bins' inclusive scan (in place), then one thread per probability finds
-/// the first bin whose cumulative weight reaches p of the total (and is positive), else the last bin of positive
-/// weight; nothing where the sort path runs. Also turns top_key into top.
+/// The histogram path's end, one block: the inclusive scan (in place) of the bins the values use, lo .. hi (blocks
+/// of `block` bins, each scanned by cub::BlockScan and carried into the next: a step's counts use a few hundred
+/// bins, and the scan stops there), then one thread per probability finds the first bin whose cumulative weight
+/// reaches p of the total (and is positive), else the last bin of positive weight; nothing where the sort path runs.
+/// Also turns top_key into top.
 __global__ void __launch_bounds__(block) histogram_finish_kernel(double* cum, Report* r, const double* p,
                                                                  std::size_t nq, std::int64_t* out) {
   if (threadIdx.x == 0) r->top = r->top_key == 0 ? -INFINITY : from_ordered_key(r->top_key);
   if (r->hi - r->lo >= histogram_bins || nq == 0) return;
-  constexpr int per_thread = histogram_bins / block;
+  const int used = static_cast<int>(r->hi - r->lo) + 1;  // 1 .. histogram_bins (count >= 1)
   using Scan = cub::BlockScan<double, block>;
   __shared__ typename Scan::TempStorage scan_storage;
-  double items[per_thread];
-  for (int k = 0; k < per_thread; ++k) items[k] = cum[threadIdx.x * per_thread + k];
-  Scan(scan_storage).InclusiveSum(items, items);
-  for (int k = 0; k < per_thread; ++k) cum[threadIdx.x * per_thread + k] = items[k];
-  __syncthreads();
-  const double total = cum[histogram_bins - 1];
+  double carry = 0.0;
+  for (int base = 0; base < used; base += block) {
+    const int b = base + static_cast<int>(threadIdx.x);
+    double v = b < used ? cum[b] : 0.0, aggregate = 0.0;
+    Scan(scan_storage).InclusiveSum(v, v, aggregate);
+    if (b < used) cum[b] = v + carry;
+    carry += aggregate;
+    __syncthreads();  // scan_storage is reused by the next block of bins
+  }
+  const double total = cum[used - 1];
   auto first_at_least = [&](double target) {
-    int lo = 0, hi = histogram_bins;
+    int lo = 0, hi = used;
     while (lo < hi) {
       const int mid = lo + (hi - lo) / 2;
       if (cum[mid] / total >= target && cum[mid] > 0.0) hi = mid;
@@ -164,8 +172,8 @@ __global__ void __launch_bounds__(block) histogram_finish_kernel(double* cum, Re
   };
   for (std::size_t q = threadIdx.x; q < nq; q += blockDim.x) {
     int j = first_at_least(p[q]);
-    if (j == histogram_bins) j = first_at_least(1.0);
-    out[q] = r->lo + (j < histogram_bins ? j : histogram_bins - 1);
+    if (j == used) j = first_at_least(1.0);
+    out[q] = r->lo + (j < used ? j : used - 1);
   }
 }
 
@@ -192,73 +200,86 @@ __global__ void quantiles_kernel(const double* cum, const std::int64_t* sorted, 
 
 }  // namespace
 
-WeightedSummary summarize_device(const Column<std::int64_t>& values, const Column<double>& log_w,
-                                 std::span<const double> probabilities) {
+std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_t>* const> columns,
+                                              const Column<double>& log_w, std::span<const double> probabilities) {
   constexpr const char* who = "tally::gpu::summarize";
-  const std::size_t n = values.size(), nq = probabilities.size();
+  const std::size_t n = log_w.size(), nq = probabilities.size(), k_columns = columns.size();
   const auto count = static_cast<long long>(n);
-  // the report and the quantiles in one buffer (8-byte aligned: Report holds 8-byte fields), copied back at once
-  const std::size_t report_words = (sizeof(Report) + 7) / 8;
-  auto buffer = Column<std::int64_t>::allocate(Backend::cuda, report_words + std::max<std::size_t>(nq, 1), who);
-  Report* r = reinterpret_cast<Report*>(buffer.data());
-  std::int64_t* quantiles = buffer.data() + report_words;
-  auto bins = Column<double>::allocate(Backend::cuda, histogram_bins, who);
+  // per column: the report and the quantiles in one stretch of one buffer (8-byte aligned: Report holds 8-byte
+  // fields), all copied back at once; and its bins
+  const std::size_t report_words = (sizeof(Report) + 7) / 8, stride = report_words + std::max<std::size_t>(nq, 1);
+  auto buffer = Column<std::int64_t>::allocate(Backend::cuda, stride * k_columns, who);
+  auto bins = Column<double>::allocate(Backend::cuda, histogram_bins * k_columns, who);
   auto p = Column<double>::from_host(std::vector<double>(probabilities.begin(), probabilities.end()), Backend::cuda);
-  // the three sums by one CUB reduction of (w, w v, w^2), the weights computed as they are read
-  const auto sums_in = thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
-                                                       SumsOf{log_w.data(), values.data(), r});
-  Sums* sums = reinterpret_cast<Sums*>(&r->total);
+  const auto report_of = [&](std::size_t k) { return reinterpret_cast<Report*>(buffer.data() + k * stride); };
+  // the three sums by one CUB reduction of (w, w v, w^2), the weights computed as they are read (the temporary
+  // storage's size depends on n alone: one allocation serves every column, in stream order)
+  const auto sums_of = [&](std::size_t k) {
+    return thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
+                                           SumsOf{log_w.data(), columns[k]->data(), report_of(k)});
+  };
   std::size_t bytes = 0;
-  TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, bytes, sums_in, sums, count, AddSums{}, Sums{0.0, 0.0, 0.0}));
+  TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, bytes, sums_of(0), reinterpret_cast<Sums*>(&report_of(0)->total),
+                                             count, AddSums{}, Sums{0.0, 0.0, 0.0}));
   auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
-
-  init_kernel<<<histogram_bins / block, block>>>(r, n, bins.data());
-  launched();
-  range_kernel<<<thread_blocks(n), block>>>(values.data(), log_w.data(), n, r);
-  launched();
-  TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), bytes, sums_in, sums, count, AddSums{}, Sums{0.0, 0.0, 0.0}));
-  // the histogram path (decided on the device: its kernels do nothing where the values span more bins)
-  histogram_kernel<<<static_cast<unsigned>(std::min<std::size_t>(histogram_blocks, thread_blocks(n))), block>>>(
-      values.data(), log_w.data(), n, r, bins.data());
-  launched();
-  histogram_finish_kernel<<<1, block>>>(bins.data(), r, p.data(), nq, quantiles);
-  launched();
+  for (std::size_t k = 0; k < k_columns; ++k) {
+    Report* r = report_of(k);
+    double* b = bins.data() + k * histogram_bins;
+    const std::int64_t* values = columns[k]->data();
+    init_kernel<<<histogram_bins / block, block>>>(r, n, b);
+    launched();
+    range_kernel<<<thread_blocks(n), block>>>(values, log_w.data(), n, r);
+    launched();
+    TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), bytes, sums_of(k), reinterpret_cast<Sums*>(&r->total),
+                                               count, AddSums{}, Sums{0.0, 0.0, 0.0}));
+    // the histogram path (decided on the device: its kernels do nothing where the values span more bins)
+    histogram_kernel<<<static_cast<unsigned>(std::min<std::size_t>(histogram_blocks, thread_blocks(n))), block>>>(
+        values, log_w.data(), n, r, b);
+    launched();
+    histogram_finish_kernel<<<1, block>>>(b, r, p.data(), nq, buffer.data() + k * stride + report_words);
+    launched();
+  }
   std::vector<std::int64_t> host_buffer(buffer.size());
   TALLY_CUDA_CHECK(cudaMemcpy(host_buffer.data(), buffer.data(), buffer.bytes(), cudaMemcpyDeviceToHost));
   raise_checked_after_wait();  // the host waited: a deferred check of an earlier operation raises first
-  Report host{};
-  std::memcpy(&host, host_buffer.data(), sizeof host);
-  if (host.first_bad < n)
-    tally::detail::fail<domain_error>(who, ": log-weight ", log_w.to_host()[host.first_bad], " of particle ",
-                                      host.first_bad);
-  WeightedSummary out;
-  out.quantiles.assign(host_buffer.begin() + static_cast<std::ptrdiff_t>(report_words),
-                       host_buffer.begin() + static_cast<std::ptrdiff_t>(report_words + nq));
-  if (host.hi - host.lo >= histogram_bins && nq > 0) {
-    // values too spread for the bins: a radix sort of (value, weight) pairs and a scan instead
-    auto w = Column<double>::allocate(Backend::cuda, n, who);
-    weights_kernel<<<thread_blocks(n), block>>>(log_w.data(), n, r, w.data());
-    launched();
-    auto sorted_w = Column<double>::allocate(Backend::cuda, n, who);
-    auto sorted = Column<std::int64_t>::allocate(Backend::cuda, n, who);
-    std::size_t sort_bytes = 0, b = 0;
-    TALLY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, b, values.data(), sorted.data(), w.data(),
-                                                     sorted_w.data(), count));
-    sort_bytes = std::max(sort_bytes, b);
-    TALLY_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, b, sorted_w.data(), w.data(), count));
-    sort_bytes = std::max(sort_bytes, b);
-    auto sort_temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(sort_bytes, 1), who);
-    TALLY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_temp.data(), sort_bytes, values.data(), sorted.data(),
-                                                     w.data(), sorted_w.data(), count));
-    double* cum = w.data();  // the weights are sorted into sorted_w: their storage takes the scan
-    TALLY_CUDA_CHECK(cub::DeviceScan::InclusiveSum(sort_temp.data(), sort_bytes, sorted_w.data(), cum, count));
-    quantiles_kernel<<<thread_blocks(nq), block>>>(cum, sorted.data(), n, p.data(), nq, quantiles);
-    launched();
-    TALLY_CUDA_CHECK(cudaMemcpy(out.quantiles.data(), quantiles, nq * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
+  std::vector<WeightedSummary> out(k_columns);
+  for (std::size_t k = 0; k < k_columns; ++k) {
+    Report host{};
+    std::memcpy(&host, host_buffer.data() + k * stride, sizeof host);
+    if (host.first_bad < n)  // (the same log-weights for every column: the first says it)
+      tally::detail::fail<domain_error>(who, ": log-weight ", log_w.to_host()[host.first_bad], " of particle ",
+                                        host.first_bad);
+    WeightedSummary& o = out[k];
+    const auto first = host_buffer.begin() + static_cast<std::ptrdiff_t>(k * stride + report_words);
+    o.quantiles.assign(first, first + static_cast<std::ptrdiff_t>(nq));
+    if (host.hi - host.lo >= histogram_bins && nq > 0) {
+      // values too spread for the bins: a radix sort of (value, weight) pairs and a scan instead
+      const std::int64_t* values = columns[k]->data();
+      std::int64_t* quantiles = buffer.data() + k * stride + report_words;
+      auto w = Column<double>::allocate(Backend::cuda, n, who);
+      weights_kernel<<<thread_blocks(n), block>>>(log_w.data(), n, report_of(k), w.data());
+      launched();
+      auto sorted_w = Column<double>::allocate(Backend::cuda, n, who);
+      auto sorted = Column<std::int64_t>::allocate(Backend::cuda, n, who);
+      std::size_t sort_bytes = 0, b = 0;
+      TALLY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, b, values, sorted.data(), w.data(), sorted_w.data(),
+                                                       count));
+      sort_bytes = std::max(sort_bytes, b);
+      TALLY_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, b, sorted_w.data(), w.data(), count));
+      sort_bytes = std::max(sort_bytes, b);
+      auto sort_temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(sort_bytes, 1), who);
+      TALLY_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(sort_temp.data(), sort_bytes, values, sorted.data(), w.data(),
+                                                       sorted_w.data(), count));
+      double* cum = w.data();  // the weights are sorted into sorted_w: their storage takes the scan
+      TALLY_CUDA_CHECK(cub::DeviceScan::InclusiveSum(sort_temp.data(), sort_bytes, sorted_w.data(), cum, count));
+      quantiles_kernel<<<thread_blocks(nq), block>>>(cum, sorted.data(), n, p.data(), nq, quantiles);
+      launched();
+      TALLY_CUDA_CHECK(cudaMemcpy(o.quantiles.data(), quantiles, nq * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
+    }
+    o.all_impossible = host.top == -INFINITY;
+    o.mean = host.weighted / host.total;
+    o.ess = host.total * host.total / host.squares;
   }
-  out.all_impossible = host.top == -INFINITY;
-  out.mean = host.weighted / host.total;
-  out.ess = host.total * host.total / host.squares;
   return out;
 }
 

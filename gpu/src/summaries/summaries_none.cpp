@@ -2,7 +2,8 @@
 #include "tally/gpu/summaries.hpp"
 
 namespace tally::gpu::detail {
-WeightedSummary summarize_device(const Column<std::int64_t>&, const Column<double>&, std::span<const double>) {
+std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_t>* const>, const Column<double>&,
+                                              std::span<const double>) {
   throw cuda_error("tally::gpu::summarize: tally was built without CUDA");
 }
 }  // namespace tally::gpu::detail

@@ -119,6 +119,11 @@ void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t
 /// Resampling by ancestors: out_i = x_{ancestors_i}.
 Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::size_t>& ancestors);
 Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancestors);
+/// Several columns of one place gathered by the same ancestors, in the order given: out_{k,i} = x_{k, ancestors_i}
+/// (what gather returns for each); on the device one launch for all of them (a resampling moves every live column).
+std::vector<Column<std::int64_t>> gather(std::span<const Column<std::int64_t>* const> xs,
+                                         const Column<std::size_t>& ancestors);
+std::vector<Column<double>> gather(std::span<const Column<double>* const> xs, const Column<std::size_t>& ancestors);
 /// Laws: law i becomes law ancestors_i (device: lengths gathered, scanned and their total read back, then the
 /// weights copied one warp per law).
 Laws gather(const Laws& x, const Column<std::size_t>& ancestors);

@@ -34,11 +34,15 @@ struct WeightedSummary {
 /// weight lands within about 1e-12 of p).
 WeightedSummary summarize(const Column<std::int64_t>& values, const Column<double>& log_w,
                           std::span<const double> probabilities);
+/// The summaries of several columns of P values under the same log-weights, in the order given: what summarize
+/// returns for each, with one copy back (one synchronization) for all of them on the device.
+std::vector<WeightedSummary> summarize(std::span<const Column<std::int64_t>* const> columns,
+                                       const Column<double>& log_w, std::span<const double> probabilities);
 
 namespace detail {
 /// The CUDA form (summaries_cuda.cu; a throwing stub without CUDA). Arguments validated by summarize.
-WeightedSummary summarize_device(const Column<std::int64_t>& values, const Column<double>& log_w,
-                                 std::span<const double> probabilities);
+std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_t>* const> columns,
+                                              const Column<double>& log_w, std::span<const double> probabilities);
 }  // namespace detail
 
 }  // namespace tally::gpu

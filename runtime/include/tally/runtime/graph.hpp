@@ -366,6 +366,9 @@ class Graph {
   /// at `probabilities`. A CUDA graph copies back those few numbers, not P values. Summarize before resampling:
   /// resampling moves the values and resets the weights.
   gpu::WeightedSummary summarize(const Variable& x, std::span<const double> probabilities);
+  /// The summaries of several variables under the same log-weights, in the order given: one copy back (one wait
+  /// for the device) for all of them on a CUDA graph, where summarizing each would wait once each.
+  std::vector<gpu::WeightedSummary> summarize(std::span<const Variable> xs, std::span<const double> probabilities);
   /// Realizes x (draws it from its exact posterior where it is not yet realized) and copies nothing back.
   void realize(const Variable& x);
   void realize(const Continuous& x);

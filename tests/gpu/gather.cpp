@@ -1,0 +1,66 @@
+// Resampling's gathers: several columns by the same ancestors at once (one launch on the device) against the
+// definition out_{k,i} = x_{k, a_i} and against one column at a time, on the host and on the device.
+#include <catch2/catch.hpp>
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "gpu/device.hpp"
+#include "tally/error.hpp"
+#include "tally/gpu/population_ops.hpp"
+
+using namespace tally;
+using gpu::Backend;
+using gpu::Column;
+
+namespace {
+
+template <class T>
+void check_gather(Backend where, std::mt19937_64& gen, std::size_t P, std::size_t k_columns) {
+  std::vector<std::vector<T>> host(k_columns, std::vector<T>(P));
+  for (auto& c : host)
+    for (auto& v : c) v = static_cast<T>(static_cast<std::int64_t>(gen() % 2'000'001) - 1'000'000) / T(3);
+  std::vector<std::size_t> a(P);
+  for (auto& x : a) x = gen() % P;
+  std::vector<Column<T>> columns;
+  for (const auto& c : host) columns.push_back(Column<T>::from_host(c, where));
+  std::vector<const Column<T>*> pointers;
+  for (const auto& c : columns) pointers.push_back(&c);
+  const auto ancestors = Column<std::size_t>::from_host(a, where);
+  const auto all = gpu::gather(std::span<const Column<T>* const>(pointers), ancestors);
+  REQUIRE(all.size() == k_columns);
+  for (std::size_t k = 0; k < k_columns; ++k) {
+    INFO("column " << k);
+    const auto got = all[k].to_host(), alone = gpu::gather(columns[k], ancestors).to_host();
+    REQUIRE(got.size() == P);
+    CHECK(got == alone);
+    for (std::size_t i = 0; i < P; ++i)
+      if (got[i] != host[k][a[i]]) FAIL("particle " << i << ": " << got[i] << " != " << host[k][a[i]]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gather: several columns by one set of ancestors are each gathered alone", "[gpu][gather]") {
+  std::vector<Backend> places{Backend::cpu};
+  if (gpu::cuda_available()) places.push_back(Backend::cuda);
+  else WARN("device half skipped: " << gpu::device_description());
+  std::mt19937_64 gen(5);
+  for (const Backend where : places)
+    for (const std::size_t P : {std::size_t{1}, std::size_t{1000}, std::size_t{70'000}})
+      for (const std::size_t k : {std::size_t{0}, std::size_t{1}, std::size_t{13}}) {
+        INFO((where == Backend::cpu ? "cpu" : "cuda") << ", P = " << P << ", " << k << " columns");
+        check_gather<std::int64_t>(where, gen, P, k);
+        check_gather<double>(where, gen, P, k);
+      }
+  // columns and ancestors in different memories are refused
+  if (places.size() > 1) {
+    const auto host = Column<double>::from_host({1.0, 2.0}, Backend::cpu);
+    const Column<double>* one[] = {&host};
+    CHECK_THROWS_AS(gpu::gather(std::span<const Column<double>* const>(one),
+                                Column<std::size_t>::from_host({1, 0}, Backend::cuda)),
+                    shape_error);
+  }
+}
