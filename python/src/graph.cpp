@@ -331,6 +331,13 @@ void bind_graph(py::module_& m) {
       .def("summarize", [](Graph& gr, const PyVariable& x, const std::vector<double>& p) { return gr.summarize(x.v, p); },
            py::arg("x"), py::arg("probabilities") = std::vector<double>{},
            "Weighted mean, ESS and weighted quantiles of x's values under the log-weights, where they live.")
+      .def("summarize", [](Graph& gr, const std::vector<PyVariable>& xs, const std::vector<double>& p) {
+        std::vector<runtime::Variable> vs;
+        for (const PyVariable& x : xs) vs.push_back(x.v);
+        return gr.summarize(std::span<const runtime::Variable>(vs), p);
+      }, py::arg("xs"), py::arg("probabilities") = std::vector<double>{},
+           "The summaries of several variables under the same log-weights, as a list in their order (one copy back "
+           "for all of them on a CUDA graph).")
       .def("realize", [](Graph& gr, const PyVariable& x) { nogil([&] { gr.realize(x.v); }); }, py::arg("x"))
       .def("realize", [](Graph& gr, const PyContinuous& x) { nogil([&] { gr.realize(x.v); }); }, py::arg("x"))
       .def("marginal", [](Graph& gr, const PyVariable& x) { return nogil([&] { return gr.marginal(x.v); }); },

@@ -370,8 +370,14 @@ Laws parameter_laws(gpu::ParameterFamily family, const Values& n, const gpu::Col
   auto form = std::make_shared<ParameterForm>();
   form->family = family;
   form->n = n;
-  form->a = a.clone();
-  if (b != nullptr) form->b = b->clone();
+  if (b == nullptr) {
+    form->a = a.clone();
+  } else {  // both copied in one launch on the device
+    const gpu::Column<double>* both[] = {&a, b};
+    auto copied = gpu::copies(both);
+    form->a = std::move(copied[0]);
+    form->b = std::move(copied[1]);
+  }
   Laws out;
   out.parameters = std::move(form);
   out.device_nonnegative = true;

@@ -50,7 +50,7 @@ TEST_CASE("gather: several columns by one set of ancestors are each gathered alo
   std::mt19937_64 gen(5);
   for (const Backend where : places)
     for (const std::size_t P : {std::size_t{1}, std::size_t{1000}, std::size_t{70'000}})
-      for (const std::size_t k : {std::size_t{0}, std::size_t{1}, std::size_t{13}}) {
+      for (const std::size_t k : {std::size_t{0}, std::size_t{1}, std::size_t{13}, std::size_t{33}}) {
         INFO((where == Backend::cpu ? "cpu" : "cuda") << ", P = " << P << ", " << k << " columns");
         check_gather<std::int64_t>(where, gen, P, k);
         check_gather<double>(where, gen, P, k);
@@ -63,4 +63,31 @@ TEST_CASE("gather: several columns by one set of ancestors are each gathered alo
                                 Column<std::size_t>::from_host({1, 0}, Backend::cuda)),
                     shape_error);
   }
+}
+
+TEST_CASE("copies: several columns copied at once are each one's clone", "[gpu][gather]") {
+  std::vector<Backend> places{Backend::cpu};
+  if (gpu::cuda_available()) places.push_back(Backend::cuda);
+  std::mt19937_64 gen(6);
+  for (const Backend where : places)
+    for (const std::size_t P : {std::size_t{1}, std::size_t{70'000}}) {
+      INFO((where == Backend::cpu ? "cpu" : "cuda") << ", P = " << P);
+      std::vector<std::vector<double>> host(40, std::vector<double>(P));  // more than one launch's 32 columns
+      for (auto& c : host)
+        for (auto& v : c) v = static_cast<double>(gen() % 1000) / 7.0;
+      std::vector<Column<double>> columns;
+      for (const auto& c : host) columns.push_back(Column<double>::from_host(c, where));
+      std::vector<const Column<double>*> pointers;
+      for (const auto& c : columns) pointers.push_back(&c);
+      const auto copied = gpu::copies(pointers);
+      REQUIRE(copied.size() == host.size());
+      for (std::size_t k = 0; k < host.size(); ++k) {
+        CHECK(copied[k].where() == where);
+        CHECK(copied[k].data() != columns[k].data());
+        CHECK(copied[k].to_host() == host[k]);
+      }
+    }
+  const auto a = Column<double>::from_host({1.0, 2.0}, Backend::cpu), b = Column<double>::from_host({1.0}, Backend::cpu);
+  const Column<double>* mismatched[] = {&a, &b};
+  CHECK_THROWS_AS(gpu::copies(mismatched), shape_error);
 }

@@ -205,6 +205,10 @@ def test_resampling_and_weights():
     s = g.summarize(x, [0.5])
     assert s.ess == pytest.approx(tally.summarize_log_weights(lw).ess, rel=1e-12) and len(s.quantiles) == 1
     assert not s.all_impossible and s.mean > 0
+    y = g.add(x, x)
+    both = g.summarize([x, y], [0.5])  # several variables, one copy back
+    assert len(both) == 2 and both[0].mean == s.mean and both[0].quantiles == s.quantiles
+    assert both[1].mean == pytest.approx(2 * s.mean, rel=1e-12) and both[1].ess == both[0].ess
     before = g.value(x).copy()
     r = g.resample_by_weight(1.0)
     assert r.resampled and r.ancestors.dtype == np.uint64 and len(r.ancestors) == P

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstddef>
 #include <functional>
@@ -31,6 +32,7 @@ struct CheckSlot {
   CheckRecord* record = nullptr;  // a device pointer to pinned host memory
   const volatile CheckRecord* host_record = nullptr;
   std::size_t index = 0;
+  unsigned long long* finished = nullptr;  // blocks of a fused check's kernel done so far (0 between checks)
 };
 
 /// Raises the error of a failed check: first, a, b as recorded (throws; returns only if it does not).
@@ -49,8 +51,9 @@ struct NoPayload {
   __device__ CheckPayload operator()(long long) const { return {}; }
 };
 
+/// Writes the record of a check (the first flagged particle, its payload) and cleans the flag for the next one.
 template <class Payload>
-__global__ void record_check_kernel(unsigned long long* flag, std::size_t count, Payload payload, CheckRecord* record) {
+__device__ void record_check(unsigned long long* flag, std::size_t count, const Payload& payload, CheckRecord* record) {
   const unsigned long long first = *flag;
   CheckRecord r{first, 0, 0};
   if (first < count) {
@@ -60,6 +63,28 @@ __global__ void record_check_kernel(unsigned long long* flag, std::size_t count,
   }
   *record = r;
   *flag = ULLONG_MAX;  // clean for the slot's next check
+}
+
+template <class Payload>
+__global__ void record_check_kernel(unsigned long long* flag, std::size_t count, Payload payload, CheckRecord* record) {
+  record_check(flag, count, payload, record);
+}
+
+/// f(i) for i < count, one thread each (f flags a bad particle with atomicMin(flag, i)), and the check's record in
+/// the same launch: each block, done, counts itself in `finished` (after a fence, so that its flags are seen), and
+/// the last one records the first flagged particle (the threadFenceReduction pattern of the CUDA samples).
+template <class F, class Payload>
+__global__ void each_checked_kernel(std::size_t count, F f, unsigned long long* flag, unsigned long long* finished,
+                                    Payload payload, CheckRecord* record) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < static_cast<long long>(count)) f(i);
+  __threadfence();  // this thread's flag, if any, before the block counts itself done
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  if (atomicAdd(finished, 1ull) + 1 != gridDim.x) return;
+  __threadfence();  // the last block: every other block's flags are in
+  record_check(flag, count, payload, record);
+  *finished = 0;  // clean for the slot's next check
 }
 
 /// The first particle a kernel flags with atomicMin(data(), i), and the error it raises: check(payload, fail) records
@@ -78,6 +103,16 @@ class FirstBad {
   template <class Payload>
   void check(Payload payload, CheckFailure fail) {
     record_check_kernel<<<1, 1>>>(slot_.flag, count_, payload, slot_.record);
+    TALLY_CUDA_CHECK(cudaGetLastError());
+    settled_ = true;
+    settle_check_slot(slot_, count_, std::move(fail));
+  }
+  /// f(i) for i < count (f flags with atomicMin(data(), i)) and check(payload, fail), in one launch of `block`
+  /// threads a block (a kernel and its check's record: each_checked_kernel).
+  template <int block, class F, class Payload>
+  void each(std::size_t count, F f, Payload payload, CheckFailure fail) {
+    const auto blocks = static_cast<unsigned>(std::max<std::size_t>(1, (count + block - 1) / block));
+    each_checked_kernel<<<blocks, block>>>(count, f, slot_.flag, slot_.finished, payload, slot_.record);
     TALLY_CUDA_CHECK(cudaGetLastError());
     settled_ = true;
     settle_check_slot(slot_, count_, std::move(fail));

@@ -24,7 +24,7 @@ class Checks {
         if (!free_.empty()) {
           const std::size_t k = free_.back();
           free_.pop_back();
-          return {flags_ + k, device_records_ + k, host_records_ + k, k};
+          return {flags_ + k, device_records_ + k, host_records_ + k, k, flags_ + slots + k};
         }
       }
       // every slot holds a pending check (many operations and no wait): wait now and raise them, which frees them
@@ -35,6 +35,7 @@ class Checks {
 
   void drop(const CheckSlot& s) noexcept {
     cudaMemsetAsync(s.flag, 0xff, sizeof(unsigned long long), nullptr);  // a kernel may have flagged it
+    cudaMemsetAsync(s.finished, 0, sizeof(unsigned long long), nullptr);  // or counted some of its blocks
     cudaGetLastError();
     const std::lock_guard<std::mutex> lock(mutex_);
     free_.push_back(s.index);
@@ -88,8 +89,10 @@ class Checks {
     unsigned long long* f = nullptr;
     void* h = nullptr;
     void* d = nullptr;
-    TALLY_CUDA_CHECK(cudaMalloc(&f, slots * sizeof(unsigned long long)));
+    // the flags (ULLONG_MAX: clean), then the finished-block counters of fused checks (0)
+    TALLY_CUDA_CHECK(cudaMalloc(&f, 2 * slots * sizeof(unsigned long long)));
     TALLY_CUDA_CHECK(cudaMemset(f, 0xff, slots * sizeof(unsigned long long)));
+    TALLY_CUDA_CHECK(cudaMemset(f + slots, 0, slots * sizeof(unsigned long long)));
     const cudaError_t status = cudaHostAlloc(&h, slots * sizeof(CheckRecord), cudaHostAllocMapped);
     if (status != cudaSuccess) {
       cudaFree(f);

@@ -49,6 +49,7 @@ Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancest
 std::vector<Column<std::int64_t>> gather(std::span<const Column<std::int64_t>* const> xs,
                                          const Column<std::size_t>& ancestors);
 std::vector<Column<double>> gather(std::span<const Column<double>* const> xs, const Column<std::size_t>& ancestors);
+std::vector<Column<double>> copies(std::span<const Column<double>* const> xs);
 Laws gather(const Laws& x, const Column<std::size_t>& ancestors);
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
                              WeightSummary& summary,

@@ -79,6 +79,7 @@ std::vector<Column<std::int64_t>> gather(std::span<const Column<std::int64_t>* c
 std::vector<Column<double>> gather(std::span<const Column<double>* const>, const Column<std::size_t>&) {
   none("gather");
 }
+std::vector<Column<double>> copies(std::span<const Column<double>* const>) { none("copies"); }
 Laws gather(const Laws&, const Column<std::size_t>&) { none("gather"); }
 Column<std::size_t> resample(const Column<double>&, Resampler, std::uint64_t, std::uint64_t, WeightSummary&, double) {
   none("resample");

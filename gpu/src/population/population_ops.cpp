@@ -432,6 +432,17 @@ std::vector<Column<double>> gather(std::span<const Column<double>* const> xs, co
   return gather_columns(xs, ancestors);
 }
 
+std::vector<Column<double>> copies(std::span<const Column<double>* const> xs) {
+  for (const Column<double>* x : xs)
+    if (x->size() != xs.front()->size() || x->where() != xs.front()->where())
+      tally::detail::fail<shape_error>("tally::gpu::copies: columns of different sizes or places");
+  if (!xs.empty() && on_device(xs.front()->where())) return population_cuda::copies(xs);
+  std::vector<Column<double>> out;
+  out.reserve(xs.size());
+  for (const Column<double>* x : xs) out.push_back(x->clone());
+  return out;
+}
+
 Laws gather(const Laws& x, const Column<std::size_t>& ancestors) {
   constexpr const char* who = "tally::gpu::gather";
   if (on_device(x.where())) return population_cuda::gather(x, ancestors);

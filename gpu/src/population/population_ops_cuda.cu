@@ -542,20 +542,23 @@ Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column
   const double* qp = q.data();
   std::int64_t* o = out.data();
   unsigned long long* flag = bad.data();
-  each(n.size(), [=] __device__(long long i) {
-    const std::int64_t ni = np[i];
-    const double qi = qp[i];
-    if (ni < 0 || !(qi >= 0.0 && qi <= 1.0)) {
-      atomicMin(flag, static_cast<unsigned long long>(i));
-      o[i] = 0;
-      return;
-    }
-    o[i] = detail::binomial_draw(ni, qi, philox_uniform(seed, first_stream + static_cast<std::uint64_t>(i), counter));
-  });
-  bad.check([=] __device__(long long i) { return CheckPayload{np[i], __double_as_longlong(qp[i])}; },
-            [who](std::size_t i, long long ni, long long qi) {
-              detail::check_binomial(who, i, ni, std::bit_cast<double>(qi));
-            });
+  bad.each<block>(
+      n.size(),
+      [=] __device__(long long i) {
+        const std::int64_t ni = np[i];
+        const double qi = qp[i];
+        if (ni < 0 || !(qi >= 0.0 && qi <= 1.0)) {
+          atomicMin(flag, static_cast<unsigned long long>(i));
+          o[i] = 0;
+          return;
+        }
+        o[i] = detail::binomial_draw(ni, qi,
+                                     philox_uniform(seed, first_stream + static_cast<std::uint64_t>(i), counter));
+      },
+      [=] __device__(long long i) { return CheckPayload{np[i], __double_as_longlong(qp[i])}; },
+      [who](std::size_t i, long long ni, long long qi) {
+        detail::check_binomial(who, i, ni, std::bit_cast<double>(qi));
+      });
   return out;
 }
 
@@ -578,16 +581,18 @@ Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const
   const std::int64_t *xp = x.data(), *yp = y.data();
   std::int64_t* o = out.data();
   unsigned long long* flag = overflow.data();
-  each(x.size(), [=] __device__(long long i) {
-    const __int128 r = static_cast<__int128>(a) * xp[i] + static_cast<__int128>(b) * yp[i] + c;
-    if (r > INT64_MAX || r < INT64_MIN) atomicMin(flag, static_cast<unsigned long long>(i));
-    o[i] = static_cast<std::int64_t>(r);
-  });
-  overflow.check([=] __device__(long long i) { return CheckPayload{xp[i], yp[i]}; },
-                 [who, a, b, c](std::size_t first, long long xi, long long yi) {
-                   tally::detail::fail<overflow_error>(who, ": particle ", first, ": ", a, " * ", xi, " + ", b, " * ",
-                                                       yi, " + ", c, " overflows the 64-bit integer range");
-                 });
+  overflow.each<block>(
+      x.size(),
+      [=] __device__(long long i) {
+        const __int128 r = static_cast<__int128>(a) * xp[i] + static_cast<__int128>(b) * yp[i] + c;
+        if (r > INT64_MAX || r < INT64_MIN) atomicMin(flag, static_cast<unsigned long long>(i));
+        o[i] = static_cast<std::int64_t>(r);
+      },
+      [=] __device__(long long i) { return CheckPayload{xp[i], yp[i]}; },
+      [who, a, b, c](std::size_t first, long long xi, long long yi) {
+        tally::detail::fail<overflow_error>(who, ": particle ", first, ": ", a, " * ", xi, " + ", b, " * ", yi, " + ",
+                                            c, " overflows the 64-bit integer range");
+      });
   return out;
 }
 
@@ -634,45 +639,53 @@ Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancest
 }
 
 namespace {
-/// out_k[i] = in_k[ancestors_i] for k = blockIdx.y (one row of blocks per column).
+/// The columns of one launch of gather_columns_kernel, passed as the kernel's parameters (no table to copy over).
+inline constexpr std::size_t columns_per_launch = 32;
 template <class T>
-__global__ void gather_columns_kernel(const std::uintptr_t* in, const std::uintptr_t* out, const std::size_t* ancestors,
-                                      std::size_t n) {
+struct ColumnPointers {
+  const T* in[columns_per_launch];
+  T* out[columns_per_launch];
+};
+
+/// out_k[i] = in_k[ancestors_i] (in_k[i] without ancestors) for k = blockIdx.y (one row of blocks per column).
+template <class T>
+__global__ void gather_columns_kernel(ColumnPointers<T> columns, const std::size_t* ancestors, std::size_t n) {
   const long long i = thread_index();
   if (i >= static_cast<long long>(n)) return;
-  const T* x = reinterpret_cast<const T*>(in[blockIdx.y]);
-  reinterpret_cast<T*>(out[blockIdx.y])[i] = x[ancestors[i]];
+  columns.out[blockIdx.y][i] = columns.in[blockIdx.y][ancestors != nullptr ? ancestors[i] : static_cast<std::size_t>(i)];
 }
 
+/// Gathered (ancestors) or copied (null) columns of n values each, columns_per_launch to a launch.
 template <class T>
-std::vector<Column<T>> gather_columns(std::span<const Column<T>* const> xs, const Column<std::size_t>& ancestors) {
-  constexpr const char* who = "tally::gpu::gather";
-  const std::size_t n = ancestors.size();
+std::vector<Column<T>> gather_columns(std::span<const Column<T>* const> xs, const std::size_t* ancestors,
+                                      std::size_t n, const char* who) {
   std::vector<Column<T>> out;
   out.reserve(xs.size());
-  std::vector<std::uintptr_t> pointers;  // the inputs' addresses, then the outputs'
-  pointers.reserve(2 * xs.size());
-  for (const Column<T>* x : xs) pointers.push_back(reinterpret_cast<std::uintptr_t>(x->data()));
-  for (std::size_t k = 0; k < xs.size(); ++k) {
-    out.push_back(Column<T>::allocate(Backend::cuda, n, who));
-    pointers.push_back(reinterpret_cast<std::uintptr_t>(out.back().data()));
-  }
-  if (n == 0 || xs.empty()) return out;
-  constexpr std::size_t rows = 65535;  // gridDim.y's limit: more columns take more launches
-  for (std::size_t first = 0; first < xs.size(); first += rows) {
-    const std::size_t k = std::min(rows, xs.size() - first);
-    std::vector<std::uintptr_t> part(pointers.begin() + static_cast<std::ptrdiff_t>(first),
-                                     pointers.begin() + static_cast<std::ptrdiff_t>(first + k));
-    part.insert(part.end(), pointers.begin() + static_cast<std::ptrdiff_t>(xs.size() + first),
-                pointers.begin() + static_cast<std::ptrdiff_t>(xs.size() + first + k));
-    const auto table = Column<std::uintptr_t>::from_host(part, Backend::cuda);  // staged: no wait
-    gather_columns_kernel<T><<<dim3(thread_blocks(n), static_cast<unsigned>(k)), block>>>(
-        table.data(), table.data() + k, ancestors.data(), n);
+  for (std::size_t k = 0; k < xs.size(); ++k) out.push_back(Column<T>::allocate(Backend::cuda, n, who));
+  if (n == 0) return out;
+  for (std::size_t first = 0; first < xs.size(); first += columns_per_launch) {
+    const std::size_t k = std::min(columns_per_launch, xs.size() - first);
+    ColumnPointers<T> p{};
+    for (std::size_t j = 0; j < k; ++j) {
+      p.in[j] = xs[first + j]->data();
+      p.out[j] = out[first + j].data();
+    }
+    gather_columns_kernel<T><<<dim3(thread_blocks(n), static_cast<unsigned>(k)), block>>>(p, ancestors, n);
     launched();
   }
   return out;
 }
+
+template <class T>
+std::vector<Column<T>> gather_columns(std::span<const Column<T>* const> xs, const Column<std::size_t>& ancestors) {
+  return gather_columns(xs, ancestors.data(), ancestors.size(), "tally::gpu::gather");
+}
 }  // namespace
+
+std::vector<Column<double>> copies(std::span<const Column<double>* const> xs) {
+  const std::size_t n = xs.empty() ? 0 : xs.front()->size();
+  return gather_columns(xs, nullptr, n, "tally::gpu::copies");
+}
 
 std::vector<Column<std::int64_t>> gather(std::span<const Column<std::int64_t>* const> xs,
                                          const Column<std::size_t>& ancestors) {

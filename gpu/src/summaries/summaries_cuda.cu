@@ -1,19 +1,18 @@
-// Weighted summaries on the device: per column, the range and the largest log-weight (one pass), the three sums
-// (one CUB reduction), a histogram of the weights by value (values within histogram_bins of each other) scanned by
-// one block, or else a radix sort of (value, weight) pairs and a scan; one copy back for all columns (one more for
-// each column on the sort path).
-#include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_reduce.cuh>
-#include <cub/device/device_scan.cuh>
+// Weighted summaries on the device, for up to columns_per_launch columns under one set of log-weights in four
+// launches: the reports (and bins) set up; each column's range and the largest log-weight; the three sums per block
+// with a histogram of the weights by value (values within histogram_bins of each other); one block per column adding
+// the blocks' sums in a fixed order, scanning its bins and finding the quantiles. One copy back for all columns; a
+// column whose values are spread wider takes a radix sort of (value, weight) pairs and a scan (one more copy back).
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
-#include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/transform_iterator.h>
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include <algorithm>
-#include <span>
 #include <climits>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "cuda_check.cuh"
@@ -30,9 +29,11 @@ using population_cuda::kernels::thread_blocks;
 using population_cuda::kernels::thread_index;
 
 /// The histogram path's bins: values v_min .. v_min + histogram_bins - 1 (one block's shared histogram, 32 KB), and
-/// its grid (blocks each folding many particles into shared memory before adding their bins to the global ones).
+/// the most blocks of the sums' pass per column (each folding many particles into shared memory and its own sums).
 inline constexpr int histogram_bins = 4096;
 inline constexpr int histogram_blocks = 264;
+/// The columns one set of launches summarizes (their addresses are kernel parameters).
+inline constexpr std::size_t columns_per_launch = 16;
 
 /// What comes back: the sums, the first bad log-weight's index (count: none), the values' range; the quantiles follow
 /// it in the same buffer (one copy back).
@@ -41,6 +42,17 @@ struct Report {
   unsigned long long first_bad;
   long long lo, hi;
   unsigned long long top_key;  // the maximum log-weight as an ordered integer (atomicMax); top is its double
+};
+
+/// One launch's columns: their values, and where their reports (each followed by its quantiles), bins and blocks'
+/// sums go.
+struct Columns {
+  const std::int64_t* values[columns_per_launch];
+  std::int64_t* buffer;  // column k's report at buffer + k * stride
+  std::size_t stride;
+  double* bins;      // column k's at bins + k * histogram_bins
+  double* partials;  // column k's blocks' sums at partials + 3 * k * blocks
+  __device__ Report* report(unsigned k) const { return reinterpret_cast<Report*>(buffer + k * stride); }
 };
 
 /// A double's bits as an unsigned integer ordered as the doubles are (NaN aside: flagged as bad anyway).
@@ -53,26 +65,29 @@ __device__ inline double from_ordered_key(unsigned long long k) {
   return __longlong_as_double(static_cast<long long>(u));
 }
 
-/// The report's starting values and zero bins (one launch for both).
-__global__ void init_kernel(Report* r, std::size_t count, double* bins) {
+/// Column blockIdx.y's report set up and its bins zeroed.
+__global__ void init_kernel(Columns c, std::size_t count) {
   const long long t = thread_index();
   if (t == 0) {
+    Report* r = c.report(blockIdx.y);
     r->first_bad = count;
     r->lo = LLONG_MAX;
     r->hi = LLONG_MIN;
     r->top_key = 0;  // below every double's key: -inf's key is 0x000fffffffffffff
   }
+  double* bins = c.bins + static_cast<std::size_t>(blockIdx.y) * histogram_bins;
   for (long long b = t; b < histogram_bins; b += static_cast<long long>(gridDim.x) * blockDim.x) bins[b] = 0.0;
 }
 
-/// The smallest and largest value and the largest log-weight (one atomic of each per warp); flags a NaN or +inf
-/// log-weight.
-__global__ void range_kernel(const std::int64_t* v, const double* l, std::size_t count, Report* r) {
+/// Column blockIdx.y's smallest and largest value and the largest log-weight (one atomic of each per warp); flags a
+/// NaN or +inf log-weight.
+__global__ void range_kernel(Columns c, const double* l, std::size_t count) {
   const long long i = thread_index();
+  Report* r = c.report(blockIdx.y);
   long long lo = LLONG_MAX, hi = LLONG_MIN;
   unsigned long long top = 0;
   if (i < static_cast<long long>(count)) {
-    lo = hi = static_cast<long long>(v[i]);
+    lo = hi = static_cast<long long>(c.values[blockIdx.y][i]);
     const double li = l[i];
     if (isnan(li) || li == INFINITY) atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
     else top = ordered_key(li);
@@ -96,58 +111,74 @@ __device__ inline double weight_of(double l, const Report* r) {
   return top == -INFINITY ? 1.0 : exp(l - top);
 }
 
-/// The three sums at once: (w, w v, w^2).
-struct Sums {
-  double total, weighted, squares;
-};
-struct AddSums {
-  __device__ Sums operator()(const Sums& a, const Sums& b) const {
-    return {a.total + b.total, a.weighted + b.weighted, a.squares + b.squares};
-  }
-};
-struct SumsOf {
-  const double* l;
-  const std::int64_t* v;
-  const Report* r;
-  __device__ Sums operator()(long long i) const {
-    const double w = weight_of(l[i], r);
-    return {w, w * static_cast<double>(v[i]), w * w};
-  }
-};
-
 /// w_i written out (the sort path's weights).
 __global__ void weights_kernel(const double* l, std::size_t count, const Report* r, double* w) {
   const long long i = thread_index();
   if (i < static_cast<long long>(count)) w[i] = weight_of(l[i], r);
 }
 
-/// Where the values span at most histogram_bins integers: bins[v - lo] += w (shared memory per block, then the
-/// block's nonzero bins added to the global ones); otherwise nothing (the sort path runs instead).
-__global__ void __launch_bounds__(block) histogram_kernel(const std::int64_t* v, const double* l, std::size_t count,
-                                                          const Report* r, double* bins) {
-  if (r->hi - r->lo >= histogram_bins) return;
+/// Column blockIdx.y, gridDim.x blocks of it: each block's sums of w, w v and w^2 over its particles (a grid-stride
+/// loop) into partials, and, where the values span at most histogram_bins integers, bins[v - lo] += w (shared memory
+/// per block, then the block's nonzero bins added to the column's).
+__global__ void __launch_bounds__(block) sums_kernel(Columns c, const double* l, std::size_t count) {
+  const Report* r = c.report(blockIdx.y);
+  const std::int64_t* v = c.values[blockIdx.y];
+  const bool narrow = r->hi - r->lo < histogram_bins;
   __shared__ double local[histogram_bins];
-  for (int b = threadIdx.x; b < histogram_bins; b += blockDim.x) local[b] = 0.0;
-  __syncthreads();
+  if (narrow) {
+    for (int b = threadIdx.x; b < histogram_bins; b += blockDim.x) local[b] = 0.0;
+    __syncthreads();
+  }
   const long long lo = r->lo;
+  double total = 0.0, weighted = 0.0, squares = 0.0;
   for (long long i = thread_index(); i < static_cast<long long>(count); i += static_cast<long long>(gridDim.x) * blockDim.x) {
     const double w = weight_of(l[i], r);
-    if (w > 0.0) atomicAdd(&local[v[i] - lo], w);
+    total += w;
+    weighted += w * static_cast<double>(v[i]);
+    squares += w * w;
+    if (narrow && w > 0.0) atomicAdd(&local[v[i] - lo], w);
   }
-  __syncthreads();
+  using Reduce = cub::BlockReduce<double, block>;
+  __shared__ typename Reduce::TempStorage reduce_storage;
+  double sums[3] = {total, weighted, squares};
+  double* partial = c.partials + 3 * (static_cast<std::size_t>(blockIdx.y) * gridDim.x + blockIdx.x);
+  for (int k = 0; k < 3; ++k) {
+    const double s = Reduce(reduce_storage).Sum(sums[k]);
+    if (threadIdx.x == 0) partial[k] = s;
+    __syncthreads();  // reduce_storage is reused
+  }
+  if (!narrow) return;
+  double* bins = c.bins + static_cast<std::size_t>(blockIdx.y) * histogram_bins;
   for (int b = threadIdx.x; b < histogram_bins; b += blockDim.x)
     if (local[b] > 0.0) atomicAdd(&bins[b], local[b]);
 }
 
-/// The histogram path's end, one block: the inclusive scan (in place) of the bins the values use, lo .. hi (blocks
-/// of `block` bins, each scanned by cub::BlockScan and carried into the next: a step's counts use a few hundred
-/// bins, and the scan stops there), then one thread per probability finds the first bin whose cumulative weight
-/// reaches p of the total (and is positive), else the last bin of positive weight; nothing where the sort path runs.
-/// Also turns top_key into top.
-__global__ void __launch_bounds__(block) histogram_finish_kernel(double* cum, Report* r, const double* p,
-                                                                 std::size_t nq, std::int64_t* out) {
-  if (threadIdx.x == 0) r->top = r->top_key == 0 ? -INFINITY : from_ordered_key(r->top_key);
+/// One block per column (blockIdx.x): the blocks' sums added in a fixed order (the same result every run) into the
+/// report, top_key turned into top; then, on the histogram path, the inclusive scan (in place) of the bins the values
+/// use, lo .. hi (blocks of `block` bins, each scanned by cub::BlockScan and carried into the next: a step's counts
+/// use a few hundred bins, and the scan stops there), and one thread per probability finds the first bin whose
+/// cumulative weight reaches p of the total (and is positive), else the last bin of positive weight.
+__global__ void __launch_bounds__(block) finish_kernel(Columns c, unsigned blocks, const double* p, std::size_t nq) {
+  Report* r = c.report(blockIdx.x);
+  using Reduce = cub::BlockReduce<double, block>;
+  __shared__ typename Reduce::TempStorage reduce_storage;
+  const double* partial = c.partials + 3 * static_cast<std::size_t>(blockIdx.x) * blocks;
+  double sums[3];
+  for (int k = 0; k < 3; ++k) {
+    double s = 0.0;
+    for (unsigned b = threadIdx.x; b < blocks; b += blockDim.x) s += partial[3 * b + k];
+    sums[k] = Reduce(reduce_storage).Sum(s);
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    r->total = sums[0];
+    r->weighted = sums[1];
+    r->squares = sums[2];
+    r->top = r->top_key == 0 ? -INFINITY : from_ordered_key(r->top_key);
+  }
   if (r->hi - r->lo >= histogram_bins || nq == 0) return;
+  double* cum = c.bins + static_cast<std::size_t>(blockIdx.x) * histogram_bins;
+  std::int64_t* out = c.buffer + blockIdx.x * c.stride + (sizeof(Report) + 7) / 8;
   const int used = static_cast<int>(r->hi - r->lo) + 1;  // 1 .. histogram_bins (count >= 1)
   using Scan = cub::BlockScan<double, block>;
   __shared__ typename Scan::TempStorage scan_storage;
@@ -206,37 +237,28 @@ std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_
   const std::size_t n = log_w.size(), nq = probabilities.size(), k_columns = columns.size();
   const auto count = static_cast<long long>(n);
   // per column: the report and the quantiles in one stretch of one buffer (8-byte aligned: Report holds 8-byte
-  // fields), all copied back at once; and its bins
+  // fields), all copied back at once; its bins; its blocks' sums
   const std::size_t report_words = (sizeof(Report) + 7) / 8, stride = report_words + std::max<std::size_t>(nq, 1);
+  const auto blocks = static_cast<unsigned>(std::min<std::size_t>(histogram_blocks, thread_blocks(n)));
   auto buffer = Column<std::int64_t>::allocate(Backend::cuda, stride * k_columns, who);
-  auto bins = Column<double>::allocate(Backend::cuda, histogram_bins * k_columns, who);
+  auto bins = Column<double>::allocate(Backend::cuda, histogram_bins * std::min(k_columns, columns_per_launch), who);
+  auto partials = Column<double>::allocate(Backend::cuda, 3 * std::size_t{blocks} * std::min(k_columns, columns_per_launch), who);
   auto p = Column<double>::from_host(std::vector<double>(probabilities.begin(), probabilities.end()), Backend::cuda);
-  const auto report_of = [&](std::size_t k) { return reinterpret_cast<Report*>(buffer.data() + k * stride); };
-  // the three sums by one CUB reduction of (w, w v, w^2), the weights computed as they are read (the temporary
-  // storage's size depends on n alone: one allocation serves every column, in stream order)
-  const auto sums_of = [&](std::size_t k) {
-    return thrust::make_transform_iterator(thrust::counting_iterator<long long>(0),
-                                           SumsOf{log_w.data(), columns[k]->data(), report_of(k)});
-  };
-  std::size_t bytes = 0;
-  TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, bytes, sums_of(0), reinterpret_cast<Sums*>(&report_of(0)->total),
-                                             count, AddSums{}, Sums{0.0, 0.0, 0.0}));
-  auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
-  for (std::size_t k = 0; k < k_columns; ++k) {
-    Report* r = report_of(k);
-    double* b = bins.data() + k * histogram_bins;
-    const std::int64_t* values = columns[k]->data();
-    init_kernel<<<histogram_bins / block, block>>>(r, n, b);
+  for (std::size_t first = 0; first < k_columns; first += columns_per_launch) {
+    const auto k = static_cast<unsigned>(std::min(columns_per_launch, k_columns - first));
+    Columns c{};
+    for (unsigned j = 0; j < k; ++j) c.values[j] = columns[first + j]->data();
+    c.buffer = buffer.data() + first * stride;
+    c.stride = stride;
+    c.bins = bins.data();  // (a later launch's columns reuse the bins and sums in stream order)
+    c.partials = partials.data();
+    init_kernel<<<dim3(histogram_bins / block, k), block>>>(c, n);
     launched();
-    range_kernel<<<thread_blocks(n), block>>>(values, log_w.data(), n, r);
+    range_kernel<<<dim3(thread_blocks(n), k), block>>>(c, log_w.data(), n);
     launched();
-    TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(temp.data(), bytes, sums_of(k), reinterpret_cast<Sums*>(&r->total),
-                                               count, AddSums{}, Sums{0.0, 0.0, 0.0}));
-    // the histogram path (decided on the device: its kernels do nothing where the values span more bins)
-    histogram_kernel<<<static_cast<unsigned>(std::min<std::size_t>(histogram_blocks, thread_blocks(n))), block>>>(
-        values, log_w.data(), n, r, b);
+    sums_kernel<<<dim3(blocks, k), block>>>(c, log_w.data(), n);
     launched();
-    histogram_finish_kernel<<<1, block>>>(b, r, p.data(), nq, buffer.data() + k * stride + report_words);
+    finish_kernel<<<k, block>>>(c, blocks, p.data(), nq);
     launched();
   }
   std::vector<std::int64_t> host_buffer(buffer.size());
@@ -256,8 +278,9 @@ std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_
       // values too spread for the bins: a radix sort of (value, weight) pairs and a scan instead
       const std::int64_t* values = columns[k]->data();
       std::int64_t* quantiles = buffer.data() + k * stride + report_words;
+      const Report* r = reinterpret_cast<const Report*>(buffer.data() + k * stride);
       auto w = Column<double>::allocate(Backend::cuda, n, who);
-      weights_kernel<<<thread_blocks(n), block>>>(log_w.data(), n, report_of(k), w.data());
+      weights_kernel<<<thread_blocks(n), block>>>(log_w.data(), n, r, w.data());
       launched();
       auto sorted_w = Column<double>::allocate(Backend::cuda, n, who);
       auto sorted = Column<std::int64_t>::allocate(Backend::cuda, n, who);

@@ -124,6 +124,8 @@ Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancest
 std::vector<Column<std::int64_t>> gather(std::span<const Column<std::int64_t>* const> xs,
                                          const Column<std::size_t>& ancestors);
 std::vector<Column<double>> gather(std::span<const Column<double>* const> xs, const Column<std::size_t>& ancestors);
+/// Copies of several columns of one place and one size (Column::clone of each; on the device one launch for all).
+std::vector<Column<double>> copies(std::span<const Column<double>* const> xs);
 /// Laws: law i becomes law ancestors_i (device: lengths gathered, scanned and their total read back, then the
 /// weights copied one warp per law).
 Laws gather(const Laws& x, const Column<std::size_t>& ancestors);
