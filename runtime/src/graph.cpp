@@ -698,7 +698,7 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
   // the columns of values and of per-particle parameters are gathered together after the walk (one launch for
   // each type on the device), each distinct column once
   std::vector<const detail::Values*> value_sources;
-  std::vector<std::pair<gpu::Column<double>*, const gpu::Column<double>*>> double_sources;  // (target, source)
+  std::vector<gpu::Column<double>*> double_columns;
   auto gather_values = [&](detail::Values& v) {
     if (v.empty()) return;
     auto [it, fresh] = values.try_emplace(v.column.get());
@@ -706,7 +706,7 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
     new_values.emplace_back(&v, &it->second);
   };
   auto gather_doubles = [&](gpu::Column<double>& c) {
-    if (c.size() > 0) double_sources.emplace_back(&c, &c);
+    if (c.size() > 0) double_columns.push_back(&c);
   };
   std::optional<std::vector<std::size_t>> host_ancestors;  // read back only for Dirichlet states (host batches)
   auto ancestors_on_host = [&]() -> const std::vector<std::size_t>& {
@@ -750,10 +750,10 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
       values[columns[k]] = detail::make_values(std::move(gathered[k]), value_sources[k]->nonnegative);
   }
   {
-    std::vector<const gpu::Column<double>*> columns;
-    for (const auto& [target, source] : double_sources) columns.push_back(source);
+    const std::vector<const gpu::Column<double>*> columns(double_columns.begin(), double_columns.end());
     auto gathered = gpu::gather(std::span<const gpu::Column<double>* const>(columns), a);
-    for (std::size_t k = 0; k < columns.size(); ++k) new_columns.emplace_back(double_sources[k].first, std::move(gathered[k]));
+    for (std::size_t k = 0; k < columns.size(); ++k)
+      new_columns.emplace_back(double_columns[k], std::move(gathered[k]));
   }
   // commit: moves, and copies of states held by shared_ptr (device laws, parameter forms, values: their host
   // batches are empty), none of which allocates or throws

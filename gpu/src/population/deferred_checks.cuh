@@ -54,7 +54,7 @@ struct NoPayload {
 /// Writes the record of a check (the first flagged particle, its payload) and cleans the flag for the next one.
 template <class Payload>
 __device__ void record_check(unsigned long long* flag, std::size_t count, const Payload& payload, CheckRecord* record) {
-  const unsigned long long first = *flag;
+  const unsigned long long first = *static_cast<volatile unsigned long long*>(flag);  // other blocks' atomics: no L1
   CheckRecord r{first, 0, 0};
   if (first < count) {
     const CheckPayload p = payload(static_cast<long long>(first));

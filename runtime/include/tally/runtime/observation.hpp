@@ -82,9 +82,9 @@ class Observation {
   Observation(gpu::Column<double> log_likelihood, Exactness exactness)
       : column_(std::make_shared<gpu::Column<double>>(std::move(log_likelihood))),
         exactness_(std::move(exactness)) {}
-  /// The same with a truncation bound the device has yet to copy back: `truncation_error()` gives it when
-  /// exactness() is first read (so an engine that never reads it never waits for it); a bound of 0 then clears
-  /// `truncated`, as a known 0 does.
+  /// The same with a truncation bound the device has yet to copy back: `truncation_error` is called when exactness()
+  /// is first read (so an engine that never reads it never waits for it), and a bound of 0 then clears `truncated`,
+  /// as a known 0 does.
   Observation(gpu::Column<double> log_likelihood, Exactness exactness, std::function<double()> truncation_error)
       : Observation(std::move(log_likelihood), std::move(exactness)) {
     pending_error_ = std::move(truncation_error);
@@ -97,7 +97,8 @@ class Observation {
   operator const std::vector<double>&() const { return log_likelihoods(); }
   /// The column where it lives (for engines that keep working on the device).
   const gpu::Column<double>& column() const { return *column_; }
-  /// The exactness report (its truncation_error read from the device here, the first time, where it is still there).
+  /// The exactness report. Its truncation_error may still be on the device: the first call copies it back (a wait
+  /// for the device, which, as every wait, raises a deferred error of an earlier operation first). Not thread-safe.
   const Exactness& exactness() const;
   /// Whether nothing was sampled (reads nothing from the device).
   bool exact() const { return exactness_.exact(); }
