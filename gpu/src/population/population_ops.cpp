@@ -228,10 +228,10 @@ void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& 
 }
 
 double max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before, const Column<double>& after) {
-  return max_mass_ratio_later(x, y, before, after).value();
+  return std::max(0.0, max_mass_ratio_later(x, y, before, after).value());  // (the runtime's bound reads it so too)
 }
 double max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after) {
-  return max_mass_ratio_later(log_mass, before, after).value();
+  return std::max(0.0, max_mass_ratio_later(log_mass, before, after).value());
 }
 
 DeviceScalar max_mass_ratio_later(const Laws& x, const Laws* y, const Column<double>& before,
