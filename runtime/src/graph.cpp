@@ -495,11 +495,7 @@ std::vector<gpu::WeightedSummary> Graph::summarize(std::span<const Variable> xs,
 }
 
 gpu::WeightedSummary Graph::summarize(const Variable& x, std::span<const double> probabilities) {
-  auto n = node_of(x, "summarize");
-  return guarded(*this, [&] {
-    if (sharded()) return detail::sharded_summarize(*context_, *realized(*n), probabilities);
-    return gpu::summarize(*realized(*n), context_->log_weight, probabilities);
-  });
+  return std::move(summarize(std::span<const Variable>(&x, 1), probabilities).front());
 }
 
 void Graph::realize(const Variable& x) {

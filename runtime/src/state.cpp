@@ -223,16 +223,15 @@ Laws bounded(gpu::Laws posterior, const Bound& e, gpu::DeviceScalar ratio, LogLi
   const auto likelihood = [](double rho) {
     return rho < 1.0 ? -std::log1p(-rho) : std::numeric_limits<double>::infinity();
   };
-  const auto rho = [](double bound, const gpu::DeviceScalar& r) { return bound * std::max(0.0, r.value()); };
-  if (ratio.known() && !e.pending()) {
-    const double r = rho(e.value(), ratio);
-    ll.error = std::max(ll.error.value(), likelihood(r));
-    return device_laws(std::move(posterior), std::max(e.value(), std::min(2.0, 2.0 * r)), nonnegative);
+  const auto rho = [=] { return e.value() * std::max(0.0, ratio.value()); };
+  const auto likelihood_bound = [=] { return likelihood(rho()); };
+  const auto posterior_bound = [=] { return std::max(e.value(), std::min(2.0, 2.0 * rho())); };
+  if (ratio.known() && !e.pending()) {  // (a host graph's: no formula kept)
+    ll.error = larger(ll.error, likelihood_bound());
+    return device_laws(std::move(posterior), posterior_bound(), nonnegative);
   }
-  ll.error = larger(ll.error, Bound::later(0.0, [=] { return likelihood(rho(e.value(), ratio)); }, e.depth() + 1));
-  Bound error = Bound::later(e.floor(), [=] { return std::max(e.value(), std::min(2.0, 2.0 * rho(e.value(), ratio))); },
-                             e.depth() + 1);
-  return device_laws(std::move(posterior), std::move(error), nonnegative);
+  ll.error = larger(ll.error, Bound::later(0.0, likelihood_bound, e.depth() + 1));
+  return device_laws(std::move(posterior), Bound::later(e.floor(), posterior_bound, e.depth() + 1), nonnegative);
 }
 
 /// A device conditioning (op adds each particle's log-likelihood into ll and returns the posterior laws) with its

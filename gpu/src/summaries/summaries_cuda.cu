@@ -43,6 +43,8 @@ struct Report {
   long long lo, hi;
   unsigned long long top_key;  // the maximum log-weight as an ordered integer (atomicMax); top is its double
 };
+/// A report's 8-byte words in the buffer (its quantiles follow them).
+inline constexpr std::size_t report_words = (sizeof(Report) + 7) / 8;
 
 /// One launch's columns: their values, and where their reports (each followed by its quantiles), bins and blocks'
 /// sums go.
@@ -178,7 +180,7 @@ __global__ void __launch_bounds__(block) finish_kernel(Columns c, unsigned block
   }
   if (r->hi - r->lo >= histogram_bins || nq == 0) return;
   double* cum = c.bins + static_cast<std::size_t>(blockIdx.x) * histogram_bins;
-  std::int64_t* out = c.buffer + blockIdx.x * c.stride + (sizeof(Report) + 7) / 8;
+  std::int64_t* out = c.buffer + blockIdx.x * c.stride + report_words;
   const int used = static_cast<int>(r->hi - r->lo) + 1;  // 1 .. histogram_bins (count >= 1)
   using Scan = cub::BlockScan<double, block>;
   __shared__ typename Scan::TempStorage scan_storage;
@@ -238,7 +240,7 @@ std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_
   const auto count = static_cast<long long>(n);
   // per column: the report and the quantiles in one stretch of one buffer (8-byte aligned: Report holds 8-byte
   // fields), all copied back at once; its bins; its blocks' sums
-  const std::size_t report_words = (sizeof(Report) + 7) / 8, stride = report_words + std::max<std::size_t>(nq, 1);
+  const std::size_t stride = report_words + std::max<std::size_t>(nq, 1);
   const auto blocks = static_cast<unsigned>(std::min<std::size_t>(histogram_blocks, thread_blocks(n)));
   auto buffer = Column<std::int64_t>::allocate(Backend::cuda, stride * k_columns, who);
   auto bins = Column<double>::allocate(Backend::cuda, histogram_bins * std::min(k_columns, columns_per_launch), who);
