@@ -2,8 +2,9 @@
 // hmm.cpp, as they write them) with the wall time of each engine call, the device synchronized after each, against
 // the same steps unsynchronized (at small P the unsynchronized column is the host's time in each call: launches, and
 // waits for the device where a call reads something back). Usage:
-//   bench_step_profile [P] [runs] [program]   program: sir (the delayed filter, default), sir-bootstrap, population,
-//                                             population-bootstrap, hmm, hmm-bootstrap   (a developer's tool)
+//   bench_step_profile [P] [runs] [program] [free]   program: sir (the delayed filter, default), sir-bootstrap,
+//                      population, population-bootstrap, hmm, hmm-bootstrap; free: the free-running runs only (for
+//                      bench/host_sampler.cpp's profile of the host)   (a developer's tool)
 // The free-running runs sit between cudaProfilerStart and cudaProfilerStop: traced with bench/cupti_trace.cpp, they
 // give scripts/trace-summary its window (it divides by runs x steps, the number printed as "steps traced").
 #include <cuda_profiler_api.h>
@@ -166,6 +167,7 @@ int main(int argc, char** argv) {
   const std::size_t P = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : (1u << 20);
   const int runs = argc > 2 ? std::atoi(argv[2]) : 3;
   const std::string program = argc > 3 ? argv[3] : "sir";
+  const bool free_only = argc > 4 && std::string(argv[4]) == "free";
   std::size_t steps = 0;
   Clock warm{false, {}, {}};
   run(program, P, 99, warm, steps);  // the device's start, the memory pool's growth
@@ -174,7 +176,7 @@ int main(int argc, char** argv) {
   cudaProfilerStart();  // the marks of a bench/cupti_trace.cpp trace: the free-running runs only
   for (int k = 0; k < runs; ++k) total += run(program, P, 1 + k, free_running, steps);
   cudaProfilerStop();
-  for (int k = 0; k < runs; ++k) total_synced += run(program, P, 1 + k, synced, steps);
+  for (int k = 0; k < runs && !free_only; ++k) total_synced += run(program, P, 1 + k, synced, steps);
   const double all = double(steps) * runs;
   std::printf("steps traced: %.0f\n", all);
   std::printf("%s, P = %zu, %d runs of %zu steps: %.3f ms per step unsynchronized, %.3f ms synchronized after each "

@@ -426,7 +426,7 @@ std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
   const auto keep = n.shared_from_this();
   LogLikelihood ll = zero_log_likelihood(ctx);
   auto done = [&]() {
-    gpu::add_to(ctx.log_weight, ll.values);
+    gpu::add_to(ctx.changing_log_weight(), ll.values);
     return std::pair<gpu::Column<double>, Bound>{std::move(ll.values), std::move(ll.error)};
   };
   if (n.state == State::initialized && std::holds_alternative<SelectedChild>(n.kind)) {

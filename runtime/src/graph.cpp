@@ -134,10 +134,10 @@ RandomStream& Graph::stream(std::size_t i) {
   }
   return s[i];
 }
-std::vector<double> Graph::log_weights() const { return context_->log_weight.to_host(); }
-const gpu::Column<double>& Graph::log_weight_column() const { return context_->log_weight; }
+std::vector<double> Graph::log_weights() const { return context_->log_weight().to_host(); }
+const gpu::Column<double>& Graph::log_weight_column() const { return context_->log_weight(); }
 void Graph::reset_log_weights() {
-  guarded(*this, [&] { context_->log_weight = gpu::filled(0.0, particles(), context_->where); });
+  guarded(*this, [&] { context_->changing_log_weight() = gpu::filled(0.0, particles(), context_->where); });
 }
 std::int64_t Graph::live_nodes() { return Node::live(); }
 
@@ -440,7 +440,7 @@ Observation Graph::observe(const Variable& x, const Variable& v) {
       const detail::Values values = realized(*nv);
       detail::LogLikelihood ll = detail::zero_log_likelihood(*context_);
       detail::add_log_equal(n->value, values, ll);
-      gpu::add_to(context_->log_weight, ll.values);
+      gpu::add_to(context_->changing_log_weight(), ll.values);
       n->computed = false;
       return Observation(std::move(ll.values), Exactness{});
     }
@@ -489,8 +489,12 @@ std::vector<gpu::WeightedSummary> Graph::summarize(std::span<const Variable> xs,
       for (const auto* c : columns) out.push_back(detail::sharded_summarize(*context_, *c, probabilities));
       return out;
     }
-    return gpu::summarize(std::span<const gpu::Column<std::int64_t>* const>(columns), context_->log_weight,
-                          probabilities);
+    // on the device the resampler's summary of the weights comes back too: a resampling next needs no wait
+    std::optional<gpu::WeightSummary> weights;
+    auto out = gpu::summarize(std::span<const gpu::Column<std::int64_t>* const>(columns), context_->log_weight(),
+                              probabilities, weights);
+    context_->know_weights(weights);
+    return out;
   });
 }
 
@@ -609,9 +613,20 @@ Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kin
   return guarded(*this, [&]() -> Resampling {
   // the counter of this call's uniforms advances only when the call succeeds: a retry after a failure (a device
   // allocation) draws the same uniforms, as if the failed call had not been made
+  // the weights' summary known from a summary of them (computed by the resampler's own passes: the same bits) makes
+  // the decision without a pass or a wait; the results are those of the call without it
+  const std::optional<gpu::WeightSummary> known = context_->known_weights();
+  if (known && !(known->max_log_weight > -std::numeric_limits<double>::infinity())) {
+    ++context_->resamplings;
+    return {-std::numeric_limits<double>::infinity(), 0.0, {}};
+  }
+  if (known && threshold < 1.0 && !(known->ess < threshold * static_cast<double>(particles()))) {
+    ++context_->resamplings;
+    return {known->log_sum - std::log(static_cast<double>(particles())), known->ess, {}};
+  }
   gpu::WeightSummary summary{};
-  auto ancestors = gpu::resample(context_->log_weight, kind, context_->seed ^ resampling_key, context_->resamplings,
-                                 summary, threshold);
+  auto ancestors = gpu::resample(context_->log_weight(), kind, context_->seed ^ resampling_key, context_->resamplings,
+                                 summary, threshold, known ? &*known : nullptr);
   const double log_mean = summary.log_sum - std::log(static_cast<double>(particles()));
   if (ancestors.size() == 0) {  // every particle impossible
     ++context_->resamplings;
@@ -623,7 +638,7 @@ Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kin
   }
   auto zero = gpu::filled(0.0, particles(), context_->where);  // before gathering: the moves after it cannot fail
   gather(ancestors);
-  context_->log_weight = std::move(zero);
+  context_->changing_log_weight() = std::move(zero);
   ++context_->resamplings;
   return {log_mean, summary.ess, std::move(ancestors), true};
   });
@@ -640,7 +655,7 @@ Graph::Resampling Graph::sharded_resample_by_weight(double threshold, gpu::Resam
   const auto ancestors = detail::sharded_ancestors(*context_, weights, kind, context_->seed ^ resampling_key, counter);
   auto zero = gpu::filled(0.0, particles(), context_->where);
   detail::sharded_gather(*context_, ancestors, nullptr);
-  context_->log_weight = std::move(zero);
+  context_->changing_log_weight() = std::move(zero);
   return {log_mean, weights.summary.ess, gpu::Column<std::size_t>::from_host(ancestors, context_->where), true};
 }
 
@@ -656,14 +671,14 @@ void Graph::resample(const std::vector<std::size_t>& ancestors) {
   for (std::size_t a : ancestors)
     if (a >= range) tally::detail::fail<domain_error>("tally::runtime::Graph::resample: ancestor ", a, " out of range");
   if (sharded()) {
-    guarded(*this, [&] { detail::sharded_gather(*context_, ancestors, &context_->log_weight); });
+    guarded(*this, [&] { detail::sharded_gather(*context_, ancestors, &context_->changing_log_weight()); });
     return;
   }
   guarded(*this, [&] {
     const auto where = gpu::Column<std::size_t>::from_host(ancestors, context_->where);
-    auto weights = detail::gather(context_->log_weight, where);  // before the nodes: the move after cannot fail
+    auto weights = detail::gather(context_->log_weight(), where);  // before the nodes: the move after cannot fail
     gather(where);
-    context_->log_weight = std::move(weights);
+    context_->changing_log_weight() = std::move(weights);
   });
 }
 
@@ -781,7 +796,7 @@ std::vector<NodeMemory> Graph::memory() const {
 }
 
 std::size_t Graph::bytes() const {
-  std::size_t total = context_->log_weight.bytes();
+  std::size_t total = context_->log_weight().bytes();
   for (const auto& m : memory()) total += m.bytes;
   return total;
 }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <variant>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "tally/distributions/truncation.hpp"
 #include "joint_node.hpp"
 #include "state.hpp"
+#include "tally/gpu/resample.hpp"
 #include "tally/runtime/batch.hpp"
 #include "tally/runtime/communicator.hpp"
 #include "tally/runtime/conjugate.hpp"
@@ -86,7 +88,17 @@ class Node;
 struct Context : Place {
   Context(std::size_t particles, std::uint64_t seed, gpu::Backend where, Truncation truncation);
   std::vector<RandomStream> streams;  // particle i's stream for the engine's own draws (made on first use)
-  gpu::Column<double> log_weight;
+  /// The log-weights, read.
+  const gpu::Column<double>& log_weight() const { return log_weight_; }
+  /// The log-weights, to change (add to, replace): forgets their known summary.
+  gpu::Column<double>& changing_log_weight() {
+    known_weights_.reset();
+    return log_weight_;
+  }
+  /// The resampler's summary of the current log-weights, where a summary computed it with them (Graph::summarize on
+  /// the device) and they have not changed since: Graph::resample_by_weight then decides without a wait.
+  const std::optional<gpu::WeightSummary>& known_weights() const { return known_weights_; }
+  void know_weights(const std::optional<gpu::WeightSummary>& s) { known_weights_ = s; }
   std::uint64_t resamplings = 0;   // Graph::resample_by_weight calls so far: the counter of their uniforms
   std::uint64_t made = 0;          // nodes made so far (their default names #k)
   std::uint64_t truncating = 0;    // nodes made so far whose own laws are truncated (see truncates())
@@ -99,6 +111,10 @@ struct Context : Place {
   Shard shard;
   std::shared_ptr<Communicator> comm;
   std::vector<std::size_t> shard_bounds;
+
+ private:
+  gpu::Column<double> log_weight_;
+  std::optional<gpu::WeightSummary> known_weights_;
 };
 
 /// A node. Ownership (strong references) always points one way along each edge, so the graph of strong references

@@ -54,7 +54,7 @@ bool on_every_shard(Context& ctx, bool ok) {
 }
 
 std::vector<double> checked_log_weights(Context& ctx, const char* who) {
-  std::vector<double> l = ctx.log_weight.to_host();
+  std::vector<double> l = ctx.log_weight().to_host();
   std::size_t bad = std::numeric_limits<std::size_t>::max();
   for (std::size_t i = 0; i < l.size() && bad == std::numeric_limits<std::size_t>::max(); ++i)
     if (std::isnan(l[i]) || l[i] == inf) bad = ctx.shard.first + i;
@@ -136,7 +136,7 @@ std::vector<std::size_t> multinomial(Context& ctx, std::uint64_t seed, std::uint
   Communicator& c = comm_of(ctx);
   const auto& bounds = shard_bounds(ctx);
   const std::size_t me = c.rank(), g = c.size();
-  const std::vector<double> l = ctx.log_weight.to_host();
+  const std::vector<double> l = ctx.log_weight().to_host();
   double local_max = -inf;
   for (const double v : l) local_max = std::max(local_max, v);
   const auto maxima = gather_all(c, local_max);

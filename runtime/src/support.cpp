@@ -324,7 +324,7 @@ std::optional<gpu::Column<double>> observe_outside_support(Node& n, const Values
     if (s->contains(v[i])) return std::nullopt;
   const auto keep = n.shared_from_this();
   auto loglik = gpu::filled(-std::numeric_limits<double>::infinity(), ctx.particles, ctx.where);
-  gpu::add_to(ctx.log_weight, loglik);
+  gpu::add_to(ctx.changing_log_weight(), loglik);
   n.parents = {};  // a realized node owns nothing
   n.state = State::realized;
   n.value = values;

@@ -384,3 +384,56 @@ TEST_CASE("summarize: several variables at once are each one's summary", "[runti
     CHECK(together[2].mean == Approx(together[0].mean + together[1].mean).epsilon(1e-12));
   }
 }
+
+TEST_CASE("resample_by_weight after a summary decides, draws and reports as without it", "[runtime][engine][device]") {
+  // on the device a summary also brings back the resampler's own summary of the weights (the same passes, so the
+  // same bits), and a resampling that follows with the weights unchanged decides from it without a wait: every
+  // result must be the one of the call made without the summary before it, also where the weights changed in
+  // between (a summary, then an observation) and where every particle is impossible
+  static constexpr double band[] = {0.1, 0.9};
+  struct Step {
+    double log_mean, ess;
+    bool resampled;
+    std::vector<std::size_t> ancestors;
+    bool operator==(const Step&) const = default;
+  };
+  for (const Device d : devices()) {
+    INFO(name(d));
+    const auto run = [d](bool summaries) {
+      Graph g(10000, 5, d);  // three of the resampler's tiles of 4096
+      std::vector<Step> steps;
+      std::vector<std::int64_t> last;
+      Variable X = g.assume(Poisson(30.0));
+      g.realize(X);
+      const double thresholds[] = {0.5, 0.0, 1.0, 0.9, 0.5, 0.5, 0.2};
+      for (int t = 0; t < 7; ++t) {
+        if (t > 0) {
+          X = g.add(g.binomial(X, 0.7), g.assume(Poisson(9.0)));
+          g.realize(X);
+        }
+        g.observe(g.binomial(X, 0.5), t == 5 ? 1000000 : 12 + t);  // season 5: every particle impossible
+        if (summaries) g.summarize(X, band);
+        if (t == 3) g.observe(g.binomial(X, 0.25), 7);  // the weights change after the summary
+        const Graph::Resampling r = g.resample_by_weight(thresholds[t]);
+        steps.push_back({r.log_mean_weight, r.ess, r.resampled, r.ancestors.size() ? r.ancestors.to_host()
+                                                                                    : std::vector<std::size_t>{}});
+        if (t == 5) g.reset_log_weights();
+        last = g.value(X);
+      }
+      return std::make_pair(steps, last);
+    };
+    const auto with = run(true), without = run(false);
+    REQUIRE(with.first.size() == without.first.size());
+    int resampled = 0;
+    for (std::size_t t = 0; t < with.first.size(); ++t) {
+      INFO("season " << t << ": log-mean " << with.first[t].log_mean << " vs " << without.first[t].log_mean
+                     << ", ess " << with.first[t].ess << " vs " << without.first[t].ess);
+      CHECK(with.first[t] == without.first[t]);
+      resampled += with.first[t].resampled;
+    }
+    CHECK(with.first[5].log_mean == -std::numeric_limits<double>::infinity());
+    CHECK(resampled >= 2);   // some seasons resample (threshold 1, and low ESS) ...
+    CHECK(resampled <= 5);   // ... and threshold 0 and the impossible season do not
+    CHECK(with.second == without.second);
+  }
+}

@@ -114,6 +114,15 @@ void resample_device(void*, std::size_t&, const double*, std::size_t, Resampler,
                      std::size_t*, void*, WeightSummary*, ResampleKernel, const double*, double) {
   throw cuda_error("tally::gpu::cuda::resample_device: tally was built without CUDA");
 }
+std::size_t weight_totals_bytes(std::size_t) {
+  throw cuda_error("tally::gpu::cuda::weight_totals_bytes: tally was built without CUDA");
+}
+void weight_totals(void*, const double*, std::size_t, void*) {
+  throw cuda_error("tally::gpu::cuda::weight_totals: tally was built without CUDA");
+}
+WeightSummary weight_summary_of(const void*) {
+  throw cuda_error("tally::gpu::cuda::weight_summary_of: tally was built without CUDA");
+}
 }  // namespace tally::gpu::cuda
 
 #include "tally/gpu/transitive_closure.hpp"

@@ -52,8 +52,7 @@ std::vector<Column<double>> gather(std::span<const Column<double>* const> xs, co
 std::vector<Column<double>> copies(std::span<const Column<double>* const> xs);
 Laws gather(const Laws& x, const Column<std::size_t>& ancestors);
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
-                             WeightSummary& summary,
-                             double threshold);
+                             WeightSummary& summary, double threshold, const WeightSummary* known);
 // parameter_laws_cuda.cu
 Laws condition_on_sum(const ParameterLaws& x, const ParameterLaws& y, int sign, const Column<std::int64_t>& z,
                       Column<double>& log_likelihood);

@@ -81,7 +81,8 @@ std::vector<Column<double>> gather(std::span<const Column<double>* const>, const
 }
 std::vector<Column<double>> copies(std::span<const Column<double>* const>) { none("copies"); }
 Laws gather(const Laws&, const Column<std::size_t>&) { none("gather"); }
-Column<std::size_t> resample(const Column<double>&, Resampler, std::uint64_t, std::uint64_t, WeightSummary&, double) {
+Column<std::size_t> resample(const Column<double>&, Resampler, std::uint64_t, std::uint64_t, WeightSummary&, double,
+                             const WeightSummary*) {
   none("resample");
 }
 void add_beta_binomial_log_mass(const Column<std::int64_t>&, const Column<double>&, const Column<double>&,

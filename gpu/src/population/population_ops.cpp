@@ -466,8 +466,9 @@ Laws gather(const Laws& x, const Column<std::size_t>& ancestors) {
 }
 
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
-                             WeightSummary& summary, double threshold) {
-  if (on_device(log_w.where())) return population_cuda::resample(log_w, kind, seed, counter, summary, threshold);
+                             WeightSummary& summary, double threshold, const WeightSummary* known) {
+  if (on_device(log_w.where()))
+    return population_cuda::resample(log_w, kind, seed, counter, summary, threshold, known);
   if (std::all_of(log_w.host().begin(), log_w.host().end(), [](double l) { return l == neg_inf; })) {
     summary = {neg_inf, neg_inf, 0.0};
     return {};

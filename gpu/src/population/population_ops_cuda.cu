@@ -742,8 +742,19 @@ double* pinned_guard() {
 }  // namespace
 
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
-                             WeightSummary& summary, double threshold) {
+                             WeightSummary& summary, double threshold, const WeightSummary* known) {
   constexpr const char* who = "tally::gpu::resample";
+  if (known != nullptr && kind == Resampler::systematic && known->max_log_weight > -INFINITY) {
+    // the summary is known (the resampler's own passes, run with a summary of these weights): no guard, no
+    // decision to make, nothing to read back; the fused kernels compute the same totals again on their way
+    summary = *known;
+    std::size_t bytes = 0;
+    cuda::resample_device(nullptr, bytes, log_w.data(), log_w.size(), kind, seed, counter, nullptr);
+    auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
+    auto ancestors = Column<std::size_t>::allocate(Backend::cuda, log_w.size(), who);
+    cuda::resample_device(temp.data(), bytes, log_w.data(), log_w.size(), kind, seed, counter, ancestors.data());
+    return ancestors;
+  }
   // the largest log-weight, with NaN read as +inf: +inf means a NaN or +inf weight (the host check names the
   // particle, as the CPU path does); -inf means every particle is dead, and there are no ancestors then. The
   // identity is -inf: cub::DeviceReduce::Max starts from lowest() = -DBL_MAX, which would call a dead population

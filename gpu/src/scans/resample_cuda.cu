@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <vector>
 
 #include "cuda_check.cuh"
@@ -270,6 +271,28 @@ void resample_device(void* temp, std::size_t& temp_bytes, const double* log_w, s
     kernels::multinomial_ancestors<<<blocks, 256, 0, s>>>(c, p, seed, counter, out);
   }
   TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+static_assert(sizeof(fused::Totals) == weight_report_bytes, "weight_report_bytes is the size of the totals");
+
+std::size_t weight_totals_bytes(std::size_t p) {
+  Carve carve(nullptr);
+  carve_plan(carve, p, 0.0, false);
+  return carve.used();
+}
+
+void weight_totals(void* temp, const double* log_w, std::size_t p, void* report) {
+  if (p == 0) tally::detail::fail<shape_error>("tally::gpu::cuda::weight_totals: no log-weights");
+  Carve carve(temp);
+  fused::Plan plan = carve_plan(carve, p, 0.0, false);  // (u: the positions K_t it sets are not used)
+  plan.totals = static_cast<fused::Totals*>(report);
+  launch_totals(log_w, plan, nullptr);
+}
+
+WeightSummary weight_summary_of(const void* host_report) {
+  fused::Totals t{};
+  std::memcpy(&t, host_report, sizeof t);
+  return to_summary(t);
 }
 
 std::vector<std::size_t> resample(std::span<const double> log_w, Resampler kind, std::uint64_t seed,

@@ -37,6 +37,18 @@ std::vector<WeightedSummary> summarize(std::span<const Column<std::int64_t>* con
   return out;
 }
 
+std::vector<WeightedSummary> summarize(std::span<const Column<std::int64_t>* const> columns,
+                                       const Column<double>& log_w, std::span<const double> probabilities,
+                                       std::optional<WeightSummary>& weights) {
+  weights.reset();
+  if (columns.empty() || log_w.where() != Backend::cuda) return summarize(columns, log_w, probabilities);
+  for (const Column<std::int64_t>* c : columns) check(*c, log_w, probabilities);
+  WeightSummary w{};
+  auto out = detail::summarize_device(columns, log_w, probabilities, &w);
+  weights = w;
+  return out;
+}
+
 WeightedSummary summarize(const Column<std::int64_t>& values, const Column<double>& log_w,
                           std::span<const double> probabilities) {
   check(values, log_w, probabilities);

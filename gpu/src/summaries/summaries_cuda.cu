@@ -18,6 +18,7 @@
 #include "cuda_check.cuh"
 #include "population_kernels.cuh"
 #include "tally/gpu/deferred_checks.hpp"
+#include "tally/gpu/resample.hpp"
 #include "tally/gpu/summaries.hpp"
 
 namespace tally::gpu::detail {
@@ -234,15 +235,17 @@ __global__ void quantiles_kernel(const double* cum, const std::int64_t* sorted, 
 }  // namespace
 
 std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_t>* const> columns,
-                                              const Column<double>& log_w, std::span<const double> probabilities) {
+                                              const Column<double>& log_w, std::span<const double> probabilities,
+                                              WeightSummary* weights) {
   constexpr const char* who = "tally::gpu::summarize";
   const std::size_t n = log_w.size(), nq = probabilities.size(), k_columns = columns.size();
   const auto count = static_cast<long long>(n);
   // per column: the report and the quantiles in one stretch of one buffer (8-byte aligned: Report holds 8-byte
-  // fields), all copied back at once; its bins; its blocks' sums
+  // fields), all copied back at once, then the resampler's totals where asked for; its bins; its blocks' sums
   const std::size_t stride = report_words + std::max<std::size_t>(nq, 1);
+  const std::size_t totals_words = weights != nullptr ? (cuda::weight_report_bytes + 7) / 8 : 0;
   const auto blocks = static_cast<unsigned>(std::min<std::size_t>(histogram_blocks, thread_blocks(n)));
-  auto buffer = Column<std::int64_t>::allocate(Backend::cuda, stride * k_columns, who);
+  auto buffer = Column<std::int64_t>::allocate(Backend::cuda, stride * k_columns + totals_words, who);
   auto bins = Column<double>::allocate(Backend::cuda, histogram_bins * std::min(k_columns, columns_per_launch), who);
   auto partials = Column<double>::allocate(Backend::cuda, 3 * std::size_t{blocks} * std::min(k_columns, columns_per_launch), who);
   auto p = Column<double>::from_host(std::vector<double>(probabilities.begin(), probabilities.end()), Backend::cuda);
@@ -262,6 +265,10 @@ std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_
     launched();
     finish_kernel<<<k, block>>>(c, blocks, p.data(), nq);
     launched();
+  }
+  if (weights != nullptr) {
+    auto temp = Column<unsigned char>::allocate(Backend::cuda, cuda::weight_totals_bytes(n), who);
+    cuda::weight_totals(temp.data(), log_w.data(), n, buffer.data() + stride * k_columns);
   }
   std::vector<std::int64_t> host_buffer(buffer.size());
   TALLY_CUDA_CHECK(cudaMemcpy(host_buffer.data(), buffer.data(), buffer.bytes(), cudaMemcpyDeviceToHost));
@@ -305,6 +312,7 @@ std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_
     o.mean = host.weighted / host.total;
     o.ess = host.total * host.total / host.squares;
   }
+  if (weights != nullptr) *weights = cuda::weight_summary_of(host_buffer.data() + stride * k_columns);
   return out;
 }
 

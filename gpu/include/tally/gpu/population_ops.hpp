@@ -133,8 +133,11 @@ Laws gather(const Laws& x, const Column<std::size_t>& ancestors);
 /// the summary), and the weights' summary. When every log-weight is -inf: no ancestors (an empty column) and the
 /// summary {-inf, -inf, 0}. `threshold` < 1: the caller resamples only where ESS < threshold P (the summary's
 /// ess, compared so); the device then writes the ancestors only in that case (their values are unspecified
-/// otherwise), so a step that keeps its particles does not pay for them.
+/// otherwise), so a step that keeps its particles does not pay for them. `known` (nullptr: none): the weights'
+/// summary as computed by the resampler's own passes (gpu::summarize's `weights`, the weights unchanged since),
+/// not all -inf; the device then takes it as the summary and writes the ancestors (systematic) without reading
+/// anything back.
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
-                             WeightSummary& summary, double threshold = 1.0);
+                             WeightSummary& summary, double threshold = 1.0, const WeightSummary* known = nullptr);
 
 }  // namespace tally::gpu

@@ -94,6 +94,15 @@ void resample_device(void* temp, std::size_t& temp_bytes, const double* log_w, s
                      std::uint64_t seed, std::uint64_t counter, std::size_t* ancestors, void* stream = nullptr,
                      WeightSummary* summary = nullptr, ResampleKernel kernel = ResampleKernel::automatic,
                      const double* guard = nullptr, double ess_limit = INFINITY);
+/// The fused resampler's first two passes alone (its tile totals, then their combination), on the null stream: the
+/// summary that resample_device (systematic, fused) would compute from the same device log-weights, in the same
+/// order, so the same bits, for a caller that reads it back with other numbers in one wait (gpu::summarize) and
+/// resamples later without a wait of its own. `temp`: weight_totals_bytes(p) bytes; `report`: weight_report_bytes
+/// device bytes (8-byte aligned) that get the totals, to be copied back and read with weight_summary_of. p >= 1.
+std::size_t weight_totals_bytes(std::size_t p);
+inline constexpr std::size_t weight_report_bytes = 48;
+void weight_totals(void* temp, const double* log_w, std::size_t p, void* report);
+WeightSummary weight_summary_of(const void* host_report);
 }  // namespace cuda
 
 }  // namespace tally::gpu

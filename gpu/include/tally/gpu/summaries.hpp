@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "tally/gpu/population_arrays.hpp"
+#include "tally/gpu/resample.hpp"
 
 namespace tally::gpu {
 
@@ -38,11 +40,21 @@ WeightedSummary summarize(const Column<std::int64_t>& values, const Column<doubl
 /// returns for each, with one copy back (one synchronization) for all of them on the device.
 std::vector<WeightedSummary> summarize(std::span<const Column<std::int64_t>* const> columns,
                                        const Column<double>& log_w, std::span<const double> probabilities);
+/// The same, and on the device the log-weights' WeightSummary as gpu::resample computes it (its own two passes, in
+/// its fixed order: the same bits), read back in the same wait, two launches more: a resampling that follows,
+/// with the weights unchanged, then needs no pass of its own to decide and no wait (Graph::summarize and
+/// Graph::resample_by_weight). `weights` is set on the device only (the host's resampler waits for nothing) and
+/// left empty otherwise, and when the summaries raise.
+std::vector<WeightedSummary> summarize(std::span<const Column<std::int64_t>* const> columns,
+                                       const Column<double>& log_w, std::span<const double> probabilities,
+                                       std::optional<WeightSummary>& weights);
 
 namespace detail {
-/// The CUDA form (summaries_cuda.cu; a throwing stub without CUDA). Arguments validated by summarize.
+/// The CUDA form (summaries_cuda.cu; a throwing stub without CUDA). Arguments validated by summarize; `weights`:
+/// nullptr, or where the resampler's summary goes.
 std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_t>* const> columns,
-                                              const Column<double>& log_w, std::span<const double> probabilities);
+                                              const Column<double>& log_w, std::span<const double> probabilities,
+                                              WeightSummary* weights = nullptr);
 }  // namespace detail
 
 }  // namespace tally::gpu
