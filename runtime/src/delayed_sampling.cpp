@@ -372,6 +372,16 @@ void realize(Node& n, const Values& values) {
 bool draw_directly(Node& n) {
   if (n.state != State::initialized) return false;
   Context& ctx = *n.context;
+  if (const auto* r = std::get_if<DiscreteRoot>(&n.kind)) {  // one law for every particle: drawn from it once made
+    const Pmf& law = r->prior;
+    const std::uint64_t draw = ctx.draws;
+    n.value = make_values(gpu::sample_shared(std::span<const double>(law.weights().data(), std::size_t(law.size())),
+                                             law.lo(), ctx.particles, ctx.seed, draw, ctx.first_particle, ctx.where),
+                          law.lo() >= 0);
+    ++ctx.draws;
+    n.state = State::realized;
+    return true;
+  }
   const Values* trials = nullptr;
   const gpu::Column<double>* q = nullptr;
   gpu::Column<double> keep;  // a thinning's one probability, for every particle

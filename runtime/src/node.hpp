@@ -204,8 +204,9 @@ void realize(Node& n, const Values& values);
 void sample(Node& n);
 /// Realizes an initialized binomial whose parameters are all realized (Binomial(x, p) with per-particle p, a
 /// thinning of a realized count, Binomial(n, rho) with rho realized) by drawing it directly, the graph's next draw
-/// by gpu::sample_binomial (no law is built: O(sqrt(n q (1 - q))) work and nothing stored per particle); false,
-/// and nothing done, for any other node. Its distribution is the node's exact conditional law.
+/// by gpu::sample_binomial (no law is built: O(sqrt(n q (1 - q))) work and nothing stored per particle), or an
+/// initialized discrete root by gpu::sample_shared (its one law, not P copies of it; the draws those of its
+/// marginal's); false, and nothing done, for any other node. Its distribution is the node's exact conditional law.
 bool draw_directly(Node& n);
 /// Realize a continuous n by sampling from its parameters.
 void sample_continuous(Node& n);

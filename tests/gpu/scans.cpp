@@ -14,6 +14,7 @@
 #include "tally/error.hpp"
 #include "tally/gpu/chain_scan.hpp"
 #include "tally/gpu/philox.hpp"
+#include "tally/gpu/population_ops.hpp"
 #include "tally/gpu/sample_batched.hpp"
 
 using namespace tally::gpu;
@@ -366,4 +367,56 @@ TEST_CASE("scans along chains restart at every head", "[gpu][scans]") {
     REQUIRE(s[i] == want_sum);  // integers: exact
   }
   CHECK_THROWS_AS(cpu::chain_prefix_or(x, std::vector<std::uint8_t>(3)), tally::shape_error);
+}
+
+TEST_CASE("a shared law's draw table draws what the lane-segment rule draws", "[gpu][scans]") {
+  // detail::draw_table + table_draw (gpu::sample_shared, on the host and in the device kernel) against the rule's
+  // code, lane_segment_draw: the hand-made rounding cases above, then random laws of 1 to 1500 weights (zeros,
+  // runs of zero tiles, weights spread over 20 decades) and many uniforms, philox_uniform's extremes among them
+  const auto same = [](const std::vector<double>& w, double u) {
+    const detail::DrawTable t = detail::draw_table(w);
+    const auto tiles = static_cast<std::int64_t>(t.last_positive.size()), m = static_cast<std::int64_t>(w.size());
+    return detail::table_draw(t.carry.data(), t.c.data(), t.last_positive.data(), tiles, m, t.last_tile, u) ==
+           detail::lane_segment_draw(w, u);
+  };
+  constexpr double half_ulp = 0x1p-53, u_max = 1 - 0x1p-54, u_min = 0x1p-54;
+  std::vector<double> a(18, 0.0), b(258, 0.0), c(600, 0.0);
+  a[0] = a[17] = b[0] = b[257] = 1;
+  for (std::size_t j = 8; j < 16; ++j) a[j] = half_ulp;
+  for (std::size_t j = 8; j < 256; ++j) b[j] = half_ulp;
+  c[0] = 0.25;
+  c[2] = 0.75;
+  std::vector<double> c2 = c;
+  c2[300] = 0.5;
+  const double u_b = (1 + 61 * 0x1p-51) / (2 + 31 * 0x1p-50);  // case (b): tile 0, none of its C_j above target
+  for (const auto& w : {a, b, c, c2, std::vector<double>(300, 0.0), std::vector<double>{0.7}})
+    for (const double u : {u_min, 0.25, 0.5, 0.75, u_b, u_max}) {
+      INFO(w.size() << " weights, u = " << u);
+      CHECK(same(w, u));
+    }
+  std::mt19937_64 gen(20261126);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  int draws = 0;
+  for (int law = 0; law < 300; ++law) {
+    std::vector<double> w(1 + gen() % 1500);
+    for (double& x : w) x = unit(gen) < 0.3 ? 0.0 : std::pow(10.0, -20.0 * unit(gen));
+    if (law % 5 == 1 && w.size() > 600) std::fill(w.begin() + 256, w.begin() + 512, 0.0);  // a zero tile
+    if (law % 7 == 2) std::fill(w.begin(), w.end() - 1, 0.0);  // one positive weight, at the end
+    for (int k = 0; k < 400; ++k) {
+      const double u = k == 0 ? u_max : k == 1 ? u_min : philox_uniform(17, std::uint64_t(law), std::uint64_t(k));
+      INFO("law " << law << " (" << w.size() << " weights), u = " << u);
+      REQUIRE(same(w, u));
+      ++draws;
+    }
+  }
+  CHECK(draws == 300 * 400);
+  // gpu::sample_shared on the host: what gpu::sample draws from the law broadcast to every particle
+  std::vector<double> poisson(40);
+  for (std::size_t k = 0; k < poisson.size(); ++k)
+    poisson[k] = std::exp(double(k) * std::log(12.0) - 12.0 - std::lgamma(double(k) + 1.0));
+  for (const std::uint64_t first : {0, 17}) {
+    const auto want = sample(broadcast(poisson, 3, 0.0, 3000, Backend::cpu), 5, 9, first).to_host();
+    CHECK(sample_shared(poisson, 3, 3000, 5, 9, first, Backend::cpu).to_host() == want);
+  }
+  CHECK_THROWS_AS(sample_shared(std::span<const double>(), 0, 10, 1, 1, 0, Backend::cpu), tally::shape_error);
 }

@@ -15,6 +15,7 @@
 #include "tally/gpu/backend.hpp"
 #include "tally/gpu/chain_scan.hpp"
 #include "tally/gpu/philox.hpp"
+#include "tally/gpu/population_ops.hpp"
 #include "tally/gpu/resample.hpp"
 #include "tally/gpu/sample_batched.hpp"
 
@@ -319,4 +320,21 @@ TEST_CASE("device scans along chains equal the CPU's", "[gpu][scans][device]") {
   }
   CHECK(cuda::chain_prefix_or(x, head) == cpu::chain_prefix_or(x, head));
   CHECK(cuda::chain_prefix_sum(y, head) == cpu::chain_prefix_sum(y, head));  // integers below 2^53: exact
+}
+
+TEST_CASE("device draws from a shared law are the host's, and sample's from the law broadcast", "[gpu][scans][device]") {
+  if (skip_without_device()) return;
+  std::mt19937_64 gen(20261126);
+  for (int kind = 0; kind < 6; ++kind)
+    for (const std::size_t length : {std::size_t{1}, std::size_t{37}, std::size_t{700}}) {
+      const std::vector<double> w = random_pmf(gen, length, kind);
+      INFO("kind " << kind << ", " << length << " weights");
+      for (const std::uint64_t first : {0, 5}) {
+        const std::size_t P = 50000;
+        const auto host = sample_shared(w, -4, P, 11, 3, first, Backend::cpu).to_host();
+        REQUIRE(sample_shared(w, -4, P, 11, 3, first, Backend::cuda).to_host() == host);
+        if (kind == 5) continue;  // (broadcast laws need mass)
+        REQUIRE(sample(broadcast(w, -4, 0.0, P, Backend::cuda), 11, 3, first).to_host() == host);
+      }
+    }
 }

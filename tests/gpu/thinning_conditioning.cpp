@@ -104,10 +104,24 @@ void check_against_host(const gpu::PmfBatch& x, const std::vector<std::int64_t>&
   }
 }
 
+/// check_against_host with each width of the device kernel's warps (8, 16 and 32 laws a warp), the choice back to
+/// the default after.
+void check_each_width(const gpu::PmfBatch& x, const std::vector<std::int64_t>& v, double q) {
+  struct Default {
+    ~Default() { gpu::detail::set_thinning_laws_per_warp(0); }
+  } reset;
+  for (const int laws : {8, 16, 32}) {
+    INFO(laws << " laws a warp");
+    gpu::detail::set_thinning_laws_per_warp(laws);
+    check_against_host(x, v, q);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("condition_on_thinning: the device computes what the host does", "[population][thinning][device]") {
   if (test::skip_without_device()) return;
+  REQUIRE_THROWS_AS(gpu::detail::set_thinning_laws_per_warp(12), domain_error);  // only 0, 8, 16 or 32
   std::mt19937_64 gen(20261125);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   const std::size_t P = 20000;
@@ -126,7 +140,7 @@ TEST_CASE("condition_on_thinning: the device computes what the host does", "[pop
              : c < 0.97 ? hi + 1 + static_cast<std::int64_t>(u(gen) * 3)
                         : -1;
     }
-    check_against_host(x, v, q);
+    check_each_width(x, v, q);
   }
 }
 
@@ -151,7 +165,7 @@ TEST_CASE("condition_on_thinning: one observation shared by the particles (the d
     std::vector<std::int64_t> v(P, c.v);
     for (auto& vi : v)
       if (u(gen) < c.other_v) vi = c.v + 1;
-    check_against_host(x, v, c.q);
+    check_each_width(x, v, c.q);
   }
 }
 

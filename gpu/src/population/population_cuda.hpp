@@ -5,6 +5,7 @@
 #include "tally/gpu/population_chain.hpp"
 #include "tally/gpu/population_children.hpp"
 #include "tally/gpu/population_ops.hpp"
+#include "scan_math.hpp"
 
 namespace tally::gpu::population_cuda {
 // population_children_cuda.cu
@@ -36,6 +37,9 @@ DeviceScalar max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& 
 DeviceScalar max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after);
 void add_to(Column<double>& acc, const Column<double>& x);
 Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream);
+// shared_draws_cuda.cu
+Column<std::int64_t> sample_shared(const detail::DrawTable& t, std::int64_t lo, std::size_t count, std::uint64_t seed,
+                                   std::uint64_t counter, std::uint64_t first_stream);
 Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column<double>& q, std::uint64_t seed,
                                      std::uint64_t counter, std::uint64_t first_stream);
 Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream);

@@ -19,6 +19,7 @@ std::size_t device_free_bytes() { return 0; }
 void raise_deferred_checks() {}  // without CUDA no check is ever deferred
 namespace detail {
 void raise_checked_after_wait() {}
+void set_thinning_laws_per_warp(int) {}  // without CUDA there is no device kernel to set
 }  // namespace detail
 
 namespace population_cuda {
@@ -65,6 +66,10 @@ DeviceScalar max_mass_ratio(const Column<double>&, const Column<double>&, const 
 }
 void add_to(Column<double>&, const Column<double>&) { none("add_to"); }
 Column<std::int64_t> sample(const Laws&, std::uint64_t, std::uint64_t, std::uint64_t) { none("sample"); }
+Column<std::int64_t> sample_shared(const detail::DrawTable&, std::int64_t, std::size_t, std::uint64_t, std::uint64_t,
+                                   std::uint64_t) {
+  none("sample_shared");
+}
 Column<std::int64_t> sample_binomial(const Column<std::int64_t>&, const Column<double>&, std::uint64_t, std::uint64_t, std::uint64_t) { none("sample_binomial"); }
 Column<double> sample_beta(const Column<double>&, const Column<double>&, std::uint64_t, std::uint64_t, std::uint64_t) { none("sample_beta"); }
 Column<std::int64_t> linear(const Column<std::int64_t>&, std::int64_t, const Column<std::int64_t>&, std::int64_t, std::int64_t) { none("linear"); }

@@ -8,6 +8,8 @@
 #include "population_reference.hpp"
 #include "population_cuda.hpp"
 #include "population_math.hpp"
+#include "scan_math.hpp"
+#include "tally/gpu/philox.hpp"
 #include "tally/gpu/convolve_batched.hpp"
 #include "tally/gpu/sample_batched.hpp"
 
@@ -306,6 +308,19 @@ Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t cou
   const PmfBatch& pmfs = x.host();
   std::vector<std::int64_t> out(pmfs.size());
   for (std::size_t i = 0; i < pmfs.size(); ++i) out[i] = cpu::sample_one(pmfs[i], pmfs.lo[i], seed, first_stream + i, counter);
+  return Column<std::int64_t>::host_values(std::move(out));
+}
+
+Column<std::int64_t> sample_shared(std::span<const double> w, std::int64_t lo, std::size_t count, std::uint64_t seed,
+                                   std::uint64_t counter, std::uint64_t first_stream, Backend where) {
+  if (w.empty()) tally::detail::fail<shape_error>("tally::gpu::sample_shared: a law without weights");
+  const detail::DrawTable t = detail::draw_table(w);
+  if (on_device(where)) return population_cuda::sample_shared(t, lo, count, seed, counter, first_stream);
+  const auto tiles = static_cast<std::int64_t>(t.last_positive.size()), m = static_cast<std::int64_t>(w.size());
+  std::vector<std::int64_t> out(count);
+  for (std::size_t i = 0; i < count; ++i)
+    out[i] = lo + detail::table_draw(t.carry.data(), t.c.data(), t.last_positive.data(), tiles, m, t.last_tile,
+                                     philox_uniform(seed, first_stream + i, counter));
   return Column<std::int64_t>::host_values(std::move(out));
 }
 

@@ -1,6 +1,6 @@
-// The CUDA form of conditioning laws on an observed thinning: one warp per 32 laws, the likelihood tabulated once a
-// block where the laws share the observation, else walked by its exact ratios where that is safe, else the
-// per-entry formula.
+// The CUDA form of conditioning laws on an observed thinning: one warp per 32 laws (fewer where the laws are too
+// few to fill the device), the likelihood tabulated once a block where the laws share the observation, else walked
+// by its exact ratios where that is safe, else the per-entry formula.
 #include <climits>
 #include <cmath>
 
@@ -8,6 +8,10 @@
 #include "population_cuda.hpp"
 #include "population_kernels.cuh"
 #include "population_math.hpp"
+
+namespace tally::gpu::cuda::kernels {
+int multiprocessors();  // (convolve_tensor.cu: the device's count, queried once)
+}  // namespace tally::gpu::cuda::kernels
 
 namespace tally::gpu::population_cuda {
 
@@ -32,6 +36,11 @@ inline constexpr int long_fast_length = 1024;
 inline constexpr int short_fast_length = 256;
 inline constexpr int thinning_warps = 4;
 inline constexpr int thinning_min_blocks = 8;
+/// A warp takes 32 consecutive laws one after another, or 16 or 8 where warps of 32 would number fewer than twice
+/// what the device holds at once (thinning_min_blocks blocks a multiprocessor): at P = 2^16 on 132 multiprocessors,
+/// 2048 warps of 32 laws left three quarters of the warp slots empty, and the kernel, a chain of dependent steps a
+/// law, waited on latency (0.076 ms, against 3.1 ms / 64 at P = 2^22).
+inline constexpr int fewest_laws_per_warp = 8;
 __device__ inline int slot(int p) { return p + p / 16; }
 
 /// One warp per 32 consecutive laws, taken one after another: the posterior of X_i given the thinning
@@ -50,13 +59,14 @@ __device__ inline int slot(int p) { return p + p / 16; }
 /// formula's up to the roundings the walks and the scan add (about 1e-12 relative at most). Ratio products that
 /// leave [1e-280, 1e280], a largest weight below 1e-200 after scaling, and particles without mass take the
 /// per-entry formula (the whole warp on that law).
-template <int fast_length>
+template <int fast_length, int laws_per_warp>
 __device__ void walk_laws(double* buf, PmfBatchView x, const std::int64_t* v, double q, double log_q, double log_keep,
                           MutablePmfBatchView out, double* log_likelihood, double* prior_log_mass) {
-  const long long first_law = warp_index() * 32;
+  const long long first_law = warp_index() * laws_per_warp;
   const int lane = static_cast<int>(threadIdx.x & 31);
   if (first_law >= static_cast<long long>(x.count)) return;  // the whole warp
-  const int laws = static_cast<int>(min(32LL, static_cast<long long>(x.count) - first_law));
+  const int laws =
+      static_cast<int>(min(static_cast<long long>(laws_per_warp), static_cast<long long>(x.count) - first_law));
   // lane l: law first_law + l, its bounds and log L(n0) where the fast path may take it
   const long long own = first_law + lane;
   std::int64_t own_begin = 0, own_end = 0, own_lo = 0, own_v = 0;
@@ -202,14 +212,16 @@ inline constexpr int table_capacity = tile_doubles<fast_length> / 2;
 /// its far tail), without mass, or with no value >= v takes the per-entry formula (condition_law) after the others.
 /// Each half of a warp takes one law at a time (16 lanes a law: two laws share what is per law and not per
 /// value, the reductions and logarithms).
+template <int laws_per_warp>
 __device__ void table_laws(const double* lin, const double* logl, std::int64_t n_lo, double log_top, std::int64_t vb,
                            PmfBatchView x, const std::int64_t* v, MutablePmfBatchView out, double* log_likelihood,
                            double* prior_log_mass, double q) {
   constexpr int G = 16;  // lanes a law: each half of the warp takes one of the warp's laws at a time
-  const long long first_law = warp_index() * 32;
+  const long long first_law = warp_index() * laws_per_warp;
   const int lane32 = static_cast<int>(threadIdx.x & 31), half = lane32 / G, lane = lane32 % G;
   if (first_law >= static_cast<long long>(x.count)) return;
-  const int laws = static_cast<int>(min(32LL, static_cast<long long>(x.count) - first_law));
+  const int laws =
+      static_cast<int>(min(static_cast<long long>(laws_per_warp), static_cast<long long>(x.count) - first_law));
   const long long own = first_law + lane32;
   double own_scale = -INFINITY, own_mass = 0.0, own_sum = 0.0, own_ref = 0.0;
   std::int64_t own_begin = 0, own_end = 0, own_lo = 0;
@@ -288,10 +300,10 @@ __device__ void table_laws(const double* lin, const double* logl, std::int64_t n
     condition_law(x, ThinningLogLik{v, q}, out, log_likelihood, first_law + (__ffs(left) - 1), lane32);
 }
 
-/// One block of thinning_warps warps for 32 x thinning_warps consecutive laws: the table path (table_laws) when
-/// they all observe one v, 0 < q < 1, and their values n >= v span at most table_capacity; else each warp walks
-/// its 32 laws (walk_laws). The choice is the block's (one shared tile, either use).
-template <int fast_length>
+/// One block of thinning_warps warps for laws_per_warp x thinning_warps consecutive laws: the table path
+/// (table_laws) when they all observe one v, 0 < q < 1, and their values n >= v span at most table_capacity; else
+/// each warp walks its laws (walk_laws). The choice is the block's (one shared tile, either use).
+template <int fast_length, int laws_per_warp>
 __global__ void __launch_bounds__(32 * thinning_warps, thinning_min_blocks)
     thinning_kernel(PmfBatchView x, const std::int64_t* v, double q, double log_q, double log_keep,
                     MutablePmfBatchView out, double* log_likelihood, double* prior_log_mass) {
@@ -305,8 +317,8 @@ __global__ void __launch_bounds__(32 * thinning_warps, thinning_min_blocks)
     longest = 0;
   }
   __syncthreads();
-  const long long law = static_cast<long long>(blockIdx.x) * blockDim.x + t;
-  if (law < static_cast<long long>(x.count) && x.log_scale[law] != -INFINITY) {
+  const long long law = static_cast<long long>(blockIdx.x) * (laws_per_warp * thinning_warps) + t;
+  if (t < laws_per_warp * thinning_warps && law < static_cast<long long>(x.count) && x.log_scale[law] != -INFINITY) {
     const std::int64_t lo = x.lo[law], hi = lo + (x.offset[law + 1] - x.offset[law]) - 1, vi = v[law];
     atomicMin(&v_min, static_cast<long long>(vi));
     atomicMax(&v_max, static_cast<long long>(vi));
@@ -320,8 +332,8 @@ __global__ void __launch_bounds__(32 * thinning_warps, thinning_min_blocks)
   const bool table = q > 0.0 && q < 1.0 && v_min == v_max && v_min >= 0 && n_lo <= n_hi &&
                      n_hi - n_lo < table_capacity<fast_length> && longest <= INT_MAX;  // int offsets a law
   if (!table) {
-    walk_laws<fast_length>(tile + warp * (fast_length + fast_length / 16), x, v, q, log_q, log_keep, out,
-                           log_likelihood, prior_log_mass);
+    walk_laws<fast_length, laws_per_warp>(tile + warp * (fast_length + fast_length / 16), x, v, q, log_q, log_keep,
+                                          out, log_likelihood, prior_log_mass);
     return;
   }
   double* lin = tile;
@@ -336,7 +348,22 @@ __global__ void __launch_bounds__(32 * thinning_warps, thinning_min_blocks)
   for (int k = 1; k < thinning_warps; ++k) top = fmax(top, warp_top[k]);
   for (int j = t; j < range; j += blockDim.x) lin[j] = exp(logl[j] -= top);
   __syncthreads();
-  table_laws(lin, logl, n_lo, top, v_min, x, v, out, log_likelihood, prior_log_mass, q);
+  table_laws<laws_per_warp>(lin, logl, n_lo, top, v_min, x, v, out, log_likelihood, prior_log_mass, q);
+}
+
+int forced_laws_per_warp = 0;  // detail::set_thinning_laws_per_warp
+
+template <int laws_per_warp>
+void launch_thinning(const Laws& x, const Column<std::int64_t>& v, double q, MutablePmfBatchView out,
+                     double* log_likelihood, double* mass) {
+  const std::size_t per_block = laws_per_warp * thinning_warps, blocks = (x.size() + per_block - 1) / per_block;
+  const double log_q = std::log(q), log_keep = std::log1p(-q);  // used only where 0 < q < 1
+  if (x.max_length() <= static_cast<std::size_t>(short_fast_length))
+    thinning_kernel<short_fast_length, laws_per_warp><<<static_cast<unsigned>(blocks), 32 * thinning_warps>>>(
+        x.view(), v.data(), q, log_q, log_keep, out, log_likelihood, mass);
+  else
+    thinning_kernel<long_fast_length, laws_per_warp><<<static_cast<unsigned>(blocks), 32 * thinning_warps>>>(
+        x.view(), v.data(), q, log_q, log_keep, out, log_likelihood, mass);
 }
 
 }  // namespace
@@ -346,17 +373,28 @@ Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double 
   double* const mass = prior_log_mass ? prior_log_mass->data() : nullptr;
   Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), "tally::gpu::condition_on_thinning");
   if (x.size() > 0) {
-    const std::size_t per_block = 32 * thinning_warps, blocks = (x.size() + per_block - 1) / per_block;
-    const double log_q = std::log(q), log_keep = std::log1p(-q);  // used only where 0 < q < 1
-    if (x.max_length() <= static_cast<std::size_t>(short_fast_length))
-      thinning_kernel<short_fast_length><<<static_cast<unsigned>(blocks), 32 * thinning_warps>>>(
-          x.view(), v.data(), q, log_q, log_keep, out.mutable_view(), log_likelihood.data(), mass);
-    else
-      thinning_kernel<long_fast_length><<<static_cast<unsigned>(blocks), 32 * thinning_warps>>>(
-          x.view(), v.data(), q, log_q, log_keep, out.mutable_view(), log_likelihood.data(), mass);
+    // laws a warp: 32, halved (down to fewest_laws_per_warp) while the warps would number fewer than twice the
+    // device's resident warps
+    const std::size_t resident = std::size_t(cuda::kernels::multiprocessors()) * thinning_min_blocks * thinning_warps;
+    int laws_per_warp = forced_laws_per_warp != 0 ? forced_laws_per_warp : 32;
+    while (forced_laws_per_warp == 0 && laws_per_warp > fewest_laws_per_warp &&
+           (x.size() + std::size_t(laws_per_warp) - 1) / std::size_t(laws_per_warp) < 2 * resident)
+      laws_per_warp /= 2;
+    if (laws_per_warp == 32) launch_thinning<32>(x, v, q, out.mutable_view(), log_likelihood.data(), mass);
+    else if (laws_per_warp == 16) launch_thinning<16>(x, v, q, out.mutable_view(), log_likelihood.data(), mass);
+    else launch_thinning<8>(x, v, q, out.mutable_view(), log_likelihood.data(), mass);
   }
   launched();
   return out;
 }
 
 }  // namespace tally::gpu::population_cuda
+
+namespace tally::gpu::detail {
+void set_thinning_laws_per_warp(int laws) {
+  if (laws != 0 && laws != 8 && laws != 16 && laws != 32)
+    tally::detail::fail<domain_error>("tally::gpu::detail::set_thinning_laws_per_warp: ", laws,
+                                      " is not 0, 8, 16 or 32");
+  population_cuda::forced_laws_per_warp = laws;
+}
+}  // namespace tally::gpu::detail

@@ -2,8 +2,11 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
+
+#include "tally/gpu/philox.hpp"  // TALLY_HOST_DEVICE
 
 namespace tally::gpu::detail {
 
@@ -109,6 +112,61 @@ inline std::int64_t lane_segment_draw(std::span<const double> w, double u) {
     }
   }
   return last_positive;  // >= 0: tile t* has mass
+}
+
+/// The draw rule's sums for one pmf drawn from many times (a prior that every particle shares), made once: the
+/// carries carry_0 .. carry_T, C_j (NaN where w_j = 0: never a hit), each tile's largest j with w_j > 0 (-1 where
+/// none) and the last tile with mass (-1: none). table_draw on it returns lane_segment_draw(w, u) for every u.
+struct DrawTable {
+  std::vector<double> carry;                // T + 1
+  std::vector<double> c;                    // m
+  std::vector<std::int64_t> last_positive;  // T
+  std::int64_t last_tile = -1;
+};
+inline DrawTable draw_table(std::span<const double> w) {
+  const auto m = static_cast<std::int64_t>(w.size());
+  const std::int64_t tiles = (m + scan_tile - 1) / scan_tile;
+  DrawTable d;
+  d.carry.assign(static_cast<std::size_t>(tiles) + 1, 0.0);
+  d.c.assign(w.size(), std::numeric_limits<double>::quiet_NaN());
+  d.last_positive.assign(static_cast<std::size_t>(tiles), -1);
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    const LaneTile tile = scan_lane_tile(w, t);
+    if (tile.total > 0.0) d.last_tile = t;
+    const auto k = static_cast<std::size_t>(t);
+    d.carry[k + 1] = d.carry[k] + tile.total;
+    for (int l = 0; l < warp_lanes; ++l) {  // lane_segment_draw's step 3, for every lane of every tile
+      double c = d.carry[k] + tile.exclusive[l];
+      for (int r = 0; r < lane_weights; ++r) {
+        c = c + tile.w[l][r];
+        const std::int64_t j = t * scan_tile + std::int64_t{lane_weights} * l + r;
+        if (!(tile.w[l][r] > 0.0)) continue;  // (j >= m reads a weight of 0)
+        d.c[static_cast<std::size_t>(j)] = c;
+        d.last_positive[k] = j;
+      }
+    }
+  }
+  return d;
+}
+
+/// The draw of lane_segment_draw from a DrawTable (its arrays by address, so that a kernel runs it too): step 2's
+/// tile by a binary search of the carries (nondecreasing: the first t with carry_{t+1} > target is found as the
+/// loop finds it), step 3 by the same comparisons in the same order.
+TALLY_HOST_DEVICE inline std::int64_t table_draw(const double* carry, const double* c, const std::int64_t* last_positive,
+                                                 std::int64_t tiles, std::int64_t m, std::int64_t last_tile, double u) {
+  if (last_tile < 0) return 0;
+  const double target = u * carry[tiles];
+  std::int64_t lo = 0, hi = tiles;  // the first t in [lo, hi) with carry[t + 1] > target, hi if none
+  while (lo < hi) {
+    const std::int64_t mid = lo + (hi - lo) / 2;
+    if (carry[mid + 1] > target) hi = mid;
+    else lo = mid + 1;
+  }
+  const std::int64_t t = lo < tiles ? lo : last_tile;
+  const std::int64_t end = (t + 1) * scan_tile < m ? (t + 1) * scan_tile : m;
+  for (std::int64_t j = t * scan_tile; j < end; ++j)
+    if (c[j] > target) return j;  // (NaN, a weight of 0, is never greater)
+  return last_positive[t];
 }
 
 }  // namespace tally::gpu::detail

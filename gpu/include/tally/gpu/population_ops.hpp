@@ -57,6 +57,12 @@ Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& 
 /// pass: what max_mass_ratio needs for the error bound, without a second pass over the laws.
 Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood,
                            Column<double>* prior_log_mass = nullptr);
+namespace detail {
+/// The laws a warp of condition_on_thinning's device kernel takes: 0 (the default) chooses by the batch and the
+/// device (32, or 16 or 8 where the batch is too small to fill the device); 8, 16 or 32 force it, so that tests
+/// can check each. Process-wide, not synchronized: set it while no other thread conditions.
+void set_thinning_laws_per_warp(int laws);
+}  // namespace detail
 /// Adds log P(X_i = v_i) = log w_{i, v_i - lo_i} + log_scale_i (-inf off the support) to log_likelihood.
 void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
 /// Adds 0 where x_i = v_i and -inf elsewhere (an observation of a realized value).
@@ -90,6 +96,11 @@ void add_to(Column<double>& acc, const Column<double>& x);
 /// runtime::Graph), so that a shard draws what the whole population draws for its particles; 0 otherwise. The same
 /// holds for the draws below.
 Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream = 0);
+/// `count` draws from one law, the weights w (not all required to be normalized; lo the first value), placed in
+/// `where`: what sample draws from broadcast(w, lo, 0, count, where), without the count copies of the law (the
+/// draw rule's sums made once, detail::draw_table, then a binary search and a short scan a draw).
+Column<std::int64_t> sample_shared(std::span<const double> w, std::int64_t lo, std::size_t count, std::uint64_t seed,
+                                   std::uint64_t counter, std::uint64_t first_stream, Backend where);
 /// One Binomial(n_i, q_i) draw per particle, by inversion on u_i = philox_uniform(seed, i, counter) without a table
 /// (population_math.hpp's binomial_draw: O(sqrt(n q (1 - q))) steps each, nothing stored; identical on both).
 /// tally::domain_error naming the first particle with n_i < 0 or q_i outside [0, 1] (device: a flag and the
