@@ -384,7 +384,7 @@ bool draw_directly(Node& n) {
   }
   const Values* trials = nullptr;
   const gpu::Column<double>* q = nullptr;
-  gpu::Column<double> keep;  // a thinning's one probability, for every particle
+  double keep = 0.0;  // a thinning's one probability (q stays null)
   if (const auto* b = std::get_if<PerParticleBinomial>(&n.kind)) {  // its parent is realized when it is made
     trials = &n.parents[0]->value;
     q = b->p.get();
@@ -392,8 +392,7 @@ bool draw_directly(Node& n) {
     const auto* t = std::get_if<Thinning>(&c->law);
     if (t == nullptr || n.parents[0]->state != State::realized) return false;
     trials = &n.parents[0]->value;
-    keep = gpu::filled(t->keep, ctx.particles, ctx.where);
-    q = &keep;
+    keep = t->keep;
   } else if (const auto* k = std::get_if<CountChild>(&n.kind)) {
     if (k->family != CountChild::binomial || n.parents[0]->state != State::realized) return false;
     trials = &k->trials;
@@ -403,7 +402,9 @@ bool draw_directly(Node& n) {
   }
   const auto hold = n.shared_from_this();
   const std::uint64_t draw = ctx.draws;  // counted once drawn: a failed draw (device memory) is retried with it
-  n.value = make_values(gpu::sample_binomial(**trials, *q, ctx.seed, draw, ctx.first_particle), true);
+  n.value = make_values(q != nullptr ? gpu::sample_binomial(**trials, *q, ctx.seed, draw, ctx.first_particle)
+                                      : gpu::sample_binomial(**trials, keep, ctx.seed, draw, ctx.first_particle),
+                        true);
   ++ctx.draws;
   n.state = State::realized;
   n.parents = {};

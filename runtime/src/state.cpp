@@ -538,8 +538,8 @@ void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood
   }
 }
 
-void add_thinning_log_mass(const Place& at, const Values& x, double q, const Values& y, LogLikelihood& ll) {
-  gpu::add_binomial_log_mass(*x, gpu::filled(q, at.particles, at.where), *y, ll.values);
+void add_thinning_log_mass(const Place&, const Values& x, double q, const Values& y, LogLikelihood& ll) {
+  gpu::add_binomial_log_mass(*x, q, *y, ll.values);
 }
 
 void add_log_equal(const Values& x, const Values& v, LogLikelihood& ll) { gpu::add_log_equal(*x, *v, ll.values); }

@@ -11,6 +11,8 @@
 #include "gpu/device.hpp"
 #include "gpu/statistics.hpp"
 #include "tally/error.hpp"
+#include "tally/gpu/backend.hpp"
+#include "tally/gpu/population_conjugate.hpp"
 #include "tally/gpu/population_ops.hpp"
 
 using namespace tally;
@@ -88,4 +90,34 @@ TEST_CASE("sample_binomial: the device draws what the host draws", "[gpu][sample
   CHECK_THROWS_AS(gpu::sample_binomial(Column<std::int64_t>::from_host(n, Backend::cuda),
                                        Column<double>::from_host(q, Backend::cuda), 4, 2),
                   domain_error);
+}
+
+TEST_CASE("sample_binomial and add_binomial_log_mass with one q are those of the column of it",
+          "[gpu][sample_binomial]") {
+  std::mt19937_64 gen(26);
+  const std::size_t P = 5000;
+  std::vector<std::int64_t> n(P), k(P);
+  for (std::size_t i = 0; i < P; ++i) {
+    n[i] = static_cast<std::int64_t>(gen() % 300);
+    k[i] = static_cast<std::int64_t>(gen() % 320) - 10;  // some below 0 and above n: -inf
+  }
+  std::vector<Backend> where{Backend::cpu};
+  if (gpu::cuda_available()) where.push_back(Backend::cuda);
+  for (const Backend b : where)
+    for (const double q : {0.0, 0.37, 1.0}) {
+      INFO((b == Backend::cpu ? "host" : "device") << ", q = " << q);
+      const auto nc = Column<std::int64_t>::from_host(n, b), kc = Column<std::int64_t>::from_host(k, b);
+      const auto qc = Column<double>::from_host(std::vector<double>(P, q), b);
+      CHECK(gpu::sample_binomial(nc, q, 8, 3, 11).to_host() == gpu::sample_binomial(nc, qc, 8, 3, 11).to_host());
+      auto one = Column<double>::from_host(std::vector<double>(P, 0.5), b), column = one.clone();
+      gpu::add_binomial_log_mass(nc, q, kc, one);
+      gpu::add_binomial_log_mass(nc, qc, kc, column);
+      CHECK(one.to_host() == column.to_host());
+    }
+  auto ll = Column<double>::host_values(std::vector<double>(P, 0.0));
+  CHECK_THROWS_AS(gpu::add_binomial_log_mass(Column<std::int64_t>::host_values(n), 1.5,
+                                             Column<std::int64_t>::host_values(k), ll),
+                  domain_error);
+  n[3] = -1;
+  CHECK_THROWS_AS(gpu::sample_binomial(Column<std::int64_t>::host_values(n), 0.5, 1, 1), domain_error);
 }

@@ -54,12 +54,24 @@ void add_binomial_log_mass(const Column<std::int64_t>& n, const Column<double>& 
   same_shape(n, q, who);
   same_shape(n, k, who);
   same_shape(n, log_likelihood, who);
-  if (on_device(n.where())) return population_cuda::add_binomial_log_mass(n, q, k, log_likelihood);
+  if (on_device(n.where())) return population_cuda::add_binomial_log_mass(n, q.data(), 0.0, k, log_likelihood);
   check_trials(n, who);
   for (std::size_t i = 0; i < n.size(); ++i) {
     check(math::probability(q.host()[i]), who, i, "q", q.host()[i], "is not a probability in [0, 1]");
     log_likelihood.host()[i] += math::binomial_log_mass(n.host()[i], k.host()[i], q.host()[i]);
   }
+}
+
+void add_binomial_log_mass(const Column<std::int64_t>& n, double q, const Column<std::int64_t>& k,
+                           Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::add_binomial_log_mass";
+  same_shape(n, k, who);
+  same_shape(n, log_likelihood, who);
+  if (!math::probability(q)) tally::detail::fail<domain_error>(who, ": q = ", q, " is not a probability in [0, 1]");
+  if (on_device(n.where())) return population_cuda::add_binomial_log_mass(n, nullptr, q, k, log_likelihood);
+  check_trials(n, who);
+  for (std::size_t i = 0; i < n.size(); ++i)
+    log_likelihood.host()[i] += math::binomial_log_mass(n.host()[i], k.host()[i], q);
 }
 
 void add_negative_binomial_log_mass(double r, const Column<double>& q, const Column<std::int64_t>& k,

@@ -24,14 +24,14 @@ void add_beta_binomial_log_mass(const Column<std::int64_t>& n, const Column<doub
   });
 }
 
-void add_binomial_log_mass(const Column<std::int64_t>& n, const Column<double>& q, const Column<std::int64_t>& k,
-                           Column<double>& log_likelihood) {
+void add_binomial_log_mass(const Column<std::int64_t>& n, const double* q, double q_value,
+                           const Column<std::int64_t>& k, Column<double>& log_likelihood) {
   const std::int64_t *np = n.data(), *kp = k.data();
-  const double* qp = q.data();
   double* l = log_likelihood.data();
   each(n.size(), [=] __device__(long long i) {
-    const bool ok = np[i] >= 0 && math::probability(qp[i]);
-    l[i] += ok ? math::binomial_log_mass(np[i], kp[i], qp[i]) : NAN;
+    const double qi = q != nullptr ? q[i] : q_value;
+    const bool ok = np[i] >= 0 && math::probability(qi);
+    l[i] += ok ? math::binomial_log_mass(np[i], kp[i], qi) : NAN;
   });
 }
 

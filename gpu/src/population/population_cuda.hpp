@@ -40,7 +40,8 @@ Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t cou
 // shared_draws_cuda.cu
 Column<std::int64_t> sample_shared(const detail::DrawTable& t, std::int64_t lo, std::size_t count, std::uint64_t seed,
                                    std::uint64_t counter, std::uint64_t first_stream);
-Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column<double>& q, std::uint64_t seed,
+/// q: a column, or nullptr for q_value in every particle (the same for add_binomial_log_mass)
+Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const double* q, double q_value, std::uint64_t seed,
                                      std::uint64_t counter, std::uint64_t first_stream);
 Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream);
 Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const Column<std::int64_t>& y,
@@ -63,8 +64,8 @@ Laws condition_on_sum(const ParameterLaws& x, const ParameterLaws& y, int sign, 
 // population_conjugate_cuda.cu
 void add_beta_binomial_log_mass(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b,
                                 const Column<std::int64_t>& k, Column<double>& log_likelihood);
-void add_binomial_log_mass(const Column<std::int64_t>& n, const Column<double>& q, const Column<std::int64_t>& k,
-                           Column<double>& log_likelihood);
+void add_binomial_log_mass(const Column<std::int64_t>& n, const double* q, double q_value,
+                           const Column<std::int64_t>& k, Column<double>& log_likelihood);
 void add_negative_binomial_log_mass(double r, const Column<double>& q, const Column<std::int64_t>& k,
                                     Column<double>& log_likelihood);
 void add_beta_negative_binomial_log_mass(double r, const Column<double>& a, const Column<double>& b,

@@ -70,7 +70,8 @@ Column<std::int64_t> sample_shared(const detail::DrawTable&, std::int64_t, std::
                                    std::uint64_t) {
   none("sample_shared");
 }
-Column<std::int64_t> sample_binomial(const Column<std::int64_t>&, const Column<double>&, std::uint64_t, std::uint64_t, std::uint64_t) { none("sample_binomial"); }
+Column<std::int64_t> sample_binomial(const Column<std::int64_t>&, const double*, double, std::uint64_t, std::uint64_t,
+                                     std::uint64_t) { none("sample_binomial"); }
 Column<double> sample_beta(const Column<double>&, const Column<double>&, std::uint64_t, std::uint64_t, std::uint64_t) { none("sample_beta"); }
 Column<std::int64_t> linear(const Column<std::int64_t>&, std::int64_t, const Column<std::int64_t>&, std::int64_t, std::int64_t) { none("linear"); }
 Column<std::int64_t> filled(std::int64_t, std::size_t) { none("filled"); }
@@ -92,7 +93,8 @@ Column<std::size_t> resample(const Column<double>&, Resampler, std::uint64_t, st
 }
 void add_beta_binomial_log_mass(const Column<std::int64_t>&, const Column<double>&, const Column<double>&,
                                 const Column<std::int64_t>&, Column<double>&) { none("add_beta_binomial_log_mass"); }
-void add_binomial_log_mass(const Column<std::int64_t>&, const Column<double>&, const Column<std::int64_t>&, Column<double>&) {
+void add_binomial_log_mass(const Column<std::int64_t>&, const double*, double, const Column<std::int64_t>&,
+                           Column<double>&) {
   none("add_binomial_log_mass");
 }
 void add_negative_binomial_log_mass(double, const Column<double>&, const Column<std::int64_t>&, Column<double>&) {

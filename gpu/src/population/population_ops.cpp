@@ -340,11 +340,23 @@ Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column
                                      std::uint64_t counter, std::uint64_t first_stream) {
   constexpr const char* who = "tally::gpu::sample_binomial";
   same_shape(n, q, who);
-  if (on_device(n.where())) return population_cuda::sample_binomial(n, q, seed, counter, first_stream);
+  if (on_device(n.where())) return population_cuda::sample_binomial(n, q.data(), 0.0, seed, counter, first_stream);
   std::vector<std::int64_t> out(n.size());
   for (std::size_t i = 0; i < n.size(); ++i) {
     detail::check_binomial(who, i, n.host()[i], q.host()[i]);
     out[i] = detail::binomial_draw(n.host()[i], q.host()[i], philox_uniform(seed, first_stream + i, counter));
+  }
+  return Column<std::int64_t>::host_values(std::move(out));
+}
+
+Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, double q, std::uint64_t seed, std::uint64_t counter,
+                                     std::uint64_t first_stream) {
+  constexpr const char* who = "tally::gpu::sample_binomial";
+  if (on_device(n.where())) return population_cuda::sample_binomial(n, nullptr, q, seed, counter, first_stream);
+  std::vector<std::int64_t> out(n.size());
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    detail::check_binomial(who, i, n.host()[i], q);
+    out[i] = detail::binomial_draw(n.host()[i], q, philox_uniform(seed, first_stream + i, counter));
   }
   return Column<std::int64_t>::host_values(std::move(out));
 }

@@ -533,20 +533,20 @@ Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t cou
   return out;
 }
 
-Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column<double>& q, std::uint64_t seed,
+Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const double* q, double q_value, std::uint64_t seed,
                                      std::uint64_t counter, std::uint64_t first_stream) {
   constexpr const char* who = "tally::gpu::sample_binomial";
   auto out = Column<std::int64_t>::allocate(Backend::cuda, n.size(), who);
   FirstBad bad(n.size());
   const std::int64_t* np = n.data();
-  const double* qp = q.data();
+  const double* qp = q;
   std::int64_t* o = out.data();
   unsigned long long* flag = bad.data();
   bad.each<block>(
       n.size(),
       [=] __device__(long long i) {
         const std::int64_t ni = np[i];
-        const double qi = qp[i];
+        const double qi = qp != nullptr ? qp[i] : q_value;
         if (ni < 0 || !(qi >= 0.0 && qi <= 1.0)) {
           atomicMin(flag, static_cast<unsigned long long>(i));
           o[i] = 0;
@@ -555,7 +555,7 @@ Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column
         o[i] = detail::binomial_draw(ni, qi,
                                      philox_uniform(seed, first_stream + static_cast<std::uint64_t>(i), counter));
       },
-      [=] __device__(long long i) { return CheckPayload{np[i], __double_as_longlong(qp[i])}; },
+      [=] __device__(long long i) { return CheckPayload{np[i], __double_as_longlong(qp != nullptr ? qp[i] : q_value)}; },
       [who](std::size_t i, long long ni, long long qi) {
         detail::check_binomial(who, i, ni, std::bit_cast<double>(qi));
       });

@@ -29,6 +29,9 @@ void add_beta_binomial_log_mass(const Column<std::int64_t>& n, const Column<doub
 /// -inf off 0 .. n; q = 0 and q = 1 are the point masses at 0 and n.
 void add_binomial_log_mass(const Column<std::int64_t>& n, const Column<double>& q, const Column<std::int64_t>& k,
                            Column<double>& log_likelihood);
+/// The same with one q for every particle (an observed thinning of realized counts), without a column of it.
+void add_binomial_log_mass(const Column<std::int64_t>& n, double q, const Column<std::int64_t>& k,
+                           Column<double>& log_likelihood);
 
 /// NegativeBinomial(r, rho): the failures before the r-th success (r > 0 real), with a known rho = q_i in [0, 1]:
 /// \f$\log\frac{\Gamma(k + r)}{k!\,\Gamma(r)} + r \log q + k \log(1 - q)\f$, -inf for k < 0; q = 1 is the point

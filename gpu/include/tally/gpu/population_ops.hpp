@@ -107,6 +107,9 @@ Column<std::int64_t> sample_shared(std::span<const double> w, std::int64_t lo, s
 /// particle's n and q recorded; raised at once, or inside gpu::DeferChecks where the host next waits).
 Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column<double>& q, std::uint64_t seed,
                                      std::uint64_t counter, std::uint64_t first_stream = 0);
+/// The same with one q for every particle (a thinning's), without a column of P copies of it: the same draws.
+Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, double q, std::uint64_t seed, std::uint64_t counter,
+                                     std::uint64_t first_stream = 0);
 /// One Beta(a_i, b_i) draw per particle, X / (X + Y) with X ~ Gamma(a_i), Y ~ Gamma(b_i) by Marsaglia and Tsang
 /// (2000) on the uniforms philox_uniform(seed, i, counter * 256 + j), j < 256 (gamma_math.hpp).
 Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed,
