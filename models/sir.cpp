@@ -321,7 +321,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100000));
   app.add_option("--lambda", lambda, "contact rate: a susceptible meets an infected with prob 1 - exp(-lambda I/N)")
       ->check(CLI::Range(1e-9, 1e6));
-  app.add_option("--plot", plot_path, "PNG file for the plot");
+  app.add_option("--plot", plot_path, "PNG file for the plot ('' for none)");
   std::string device = "cpu";
   app.add_option("--device", device, "where the particle populations run: cpu (one core) or gpu (CUDA)")
       ->check(CLI::IsMember({"cpu", "gpu"}));
@@ -376,6 +376,7 @@ int main(int argc, char** argv) {
       compare(early, options, compare_runs, lambda);
     }
 
+    if (plot_path.empty()) return 0;  // --plot '': none asked for
     if (delayed.front().failed_day != 0)
       std::printf("no plot: the delayed-sampling run of seed %llu lost every particle\n",
                   static_cast<unsigned long long>(seed));

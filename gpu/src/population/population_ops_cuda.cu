@@ -33,25 +33,34 @@ void check_same(const Column<T>& c, std::size_t count, const char* who) {
 
 // ---- laws from parameters: lengths, their scan and total (read back), then the weights -----------------------
 
-/// One thread per law (and one for i = count, whose lengths 0 end the scans with the totals): lengths[i] = n_i + 1,
-/// chunks[i] = its law_chunk chunks, the law's constant and its maximum log mass top_i (population_math.hpp's
-/// terms); bad parameters flagged.
+/// A law's length and its number of chunks, scanned together (one scan gives the offsets of both).
+struct LengthChunks {
+  std::int64_t length, chunks;
+};
+struct AddLengthChunks {
+  __host__ __device__ LengthChunks operator()(const LengthChunks& a, const LengthChunks& b) const {
+    return {a.length + b.length, a.chunks + b.chunks};
+  }
+};
+
+/// One thread per law (and one for i = count, whose lengths 0 end the scan with the totals): sizes[i] = (n_i + 1,
+/// its law_chunk chunks), the law's constant and its maximum log mass top_i (population_math.hpp's terms); bad
+/// parameters flagged.
 template <class Family>
-__global__ void prepare_kernel(const std::int64_t* n, std::size_t count, Family family, std::int64_t* lengths,
-                               std::int64_t* chunks, double* constant, double* top, LengthReport* r) {
+__global__ void prepare_kernel(const std::int64_t* n, std::size_t count, Family family, LengthChunks* sizes,
+                               double* constant, double* top, LengthReport* r) {
   const long long i = thread_index();
   unsigned long long length = 0;
   if (i == static_cast<long long>(count)) {
-    lengths[i] = chunks[i] = 0;
+    sizes[i] = {0, 0};
   } else if (i < static_cast<long long>(count)) {
     const std::int64_t ni = n[i];
     if (ni < 0 || ni >= (std::int64_t{1} << 32) || family.bad(i)) {
       atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
-      lengths[i] = chunks[i] = 1;
+      sizes[i] = {1, 1};
       constant[i] = top[i] = 0.0;
     } else {
-      lengths[i] = ni + 1;
-      chunks[i] = ni / detail::law_chunk + 1;
+      sizes[i] = {ni + 1, ni / detail::law_chunk + 1};
       length = static_cast<unsigned long long>(ni + 1);
       const double c = family.constant(i);
       constant[i] = c;
@@ -61,21 +70,20 @@ __global__ void prepare_kernel(const std::int64_t* n, std::size_t count, Family 
   warp_fold_max(length, &r->longest);
 }
 
-__global__ void totals_kernel(const std::int64_t* offset, const std::int64_t* chunk_offset, std::size_t count,
-                              LengthReport* r) {
-  r->total = offset[count];
-  r->chunks = chunk_offset[count];
+__global__ void totals_kernel(const LengthChunks* offsets, std::size_t count, LengthReport* r) {
+  r->total = offsets[count].length;
+  r->chunks = offsets[count].chunks;
 }
 
 inline constexpr int chunk = detail::law_chunk;
 inline constexpr int fill_warps = block / 32;
 
 /// One thread per law, the warp's 32 laws in turn: law_of[c] = i for the chunks c of law i (coalesced).
-__global__ void chunk_law_kernel(const std::int64_t* chunk_offset, std::size_t count, std::uint32_t* law_of) {
+__global__ void chunk_law_kernel(const LengthChunks* offsets, std::size_t count, std::uint32_t* law_of) {
   const long long i = thread_index(), first = i - (threadIdx.x & 31);
   const int lane = static_cast<int>(threadIdx.x & 31);
   const bool mine = i < static_cast<long long>(count);
-  const std::int64_t from = mine ? chunk_offset[i] : 0, to = mine ? chunk_offset[i + 1] : 0;
+  const std::int64_t from = mine ? offsets[i].chunks : 0, to = mine ? offsets[i + 1].chunks : 0;
   for (int j = 0; j < 32; ++j) {
     const std::int64_t s = __shfl_sync(full_warp, from, j), e = __shfl_sync(full_warp, to, j);
     for (std::int64_t c = s + lane; c < e; c += 32) law_of[c] = static_cast<std::uint32_t>(first + j);
@@ -87,8 +95,8 @@ __global__ void chunk_law_kernel(const std::int64_t* chunk_offset, std::size_t c
 /// thread walks its chunk (walk_law) into shared memory, then the warp writes its range out together (coalesced).
 /// The thread that holds a law's first weight writes the law's offset, lo and log_scale.
 template <class Family>
-__global__ void __launch_bounds__(block) walk_fill_kernel(const std::int64_t* offsets, const std::int64_t* chunk_offset,
-                                                          const std::uint32_t* law_of, std::int64_t chunks,
+__global__ void __launch_bounds__(block) walk_fill_kernel(const LengthChunks* offsets, const std::uint32_t* law_of,
+                                                          std::int64_t chunks,
                                                           Family family, const double* constant, const double* top,
                                                           MutablePmfBatchView out) {
   __shared__ double tile[fill_warps][32 * (chunk + 1)];
@@ -102,8 +110,8 @@ __global__ void __launch_bounds__(block) walk_fill_kernel(const std::int64_t* of
   std::int64_t k0 = 0;
   if (lane < valid) {
     i = law_of[c];
-    const std::int64_t start = offsets[i], m = offsets[i + 1] - start;
-    k0 = (c - chunk_offset[i]) * chunk;
+    const std::int64_t start = offsets[i].length, m = offsets[i + 1].length - start;
+    k0 = (c - offsets[i].chunks) * chunk;
     at = start + k0;
     end = at + (m - k0 < chunk ? m - k0 : chunk);
   }
@@ -118,7 +126,7 @@ __global__ void __launch_bounds__(block) walk_fill_kernel(const std::int64_t* of
     });
     if (k0 == 0) {
       if (i == 0) out.offset[0] = 0;
-      out.offset[i + 1] = offsets[i + 1];
+      out.offset[i + 1] = offsets[i + 1].length;
       out.lo[i] = 0;
       out.log_scale[i] = t;
     }
@@ -152,27 +160,28 @@ Laws laws_from_parameters(const Column<std::int64_t>& n, Family family, const ch
   const std::size_t count = n.size();
   if (count >= (std::size_t{1} << 32))
     tally::detail::fail<shape_error>(who, ": ", count, " particles (at most 2^32 - 1 on the device)");
-  auto lengths = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
-  auto offsets = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
-  auto chunks = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
-  auto chunk_offsets = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
+  // (length, chunks) pairs as two int64 words each
+  auto sizes = Column<std::int64_t>::allocate(Backend::cuda, 2 * (count + 1), who);
+  auto offsets = Column<std::int64_t>::allocate(Backend::cuda, 2 * (count + 1), who);
+  auto* size_pairs = reinterpret_cast<LengthChunks*>(sizes.data());
+  auto* offset_pairs = reinterpret_cast<LengthChunks*>(offsets.data());
   auto constant = Column<double>::allocate(Backend::cuda, std::max<std::size_t>(count, 1), who);
   auto top = Column<double>::allocate(Backend::cuda, std::max<std::size_t>(count, 1), who);
   auto report = Column<LengthReport>::allocate(Backend::cuda, 1, who);
   init_report<<<1, 1>>>(report.data(), count);
-  prepare_kernel<<<thread_blocks(count + 1), block>>>(n.data(), count, family, lengths.data(), chunks.data(),
-                                                      constant.data(), top.data(), report.data());
+  prepare_kernel<<<thread_blocks(count + 1), block>>>(n.data(), count, family, size_pairs, constant.data(), top.data(),
+                                                      report.data());
   launched();
-  // both exclusive scans (count + 1 entries: the last is the total), then the report read back (one synchronization)
+  // one exclusive scan of the pairs (count + 1 entries: the last is the totals), then the report read back (one
+  // synchronization)
   std::size_t bytes = 0;
-  TALLY_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, lengths.data(), offsets.data(),
-                                                 static_cast<long long>(count + 1)));
+  const auto entries = static_cast<long long>(count + 1);
+  TALLY_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(nullptr, bytes, size_pairs, offset_pairs, AddLengthChunks{},
+                                                  LengthChunks{0, 0}, entries));
   auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
-  TALLY_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, lengths.data(), offsets.data(),
-                                                 static_cast<long long>(count + 1)));
-  TALLY_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, chunks.data(), chunk_offsets.data(),
-                                                 static_cast<long long>(count + 1)));
-  totals_kernel<<<1, 1>>>(offsets.data(), chunk_offsets.data(), count, report.data());
+  TALLY_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(temp.data(), bytes, size_pairs, offset_pairs, AddLengthChunks{},
+                                                  LengthChunks{0, 0}, entries));
+  totals_kernel<<<1, 1>>>(offset_pairs, count, report.data());
   launched();
   LengthReport r{};
   TALLY_CUDA_CHECK(cudaMemcpy(&r, report.data(), sizeof r, cudaMemcpyDeviceToHost));
@@ -187,10 +196,10 @@ Laws laws_from_parameters(const Column<std::int64_t>& n, Family family, const ch
   if (count == 0) return out;
   const auto total_chunks = static_cast<std::size_t>(r.chunks);
   auto law_of = Column<std::uint32_t>::allocate(Backend::cuda, total_chunks, who);
-  chunk_law_kernel<<<thread_blocks(count), block>>>(chunk_offsets.data(), count, law_of.data());
+  chunk_law_kernel<<<thread_blocks(count), block>>>(offset_pairs, count, law_of.data());
   launched();
   const std::size_t tiles = (total_chunks + 31) / 32, blocks = (tiles + fill_warps - 1) / fill_warps;
-  walk_fill_kernel<<<static_cast<unsigned>(blocks), block>>>(offsets.data(), chunk_offsets.data(), law_of.data(),
+  walk_fill_kernel<<<static_cast<unsigned>(blocks), block>>>(offset_pairs, law_of.data(),
                                                             static_cast<std::int64_t>(total_chunks), family,
                                                             constant.data(), top.data(), out.mutable_view());
   launched();
@@ -481,13 +490,28 @@ DeviceScalar max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& 
 }
 
 namespace {
-/// ratio_i = e^{m_i} / L_i from a known log mass m_i (0 as above).
-__global__ void known_mass_ratio_kernel(const double* log_mass, const double* before, const double* after,
-                                        std::size_t n, double* ratio) {
-  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= n) return;
-  const double l = after[i] - before[i], m = log_mass[i];
-  ratio[i] = isfinite(l) && m > -INFINITY ? exp(m - l) : 0.0;
+/// The blocks of known_mass_ratio_kernel at most: a few per multiprocessor, each folding many particles, so that
+/// the atomics (one a block) stay few.
+inline constexpr std::size_t ratio_blocks = 1024;
+/// max_i ratio_i, ratio_i = e^{m_i} / L_i from a known log mass m_i (0 as above), into *top (zeroed before) in one
+/// launch: the ratios are >= 0 (never NaN: L_i is finite where used), and doubles >= 0 are ordered as their bits,
+/// so each block's largest goes in by one integer atomicMax (the maximum does not depend on the order).
+__global__ void __launch_bounds__(block) known_mass_ratio_kernel(const double* log_mass, const double* before,
+                                                                 const double* after, std::size_t n,
+                                                                 unsigned long long* top) {
+  __shared__ double warp_top[block / 32];
+  double r = 0.0;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const double l = after[i] - before[i], m = log_mass[i];
+    r = fmax(r, isfinite(l) && m > -INFINITY ? exp(m - l) : 0.0);
+  }
+  r = warp_max(r);
+  if ((threadIdx.x & 31) == 0) warp_top[threadIdx.x >> 5] = r;
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  for (int w = 1; w < block / 32; ++w) r = fmax(r, warp_top[w]);
+  atomicMax(top, static_cast<unsigned long long>(__double_as_longlong(r)));
 }
 }  // namespace
 
@@ -496,10 +520,12 @@ DeviceScalar max_mass_ratio(const Column<double>& log_mass, const Column<double>
   constexpr const char* who = "tally::gpu::max_mass_ratio";
   const std::size_t n = log_mass.size();
   if (n == 0) return 0.0;
-  auto ratio = Column<double>::allocate(Backend::cuda, n, who);
-  known_mass_ratio_kernel<<<thread_blocks(n), block>>>(log_mass.data(), before.data(), after.data(), n, ratio.data());
+  auto top = Column<double>::allocate(Backend::cuda, 1, who);
+  TALLY_CUDA_CHECK(cudaMemsetAsync(top.data(), 0, sizeof(double), nullptr));  // 0.0: the ratios are >= 0
+  known_mass_ratio_kernel<<<static_cast<unsigned>(std::min<std::size_t>(thread_blocks(n), ratio_blocks)), block>>>(
+      log_mass.data(), before.data(), after.data(), n, reinterpret_cast<unsigned long long*>(top.data()));
   launched();
-  return largest_ratio(ratio, who);
+  return DeviceScalar(std::move(top));
 }
 
 ValueRange support_range(const Laws& x) {
