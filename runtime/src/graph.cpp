@@ -489,10 +489,12 @@ std::vector<gpu::WeightedSummary> Graph::summarize(std::span<const Variable> xs,
       for (const auto* c : columns) out.push_back(detail::sharded_summarize(*context_, *c, probabilities));
       return out;
     }
-    // on the device the resampler's summary of the weights comes back too: a resampling next needs no wait
+    // on the device the resampler's summary of the weights comes back too (unless an earlier summary of the same
+    // weights brought it): a resampling next needs no wait
+    const std::span<const gpu::Column<std::int64_t>* const> values(columns);
+    if (context_->known_weights()) return gpu::summarize(values, context_->log_weight(), probabilities);
     std::optional<gpu::WeightSummary> weights;
-    auto out = gpu::summarize(std::span<const gpu::Column<std::int64_t>* const>(columns), context_->log_weight(),
-                              probabilities, weights);
+    auto out = gpu::summarize(values, context_->log_weight(), probabilities, weights);
     context_->know_weights(weights);
     return out;
   });

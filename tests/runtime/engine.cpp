@@ -413,6 +413,7 @@ TEST_CASE("resample_by_weight after a summary decides, draws and reports as with
         }
         g.observe(g.binomial(X, 0.5), t == 5 ? 1000000 : 12 + t);  // season 5: every particle impossible
         if (summaries) g.summarize(X, band);
+        if (summaries && t == 2) g.summarize(X, band);  // a second summary of the same weights
         if (t == 3) g.observe(g.binomial(X, 0.25), 7);  // the weights change after the summary
         const Graph::Resampling r = g.resample_by_weight(thresholds[t]);
         steps.push_back({r.log_mean_weight, r.ess, r.resampled, r.ancestors.size() ? r.ancestors.to_host()
