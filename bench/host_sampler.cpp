@@ -4,8 +4,10 @@
 // Usage (a developer's tool; the device machine has no perf):
 //   TALLY_SAMPLE_OUT=samples.txt LD_PRELOAD=build/bench/libtally_host_sampler.so <program>
 //   scripts/sample-summary samples.txt <the program's unstripped binary>
-// Every 97 us of the process's CPU time (ITIMER_PROF) the interrupted thread's stack is recorded (backtrace, up to
-// `depth` frames). At exit the file gets /proc/self/maps, then one line of hexadecimal return addresses per sample.
+// At each tick of the process's CPU time (ITIMER_PROF asks for 97 us; the kernel's accounting delivers it at its own
+// tick where that is coarser, about 4 ms on the device machine: run for tens of seconds) the interrupted thread's
+// stack is recorded (backtrace, up to `depth` frames). At exit the file gets /proc/self/maps, then one line of
+// hexadecimal return addresses per sample.
 #include <execinfo.h>
 #include <signal.h>
 #include <sys/time.h>
