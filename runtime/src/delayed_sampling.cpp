@@ -481,7 +481,7 @@ std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
         const ChildLaw& law = std::get<DiscreteChild>(n.kind).law;
         const auto* thinning = std::get_if<Thinning>(&law);
         if (ctx.device() && thinning != nullptr && parent.value.nonnegative)
-          add_thinning_log_mass(ctx, parent.value, thinning->keep, values, ll);
+          add_thinning_log_mass(parent.value, thinning->keep, values, ll);
         else
           condition(ctx, points(ctx, parent.value), law, values, ll);
         n.parents = {};

@@ -538,7 +538,7 @@ void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood
   }
 }
 
-void add_thinning_log_mass(const Place&, const Values& x, double q, const Values& y, LogLikelihood& ll) {
+void add_thinning_log_mass(const Values& x, double q, const Values& y, LogLikelihood& ll) {
   gpu::add_binomial_log_mass(*x, q, *y, ll.values);
 }
 
