@@ -484,6 +484,21 @@ std::vector<gpu::WeightedSummary> Graph::summarize(std::span<const Variable> xs,
     std::vector<const gpu::Column<std::int64_t>*> columns;
     columns.reserve(nodes.size());
     for (const auto& n : nodes) columns.push_back(realized(*n).column.get());
+    if (sharded() && detail::whole_on_device(*context_)) {
+      // the whole population's columns on every shard: gpu::summarize's results, the unsharded ones bit for bit,
+      // and the resampler's summary of the whole weights kept for a resampling that follows (as below)
+      std::vector<gpu::Column<std::int64_t>> whole;
+      whole.reserve(columns.size());
+      for (const auto* c : columns) whole.push_back(detail::whole_column(*context_, *c));
+      std::vector<const gpu::Column<std::int64_t>*> values;
+      for (const auto& c : whole) values.push_back(&c);
+      const auto weights = detail::whole_column(*context_, context_->log_weight());
+      if (context_->known_weights()) return gpu::summarize(values, weights, probabilities);
+      std::optional<gpu::WeightSummary> known;
+      auto out = gpu::summarize(values, weights, probabilities, known);
+      context_->know_weights(known);
+      return out;
+    }
     if (sharded()) {
       std::vector<gpu::WeightedSummary> out;
       for (const auto* c : columns) out.push_back(detail::sharded_summarize(*context_, *c, probabilities));
@@ -649,6 +664,7 @@ Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kin
 Graph::Resampling Graph::sharded_resample_by_weight(double threshold, gpu::Resampler kind) {
   // the same steps as the unsharded resampler, collectively: the counter advances on every shard alike
   const std::uint64_t counter = context_->resamplings++;
+  if (detail::whole_on_device(*context_)) return whole_resample_by_weight(threshold, kind, counter);
   const detail::ShardedResampling weights = detail::sharded_summary(*context_);
   const double total = static_cast<double>(context_->shard.total);
   if (weights.impossible) return {-std::numeric_limits<double>::infinity(), 0.0, {}};
@@ -659,6 +675,29 @@ Graph::Resampling Graph::sharded_resample_by_weight(double threshold, gpu::Resam
   detail::sharded_gather(*context_, ancestors, nullptr);
   context_->changing_log_weight() = std::move(zero);
   return {log_mean, weights.summary.ess, gpu::Column<std::size_t>::from_host(ancestors, context_->where), true};
+}
+
+Graph::Resampling Graph::whole_resample_by_weight(double threshold, gpu::Resampler kind, std::uint64_t counter) {
+  // the unsharded resampler's steps on the whole population's log-weights, gathered on every shard (the same
+  // decision and ancestors on every shard, and those of the unsharded population); then only the moved particles
+  // travel
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const double total = static_cast<double>(context_->shard.total);
+  const std::optional<gpu::WeightSummary> known = context_->known_weights();  // a summary's, of the whole weights
+  if (known && !(known->max_log_weight > -inf)) return {-inf, 0.0, {}};
+  if (known && threshold < 1.0 && !(known->ess < threshold * total))
+    return {known->log_sum - std::log(total), known->ess, {}};
+  const auto weights = detail::whole_column(*context_, context_->log_weight());
+  gpu::WeightSummary summary{};
+  const auto whole = gpu::resample(weights, kind, context_->seed ^ resampling_key, counter, summary, threshold,
+                                   known ? &*known : nullptr);
+  const double log_mean = summary.log_sum - std::log(total);
+  if (whole.size() == 0) return {-inf, 0.0, {}};
+  if (threshold < 1.0 && !(summary.ess < threshold * total)) return {log_mean, summary.ess, {}};
+  auto zero = gpu::filled(0.0, particles(), context_->where);
+  auto mine = detail::sharded_gather_whole(*context_, whole, kind == gpu::Resampler::systematic);
+  context_->changing_log_weight() = std::move(zero);
+  return {log_mean, summary.ess, std::move(mine), true};
 }
 
 void Graph::resample(const std::vector<std::size_t>& ancestors) {

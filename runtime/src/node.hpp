@@ -96,7 +96,8 @@ struct Context : Place {
     return log_weight_;
   }
   /// The resampler's summary of the current log-weights, where a summary computed it with them (Graph::summarize on
-  /// the device) and they have not changed since: Graph::resample_by_weight then decides without a wait.
+  /// the device) and they have not changed since: Graph::resample_by_weight then decides without a wait. A shard
+  /// whose population is gathered whole (detail::whole_on_device) keeps the whole population's summary here.
   const std::optional<gpu::WeightSummary>& known_weights() const { return known_weights_; }
   void know_weights(const std::optional<gpu::WeightSummary>& s) { known_weights_ = s; }
   std::uint64_t resamplings = 0;   // Graph::resample_by_weight calls so far: the counter of their uniforms

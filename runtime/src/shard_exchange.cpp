@@ -1,7 +1,9 @@
 // Moving particles between shards: every live variable's laws and values sent to the shards whose particles need them.
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
 
 #include "shard_collectives.hpp"
 #include "sharding.hpp"
@@ -18,8 +20,14 @@ struct Exchange {
   std::vector<std::size_t> outgoing;    // local indices of the particles sent, rank after rank
   std::vector<std::size_t> placement;   // this shard's particle i: its index among the particles received
   gpu::Column<std::size_t> outgoing_column, placement_column;  // the same where the graph keeps its state
-  std::size_t sent() const { return outgoing.size(); }
+  // (a plan made on the device, plan_sorted_exchange, leaves outgoing and placement empty: host_outgoing and
+  // host_placement copy them back for the host laws that need them)
+  std::size_t sent() const { return outgoing_column.size(); }
   std::size_t received() const { return std::accumulate(recv.begin(), recv.end(), std::size_t{0}); }
+  std::vector<std::size_t> host_outgoing() const { return outgoing.empty() ? outgoing_column.to_host() : outgoing; }
+  std::vector<std::size_t> host_placement() const {
+    return placement.empty() ? placement_column.to_host() : placement;
+  }
 };
 
 Exchange plan_exchange(Context& ctx, const std::vector<std::size_t>& ancestors) {
@@ -60,6 +68,49 @@ Exchange plan_exchange(Context& ctx, const std::vector<std::size_t>& ancestors) 
       throw communicator_error("tally::runtime::Graph: a shard asked for a particle this shard does not hold");
   x.outgoing_column = gpu::Column<std::size_t>::from_host(x.outgoing, ctx.where);
   x.placement_column = gpu::Column<std::size_t>::from_host(x.placement, ctx.where);
+  return x;
+}
+
+/// The exchange of a resampling whose ancestors `whole` (the whole population's, the same on every shard, where the
+/// graph keeps its state) are nondecreasing, as systematic resampling's are: shard r's positions bounds[r] ..
+/// bounds[r + 1] - 1 take the particles of one range [lo_r, hi_r] = [whole[bounds[r]], whole[bounds[r + 1] - 1]],
+/// each holder sends its part of it in order, and shard r places its position i at whole[bounds[r] + i] - lo_r among
+/// the particles received. The host reads 2 G numbers; the index columns are made on the device. Only the ends are
+/// read: the caller vouches for the rest (systematic ancestors are nondecreasing by construction); empty (no plan)
+/// where the ends are out of order.
+std::optional<Exchange> plan_sorted_exchange(Context& ctx, const gpu::Column<std::size_t>& whole) {
+  Communicator& c = comm_of(ctx);
+  const auto& bounds = shard_bounds(ctx);
+  const std::size_t g = c.size(), me = c.rank();
+  std::vector<std::size_t> lo(g), hi(g);
+  for (std::size_t r = 0; r < g; ++r) {  // (each shard holds one particle at least: shard_bounds)
+    if (whole.where() == gpu::Backend::cpu) {
+      lo[r] = whole.host()[bounds[r]];
+      hi[r] = whole.host()[bounds[r + 1] - 1];
+    } else {
+      gpu::detail::device_copy(&lo[r], whole.data() + bounds[r], sizeof(std::size_t), 1);
+      gpu::detail::device_copy(&hi[r], whole.data() + bounds[r + 1] - 1, sizeof(std::size_t), 1);
+    }
+  }
+  for (std::size_t r = 0; r < g; ++r)
+    if (lo[r] > hi[r] || hi[r] >= bounds.back() || (r + 1 < g && hi[r] > lo[r + 1])) return std::nullopt;
+  // the overlap of [a, b] and [first, last] (inclusive), as a range
+  auto overlap = [](std::size_t a, std::size_t b, std::size_t first, std::size_t last) {
+    const std::size_t from = std::max(a, first), to = std::min(b, last);
+    return from <= to ? gpu::detail::IndexRange{from, to - from + 1} : gpu::detail::IndexRange{from, 0};
+  };
+  Exchange x;
+  x.send.assign(g, 0);
+  x.recv.assign(g, 0);
+  std::vector<gpu::detail::IndexRange> outgoing(g);
+  for (std::size_t q = 0; q < g; ++q) {
+    outgoing[q] = overlap(lo[q], hi[q], bounds[me], bounds[me + 1] - 1);
+    outgoing[q].first -= bounds[me];  // (local indices)
+    x.send[q] = outgoing[q].count;
+    x.recv[q] = overlap(lo[me], hi[me], bounds[q], bounds[q + 1] - 1).count;
+  }
+  x.outgoing_column = gpu::detail::index_ranges(outgoing, ctx.where);
+  x.placement_column = gpu::detail::shifted_slice(whole, bounds[me], bounds[me + 1] - bounds[me], lo[me]);
   return x;
 }
 
@@ -126,12 +177,13 @@ gpu::Laws exchange_laws(Communicator& c, const Exchange& x, const gpu::Laws& law
 /// Host laws (tally::Pmf per particle): lower end, log-scale, error bound, length and weights of each, sent; placed.
 Batch<Pmf> exchange_pmfs(Communicator& c, const Exchange& x, const Batch<Pmf>& pmfs) {
   const std::size_t n = x.sent();
+  const std::vector<std::size_t> outgoing = x.host_outgoing(), placement = x.host_placement();
   std::vector<std::int64_t> lo(n), length(n);
   std::vector<double> scale(n), error(n), weights;
   std::vector<std::size_t> send_weights(x.send.size(), 0);
   for (std::size_t q = 0, k = 0; q < x.send.size(); ++q)
     for (std::size_t j = 0; j < x.send[q]; ++j, ++k) {
-      const Pmf& p = pmfs[x.outgoing[k]];
+      const Pmf& p = pmfs[outgoing[k]];
       lo[k] = p.lo();
       scale[k] = p.log_scale();
       error[k] = p.error_bound();
@@ -156,8 +208,8 @@ Batch<Pmf> exchange_pmfs(Communicator& c, const Exchange& x, const Batch<Pmf>& p
     }
   std::vector<double> weights_in(start.back());
   c.all_to_all(weights.data(), send_weights, weights_in.data(), recv_weights, host);
-  return Batch<Pmf>::make(x.placement.size(), [&](std::size_t i) {
-    const std::size_t k = x.placement[i];
+  return Batch<Pmf>::make(placement.size(), [&](std::size_t i) {
+    const std::size_t k = placement[i];
     Eigen::VectorXd w = Eigen::Map<const Eigen::VectorXd>(weights_in.data() + start[k],
                                                           static_cast<Eigen::Index>(length_in[k]));
     return Pmf(lo_in[k], std::move(w), scale_in[k], error_in[k]);
@@ -182,9 +234,8 @@ struct Header {
   std::uint64_t nonnegative, max_length;
 };
 
-}  // namespace
-
-void sharded_gather(Context& ctx, const std::vector<std::size_t>& ancestors, gpu::Column<double>* log_weights) {
+/// sharded_gather's work, with the plan made by `plan` (a collective, once every shard has checked the items).
+void gather_items(Context& ctx, const std::function<Exchange()>& plan, gpu::Column<double>* log_weights) {
   Communicator& c = comm_of(ctx);
   // the items, in the order of the live nodes; shared laws and values once (as Graph::gather)
   std::vector<Item> items;
@@ -284,7 +335,7 @@ void sharded_gather(Context& ctx, const std::vector<std::size_t>& ancestors, gpu
                                        "between shards yet (resample a Dirichlet program unsharded)");
 
   // every item's moved state, computed aside
-  const Exchange x = plan_exchange(ctx, ancestors);
+  const Exchange x = plan();
   std::vector<Laws> new_laws(items.size());
   std::vector<Values> new_values(items.size());
   std::vector<gpu::Column<double>> new_columns(items.size());
@@ -355,6 +406,28 @@ void sharded_gather(Context& ctx, const std::vector<std::size_t>& ancestors, gpu
     }
   }
   if (log_weights != nullptr) *log_weights = std::move(weights);
+}
+
+}  // namespace
+
+void sharded_gather(Context& ctx, const std::vector<std::size_t>& ancestors, gpu::Column<double>* log_weights) {
+  gather_items(ctx, [&] { return plan_exchange(ctx, ancestors); }, log_weights);
+}
+
+gpu::Column<std::size_t> sharded_gather_whole(Context& ctx, const gpu::Column<std::size_t>& whole, bool sorted) {
+  const auto& bounds = shard_bounds(ctx);
+  const std::size_t me = comm_of(ctx).rank();
+  auto mine = gpu::detail::shifted_slice(whole, bounds[me], bounds[me + 1] - bounds[me], 0);
+  // the same decision on every shard: the ends come from the same whole column
+  std::optional<Exchange> ranges;
+  if (sorted) ranges = plan_sorted_exchange(ctx, whole);
+  if (ranges) {
+    gather_items(ctx, [&] { return std::move(*ranges); }, nullptr);
+  } else {
+    const std::vector<std::size_t> ancestors = mine.to_host();
+    gather_items(ctx, [&] { return plan_exchange(ctx, ancestors); }, nullptr);
+  }
+  return mine;
 }
 
 }  // namespace tally::runtime::detail

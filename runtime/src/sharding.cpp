@@ -48,6 +48,29 @@ const std::vector<std::size_t>& shard_bounds(Context& ctx) {
   return ctx.shard_bounds;
 }
 
+bool whole_on_device(Context& ctx) {
+  if (ctx.where != gpu::Backend::cuda) return false;
+  const auto& bounds = shard_bounds(ctx);
+  for (std::size_t r = 1; r + 1 < bounds.size(); ++r)
+    if (bounds[r + 1] - bounds[r] != bounds[1] - bounds[0]) return false;
+  return true;
+}
+
+namespace {
+template <class T>
+gpu::Column<T> gathered_whole(Context& ctx, const gpu::Column<T>& mine) {
+  auto whole = gpu::Column<T>::allocate(ctx.where, shard_bounds(ctx).back(),
+                                        "tally::runtime::Graph (a sharded population's whole column)");
+  comm_of(ctx).all_gather(mine.data(), whole.data(), mine.bytes(), ctx.where);
+  return whole;
+}
+}  // namespace
+
+gpu::Column<double> whole_column(Context& ctx, const gpu::Column<double>& mine) { return gathered_whole(ctx, mine); }
+gpu::Column<std::int64_t> whole_column(Context& ctx, const gpu::Column<std::int64_t>& mine) {
+  return gathered_whole(ctx, mine);
+}
+
 bool on_every_shard(Context& ctx, bool ok) {
   const auto all = gather_all(comm_of(ctx), static_cast<std::uint8_t>(ok ? 1 : 0));
   return std::all_of(all.begin(), all.end(), [](std::uint8_t v) { return v == 1; });

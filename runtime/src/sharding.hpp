@@ -46,6 +46,23 @@ std::vector<std::size_t> sharded_ancestors(Context& ctx, const ShardedResampling
 /// strong guarantee, as Graph::gather, where the communicator itself does not fail). Dirichlet states cannot move
 /// between shards yet: usage_error on every shard. Collective.
 void sharded_gather(Context& ctx, const std::vector<std::size_t>& ancestors, gpu::Column<double>* log_weights);
+/// The same for the whole population's ancestors `whole` (P of them, the same on every shard, where the graph keeps
+/// its state), and this shard's part of them returned (positions bounds[me] .. bounds[me + 1] - 1). `sorted`: they
+/// are nondecreasing (a systematic resampling's); then each shard's ancestors are one range of particles, only the
+/// particles that change shards travel and the plan is made on the device (the host reads 2 G numbers); else as
+/// above, from this shard's ancestors copied to the host. Collective.
+gpu::Column<std::size_t> sharded_gather_whole(Context& ctx, const gpu::Column<std::size_t>& whole, bool sorted);
+
+/// Whether the shards' columns can be gathered whole on every shard: the population on the device, its shards of
+/// one size (Communicator::all_gather's contract). Then a summary and a resampling's decision and ancestors come
+/// from the whole population's columns, on every shard, by gpu::summarize and gpu::resample themselves: the
+/// unsharded results, bit for bit, at the cost of P (not P / G) log-weights and values gathered and passed over on
+/// each shard. Collective the first time (shard_bounds).
+bool whole_on_device(Context& ctx);
+/// Every shard's `mine` one after the other (the whole population's column, in particle order), on every shard:
+/// one all-gather on the device (whole_on_device must hold). Collective.
+gpu::Column<double> whole_column(Context& ctx, const gpu::Column<double>& mine);
+gpu::Column<std::int64_t> whole_column(Context& ctx, const gpu::Column<std::int64_t>& mine);
 
 /// gpu::summarize over the whole population (every shard gets the same summary): the largest log-weight, the sums
 /// W, sum w^2 and sum w v combined in rank order, and the quantiles from the population's histogram of weight by

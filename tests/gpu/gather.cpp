@@ -91,3 +91,43 @@ TEST_CASE("copies: several columns copied at once are each one's clone", "[gpu][
   const Column<double>* mismatched[] = {&a, &b};
   CHECK_THROWS_AS(gpu::copies(mismatched), shape_error);
 }
+
+TEST_CASE("index_ranges and shifted_slice: a sharded resampling's index columns, on the host and the device",
+          "[gpu][gather]") {
+  std::vector<Backend> places{Backend::cpu};
+  if (gpu::cuda_available()) places.push_back(Backend::cuda);
+  else WARN("device half skipped: " << gpu::device_description());
+  std::random_device fresh;  // fresh inputs each run; the seed is printed with a failure
+  const std::uint64_t seed = (std::uint64_t{fresh()} << 32) | fresh();
+  INFO("seed " << seed);
+  std::mt19937_64 gen(seed);
+  for (int trial = 0; trial < 20; ++trial) {
+    // up to 9 ranges, some empty, some long
+    std::vector<gpu::detail::IndexRange> ranges(gen() % 10);
+    std::vector<std::size_t> expected;
+    for (auto& r : ranges) {
+      r.first = gen() % 1'000'000;
+      r.count = gen() % 4 == 0 ? 0 : gen() % (trial % 2 == 0 ? 50 : 40'000);
+      for (std::size_t k = 0; k < r.count; ++k) expected.push_back(r.first + k);
+    }
+    // a nondecreasing column (systematic ancestors), a piece of it shifted by its first entry
+    std::vector<std::size_t> sorted(1 + gen() % 50'000);
+    for (std::size_t i = 0, v = gen() % 100; i < sorted.size(); ++i) sorted[i] = v += gen() % 3 == 0;
+    const std::size_t first = gen() % sorted.size(), count = gen() % (sorted.size() - first + 1);
+    std::vector<std::size_t> piece;
+    for (std::size_t i = 0; i < count; ++i) piece.push_back(sorted[first + i] - sorted[first]);
+    for (const Backend where : places) {
+      INFO((where == Backend::cpu ? "cpu" : "cuda") << ", trial " << trial);
+      const auto got = gpu::detail::index_ranges(ranges, where);
+      CHECK(got.where() == where);
+      CHECK(got.to_host() == expected);
+      const auto column = Column<std::size_t>::from_host(sorted, where);
+      CHECK(gpu::detail::shifted_slice(column, first, count, sorted[first]).to_host() == piece);
+      CHECK_THROWS_AS(gpu::detail::shifted_slice(column, first, sorted.size() - first + 1, 0), shape_error);
+    }
+  }
+  // the host refuses an entry below the shift (its result would wrap)
+  const auto small = Column<std::size_t>::from_host({5, 3, 7}, Backend::cpu);
+  CHECK_THROWS_AS(gpu::detail::shifted_slice(small, 0, 3, 4), domain_error);
+  CHECK(gpu::detail::shifted_slice(small, 2, 1, 4).to_host() == std::vector<std::size_t>{3});
+}

@@ -217,6 +217,29 @@ TEST_CASE("G shards on one GPU give the unsharded device population's results", 
   check_splits(Device::cuda);
 }
 
+TEST_CASE("Shards of one size on one GPU gather the population whole: the unsharded results, summaries bit for bit",
+          "[runtime][sharding][device]") {
+  if (!gpu::cuda_available()) {
+    WARN("device test skipped: " << gpu::device_description());
+    return;
+  }
+  // many tiles, cut by the shards inside tiles and at their ends; systematic resamplings move ranges of particles
+  const std::uint64_t seed = 29;
+  const std::size_t total = 40000;
+  Graph whole_graph(total, seed, Device::cuda);
+  const Record whole = population_program(whole_graph);
+  for (const std::vector<std::size_t>& counts :
+       {std::vector<std::size_t>{20000, 20000}, {10000, 10000, 10000, 10000}, {5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000}}) {
+    INFO("shards: " << counts.size());
+    const Record sharded = run_sharded(counts, seed, Device::cuda);
+    require_same(sharded, whole);
+    for (std::size_t k = 0; k < whole.summaries.size(); ++k) {  // gpu::summarize of the whole columns itself
+      CHECK(sharded.summaries[k].mean == whole.summaries[k].mean);
+      CHECK(sharded.summaries[k].ess == whole.summaries[k].ess);
+    }
+  }
+}
+
 TEST_CASE("Sharded resampling of an impossible population, explicit ancestors, and bad input", "[runtime][sharding]") {
   InProcessGroup::run(3, [](std::shared_ptr<Communicator> comm) {
     const Shard s = Shard::even(10, 3, comm->rank());

@@ -77,6 +77,10 @@ Column<std::int64_t> linear(const Column<std::int64_t>&, std::int64_t, const Col
 Column<std::int64_t> filled(std::int64_t, std::size_t) { none("filled"); }
 Column<double> filled(double, std::size_t) { none("filled"); }
 void beta_update(Column<double>&, Column<double>&, const Column<std::int64_t>&, const Column<std::int64_t>&) { none("beta_update"); }
+Column<std::size_t> index_ranges(std::span<const detail::IndexRange>, std::size_t) { none("index_ranges"); }
+Column<std::size_t> shifted_slice(const Column<std::size_t>&, std::size_t, std::size_t, std::size_t) {
+  none("shifted_slice");
+}
 Column<std::int64_t> gather(const Column<std::int64_t>&, const Column<std::size_t>&) { none("gather"); }
 Column<double> gather(const Column<double>&, const Column<std::size_t>&) { none("gather"); }
 std::vector<Column<std::int64_t>> gather(std::span<const Column<std::int64_t>* const>, const Column<std::size_t>&) {

@@ -427,6 +427,34 @@ Column<T> gather_values(const Column<T>& x, const Column<std::size_t>& ancestors
 }
 }  // namespace
 
+namespace detail {
+Column<std::size_t> index_ranges(std::span<const IndexRange> ranges, Backend where) {
+  std::size_t total = 0;
+  for (const IndexRange& r : ranges) total += r.count;
+  if (on_device(where)) return population_cuda::index_ranges(ranges, total);
+  std::vector<std::size_t> out;
+  out.reserve(total);
+  for (const IndexRange& r : ranges)
+    for (std::size_t k = 0; k < r.count; ++k) out.push_back(r.first + k);
+  return Column<std::size_t>::host_values(std::move(out));
+}
+
+Column<std::size_t> shifted_slice(const Column<std::size_t>& x, std::size_t first, std::size_t count,
+                                  std::size_t shift) {
+  constexpr const char* who = "tally::gpu::detail::shifted_slice";
+  if (first > x.size() || count > x.size() - first)
+    tally::detail::fail<shape_error>(who, ": entries ", first, " .. ", first + count, " of ", x.size());
+  if (on_device(x.where())) return population_cuda::shifted_slice(x, first, count, shift);
+  std::vector<std::size_t> out(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t v = x.host()[first + i];
+    if (v < shift) tally::detail::fail<domain_error>(who, ": entry ", first + i, " is ", v, ", below ", shift);
+    out[i] = v - shift;
+  }
+  return Column<std::size_t>::host_values(std::move(out));
+}
+}  // namespace detail
+
 Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::size_t>& ancestors) {
   if (on_device(x.where())) return population_cuda::gather(x, ancestors);
   return gather_values(x, ancestors);

@@ -655,6 +655,43 @@ Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::siz
   return out;
 }
 
+Column<std::size_t> index_ranges(std::span<const detail::IndexRange> ranges, std::size_t total) {
+  // the nonempty ranges as (where it starts in out, its first index); entry i belongs to the last range starting at
+  // or before i (a binary search over the few ranges)
+  std::vector<std::size_t> table;
+  for (std::size_t start = 0; const detail::IndexRange& r : ranges) {
+    if (r.count == 0) continue;
+    table.push_back(start);
+    table.push_back(r.first);
+    start += r.count;
+  }
+  auto out = Column<std::size_t>::allocate(Backend::cuda, total, "tally::gpu::detail::index_ranges");
+  if (total == 0) return out;
+  const auto starts = Column<std::size_t>::from_host(table, Backend::cuda);
+  const std::size_t* t = starts.data();
+  const auto n = static_cast<long long>(table.size() / 2);
+  std::size_t* o = out.data();
+  each(total, [=] __device__(long long i) {
+    long long lo = 0, hi = n - 1;  // t[2 lo] <= i (t[0] = 0); find the last such range
+    while (lo < hi) {
+      const long long mid = (lo + hi + 1) / 2;
+      if (t[2 * mid] <= static_cast<std::size_t>(i)) lo = mid;
+      else hi = mid - 1;
+    }
+    o[i] = t[2 * lo + 1] + (static_cast<std::size_t>(i) - t[2 * lo]);
+  });
+  return out;
+}
+
+Column<std::size_t> shifted_slice(const Column<std::size_t>& x, std::size_t first, std::size_t count,
+                                  std::size_t shift) {
+  auto out = Column<std::size_t>::allocate(Backend::cuda, count, "tally::gpu::detail::shifted_slice");
+  const std::size_t* xp = x.data() + first;
+  std::size_t* o = out.data();
+  each(count, [=] __device__(long long i) { o[i] = xp[i] - shift; });
+  return out;
+}
+
 Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancestors) {
   auto out = Column<double>::allocate(Backend::cuda, ancestors.size(), "tally::gpu::gather");
   const double* xp = x.data();

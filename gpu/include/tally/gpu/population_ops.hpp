@@ -130,6 +130,23 @@ Column<double> filled(double v, std::size_t count, Backend where);
 /// where k_i is outside 0 .. n_i: an impossible count, whose particle has weight 0).
 void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t>& n, const Column<std::int64_t>& k);
 
+namespace detail {
+/// A range of indices first, first + 1, .., first + count - 1.
+struct IndexRange {
+  std::size_t first = 0, count = 0;
+};
+/// The ranges' indices one range after another, where `where` says: a gather's index column made without a
+/// host loop over its entries (a sharded resampling's particles to send: a few ranges of many particles).
+/// Empty ranges add nothing.
+Column<std::size_t> index_ranges(std::span<const IndexRange> ranges, Backend where);
+/// out_i = x_{first + i} - shift for 0 <= i < count: a piece of an index column, made relative to `shift`.
+/// tally::shape_error where first + count > x.size(); tally::domain_error on the host where an entry is below
+/// `shift`, whose result would wrap (the device does not check: its callers' entries are at least `shift` by
+/// construction, a sorted column's piece shifted by its first entry).
+Column<std::size_t> shifted_slice(const Column<std::size_t>& x, std::size_t first, std::size_t count,
+                                  std::size_t shift);
+}  // namespace detail
+
 /// Resampling by ancestors: out_i = x_{ancestors_i}.
 Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::size_t>& ancestors);
 Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancestors);

@@ -455,6 +455,8 @@ class Graph {
   void gather(const gpu::Column<std::size_t>& ancestors);
   /// resample_by_weight of a shard: collective (runtime/src/sharding.hpp).
   Resampling sharded_resample_by_weight(double threshold, gpu::Resampler kind);
+  /// Its form where the whole population's log-weights are gathered on every shard (detail::whole_on_device).
+  Resampling whole_resample_by_weight(double threshold, gpu::Resampler kind, std::uint64_t counter);
   std::shared_ptr<detail::Context> context_;
 };
 
