@@ -484,9 +484,15 @@ std::vector<gpu::WeightedSummary> Graph::summarize(std::span<const Variable> xs,
     std::vector<const gpu::Column<std::int64_t>*> columns;
     columns.reserve(nodes.size());
     for (const auto& n : nodes) columns.push_back(realized(*n).column.get());
+    if (sharded() && context_->where == gpu::Backend::cuda) {
+      // each shard's sums and histograms, added: O(P / G) a shard
+      const std::span<const gpu::Column<std::int64_t>* const> mine(columns);
+      if (auto parts = detail::sharded_summarize_parts(*context_, mine, probabilities)) return std::move(*parts);
+    }
     if (sharded() && detail::whole_on_device(*context_)) {
-      // the whole population's columns on every shard: gpu::summarize's results, the unsharded ones bit for bit,
-      // and the resampler's summary of the whole weights kept for a resampling that follows (as below)
+      // values too spread for the bins: the whole population's columns on every shard, gpu::summarize's results
+      // (the unsharded ones bit for bit), and the resampler's summary of the whole weights kept for a resampling
+      // that follows (as below)
       std::vector<gpu::Column<std::int64_t>> whole;
       whole.reserve(columns.size());
       for (const auto* c : columns) whole.push_back(detail::whole_column(*context_, *c));

@@ -124,52 +124,44 @@ gpu::Column<T> exchange_column(Communicator& c, const Exchange& x, const gpu::Co
   return gpu::gather(in, x.placement_column);
 }
 
-/// gpu::Laws (host or device): the outgoing laws' lengths, lower ends, log-scales and weights sent; placed.
+/// gpu::Laws (host or device): the outgoing laws' lengths, lower ends, log-scales and weights sent; placed. The
+/// host reads G + 1 of the gathered laws' offsets (where each destination's weights begin) and exchanges G byte
+/// counts; the lengths travel where the laws live, and the receiver's offsets are their scan there.
 gpu::Laws exchange_laws(Communicator& c, const Exchange& x, const gpu::Laws& laws, std::size_t max_length) {
   const gpu::Backend where = laws.where();
-  const bool host = where == gpu::Backend::cpu;
+  constexpr const char* who = "tally::runtime::Graph (moving particles)";
   gpu::Laws out = x.sent() > 0 ? gpu::gather(laws, x.outgoing_column) : gpu::Laws::allocate(where, 0, 0, 0, "");
-  std::vector<std::int64_t> offset(out.size() + 1, 0);
-  if (host)
-    offset = out.host().offset;
-  else if (out.size() > 0)
-    gpu::detail::device_copy(offset.data(), out.view().offset, offset.size() * sizeof(std::int64_t), 1);
-  std::vector<std::int64_t> lengths(out.size());
-  for (std::size_t i = 0; i < out.size(); ++i) lengths[i] = offset[i + 1] - offset[i];
-  std::vector<std::int64_t> lengths_in(x.received());
-  c.all_to_all(lengths.data(), times(x.send, 8), lengths_in.data(), times(x.recv, 8), gpu::Backend::cpu);
-  std::vector<std::size_t> send_weights(x.send.size()), recv_weights(x.recv.size());
+  // the offsets where each destination's laws begin: entries 0, send_0, send_0 + send_1, .., sent
+  std::vector<std::size_t> send_weights(x.send.size());
+  std::int64_t begin = 0;
   for (std::size_t q = 0, i = 0; q < x.send.size(); ++q) {
-    const std::size_t begin = i;
     i += x.send[q];
-    send_weights[q] = static_cast<std::size_t>(offset[i] - offset[begin]) * sizeof(double);
+    std::int64_t end = 0;
+    if (where == gpu::Backend::cpu) end = out.host().offset[i];
+    else if (out.size() > 0) gpu::detail::device_copy(&end, out.view().offset + i, sizeof end, 1);
+    send_weights[q] = static_cast<std::size_t>(end - begin) * sizeof(double);
+    begin = end;
   }
-  std::vector<std::int64_t> offset_in(x.received() + 1, 0);
-  for (std::size_t q = 0, i = 0; q < x.recv.size(); ++q) {
-    std::int64_t sum = 0;
-    for (std::size_t k = 0; k < x.recv[q]; ++k, ++i) {
-      sum += lengths_in[i];
-      offset_in[i + 1] = offset_in[i] + lengths_in[i];
-    }
-    recv_weights[q] = static_cast<std::size_t>(sum) * sizeof(double);
-  }
-  const auto total = static_cast<std::size_t>(offset_in.back());
-  gpu::Laws in = gpu::Laws::allocate(where, x.received(), total, max_length, "tally::runtime::Graph (moving particles)");
+  const std::vector<std::size_t> recv_weights = exchange_counts(c, send_weights);
   const std::vector<std::size_t> send8 = times(x.send, 8), recv8 = times(x.recv, 8);
-  if (host) {
+  const auto lengths = gpu::detail::law_lengths(out);
+  auto lengths_in = gpu::Column<std::int64_t>::allocate(where, x.received(), who);
+  c.all_to_all(lengths.data(), send8, lengths_in.data(), recv8, where);
+  const std::size_t total =
+      std::accumulate(recv_weights.begin(), recv_weights.end(), std::size_t{0}) / sizeof(double);
+  gpu::Laws in = gpu::detail::laws_of_lengths(lengths_in, total, max_length, who);
+  if (where == gpu::Backend::cpu) {
     const gpu::PmfBatch& o = out.host();
     gpu::PmfBatch& i = in.host();
-    i.offset = offset_in;
     c.all_to_all(o.lo.data(), send8, i.lo.data(), recv8, where);
     c.all_to_all(o.log_scale.data(), send8, i.log_scale.data(), recv8, where);
-    c.all_to_all(o.weights.data() + offset[0], send_weights, i.weights.data(), recv_weights, where);
+    c.all_to_all(o.weights.data(), send_weights, i.weights.data(), recv_weights, where);
   } else {
     const gpu::PmfBatchView o = out.view();
     const gpu::MutablePmfBatchView i = in.mutable_view();
-    gpu::detail::device_copy(i.offset, offset_in.data(), offset_in.size() * sizeof(std::int64_t), 0);
     c.all_to_all(o.lo, send8, i.lo, recv8, where);
     c.all_to_all(o.log_scale, send8, i.log_scale, recv8, where);
-    c.all_to_all(o.weights + offset[0], send_weights, i.weights, recv_weights, where);
+    c.all_to_all(o.weights, send_weights, i.weights, recv_weights, where);
   }
   return gpu::gather(in, x.placement_column);
 }

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "shard_collectives.hpp"
 #include "sharding.hpp"
@@ -103,6 +104,89 @@ gpu::WeightedSummary sharded_summarize(Context& ctx, const gpu::Column<std::int6
     }
   }
   for (std::size_t q = 0; q < probabilities.size(); ++q) out.quantiles[q] = a[q];
+  return out;
+}
+
+std::optional<std::vector<gpu::WeightedSummary>> sharded_summarize_parts(
+    Context& ctx, std::span<const gpu::Column<std::int64_t>* const> columns, std::span<const double> probabilities) {
+  constexpr const char* who = "tally::runtime::Graph::summarize";
+  Communicator& c = comm_of(ctx);
+  const auto& bounds = shard_bounds(ctx);
+  const std::size_t k = columns.size(), g = c.size(), me = c.rank();
+  bool good = true;
+  for (const double p : probabilities) good = good && p >= 0.0 && p <= 1.0;
+  if (!on_every_shard(ctx, good))
+    tally::detail::fail<domain_error>(who, ": a probability is not in [0, 1] (on this shard or another)");
+  if (k == 0) return std::vector<gpu::WeightedSummary>{};
+  // part 1 on each shard; the largest log-weight, the first bad one and each column's range over the population
+  const std::vector<gpu::detail::SummaryRange> ranges = gpu::detail::summary_ranges(columns, ctx.log_weight());
+  struct Weights {
+    double top;
+    std::uint64_t first_bad;  // the population's index; total: none
+    double bad_value;
+  };
+  Weights mine{ranges[0].top, bounds.back(), 0.0};
+  if (ranges[0].first_bad < ctx.particles) {
+    mine.first_bad = bounds[me] + ranges[0].first_bad;
+    const gpu::Column<double>& l = ctx.log_weight();
+    if (l.where() == gpu::Backend::cpu) mine.bad_value = l.host()[ranges[0].first_bad];
+    else gpu::detail::device_copy(&mine.bad_value, l.data() + ranges[0].first_bad, sizeof(double), 1);
+  }
+  const auto all = gather_all(c, mine);
+  Weights population = all[0];
+  for (const Weights& w : all) {
+    population.top = std::max(population.top, w.top);
+    if (w.first_bad < population.first_bad) population.first_bad = w.first_bad, population.bad_value = w.bad_value;
+  }
+  if (population.first_bad < bounds.back())
+    tally::detail::fail<domain_error>(who, ": log-weight ", population.bad_value, " of particle ",
+                                      population.first_bad);
+  std::vector<std::int64_t> ends(2 * k), all_ends(2 * k * g);
+  for (std::size_t j = 0; j < k; ++j) ends[2 * j] = ranges[j].lo, ends[2 * j + 1] = ranges[j].hi;
+  c.all_gather(ends.data(), all_ends.data(), ends.size() * sizeof(std::int64_t), gpu::Backend::cpu);
+  std::vector<std::pair<std::int64_t, std::int64_t>> span(k, {std::numeric_limits<std::int64_t>::max(),
+                                                              std::numeric_limits<std::int64_t>::min()});
+  for (std::size_t r = 0; r < g; ++r)
+    for (std::size_t j = 0; j < k; ++j) {
+      span[j].first = std::min(span[j].first, all_ends[r * 2 * k + 2 * j]);
+      span[j].second = std::max(span[j].second, all_ends[r * 2 * k + 2 * j + 1]);
+    }
+  for (const auto& [lo, hi] : span)  // (the same on every shard) a column too spread for the bins: the caller's way
+    if (hi - lo >= gpu::detail::summary_bins) return std::nullopt;
+  // part 2 on each shard with the population's top and ranges; its sums and bins added in rank order
+  const std::vector<gpu::detail::SummarySums> sums = gpu::detail::summary_sums(columns, ctx.log_weight(), population.top, span);
+  std::vector<double> flat;
+  for (const auto& s : sums) {
+    flat.insert(flat.end(), {s.total, s.weighted, s.squares});
+    flat.insert(flat.end(), s.bins.begin(), s.bins.end());
+  }
+  flat = summed(c, flat);
+  std::vector<gpu::WeightedSummary> out(k);
+  for (std::size_t j = 0, at = 0; j < k; ++j) {
+    const double total = flat[at], weighted = flat[at + 1], squares = flat[at + 2];
+    const auto used = static_cast<std::size_t>(span[j].second - span[j].first + 1);
+    const double* bins = flat.data() + at + 3;
+    at += 3 + used;
+    gpu::WeightedSummary& o = out[j];
+    o.all_impossible = population.top == -inf;
+    o.mean = weighted / total;
+    o.ess = total * total / squares;
+    // gpu::summarize's rule: the first value whose cumulative weight reaches p of the total (and is positive),
+    // else the first that reaches all of it, else the largest
+    std::vector<double> cum(used);
+    for (std::size_t b = 0; b < used; ++b) cum[b] = (b > 0 ? cum[b - 1] : 0.0) + bins[b];
+    const double whole = cum[used - 1];
+    auto first_at_least = [&](double target) {
+      std::size_t b = 0;
+      while (b < used && !(cum[b] / whole >= target && cum[b] > 0.0)) ++b;
+      return b;
+    };
+    for (const double p : probabilities) {
+      std::size_t b = first_at_least(p);
+      if (b == used) b = first_at_least(1.0);
+      o.quantiles.push_back(span[j].first + static_cast<std::int64_t>(b < used ? b : used - 1));
+    }
+  }
   return out;
 }
 

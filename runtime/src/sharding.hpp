@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -72,5 +73,11 @@ gpu::Column<std::int64_t> whole_column(Context& ctx, const gpu::Column<std::int6
 /// cumulative weight lands within that of p). Collective.
 gpu::WeightedSummary sharded_summarize(Context& ctx, const gpu::Column<std::int64_t>& values,
                                        std::span<const double> probabilities);
+/// The same for several columns, each shard passing over its own particles only (gpu::detail::summary_ranges and
+/// summary_sums: the population's largest log-weight and ranges gathered, then the sums and histograms added in
+/// rank order; the quantiles by gpu::summarize's rule from the population's histogram): gpu::summarize's results to
+/// rounding. Empty (on every shard) where a column's values span summary_bins integers or more. Collective.
+std::optional<std::vector<gpu::WeightedSummary>> sharded_summarize_parts(
+    Context& ctx, std::span<const gpu::Column<std::int64_t>* const> columns, std::span<const double> probabilities);
 
 }  // namespace tally::runtime::detail

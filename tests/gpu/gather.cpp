@@ -131,3 +131,39 @@ TEST_CASE("index_ranges and shifted_slice: a sharded resampling's index columns,
   CHECK_THROWS_AS(gpu::detail::shifted_slice(small, 0, 3, 4), domain_error);
   CHECK(gpu::detail::shifted_slice(small, 2, 1, 4).to_host() == std::vector<std::size_t>{3});
 }
+
+TEST_CASE("law_lengths and laws_of_lengths: laws laid out from their lengths, on the host and the device",
+          "[gpu][gather]") {
+  std::vector<Backend> places{Backend::cpu};
+  if (gpu::cuda_available()) places.push_back(Backend::cuda);
+  else WARN("device half skipped: " << gpu::device_description());
+  std::random_device fresh;
+  const std::uint64_t seed = (std::uint64_t{fresh()} << 32) | fresh();
+  INFO("seed " << seed);
+  std::mt19937_64 gen(seed);
+  for (const std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{3000}}) {
+    gpu::PmfBatch batch;
+    std::vector<std::int64_t> lengths;
+    for (std::size_t i = 0; i < count; ++i) {
+      std::vector<double> w(1 + gen() % 40);
+      for (auto& v : w) v = 1.0 + static_cast<double>(gen() % 100);
+      batch.push_back(w, static_cast<std::int64_t>(gen() % 50));
+      lengths.push_back(static_cast<std::int64_t>(w.size()));
+    }
+    std::int64_t total = 0;
+    for (const auto l : lengths) total += l;
+    for (const Backend where : places) {
+      INFO((where == Backend::cpu ? "cpu" : "cuda") << ", " << count << " laws");
+      const gpu::Laws laws = gpu::Laws::from_host(batch, where);
+      const auto got = gpu::detail::law_lengths(laws);
+      CHECK(got.to_host() == lengths);
+      const gpu::Laws room = gpu::detail::laws_of_lengths(got, static_cast<std::size_t>(total), 40, "test");
+      CHECK(room.size() == count);
+      CHECK(room.max_length() == 40);
+      const std::vector<std::int64_t> offset = where == Backend::cpu ? room.host().offset : room.to_host().offset;
+      CHECK(offset == batch.offset);
+    }
+  }
+  const auto short_lengths = Column<std::int64_t>::from_host({2, 3}, Backend::cpu);
+  CHECK_THROWS_AS(gpu::detail::laws_of_lengths(short_lengths, 6, 3, "test"), shape_error);
+}

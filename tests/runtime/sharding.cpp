@@ -217,7 +217,7 @@ TEST_CASE("G shards on one GPU give the unsharded device population's results", 
   check_splits(Device::cuda);
 }
 
-TEST_CASE("Shards of one size on one GPU gather the population whole: the unsharded results, summaries bit for bit",
+TEST_CASE("Shards of one size on one GPU (whole log-weights gathered, summaries by parts) give the unsharded results",
           "[runtime][sharding][device]") {
   if (!gpu::cuda_available()) {
     WARN("device test skipped: " << gpu::device_description());
@@ -231,12 +231,7 @@ TEST_CASE("Shards of one size on one GPU gather the population whole: the unshar
   for (const std::vector<std::size_t>& counts :
        {std::vector<std::size_t>{20000, 20000}, {10000, 10000, 10000, 10000}, {5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000}}) {
     INFO("shards: " << counts.size());
-    const Record sharded = run_sharded(counts, seed, Device::cuda);
-    require_same(sharded, whole);
-    for (std::size_t k = 0; k < whole.summaries.size(); ++k) {  // gpu::summarize of the whole columns itself
-      CHECK(sharded.summaries[k].mean == whole.summaries[k].mean);
-      CHECK(sharded.summaries[k].ess == whole.summaries[k].ess);
-    }
+    require_same(run_sharded(counts, seed, Device::cuda), whole);
   }
 }
 

@@ -52,6 +52,8 @@ void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t
 Column<std::size_t> index_ranges(std::span<const detail::IndexRange> ranges, std::size_t total);
 Column<std::size_t> shifted_slice(const Column<std::size_t>& x, std::size_t first, std::size_t count,
                                   std::size_t shift);
+Column<std::int64_t> law_lengths(const Laws& x);
+Laws laws_of_lengths(const Column<std::int64_t>& lengths, std::size_t total, std::size_t max_length, const char* who);
 Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::size_t>& ancestors);
 Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancestors);
 std::vector<Column<std::int64_t>> gather(std::span<const Column<std::int64_t>* const> xs,

@@ -81,6 +81,8 @@ Column<std::size_t> index_ranges(std::span<const detail::IndexRange>, std::size_
 Column<std::size_t> shifted_slice(const Column<std::size_t>&, std::size_t, std::size_t, std::size_t) {
   none("shifted_slice");
 }
+Column<std::int64_t> law_lengths(const Laws&) { none("law_lengths"); }
+Laws laws_of_lengths(const Column<std::int64_t>&, std::size_t, std::size_t, const char*) { none("laws_of_lengths"); }
 Column<std::int64_t> gather(const Column<std::int64_t>&, const Column<std::size_t>&) { none("gather"); }
 Column<double> gather(const Column<double>&, const Column<std::size_t>&) { none("gather"); }
 std::vector<Column<std::int64_t>> gather(std::span<const Column<std::int64_t>* const>, const Column<std::size_t>&) {

@@ -453,6 +453,23 @@ Column<std::size_t> shifted_slice(const Column<std::size_t>& x, std::size_t firs
   }
   return Column<std::size_t>::host_values(std::move(out));
 }
+
+Column<std::int64_t> law_lengths(const Laws& x) {
+  if (on_device(x.where())) return population_cuda::law_lengths(x);
+  std::vector<std::int64_t> out(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) out[i] = x.host().offset[i + 1] - x.host().offset[i];
+  return Column<std::int64_t>::host_values(std::move(out));
+}
+
+Laws laws_of_lengths(const Column<std::int64_t>& lengths, std::size_t total, std::size_t max_length, const char* who) {
+  if (on_device(lengths.where())) return population_cuda::laws_of_lengths(lengths, total, max_length, who);
+  Laws out = Laws::allocate(Backend::cpu, lengths.size(), total, max_length, who);
+  std::vector<std::int64_t>& offset = out.host().offset;
+  for (std::size_t i = 0; i < lengths.size(); ++i) offset[i + 1] = offset[i] + lengths.host()[i];
+  if (offset.back() != static_cast<std::int64_t>(total))
+    tally::detail::fail<shape_error>(who, ": laws of ", offset.back(), " weights in all, not ", total);
+  return out;
+}
 }  // namespace detail
 
 Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::size_t>& ancestors) {

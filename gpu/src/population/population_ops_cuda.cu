@@ -692,6 +692,30 @@ Column<std::size_t> shifted_slice(const Column<std::size_t>& x, std::size_t firs
   return out;
 }
 
+Column<std::int64_t> law_lengths(const Laws& x) {
+  auto out = Column<std::int64_t>::allocate(Backend::cuda, x.size(), "tally::gpu::detail::law_lengths");
+  const std::int64_t* offset = x.view().offset;
+  std::int64_t* o = out.data();
+  each(x.size(), [=] __device__(long long i) { o[i] = offset[i + 1] - offset[i]; });
+  return out;
+}
+
+Laws laws_of_lengths(const Column<std::int64_t>& lengths, std::size_t total, std::size_t max_length, const char* who) {
+  const std::size_t count = lengths.size();
+  Laws out = Laws::allocate(Backend::cuda, count, total, max_length, who);
+  std::int64_t* offset = out.mutable_view().offset;
+  if (count > 0) {
+    std::size_t bytes = 0;
+    const auto n = static_cast<long long>(count);
+    TALLY_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, lengths.data(), offset, n));
+    auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
+    TALLY_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(temp.data(), bytes, lengths.data(), offset, n));
+  }
+  const auto end = static_cast<std::int64_t>(total);
+  each(1, [=] __device__(long long) { offset[count] = end; });
+  return out;
+}
+
 Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancestors) {
   auto out = Column<double>::allocate(Backend::cuda, ancestors.size(), "tally::gpu::gather");
   const double* xp = x.data();

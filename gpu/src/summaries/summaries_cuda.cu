@@ -9,6 +9,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cmath>
 #include <cstring>
@@ -33,6 +34,7 @@ using population_cuda::kernels::thread_index;
 /// the most blocks of the sums' pass per column (each folding many particles into shared memory and its own sums).
 inline constexpr int histogram_bins = 4096;
 inline constexpr int histogram_blocks = 264;
+static_assert(summary_bins == histogram_bins, "the parts' bins are the kernels' bins");
 /// The columns one set of launches summarizes (their addresses are kernel parameters).
 inline constexpr std::size_t columns_per_launch = 16;
 
@@ -338,6 +340,111 @@ std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_
     o.ess = host.total * host.total / host.squares;
   }
   if (weights != nullptr) *weights = cuda::weight_summary_of(host_buffer.data() + stride * k_columns);
+  return out;
+}
+
+namespace {
+/// ordered_key and from_ordered_key on the host.
+unsigned long long host_ordered_key(double x) {
+  const auto u = std::bit_cast<unsigned long long>(x);
+  return (u >> 63) != 0 ? ~u : u | 0x8000000000000000ull;
+}
+double host_from_key(unsigned long long k) {
+  if (k == 0) return -INFINITY;
+  const unsigned long long u = (k >> 63) != 0 ? k & 0x7fffffffffffffffull : ~k;
+  return std::bit_cast<double>(u);
+}
+}  // namespace
+
+std::vector<SummaryRange> summary_ranges_device(std::span<const Column<std::int64_t>* const> columns,
+                                                const Column<double>& log_w) {
+  constexpr const char* who = "tally::gpu::detail::summary_ranges";
+  const std::size_t n = log_w.size(), k_columns = columns.size();
+  const std::size_t stride = report_words;
+  const auto blocks = static_cast<unsigned>(std::min<std::size_t>(histogram_blocks, thread_blocks(n)));
+  auto buffer = Column<std::int64_t>::allocate(Backend::cuda, std::max<std::size_t>(stride * k_columns, 1), who);
+  auto bins = Column<double>::allocate(Backend::cuda, histogram_bins * std::min(k_columns, columns_per_launch), who);
+  for (std::size_t first = 0; first < k_columns; first += columns_per_launch) {
+    const auto k = static_cast<unsigned>(std::min(columns_per_launch, k_columns - first));
+    Columns c{};
+    for (unsigned j = 0; j < k; ++j) c.values[j] = columns[first + j]->data();
+    c.buffer = buffer.data() + first * stride;
+    c.stride = stride;
+    c.bins = bins.data();
+    init_kernel<<<dim3(1, k), block>>>(c, n);
+    launched();
+    if (n > 0) range_kernel<<<dim3(blocks, k), block>>>(c, log_w.data(), n);
+    launched();
+  }
+  std::vector<std::int64_t> host(buffer.size());
+  TALLY_CUDA_CHECK(cudaMemcpy(host.data(), buffer.data(), buffer.bytes(), cudaMemcpyDeviceToHost));
+  raise_checked_after_wait();
+  std::vector<SummaryRange> out(k_columns);
+  for (std::size_t k = 0; k < k_columns; ++k) {
+    Report r{};
+    std::memcpy(&r, host.data() + k * stride, sizeof r);
+    out[k] = {host_from_key(r.top_key), r.lo, r.hi, static_cast<std::size_t>(r.first_bad)};
+  }
+  return out;
+}
+
+std::vector<SummarySums> summary_sums_device(std::span<const Column<std::int64_t>* const> columns,
+                                             const Column<double>& log_w, double top,
+                                             std::span<const std::pair<std::int64_t, std::int64_t>> ranges) {
+  constexpr const char* who = "tally::gpu::detail::summary_sums";
+  const std::size_t n = log_w.size(), k_columns = columns.size();
+  const std::size_t stride = report_words;
+  const auto blocks = static_cast<unsigned>(std::min<std::size_t>(histogram_blocks, thread_blocks(n)));
+  const std::size_t group = std::min(k_columns, columns_per_launch);
+  auto buffer = Column<std::int64_t>::allocate(Backend::cuda, std::max<std::size_t>(stride * group, 1), who);
+  auto bins = Column<double>::allocate(Backend::cuda, histogram_bins * group, who);
+  auto partials = Column<double>::allocate(Backend::cuda, 3 * std::size_t{std::max(blocks, 1u)} * group, who);
+  std::vector<SummarySums> out(k_columns);
+  for (std::size_t first = 0; first < k_columns; first += columns_per_launch) {
+    const auto k = static_cast<unsigned>(std::min(columns_per_launch, k_columns - first));
+    Columns c{};
+    for (unsigned j = 0; j < k; ++j) c.values[j] = columns[first + j]->data();
+    c.buffer = buffer.data();
+    c.stride = stride;
+    c.bins = bins.data();
+    c.partials = partials.data();
+    init_kernel<<<dim3(histogram_bins / block, k), block>>>(c, n);
+    launched();
+    // the population's top and ranges in place of this shard's (stream-ordered after the set-up)
+    std::vector<std::int64_t> reports(stride * k, 0);
+    for (unsigned j = 0; j < k; ++j) {
+      Report r{};
+      r.first_bad = n;
+      r.lo = ranges[first + j].first;
+      r.hi = ranges[first + j].second;
+      r.top_key = top == -INFINITY ? 0 : host_ordered_key(top);
+      std::memcpy(reports.data() + j * stride, &r, sizeof r);
+    }
+    TALLY_CUDA_CHECK(
+        cudaMemcpy(buffer.data(), reports.data(), reports.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice));
+    if (n > 0) {
+      sums_kernel<<<dim3(blocks, k), block>>>(c, log_w.data(), n);
+      launched();
+      finish_kernel<<<k, block>>>(c, blocks, nullptr, 0);  // the blocks' sums in order; no quantiles
+      launched();
+    }
+    std::vector<std::int64_t> host(stride * k);
+    TALLY_CUDA_CHECK(cudaMemcpy(host.data(), buffer.data(), host.size() * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
+    std::vector<double> host_bins(histogram_bins * k);
+    TALLY_CUDA_CHECK(cudaMemcpy(host_bins.data(), bins.data(), host_bins.size() * sizeof(double), cudaMemcpyDeviceToHost));
+    raise_checked_after_wait();
+    for (unsigned j = 0; j < k; ++j) {
+      Report r{};
+      std::memcpy(&r, host.data() + j * stride, sizeof r);
+      SummarySums& o = out[first + j];
+      if (n > 0) o.total = r.total, o.weighted = r.weighted, o.squares = r.squares;
+      const auto [lo, hi] = ranges[first + j];
+      if (hi >= lo && hi - lo < histogram_bins) {
+        const double* b = host_bins.data() + std::size_t{j} * histogram_bins;
+        o.bins.assign(b, b + (hi - lo + 1));
+      }
+    }
+  }
   return out;
 }
 

@@ -145,6 +145,14 @@ Column<std::size_t> index_ranges(std::span<const IndexRange> ranges, Backend whe
 /// construction, a sorted column's piece shifted by its first entry).
 Column<std::size_t> shifted_slice(const Column<std::size_t>& x, std::size_t first, std::size_t count,
                                   std::size_t shift);
+/// Law i's length offset_{i+1} - offset_i, where the laws live (a sharded resampling sends them before the
+/// weights, so that the receiver lays its laws out without the host).
+Column<std::int64_t> law_lengths(const Laws& x);
+/// Room for laws of the given lengths, where they live, whose sum is `total` (the caller's, from the same lengths'
+/// sender) and none longer than max_length: the offsets are the exclusive scan of the lengths, the lower ends,
+/// log-scales and weights are left for the caller to write (the device leaves them uninitialized). The host checks
+/// the sum (tally::shape_error); the device does not (its offset P is set to `total`).
+Laws laws_of_lengths(const Column<std::int64_t>& lengths, std::size_t total, std::size_t max_length, const char* who);
 }  // namespace detail
 
 /// Resampling by ancestors: out_i = x_{ancestors_i}.

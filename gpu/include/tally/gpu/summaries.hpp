@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
+#include <utility>
 #include <span>
 #include <vector>
 
@@ -50,6 +52,37 @@ std::vector<WeightedSummary> summarize(std::span<const Column<std::int64_t>* con
                                        std::optional<WeightSummary>& weights);
 
 namespace detail {
+/// The parts of a summary that shards of one population combine (runtime's sharded summaries: each shard passes
+/// over its own particles only), with the definitions of WeightedSummary. Part 1, for each column: its smallest
+/// and largest value, the log-weights' largest finite-or--inf value `top` and the first NaN or +inf log-weight's
+/// index (count: none).
+struct SummaryRange {
+  double top = -std::numeric_limits<double>::infinity();
+  std::int64_t lo = 0, hi = 0;
+  std::size_t first_bad = 0;
+};
+/// Part 2 given the population's largest log-weight `top` and each column's population range [lo_k, hi_k]:
+/// W = sum_i w_i, sum_i w_i v_i and sum_i w_i^2 with w_i = e^{l_i - top} (1 when top = -inf; 0 for a NaN or +inf
+/// log-weight), and where hi_k - lo_k < summary_bins the weight by value, bins[v - lo_k] = sum of w_i at v (else
+/// no bins). Sums in any order (the device adds per block, then the blocks in order): equal to a sequential sum
+/// to rounding.
+struct SummarySums {
+  double total = 0, weighted = 0, squares = 0;
+  std::vector<double> bins;
+};
+inline constexpr std::int64_t summary_bins = 4096;
+/// Both parts where the columns live (every column the log-weights' size; tally::shape_error otherwise).
+std::vector<SummaryRange> summary_ranges(std::span<const Column<std::int64_t>* const> columns,
+                                         const Column<double>& log_w);
+std::vector<SummarySums> summary_sums(std::span<const Column<std::int64_t>* const> columns,
+                                      const Column<double>& log_w, double top,
+                                      std::span<const std::pair<std::int64_t, std::int64_t>> ranges);
+std::vector<SummaryRange> summary_ranges_device(std::span<const Column<std::int64_t>* const> columns,
+                                                const Column<double>& log_w);
+std::vector<SummarySums> summary_sums_device(std::span<const Column<std::int64_t>* const> columns,
+                                             const Column<double>& log_w, double top,
+                                             std::span<const std::pair<std::int64_t, std::int64_t>> ranges);
+
 /// The CUDA form (summaries_cuda.cu; a throwing stub without CUDA). Arguments validated by summarize; `weights`:
 /// nullptr, or where the resampler's summary goes.
 std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_t>* const> columns,
