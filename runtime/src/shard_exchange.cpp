@@ -20,6 +20,9 @@ struct Exchange {
   std::vector<std::size_t> outgoing;    // local indices of the particles sent, rank after rank
   std::vector<std::size_t> placement;   // this shard's particle i: its index among the particles received
   gpu::Column<std::size_t> outgoing_column, placement_column;  // the same where the graph keeps its state
+  // placement indexes this shard's own particles, then those received (gpu::detail::kept_first_placement): the
+  // particles a shard keeps are not sent to itself but gathered straight from its state (gpu::detail::gather_two)
+  bool kept_first = false;
   // (a plan made on the device, plan_sorted_exchange, leaves outgoing and placement empty: host_outgoing and
   // host_placement copy them back for the host laws that need them)
   std::size_t sent() const { return outgoing_column.size(); }
@@ -74,8 +77,8 @@ Exchange plan_exchange(Context& ctx, const std::vector<std::size_t>& ancestors) 
 /// The exchange of a resampling whose ancestors `whole` (the whole population's, the same on every shard, where the
 /// graph keeps its state) are nondecreasing, as systematic resampling's are: shard r's positions bounds[r] ..
 /// bounds[r + 1] - 1 take the particles of one range [lo_r, hi_r] = [whole[bounds[r]], whole[bounds[r + 1] - 1]],
-/// each holder sends its part of it in order, and shard r places its position i at whole[bounds[r] + i] - lo_r among
-/// the particles received. The host reads 2 G numbers; the index columns are made on the device. Only the ends are
+/// each other holder sends its part of it in order, and shard r places its positions from its own particles and
+/// those received (kept_first: one gather, as the unsharded resampling's). The host reads 2 G numbers; the index columns are made on the device. Only the ends are
 /// read: the caller vouches for the rest (systematic ancestors are nondecreasing by construction); empty (no plan)
 /// where the ends are out of order.
 std::optional<Exchange> plan_sorted_exchange(Context& ctx, const gpu::Column<std::size_t>& whole) {
@@ -104,13 +107,15 @@ std::optional<Exchange> plan_sorted_exchange(Context& ctx, const gpu::Column<std
   x.recv.assign(g, 0);
   std::vector<gpu::detail::IndexRange> outgoing(g);
   for (std::size_t q = 0; q < g; ++q) {
+    if (q == me) continue;  // (kept: gathered from this shard's state, not sent)
     outgoing[q] = overlap(lo[q], hi[q], bounds[me], bounds[me + 1] - 1);
     outgoing[q].first -= bounds[me];  // (local indices)
     x.send[q] = outgoing[q].count;
     x.recv[q] = overlap(lo[me], hi[me], bounds[q], bounds[q + 1] - 1).count;
   }
   x.outgoing_column = gpu::detail::index_ranges(outgoing, ctx.where);
-  x.placement_column = gpu::detail::shifted_slice(whole, bounds[me], bounds[me + 1] - bounds[me], lo[me]);
+  x.placement_column = gpu::detail::kept_first_placement(whole, bounds[me], bounds[me + 1] - bounds[me], lo[me]);
+  x.kept_first = true;
   return x;
 }
 
@@ -121,7 +126,7 @@ gpu::Column<T> exchange_column(Communicator& c, const Exchange& x, const gpu::Co
   gpu::Column<T> out = x.sent() > 0 ? gpu::gather(column, x.outgoing_column) : gpu::Column<T>::allocate(where, 0, "");
   auto in = gpu::Column<T>::allocate(where, x.received(), "tally::runtime::Graph (moving particles)");
   c.all_to_all(out.data(), times(x.send, sizeof(T)), in.data(), times(x.recv, sizeof(T)), where);
-  return gpu::gather(in, x.placement_column);
+  return x.kept_first ? gpu::detail::gather_two(column, in, x.placement_column) : gpu::gather(in, x.placement_column);
 }
 
 /// gpu::Laws (host or device): the outgoing laws' lengths, lower ends, log-scales and weights sent; placed. The
@@ -163,7 +168,7 @@ gpu::Laws exchange_laws(Communicator& c, const Exchange& x, const gpu::Laws& law
     c.all_to_all(o.log_scale, send8, i.log_scale, recv8, where);
     c.all_to_all(o.weights, send_weights, i.weights, recv_weights, where);
   }
-  return gpu::gather(in, x.placement_column);
+  return x.kept_first ? gpu::detail::gather_two(laws, in, x.placement_column) : gpu::gather(in, x.placement_column);
 }
 
 /// Host laws (tally::Pmf per particle): lower end, log-scale, error bound, length and weights of each, sent; placed.
@@ -201,7 +206,8 @@ Batch<Pmf> exchange_pmfs(Communicator& c, const Exchange& x, const Batch<Pmf>& p
   std::vector<double> weights_in(start.back());
   c.all_to_all(weights.data(), send_weights, weights_in.data(), recv_weights, host);
   return Batch<Pmf>::make(placement.size(), [&](std::size_t i) {
-    const std::size_t k = placement[i];
+    if (x.kept_first && placement[i] < pmfs.size()) return pmfs[placement[i]];  // (kept: its own law)
+    const std::size_t k = x.kept_first ? placement[i] - pmfs.size() : placement[i];
     Eigen::VectorXd w = Eigen::Map<const Eigen::VectorXd>(weights_in.data() + start[k],
                                                           static_cast<Eigen::Index>(length_in[k]));
     return Pmf(lo_in[k], std::move(w), scale_in[k], error_in[k]);

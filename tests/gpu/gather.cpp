@@ -167,3 +167,58 @@ TEST_CASE("law_lengths and laws_of_lengths: laws laid out from their lengths, on
   const auto short_lengths = Column<std::int64_t>::from_host({2, 3}, Backend::cpu);
   CHECK_THROWS_AS(gpu::detail::laws_of_lengths(short_lengths, 6, 3, "test"), shape_error);
 }
+
+TEST_CASE("gather_two and kept_first_placement: a shard's kept and received particles placed in one gather",
+          "[gpu][gather]") {
+  std::vector<Backend> places{Backend::cpu};
+  if (gpu::cuda_available()) places.push_back(Backend::cuda);
+  else WARN("device half skipped: " << gpu::device_description());
+  std::random_device fresh;
+  const std::uint64_t seed = (std::uint64_t{fresh()} << 32) | fresh();
+  INFO("seed " << seed);
+  std::mt19937_64 gen(seed);
+  for (int trial = 0; trial < 12; ++trial) {
+    // the population's nondecreasing ancestors and one shard's part of it
+    const std::size_t total = 2 + gen() % 20'000, first = gen() % (total - 1), count = 1 + gen() % (total - first - 1);
+    std::vector<std::size_t> whole(total);
+    for (std::size_t i = 0, v = gen() % 5; i < total; ++i) whole[i] = std::min(total - 1, v += gen() % 3 == 0 ? 1 : 0);
+    std::sort(whole.begin(), whole.end());
+    const std::size_t lo = whole[first], hi = whole[first + count - 1];
+    // the shard's own particles (values and laws), and those it receives: lo .. first - 1, then max(first + count, lo) .. hi
+    std::vector<std::int64_t> own(count), received;
+    gpu::PmfBatch own_laws, received_laws;
+    auto law = [&](std::size_t particle, gpu::PmfBatch& into) {
+      std::vector<double> w(1 + particle % 7, 1.0);
+      w[0] = 0.5;
+      into.push_back(w, static_cast<std::int64_t>(particle));
+    };
+    for (std::size_t i = 0; i < count; ++i) own[i] = static_cast<std::int64_t>(first + i), law(first + i, own_laws);
+    for (std::size_t v = lo; v < first; ++v) received.push_back(static_cast<std::int64_t>(v)), law(v, received_laws);
+    for (std::size_t v = std::max(first + count, lo); v <= hi; ++v)
+      if (v >= first + count) received.push_back(static_cast<std::int64_t>(v)), law(v, received_laws);
+    for (const Backend where : places) {
+      INFO((where == Backend::cpu ? "cpu" : "cuda") << ", trial " << trial << ": " << total << " particles, shard "
+                                                    << first << " + " << count << ", ancestors " << lo << " .. " << hi);
+      const auto placement =
+          gpu::detail::kept_first_placement(Column<std::size_t>::from_host(whole, where), first, count, lo);
+      const auto values = gpu::detail::gather_two(Column<std::int64_t>::from_host(own, where),
+                                                  Column<std::int64_t>::from_host(received, where), placement)
+                              .to_host();
+      const gpu::Laws laws = gpu::detail::gather_two(gpu::Laws::from_host(own_laws, where),
+                                                     gpu::Laws::from_host(received_laws, where), placement);
+      const gpu::PmfBatch placed = laws.to_host();
+      REQUIRE(values.size() == count);
+      REQUIRE(placed.size() == count);
+      for (std::size_t i = 0; i < count; ++i) {  // position i holds particle whole[first + i], value and law
+        const auto v = static_cast<std::int64_t>(whole[first + i]);
+        if (values[i] != v) FAIL("position " << i << ": particle " << values[i] << ", not " << v);
+        if (placed.lo[i] != v || placed.length(i) != 1 + whole[first + i] % 7)
+          FAIL("position " << i << ": law of " << placed.lo[i] << " with " << placed.length(i) << " weights");
+      }
+    }
+  }
+  const auto small = Column<std::int64_t>::from_host({1, 2}, Backend::cpu);
+  CHECK_THROWS_AS(gpu::detail::gather_two(small, small, Column<std::size_t>::from_host({4}, Backend::cpu)), shape_error);
+  CHECK_THROWS_AS(gpu::detail::kept_first_placement(Column<std::size_t>::from_host({3, 4}, Backend::cpu), 0, 2, 4),
+                  domain_error);
+}

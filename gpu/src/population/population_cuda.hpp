@@ -52,6 +52,12 @@ void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t
 Column<std::size_t> index_ranges(std::span<const detail::IndexRange> ranges, std::size_t total);
 Column<std::size_t> shifted_slice(const Column<std::size_t>& x, std::size_t first, std::size_t count,
                                   std::size_t shift);
+Column<std::int64_t> gather_two(const Column<std::int64_t>& x, const Column<std::int64_t>& y,
+                                const Column<std::size_t>& a);
+Column<double> gather_two(const Column<double>& x, const Column<double>& y, const Column<std::size_t>& a);
+Laws gather_two(const Laws& x, const Laws& y, const Column<std::size_t>& a, std::size_t max_length);
+Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size_t first, std::size_t count,
+                                         std::size_t lo);
 Column<std::int64_t> law_lengths(const Laws& x);
 Laws laws_of_lengths(const Column<std::int64_t>& lengths, std::size_t total, std::size_t max_length, const char* who);
 Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::size_t>& ancestors);

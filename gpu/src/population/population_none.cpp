@@ -81,6 +81,16 @@ Column<std::size_t> index_ranges(std::span<const detail::IndexRange>, std::size_
 Column<std::size_t> shifted_slice(const Column<std::size_t>&, std::size_t, std::size_t, std::size_t) {
   none("shifted_slice");
 }
+Column<std::int64_t> gather_two(const Column<std::int64_t>&, const Column<std::int64_t>&, const Column<std::size_t>&) {
+  none("gather_two");
+}
+Column<double> gather_two(const Column<double>&, const Column<double>&, const Column<std::size_t>&) {
+  none("gather_two");
+}
+Laws gather_two(const Laws&, const Laws&, const Column<std::size_t>&, std::size_t) { none("gather_two"); }
+Column<std::size_t> kept_first_placement(const Column<std::size_t>&, std::size_t, std::size_t, std::size_t) {
+  none("kept_first_placement");
+}
 Column<std::int64_t> law_lengths(const Laws&) { none("law_lengths"); }
 Laws laws_of_lengths(const Column<std::int64_t>&, std::size_t, std::size_t, const char*) { none("laws_of_lengths"); }
 Column<std::int64_t> gather(const Column<std::int64_t>&, const Column<std::size_t>&) { none("gather"); }

@@ -454,6 +454,84 @@ Column<std::size_t> shifted_slice(const Column<std::size_t>& x, std::size_t firs
   return Column<std::size_t>::host_values(std::move(out));
 }
 
+namespace {
+template <class T>
+Column<T> gather_two_values(const Column<T>& x, const Column<T>& y, const Column<std::size_t>& a) {
+  std::vector<T> out(a.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const std::size_t k = a.host()[i];
+    if (k >= x.size() + y.size())
+      tally::detail::fail<shape_error>("tally::gpu::detail::gather_two: index ", k, " of ", x.size() + y.size());
+    out[i] = k < x.size() ? x.host()[k] : y.host()[k - x.size()];
+  }
+  return Column<T>::host_values(std::move(out));
+}
+template <class T>
+void same_place(const Column<T>& x, const Column<T>& y, const Column<std::size_t>& a) {
+  if (x.where() != y.where() || x.where() != a.where())
+    tally::detail::fail<shape_error>("tally::gpu::detail::gather_two: operands in different places");
+}
+}  // namespace
+
+Column<std::int64_t> gather_two(const Column<std::int64_t>& x, const Column<std::int64_t>& y,
+                                const Column<std::size_t>& a) {
+  same_place(x, y, a);
+  if (on_device(x.where())) return population_cuda::gather_two(x, y, a);
+  return gather_two_values(x, y, a);
+}
+
+Column<double> gather_two(const Column<double>& x, const Column<double>& y, const Column<std::size_t>& a) {
+  same_place(x, y, a);
+  if (on_device(x.where())) return population_cuda::gather_two(x, y, a);
+  return gather_two_values(x, y, a);
+}
+
+Laws gather_two(const Laws& x, const Laws& y, const Column<std::size_t>& a) {
+  constexpr const char* who = "tally::gpu::detail::gather_two";
+  if (x.where() != y.where() || x.where() != a.where())
+    tally::detail::fail<shape_error>(who, ": operands in different places");
+  const std::size_t max_length = std::max(x.max_length(), y.max_length());
+  if (on_device(x.where())) return population_cuda::gather_two(x, y, a, max_length);
+  std::size_t total = 0;
+  for (const std::size_t k : a.host()) {
+    if (k >= x.size() + y.size()) tally::detail::fail<shape_error>(who, ": index ", k, " of ", x.size() + y.size());
+    total += k < x.size() ? x.host().length(k) : y.host().length(k - x.size());
+  }
+  Laws out = Laws::allocate(Backend::cpu, a.size(), total, max_length, who);
+  PmfBatch& b = out.host();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::size_t k = a.host()[i];
+    const PmfBatch& from = k < x.size() ? x.host() : y.host();
+    const std::size_t j = k < x.size() ? k : k - x.size();
+    const auto src = from[j];
+    std::copy(src.begin(), src.end(), b.weights.begin() + b.offset[i]);
+    b.offset[i + 1] = b.offset[i] + static_cast<std::int64_t>(src.size());
+    b.lo[i] = from.lo[j];
+    b.log_scale[i] = from.log_scale[j];
+  }
+  return out;
+}
+
+Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size_t first, std::size_t count,
+                                         std::size_t lo) {
+  constexpr const char* who = "tally::gpu::detail::kept_first_placement";
+  if (first > x.size() || count > x.size() - first)
+    tally::detail::fail<shape_error>(who, ": entries ", first, " .. ", first + count, " of ", x.size());
+  if (on_device(x.where())) return population_cuda::kept_first_placement(x, first, count, lo);
+  // received: lo .. first - 1 (below = first - lo of them, none when lo >= first), then from above = max(first +
+  // count, lo) on
+  const std::size_t below = lo < first ? first - lo : 0, above = std::max(first + count, lo);
+  std::vector<std::size_t> out(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t v = x.host()[first + i];
+    if (v < lo) tally::detail::fail<domain_error>(who, ": entry ", first + i, " is ", v, ", below ", lo);
+    out[i] = v >= first && v < first + count ? v - first
+             : v < first                     ? count + (v - lo)
+                                             : count + below + (v - above);
+  }
+  return Column<std::size_t>::host_values(std::move(out));
+}
+
 Column<std::int64_t> law_lengths(const Laws& x) {
   if (on_device(x.where())) return population_cuda::law_lengths(x);
   std::vector<std::int64_t> out(x.size());

@@ -328,6 +328,39 @@ __global__ void gathered_lengths_kernel(const std::int64_t* offset, const std::s
   lengths[i] = i == static_cast<long long>(count) ? 0 : offset[ancestors[i] + 1] - offset[ancestors[i]];
 }
 
+/// gather_laws_kernel and gathered_lengths_kernel from two sources: index k < nx takes x's law k, else y's k - nx.
+__global__ void gather_two_laws_kernel(PmfBatchView x, PmfBatchView y, std::size_t nx, const std::size_t* index,
+                                       const std::int64_t* offsets, MutablePmfBatchView out) {
+  const long long i = warp_index();
+  const int lane = threadIdx.x & 31;
+  if (i >= static_cast<long long>(out.count)) return;
+  const std::size_t k = index[i];
+  const PmfBatchView& s = k < nx ? x : y;
+  const std::size_t a = k < nx ? k : k - nx;
+  const std::int64_t from = s.offset[a], m = s.offset[a + 1] - from, to = offsets[i];
+  for (std::int64_t j = lane; j < m; j += 32) out.weights[to + j] = s.weights[from + j];
+  if (lane == 0) {
+    if (i == 0) out.offset[0] = 0;
+    out.offset[i + 1] = offsets[i + 1];
+    out.lo[i] = s.lo[a];
+    out.log_scale[i] = s.log_scale[a];
+  }
+}
+
+__global__ void gathered_two_lengths_kernel(const std::int64_t* x_offset, const std::int64_t* y_offset, std::size_t nx,
+                                            const std::size_t* index, std::size_t count, std::int64_t* lengths) {
+  const long long i = thread_index();
+  if (i > static_cast<long long>(count)) return;
+  if (i == static_cast<long long>(count)) {
+    lengths[i] = 0;
+    return;
+  }
+  const std::size_t k = index[i];
+  const std::int64_t* offset = k < nx ? x_offset : y_offset;
+  const std::size_t a = k < nx ? k : k - nx;
+  lengths[i] = offset[a + 1] - offset[a];
+}
+
 }  // namespace
 
 Laws broadcast(std::span<const double> w, std::int64_t lo, double log_scale, std::size_t count) {
@@ -689,6 +722,66 @@ Column<std::size_t> shifted_slice(const Column<std::size_t>& x, std::size_t firs
   const std::size_t* xp = x.data() + first;
   std::size_t* o = out.data();
   each(count, [=] __device__(long long i) { o[i] = xp[i] - shift; });
+  return out;
+}
+
+namespace {
+template <class T>
+Column<T> gather_two_columns(const Column<T>& x, const Column<T>& y, const Column<std::size_t>& a) {
+  auto out = Column<T>::allocate(Backend::cuda, a.size(), "tally::gpu::detail::gather_two");
+  const T *xp = x.data(), *yp = y.data();
+  const std::size_t nx = x.size();
+  const std::size_t* ap = a.data();
+  T* o = out.data();
+  each(a.size(), [=] __device__(long long i) {
+    const std::size_t k = ap[i];
+    o[i] = k < nx ? xp[k] : yp[k - nx];
+  });
+  return out;
+}
+}  // namespace
+
+Column<std::int64_t> gather_two(const Column<std::int64_t>& x, const Column<std::int64_t>& y,
+                                const Column<std::size_t>& a) {
+  return gather_two_columns(x, y, a);
+}
+Column<double> gather_two(const Column<double>& x, const Column<double>& y, const Column<std::size_t>& a) {
+  return gather_two_columns(x, y, a);
+}
+
+Laws gather_two(const Laws& x, const Laws& y, const Column<std::size_t>& a, std::size_t max_length) {
+  constexpr const char* who = "tally::gpu::detail::gather_two";
+  const std::size_t count = a.size();
+  auto lengths = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
+  auto offsets = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
+  auto report = Column<LengthReport>::allocate(Backend::cuda, 1, who);
+  init_report<<<1, 1>>>(report.data(), count);
+  // (an empty source's views are never read: every index falls in the other)
+  const std::int64_t* y_offset = y.size() > 0 ? y.view().offset : nullptr;
+  gathered_two_lengths_kernel<<<thread_blocks(count + 1), block>>>(x.size() > 0 ? x.view().offset : nullptr, y_offset,
+                                                                   x.size(), a.data(), count, lengths.data());
+  launched();
+  const LengthReport r = scan_lengths(lengths.data(), offsets.data(), count, report.data());
+  Laws out = Laws::allocate(Backend::cuda, count, static_cast<std::size_t>(r.total), max_length, who);
+  if (count > 0) {
+    const PmfBatchView none{};
+    gather_two_laws_kernel<<<warp_blocks(count), block>>>(x.size() > 0 ? x.view() : none, y.size() > 0 ? y.view() : none,
+                                                          x.size(), a.data(), offsets.data(), out.mutable_view());
+  }
+  launched();
+  return out;
+}
+
+Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size_t first, std::size_t count,
+                                         std::size_t lo) {
+  auto out = Column<std::size_t>::allocate(Backend::cuda, count, "tally::gpu::detail::kept_first_placement");
+  const std::size_t* xp = x.data() + first;
+  std::size_t* o = out.data();
+  const std::size_t below = lo < first ? first - lo : 0, above = std::max(first + count, lo);  // (the host's rule)
+  each(count, [=] __device__(long long i) {
+    const std::size_t v = xp[i];
+    o[i] = v >= first && v < first + count ? v - first : v < first ? count + (v - lo) : count + below + (v - above);
+  });
   return out;
 }
 

@@ -145,6 +145,22 @@ Column<std::size_t> index_ranges(std::span<const IndexRange> ranges, Backend whe
 /// construction, a sorted column's piece shifted by its first entry).
 Column<std::size_t> shifted_slice(const Column<std::size_t>& x, std::size_t first, std::size_t count,
                                   std::size_t shift);
+/// Gathers from two sources, as from their concatenation: out_i = x_{a_i} for a_i < x.size(), else
+/// y_{a_i - x.size()} (tally::shape_error on the host where a_i >= x.size() + y.size(), or the places differ). A
+/// sharded resampling places its particles so: those it kept from its own state, those received from the others.
+Column<std::int64_t> gather_two(const Column<std::int64_t>& x, const Column<std::int64_t>& y,
+                                const Column<std::size_t>& a);
+Column<double> gather_two(const Column<double>& x, const Column<double>& y, const Column<std::size_t>& a);
+Laws gather_two(const Laws& x, const Laws& y, const Column<std::size_t>& a);
+/// Where each of a shard's positions finds its particle among its own `count` particles (the population's first ..
+/// first + count - 1) followed by those it received, in order: lo .. first - 1 (b = first - lo of them from the
+/// shards before it; none when lo >= first), then those from s = max(first + count, lo) on (from the shards after
+/// it); for the entries v = x_{first + i}, i < count, of the population's nondecreasing ancestors x (lo <= every v):
+/// out_i = v - first where first <= v < first + count, count + v - lo where v < first, else count + b + v - s.
+/// The index gather_two takes with its own particles as x and those received as y (tally::shape_error where
+/// first + count > x.size(), tally::domain_error on the host where some v < lo).
+Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size_t first, std::size_t count,
+                                         std::size_t lo);
 /// Law i's length offset_{i+1} - offset_i, where the laws live (a sharded resampling sends them before the
 /// weights, so that the receiver lays its laws out without the host).
 Column<std::int64_t> law_lengths(const Laws& x);
