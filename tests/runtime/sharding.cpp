@@ -272,6 +272,45 @@ TEST_CASE("Sharded resampling of an impossible population, explicit ancestors, a
   });
 }
 
+TEST_CASE("Shards on one GPU: an impossible shard, an impossible population, a bad probability on one shard",
+          "[runtime][sharding][device]") {
+  if (!gpu::cuda_available()) {
+    WARN("device test skipped: " << gpu::device_description());
+    return;
+  }
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  InProcessGroup::run(3, [](std::shared_ptr<Communicator> comm) {
+    const Shard s = Shard::even(12, 3, comm->rank());  // shards of one size: the device's sharded paths
+    Graph g(s, comm, 3, Device::cuda);
+    const Variable x = g.assume(Binomial(4, 0.5));
+    // -inf on one shard only: the summary and the resampling weigh the other shards' particles
+    std::vector<std::int64_t> obs(s.count, s.index == 1 ? 9 : 2);
+    g.observe(x, obs);
+    const double half[] = {0.5};
+    const auto summary = g.summarize(x, half);
+    CHECK_FALSE(summary.all_impossible);
+    CHECK(summary.mean == 2.0);
+    CHECK(summary.quantiles == std::vector<std::int64_t>{2});
+    const auto step = g.resample_by_weight();
+    REQUIRE(step.resampled);
+    for (const std::size_t a : step.ancestors.to_host()) CHECK((a < 4 || a >= 8));
+    for (const std::int64_t v : g.value(x)) CHECK(v == 2);
+    // every particle impossible: the unweighted summary; no resampling, on every shard
+    g.observe(g.assume(Binomial(4, 0.5)), 7);
+    const auto unweighted = g.summarize(x, half);
+    CHECK(unweighted.all_impossible);
+    CHECK(unweighted.mean == 2.0);
+    const auto dead = g.resample_by_weight();
+    CHECK(dead.log_mean_weight == -inf);
+    CHECK(dead.ancestors.empty());
+    // a probability outside [0, 1] on one shard: every shard throws, and the graph stays usable
+    const double p[] = {s.index == 2 ? 1.5 : 0.5};
+    CHECK_THROWS_AS(g.summarize(x, p), tally::domain_error);
+    g.reset_log_weights();
+    CHECK(g.summarize(x, half).mean == 2.0);
+  });
+}
+
 TEST_CASE("Sharded resampling refuses joint laws with a usage_error, and the shards stay usable", "[runtime][sharding]") {
   InProcessGroup::run(2, [](std::shared_ptr<Communicator> comm) {
     Graph g(Shard::even(6, 2, comm->rank()), comm, 5, Device::cpu);
