@@ -78,9 +78,9 @@ Exchange plan_exchange(Context& ctx, const std::vector<std::size_t>& ancestors) 
 /// graph keeps its state) are nondecreasing, as systematic resampling's are: shard r's positions bounds[r] ..
 /// bounds[r + 1] - 1 take the particles of one range [lo_r, hi_r] = [whole[bounds[r]], whole[bounds[r + 1] - 1]],
 /// each other holder sends its part of it in order, and shard r places its positions from its own particles and
-/// those received (kept_first: one gather, as the unsharded resampling's). The host reads 2 G numbers; the index columns are made on the device. Only the ends are
-/// read: the caller vouches for the rest (systematic ancestors are nondecreasing by construction); empty (no plan)
-/// where the ends are out of order.
+/// those received (kept_first: one gather, as the unsharded resampling's). The host reads 2 G numbers; the index
+/// columns are made on the device. Only the ends are read: the caller vouches for the rest (systematic ancestors
+/// are nondecreasing by construction); empty (no plan) where the ends are out of order.
 std::optional<Exchange> plan_sorted_exchange(Context& ctx, const gpu::Column<std::size_t>& whole) {
   Communicator& c = comm_of(ctx);
   const auto& bounds = shard_bounds(ctx);

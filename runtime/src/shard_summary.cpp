@@ -154,7 +154,8 @@ std::optional<std::vector<gpu::WeightedSummary>> sharded_summarize_parts(
   for (const auto& [lo, hi] : span)  // (the same on every shard) a column too spread for the bins: the caller's way
     if (hi - lo >= gpu::detail::summary_bins) return std::nullopt;
   // part 2 on each shard with the population's top and ranges; its sums and bins added in rank order
-  const std::vector<gpu::detail::SummarySums> sums = gpu::detail::summary_sums(columns, ctx.log_weight(), population.top, span);
+  const std::vector<gpu::detail::SummarySums> sums =
+      gpu::detail::summary_sums(columns, ctx.log_weight(), population.top, span);
   std::vector<double> flat;
   for (const auto& s : sums) {
     flat.insert(flat.end(), {s.total, s.weighted, s.squares});

@@ -184,7 +184,8 @@ TEST_CASE("gather_two and kept_first_placement: a shard's kept and received part
     for (std::size_t i = 0, v = gen() % 5; i < total; ++i) whole[i] = std::min(total - 1, v += gen() % 3 == 0 ? 1 : 0);
     std::sort(whole.begin(), whole.end());
     const std::size_t lo = whole[first], hi = whole[first + count - 1];
-    // the shard's own particles (values and laws), and those it receives: lo .. first - 1, then max(first + count, lo) .. hi
+    // the shard's own particles (values and laws), and those it receives: lo .. first - 1, then
+    // max(first + count, lo) .. hi
     std::vector<std::int64_t> own(count), received;
     gpu::PmfBatch own_laws, received_laws;
     auto law = [&](std::size_t particle, gpu::PmfBatch& into) {
@@ -218,7 +219,8 @@ TEST_CASE("gather_two and kept_first_placement: a shard's kept and received part
     }
   }
   const auto small = Column<std::int64_t>::from_host({1, 2}, Backend::cpu);
-  CHECK_THROWS_AS(gpu::detail::gather_two(small, small, Column<std::size_t>::from_host({4}, Backend::cpu)), shape_error);
+  CHECK_THROWS_AS(gpu::detail::gather_two(small, small, Column<std::size_t>::from_host({4}, Backend::cpu)),
+                  shape_error);
   CHECK_THROWS_AS(gpu::detail::kept_first_placement(Column<std::size_t>::from_host({3, 4}, Backend::cpu), 0, 2, 4),
                   domain_error);
 }

@@ -190,7 +190,8 @@ TEST_CASE("summary parts: ranges, then sums and histograms under the population'
     INFO("P = " << P);
     // three columns: narrow, narrow far from 0, wide (no bins); log-weights with -inf among them
     std::vector<std::vector<std::int64_t>> values;
-    for (const bool wide : {false, false, true}) values.push_back(population(gen, P, wide, values.size() == 1 ? -7 : 0).first);
+    for (const bool wide : {false, false, true})
+      values.push_back(population(gen, P, wide, values.size() == 1 ? -7 : 0).first);
     std::vector<double> l = population(gen, P, false).second;
     l[0] = -1.0;  // some weight (every -inf is the case below)
     std::vector<Column<std::int64_t>> host_columns;
@@ -261,6 +262,6 @@ TEST_CASE("summary parts: ranges, then sums and histograms under the population'
   const auto s = gpu::detail::summary_sums(one, all_minus, -inf, span);
   CHECK(s[0].total == 3.0);
   CHECK(s[0].bins == std::vector<double>{1.0, 1.0, 1.0});
-  CHECK_THROWS_AS(gpu::detail::summary_sums(one, all_minus, -inf, std::span<const std::pair<std::int64_t, std::int64_t>>()),
-                  shape_error);
+  const std::span<const std::pair<std::int64_t, std::int64_t>> no_ranges;
+  CHECK_THROWS_AS(gpu::detail::summary_sums(one, all_minus, -inf, no_ranges), shape_error);
 }

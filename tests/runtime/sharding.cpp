@@ -229,7 +229,9 @@ TEST_CASE("Shards of one size on one GPU (whole log-weights gathered, summaries 
   Graph whole_graph(total, seed, Device::cuda);
   const Record whole = population_program(whole_graph);
   for (const std::vector<std::size_t>& counts :
-       {std::vector<std::size_t>{20000, 20000}, {10000, 10000, 10000, 10000}, {5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000}}) {
+       {std::vector<std::size_t>{20000, 20000},
+        {10000, 10000, 10000, 10000},
+        {5000, 5000, 5000, 5000, 5000, 5000, 5000, 5000}}) {
     INFO("shards: " << counts.size());
     require_same(run_sharded(counts, seed, Device::cuda), whole);
   }

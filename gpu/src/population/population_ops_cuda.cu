@@ -765,8 +765,9 @@ Laws gather_two(const Laws& x, const Laws& y, const Column<std::size_t>& a, std:
   Laws out = Laws::allocate(Backend::cuda, count, static_cast<std::size_t>(r.total), max_length, who);
   if (count > 0) {
     const PmfBatchView none{};
-    gather_two_laws_kernel<<<warp_blocks(count), block>>>(x.size() > 0 ? x.view() : none, y.size() > 0 ? y.view() : none,
-                                                          x.size(), a.data(), offsets.data(), out.mutable_view());
+    const PmfBatchView xv = x.size() > 0 ? x.view() : none, yv = y.size() > 0 ? y.view() : none;
+    gather_two_laws_kernel<<<warp_blocks(count), block>>>(xv, yv, x.size(), a.data(), offsets.data(),
+                                                          out.mutable_view());
   }
   launched();
   return out;

@@ -429,9 +429,11 @@ std::vector<SummarySums> summary_sums_device(std::span<const Column<std::int64_t
       launched();
     }
     std::vector<std::int64_t> host(stride * k);
-    TALLY_CUDA_CHECK(cudaMemcpy(host.data(), buffer.data(), host.size() * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
+    TALLY_CUDA_CHECK(
+        cudaMemcpy(host.data(), buffer.data(), host.size() * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
     std::vector<double> host_bins(histogram_bins * k);
-    TALLY_CUDA_CHECK(cudaMemcpy(host_bins.data(), bins.data(), host_bins.size() * sizeof(double), cudaMemcpyDeviceToHost));
+    TALLY_CUDA_CHECK(
+        cudaMemcpy(host_bins.data(), bins.data(), host_bins.size() * sizeof(double), cudaMemcpyDeviceToHost));
     raise_checked_after_wait();
     for (unsigned j = 0; j < k; ++j) {
       Report r{};
