@@ -41,6 +41,20 @@ void check_gather(Backend where, std::mt19937_64& gen, std::size_t P, std::size_
   }
 }
 
+/// The places to test: the host, and the device where there is one (else a warning).
+std::vector<Backend> test_places() {
+  std::vector<Backend> places{Backend::cpu};
+  if (gpu::cuda_available()) places.push_back(Backend::cuda);
+  else WARN("device half skipped: " << gpu::device_description());
+  return places;
+}
+
+/// A fresh seed each run (the tests print it with a failure).
+std::uint64_t fresh_seed() {
+  std::random_device fresh;
+  return (std::uint64_t{fresh()} << 32) | fresh();
+}
+
 }  // namespace
 
 TEST_CASE("gather: several columns by one set of ancestors are each gathered alone", "[gpu][gather]") {
@@ -94,11 +108,8 @@ TEST_CASE("copies: several columns copied at once are each one's clone", "[gpu][
 
 TEST_CASE("index_ranges and shifted_slice: a sharded resampling's index columns, on the host and the device",
           "[gpu][gather]") {
-  std::vector<Backend> places{Backend::cpu};
-  if (gpu::cuda_available()) places.push_back(Backend::cuda);
-  else WARN("device half skipped: " << gpu::device_description());
-  std::random_device fresh;  // fresh inputs each run; the seed is printed with a failure
-  const std::uint64_t seed = (std::uint64_t{fresh()} << 32) | fresh();
+  const std::vector<Backend> places = test_places();
+  const std::uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   std::mt19937_64 gen(seed);
   for (int trial = 0; trial < 20; ++trial) {
@@ -134,11 +145,8 @@ TEST_CASE("index_ranges and shifted_slice: a sharded resampling's index columns,
 
 TEST_CASE("law_lengths and laws_of_lengths: laws laid out from their lengths, on the host and the device",
           "[gpu][gather]") {
-  std::vector<Backend> places{Backend::cpu};
-  if (gpu::cuda_available()) places.push_back(Backend::cuda);
-  else WARN("device half skipped: " << gpu::device_description());
-  std::random_device fresh;
-  const std::uint64_t seed = (std::uint64_t{fresh()} << 32) | fresh();
+  const std::vector<Backend> places = test_places();
+  const std::uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   std::mt19937_64 gen(seed);
   for (const std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{3000}}) {
@@ -170,11 +178,8 @@ TEST_CASE("law_lengths and laws_of_lengths: laws laid out from their lengths, on
 
 TEST_CASE("gather_two and kept_first_placement: a shard's kept and received particles placed in one gather",
           "[gpu][gather]") {
-  std::vector<Backend> places{Backend::cpu};
-  if (gpu::cuda_available()) places.push_back(Backend::cuda);
-  else WARN("device half skipped: " << gpu::device_description());
-  std::random_device fresh;
-  const std::uint64_t seed = (std::uint64_t{fresh()} << 32) | fresh();
+  const std::vector<Backend> places = test_places();
+  const std::uint64_t seed = fresh_seed();
   INFO("seed " << seed);
   std::mt19937_64 gen(seed);
   for (int trial = 0; trial < 12; ++trial) {

@@ -60,6 +60,18 @@ struct Columns {
   __device__ Report* report(unsigned k) const { return reinterpret_cast<Report*>(buffer + k * stride); }
 };
 
+/// The launch's Columns for columns[first .. first + k): their reports at buffer + j * stride.
+Columns columns_of(std::span<const Column<std::int64_t>* const> columns, std::size_t first, unsigned k,
+                   std::int64_t* buffer, std::size_t stride, double* bins, double* partials) {
+  Columns c{};
+  for (unsigned j = 0; j < k; ++j) c.values[j] = columns[first + j]->data();
+  c.buffer = buffer;
+  c.stride = stride;
+  c.bins = bins;
+  c.partials = partials;
+  return c;
+}
+
 /// A double's bits as an unsigned integer ordered as the doubles are (NaN aside: flagged as bad anyway).
 __device__ inline unsigned long long ordered_key(double x) {
   const auto u = static_cast<unsigned long long>(__double_as_longlong(x));
@@ -278,12 +290,9 @@ std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_
   auto p = Column<double>::from_host(std::vector<double>(probabilities.begin(), probabilities.end()), Backend::cuda);
   for (std::size_t first = 0; first < k_columns; first += columns_per_launch) {
     const auto k = static_cast<unsigned>(std::min(columns_per_launch, k_columns - first));
-    Columns c{};
-    for (unsigned j = 0; j < k; ++j) c.values[j] = columns[first + j]->data();
-    c.buffer = buffer.data() + first * stride;
-    c.stride = stride;
-    c.bins = bins.data();  // (a later launch's columns reuse the bins and sums in stream order)
-    c.partials = partials.data();
+    // (a later launch's columns reuse the bins and sums in stream order)
+    const Columns c =
+        columns_of(columns, first, k, buffer.data() + first * stride, stride, bins.data(), partials.data());
     init_kernel<<<dim3(histogram_bins / block, k), block>>>(c, n);
     launched();
     range_kernel<<<dim3(blocks, k), block>>>(c, log_w.data(), n);
@@ -366,11 +375,7 @@ std::vector<SummaryRange> summary_ranges_device(std::span<const Column<std::int6
   auto bins = Column<double>::allocate(Backend::cuda, histogram_bins * std::min(k_columns, columns_per_launch), who);
   for (std::size_t first = 0; first < k_columns; first += columns_per_launch) {
     const auto k = static_cast<unsigned>(std::min(columns_per_launch, k_columns - first));
-    Columns c{};
-    for (unsigned j = 0; j < k; ++j) c.values[j] = columns[first + j]->data();
-    c.buffer = buffer.data() + first * stride;
-    c.stride = stride;
-    c.bins = bins.data();
+    const Columns c = columns_of(columns, first, k, buffer.data() + first * stride, stride, bins.data(), nullptr);
     init_kernel<<<dim3(1, k), block>>>(c, n);
     launched();
     if (n > 0) range_kernel<<<dim3(blocks, k), block>>>(c, log_w.data(), n);
@@ -402,12 +407,7 @@ std::vector<SummarySums> summary_sums_device(std::span<const Column<std::int64_t
   std::vector<SummarySums> out(k_columns);
   for (std::size_t first = 0; first < k_columns; first += columns_per_launch) {
     const auto k = static_cast<unsigned>(std::min(columns_per_launch, k_columns - first));
-    Columns c{};
-    for (unsigned j = 0; j < k; ++j) c.values[j] = columns[first + j]->data();
-    c.buffer = buffer.data();
-    c.stride = stride;
-    c.bins = bins.data();
-    c.partials = partials.data();
+    const Columns c = columns_of(columns, first, k, buffer.data(), stride, bins.data(), partials.data());
     init_kernel<<<dim3(histogram_bins / block, k), block>>>(c, n);
     launched();
     // the population's top and ranges in place of this shard's (stream-ordered after the set-up)
