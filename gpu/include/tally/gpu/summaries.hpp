@@ -54,8 +54,8 @@ std::vector<WeightedSummary> summarize(std::span<const Column<std::int64_t>* con
 namespace detail {
 /// The parts of a summary that shards of one population combine (runtime's sharded summaries: each shard passes
 /// over its own particles only), with the definitions of WeightedSummary. Part 1, for each column: its smallest
-/// and largest value, the log-weights' largest finite-or--inf value `top` and the first NaN or +inf log-weight's
-/// index (count: none).
+/// and largest value, and (the same for every column) the largest log-weight that is not NaN or +inf, `top` (-inf
+/// where there is none), and the first NaN or +inf log-weight's index (count: none).
 struct SummaryRange {
   double top = -std::numeric_limits<double>::infinity();
   std::int64_t lo = 0, hi = 0;
@@ -65,7 +65,8 @@ struct SummaryRange {
 /// W = sum_i w_i, sum_i w_i v_i and sum_i w_i^2 with w_i = e^{l_i - top} (1 when top = -inf; 0 for a NaN or +inf
 /// log-weight), and where hi_k - lo_k < summary_bins the weight by value, bins[v - lo_k] = sum of w_i at v (else
 /// no bins). Sums in any order (the device adds per block, then the blocks in order): equal to a sequential sum
-/// to rounding.
+/// to rounding. Each column's values must lie in its range: the host checks (tally::domain_error), the device does
+/// not (its caller's ranges hold every shard's own, from part 1).
 struct SummarySums {
   double total = 0, weighted = 0, squares = 0;
   std::vector<double> bins;
