@@ -415,15 +415,49 @@ void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t
 }
 
 namespace {
-template <class T>
-Column<T> gather_values(const Column<T>& x, const Column<std::size_t>& ancestors) {
-  std::vector<T> out(ancestors.size());
+/// The host's gathers, from x then y (y null: one source): entry or law i of the result is the a_i-th of their
+/// concatenation; bad(k, n) raises the caller's error for an index k past their n entries.
+template <class T, class Bad>
+Column<T> gathered_values(const Column<T>& x, const Column<T>* y, const Column<std::size_t>& a, Bad bad) {
+  const std::size_t nx = x.size(), n = nx + (y != nullptr ? y->size() : 0);
+  std::vector<T> out(a.size());
   for (std::size_t i = 0; i < out.size(); ++i) {
-    const std::size_t a = ancestors.host()[i];
-    if (a >= x.size()) tally::detail::fail<shape_error>("tally::gpu::gather: ancestor ", a, " of ", x.size(), " particles");
-    out[i] = x.host()[a];
+    const std::size_t k = a.host()[i];
+    if (k >= n) bad(k, n);
+    out[i] = k < nx ? x.host()[k] : y->host()[k - nx];
   }
   return Column<T>::host_values(std::move(out));
+}
+template <class Bad>
+Laws gathered_laws(const PmfBatch& x, const PmfBatch* y, const Column<std::size_t>& a, std::size_t max_length,
+                   const char* who, Bad bad) {
+  const std::size_t nx = x.size(), n = nx + (y != nullptr ? y->size() : 0);
+  std::size_t total = 0;
+  for (const std::size_t k : a.host()) {
+    if (k >= n) bad(k, n);
+    total += k < nx ? x.length(k) : y->length(k - nx);
+  }
+  Laws out = Laws::allocate(Backend::cpu, a.size(), total, max_length, who);
+  PmfBatch& b = out.host();
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const std::size_t k = a.host()[i];
+    const PmfBatch& from = k < nx ? x : *y;
+    const std::size_t j = k < nx ? k : k - nx;
+    const auto src = from[j];
+    std::copy(src.begin(), src.end(), b.weights.begin() + b.offset[i]);
+    b.offset[i + 1] = b.offset[i] + static_cast<std::int64_t>(src.size());
+    b.lo[i] = from.lo[j];
+    b.log_scale[i] = from.log_scale[j];
+  }
+  return out;
+}
+/// An ancestor past the population (gather's error).
+[[noreturn]] void bad_ancestor(std::size_t a, std::size_t n) {
+  tally::detail::fail<shape_error>("tally::gpu::gather: ancestor ", a, " of ", n, " particles");
+}
+template <class T>
+Column<T> gather_values(const Column<T>& x, const Column<std::size_t>& ancestors) {
+  return gathered_values(x, static_cast<const Column<T>*>(nullptr), ancestors, bad_ancestor);
 }
 }  // namespace
 
@@ -455,16 +489,13 @@ Column<std::size_t> shifted_slice(const Column<std::size_t>& x, std::size_t firs
 }
 
 namespace {
+/// An index past both sources (gather_two's error).
+[[noreturn]] void bad_index(std::size_t k, std::size_t n) {
+  tally::detail::fail<shape_error>("tally::gpu::detail::gather_two: index ", k, " of ", n);
+}
 template <class T>
 Column<T> gather_two_values(const Column<T>& x, const Column<T>& y, const Column<std::size_t>& a) {
-  std::vector<T> out(a.size());
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    const std::size_t k = a.host()[i];
-    if (k >= x.size() + y.size())
-      tally::detail::fail<shape_error>("tally::gpu::detail::gather_two: index ", k, " of ", x.size() + y.size());
-    out[i] = k < x.size() ? x.host()[k] : y.host()[k - x.size()];
-  }
-  return Column<T>::host_values(std::move(out));
+  return gathered_values(x, &y, a, bad_index);
 }
 template <class T>
 void same_place(const Column<T>& x, const Column<T>& y, const Column<std::size_t>& a) {
@@ -492,24 +523,7 @@ Laws gather_two(const Laws& x, const Laws& y, const Column<std::size_t>& a) {
     tally::detail::fail<shape_error>(who, ": operands in different places");
   const std::size_t max_length = std::max(x.max_length(), y.max_length());
   if (on_device(x.where())) return population_cuda::gather_two(x, y, a, max_length);
-  std::size_t total = 0;
-  for (const std::size_t k : a.host()) {
-    if (k >= x.size() + y.size()) tally::detail::fail<shape_error>(who, ": index ", k, " of ", x.size() + y.size());
-    total += k < x.size() ? x.host().length(k) : y.host().length(k - x.size());
-  }
-  Laws out = Laws::allocate(Backend::cpu, a.size(), total, max_length, who);
-  PmfBatch& b = out.host();
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const std::size_t k = a.host()[i];
-    const PmfBatch& from = k < x.size() ? x.host() : y.host();
-    const std::size_t j = k < x.size() ? k : k - x.size();
-    const auto src = from[j];
-    std::copy(src.begin(), src.end(), b.weights.begin() + b.offset[i]);
-    b.offset[i + 1] = b.offset[i] + static_cast<std::int64_t>(src.size());
-    b.lo[i] = from.lo[j];
-    b.log_scale[i] = from.log_scale[j];
-  }
-  return out;
+  return gathered_laws(x.host(), &y.host(), a, max_length, who, bad_index);
 }
 
 Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size_t first, std::size_t count,
@@ -594,25 +608,8 @@ std::vector<Column<double>> copies(std::span<const Column<double>* const> xs) {
 }
 
 Laws gather(const Laws& x, const Column<std::size_t>& ancestors) {
-  constexpr const char* who = "tally::gpu::gather";
   if (on_device(x.where())) return population_cuda::gather(x, ancestors);
-  const PmfBatch& a = x.host();
-  std::size_t total = 0;
-  for (std::size_t anc : ancestors.host()) {
-    if (anc >= a.size()) tally::detail::fail<shape_error>(who, ": ancestor ", anc, " of ", a.size(), " particles");
-    total += a.length(anc);
-  }
-  Laws out = Laws::allocate(Backend::cpu, ancestors.size(), total, x.max_length(), who);
-  PmfBatch& b = out.host();
-  for (std::size_t i = 0; i < ancestors.size(); ++i) {
-    const std::size_t anc = ancestors.host()[i];
-    const auto src = a[anc];
-    std::copy(src.begin(), src.end(), b.weights.begin() + b.offset[i]);
-    b.offset[i + 1] = b.offset[i] + static_cast<std::int64_t>(src.size());
-    b.lo[i] = a.lo[anc];
-    b.log_scale[i] = a.log_scale[anc];
-  }
-  return out;
+  return gathered_laws(x.host(), nullptr, ancestors, x.max_length(), "tally::gpu::gather", bad_ancestor);
 }
 
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
