@@ -17,14 +17,18 @@ constexpr double neg_inf = -std::numeric_limits<double>::infinity();
 void check(const Column<std::int64_t>& values, const Column<double>& log_w, std::span<const double> probabilities) {
   constexpr const char* who = "tally::gpu::summarize";
   if (values.size() == 0) tally::detail::fail<shape_error>(who, ": no particles");
-  if (values.size() != log_w.size() || values.where() != log_w.where())
-    tally::detail::fail<shape_error>(who, ": ", values.size(), " values and ", log_w.size(), " log-weights",
-                                     values.where() != log_w.where() ? " in different memories" : "");
+  detail::check_same_place(values, log_w, who);
   for (const double p : probabilities)
     if (!(p >= 0.0 && p <= 1.0)) tally::detail::fail<domain_error>(who, ": probability ", p, " is not in [0, 1]");
 }
 
 }  // namespace
+
+void detail::check_same_place(const Column<std::int64_t>& values, const Column<double>& log_w, const char* who) {
+  if (values.size() != log_w.size() || values.where() != log_w.where())
+    tally::detail::fail<shape_error>(who, ": ", values.size(), " values and ", log_w.size(), " log-weights",
+                                     values.where() != log_w.where() ? " in different memories" : "");
+}
 
 std::vector<WeightedSummary> summarize(std::span<const Column<std::int64_t>* const> columns,
                                        const Column<double>& log_w, std::span<const double> probabilities) {

@@ -10,10 +10,7 @@ namespace tally::gpu::detail {
 namespace {
 void same_places(std::span<const Column<std::int64_t>* const> columns, const Column<double>& log_w,
                  const char* who) {
-  for (const auto* c : columns)
-    if (c->size() != log_w.size() || c->where() != log_w.where())
-      tally::detail::fail<shape_error>(who, ": ", c->size(), " values and ", log_w.size(),
-                                       " log-weights, or in another place");
+  for (const auto* c : columns) check_same_place(*c, log_w, who);
 }
 }  // namespace
 

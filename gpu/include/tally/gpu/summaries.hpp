@@ -72,6 +72,8 @@ struct SummarySums {
   std::vector<double> bins;
 };
 inline constexpr std::int64_t summary_bins = 4096;
+/// tally::shape_error (naming `who`) unless the values and log-weights have one size and one place.
+void check_same_place(const Column<std::int64_t>& values, const Column<double>& log_w, const char* who);
 /// Both parts where the columns live (every column the log-weights' size; tally::shape_error otherwise).
 std::vector<SummaryRange> summary_ranges(std::span<const Column<std::int64_t>* const> columns,
                                          const Column<double>& log_w);
