@@ -228,51 +228,6 @@ TALLY_HOST_DEVICE inline double beta_draw(double a, double b, std::uint64_t seed
   return x / (x + y);
 }
 
-/// Weights below this fraction of the mode's end binomial_draw's walk: the mass it leaves out is below 1e-19 of
-/// the total, far under the 2^-53 resolution of the uniform that picks the draw.
-inline constexpr double binomial_walk_floor = 1e-20;
-
-/// One Binomial(n, q) draw (n >= 0, q in [0, 1]) by inversion, with no table: the weights relative to the mode
-/// m = min(n, floor((n + 1) q)), \f$ w_k = p(k) / p(m) \f$, follow \f$ w_{k+1} = w_k \frac{(n - k)\, q}{(k + 1)(1 - q)}
-/// \f$; a walk down from m finds the lowest k with \f$ w_k \ge \f$ binomial_walk_floor, a pass up from there sums
-/// W (stopping past m where the weights fall below the floor), and a second pass returns the first k whose
-/// cumulative weight exceeds u W (the last one summed where rounding leaves none). O(sigma) steps, sigma =
-/// sqrt(n q (1 - q)), and the same arithmetic on the host and the device.
-TALLY_HOST_DEVICE inline std::int64_t binomial_draw(std::int64_t n, double q, double u) {
-  if (n == 0 || q <= 0.0) return 0;
-  if (q >= 1.0) return n;
-  const double r = q / (1.0 - q);
-  std::int64_t m = static_cast<std::int64_t>(::floor((static_cast<double>(n) + 1.0) * q));
-  if (m > n) m = n;
-  std::int64_t lo = m;
-  double w_lo = 1.0;
-  while (lo > 0) {
-    const double w = w_lo * static_cast<double>(lo) / (static_cast<double>(n - lo + 1) * r);
-    if (w < binomial_walk_floor) break;
-    w_lo = w;
-    --lo;
-  }
-  auto next = [&](std::int64_t k, double w) { return w * (static_cast<double>(n - k) * r) / static_cast<double>(k + 1); };
-  double total = 0.0, w = w_lo;
-  std::int64_t hi = lo;
-  for (std::int64_t k = lo;; ++k) {
-    total += w;
-    hi = k;
-    if (k == n) break;
-    w = next(k, w);
-    if (k >= m && w < binomial_walk_floor) break;
-  }
-  const double target = u * total;
-  double cum = 0.0;
-  w = w_lo;
-  for (std::int64_t k = lo; k < hi; ++k) {
-    cum += w;
-    if (cum > target) return k;
-    w = next(k, w);
-  }
-  return hi;
-}
-
 /// log Poisson(v; r) = v log r - r - log v!, -inf for v < 0; r = 0 is the point mass at 0.
 TALLY_HOST_DEVICE inline double poisson_log_mass(std::int64_t v, double r) {
   if (v < 0) return -INFINITY;

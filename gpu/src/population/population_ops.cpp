@@ -7,6 +7,7 @@
 
 #include "population_reference.hpp"
 #include "population_cuda.hpp"
+#include "binomial_math.hpp"
 #include "population_math.hpp"
 #include "scan_math.hpp"
 #include "tally/gpu/philox.hpp"

@@ -14,6 +14,7 @@
 #include "population_cuda.hpp"
 #include "length_scan.cuh"
 #include "population_kernels.cuh"
+#include "binomial_math.hpp"
 #include "population_math.hpp"
 #include "population_reference.hpp"
 #include "resample_check.hpp"
