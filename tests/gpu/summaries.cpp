@@ -115,13 +115,16 @@ TEST_CASE("summarize: every particle impossible gives the unweighted summary; er
 TEST_CASE("summarize: the device against the host", "[gpu][summaries][cuda]") {
   if (test::skip_without_device()) return;
   std::mt19937_64 gen(12);
-  // narrow spans take the device's histogram path (also far from 0, and 4095 apart: its last bin), wide ones its sort
+  // narrow spans take the device's histogram path (also far from 0; values 512 apart: the last bin of a warp's own
+  // bins, 4096 apart: the last of a block's), wide ones its sort
   for (const std::int64_t offset : {std::int64_t{0}, std::int64_t{-1'000'000'000'000}})
-  for (const bool wide : {false, true}) {
+  for (const bool wide : {false, true})
+  for (const std::int64_t last : {49, 511, 4095}) {
+    if (wide && last != 49) continue;
     for (const std::size_t P : {std::size_t{1}, std::size_t{999}, std::size_t{1} << 20}) {
-      INFO((wide ? "wide" : "narrow") << ", offset " << offset << ", P = " << P);
+      INFO((wide ? "wide" : "narrow") << ", offset " << offset << ", last " << last << ", P = " << P);
       auto [v, l] = population(gen, P, wide, offset);
-      if (!wide && P > 1) v[P / 2] = offset + 4095, l[P / 2] = 0.0;
+      if (!wide && P > 1) v[P / 2] = offset + last, l[P / 2] = 0.0;
       const auto host = gpu::summarize(Column<std::int64_t>::host_values(v), Column<double>::host_values(l), probabilities);
       const auto device = gpu::summarize(Column<std::int64_t>::from_host(v, Backend::cuda),
                                          Column<double>::from_host(l, Backend::cuda), probabilities);

@@ -16,14 +16,15 @@ namespace tally::gpu::detail {
 /// resolution of the uniform that picks the draw.
 inline constexpr double binomial_search_floor = 1e-20;
 
-/// One Binomial(n, q) draw (n >= 0, q in [0, 1]) from one uniform u in (0, 1), with no table: the unit interval is
-/// cut into the masses in the order m, m + 1, m - 1, m + 2, m - 2, ... from the mode m = min(n, floor((n + 1) q))
-/// (a side left out once it reaches 0 or n, or its mass falls below binomial_search_floor of p(m)), and the draw is
-/// the k whose piece holds u: an exact draw, in expected O(1 + sigma) steps (about 1.6 sigma, sigma = sqrt(n q (1 -
-/// q))). p(m) is Loader's saddle-point form (conjugate::binomial_log_mass: a few ulps whatever n), each further mass
-/// comes from its neighbour by the exact ratio \f$p(k+1)/p(k) = \frac{(n - k)\,q}{(k + 1)(1 - q)}\f$. Where rounding
-/// leaves u past every mass summed (with probability about the masses' rounding, 1e-15), the draw is the mode. The
-/// pieces are not in the order of k, so two q's on one uniform are not ordered as inversion from 0 would order them.
+/// One Binomial(n, q) draw (0 <= n < 2^53, q in [0, 1]) from one uniform u in (0, 1), with no table: the unit
+/// interval is cut into the masses in the order m, m + 1, m - 1, m + 2, m - 2, ... from the mode m = min(n, floor((n
+/// + 1) q)) (a side left out once it reaches 0 or n, or its mass falls below binomial_search_floor of p(m)), and the
+/// draw is the k whose piece holds u: an exact draw, in expected O(1 + sigma) steps (about 1.6 sigma, sigma =
+/// sqrt(n q (1 - q))). p(m) is Loader's saddle-point form (conjugate::binomial_log_mass: a few ulps whatever n), each
+/// further mass comes from its neighbour by the exact ratio \f$p(k+1)/p(k) = \frac{(n - k)\,q}{(k + 1)(1 - q)}\f$.
+/// Where rounding leaves u past every mass summed (with probability about the masses' rounding, 1e-15), the draw is
+/// the mode. The pieces are not in the order of k, so two q's on one uniform are not ordered as inversion from 0
+/// would order them.
 TALLY_HOST_DEVICE inline std::int64_t binomial_draw(std::int64_t n, double q, double u) {
   if (n == 0 || q <= 0.0) return 0;
   if (q >= 1.0) return n;
@@ -33,23 +34,24 @@ TALLY_HOST_DEVICE inline std::int64_t binomial_draw(std::int64_t n, double q, do
   const double top = ::exp(conjugate::binomial_log_mass(n, m, q)), floor_mass = binomial_search_floor * top;
   double cum = top;
   if (u < cum) return m;
-  std::int64_t up = m, down = m;
-  double w_up = top, w_down = top;
-  bool up_open = m < n, down_open = m > 0;
+  // the two ends as doubles (exact below 2^53): no integer conversions in the loop
+  const double md = static_cast<double>(m);
+  double up = md, down = md, w_up = top, w_down = top;
+  bool up_open = md < nd, down_open = md > 0.0;
   while (up_open || down_open) {
     if (up_open) {
-      w_up *= (static_cast<double>(n - up) * r) / static_cast<double>(up + 1);
-      ++up;
+      w_up *= ((nd - up) * r) / (up + 1.0);
+      up += 1.0;
       cum += w_up;
-      if (u < cum) return up;
-      up_open = up < n && w_up >= floor_mass;
+      if (u < cum) return static_cast<std::int64_t>(up);
+      up_open = up < nd && w_up >= floor_mass;
     }
     if (down_open) {
-      w_down *= static_cast<double>(down) / (static_cast<double>(n - down + 1) * r);
-      --down;
+      w_down *= down / ((nd - down + 1.0) * r);
+      down -= 1.0;
       cum += w_down;
-      if (u < cum) return down;
-      down_open = down > 0 && w_down >= floor_mass;
+      if (u < cum) return static_cast<std::int64_t>(down);
+      down_open = down > 0.0 && w_down >= floor_mass;
     }
   }
   return m;

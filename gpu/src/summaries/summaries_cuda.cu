@@ -35,6 +35,11 @@ using population_cuda::kernels::thread_index;
 inline constexpr int histogram_bins = 4096;
 inline constexpr int histogram_blocks = 264;
 static_assert(summary_bins == histogram_bins, "the parts' bins are the kernels' bins");
+/// The strides of particles a thread of the range and sums passes loads at once, and the bins a warp of the sums' pass keeps to
+/// itself where the values span at most that many (histogram_bins / warps a block: the same shared memory), so that
+/// the shared atomics of a block's warps never meet.
+inline constexpr int range_unroll = 4;
+inline constexpr int warp_bins = histogram_bins / (block / 32);
 /// The columns one set of launches summarizes (their addresses are kernel parameters).
 inline constexpr std::size_t columns_per_launch = 16;
 
@@ -116,16 +121,26 @@ __global__ void __launch_bounds__(block) range_kernel(Columns c, const double* l
   const std::int64_t* v = c.values[blockIdx.y];
   long long lo = LLONG_MAX, hi = LLONG_MIN;
   unsigned long long top = 0;
-  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < static_cast<long long>(count);
-       i += stride) {
-    const auto x = static_cast<long long>(v[i]);
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x, n = static_cast<long long>(count);
+  auto fold = [&](long long i, long long x, double li) {
     lo = min(lo, x);
     hi = max(hi, x);
-    const double li = l[i];
     if (isnan(li) || li == INFINITY) atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
     else top = max(top, ordered_key(li));
+  };
+  long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  // range_unroll strides' loads issued before any is used: a grid of histogram_blocks keeps too few bytes in flight
+  // for the device's bandwidth otherwise
+  for (; i + (range_unroll - 1) * stride < n; i += range_unroll * stride) {
+    long long x[range_unroll];
+    double li[range_unroll];
+    for (int u = 0; u < range_unroll; ++u) {
+      x[u] = static_cast<long long>(v[i + u * stride]);
+      li[u] = l[i + u * stride];
+    }
+    for (int u = 0; u < range_unroll; ++u) fold(i + u * stride, x[u], li[u]);
   }
+  for (; i < n; i += stride) fold(i, static_cast<long long>(v[i]), l[i]);
   warp_fold_range(lo, hi, top);
   const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
   if (lane == 0) {
@@ -166,20 +181,35 @@ __global__ void __launch_bounds__(block) sums_kernel(Columns c, const double* l,
   const Report* r = c.report(blockIdx.y);
   const std::int64_t* v = c.values[blockIdx.y];
   const bool narrow = r->hi - r->lo < histogram_bins;
+  // per warp where the values span at most warp_bins: warp j's bins at local + j * warp_bins
+  const bool per_warp = r->hi - r->lo < warp_bins;
   __shared__ double local[histogram_bins];
   if (narrow) {
     for (int b = threadIdx.x; b < histogram_bins; b += blockDim.x) local[b] = 0.0;
     __syncthreads();
   }
   const long long lo = r->lo;
+  double* mine = per_warp ? local + (threadIdx.x >> 5) * warp_bins : local;
   double total = 0.0, weighted = 0.0, squares = 0.0;
-  for (long long i = thread_index(); i < static_cast<long long>(count); i += static_cast<long long>(gridDim.x) * blockDim.x) {
-    const double w = weight_of(l[i], r);
+  auto add = [&](std::int64_t x, double li) {
+    const double w = weight_of(li, r);
     total += w;
-    weighted += w * static_cast<double>(v[i]);
+    weighted += w * static_cast<double>(x);
     squares += w * w;
-    if (narrow && w > 0.0) atomicAdd(&local[v[i] - lo], w);
+    if (narrow && w > 0.0) atomicAdd(&mine[x - lo], w);
+  };
+  const long long stride = static_cast<long long>(gridDim.x) * blockDim.x, n = static_cast<long long>(count);
+  long long i = thread_index();
+  for (; i + (range_unroll - 1) * stride < n; i += range_unroll * stride) {  // loads first, as in range_kernel
+    std::int64_t x[range_unroll];
+    double li[range_unroll];
+    for (int u = 0; u < range_unroll; ++u) {
+      x[u] = v[i + u * stride];
+      li[u] = l[i + u * stride];
+    }
+    for (int u = 0; u < range_unroll; ++u) add(x[u], li[u]);
   }
+  for (; i < n; i += stride) add(v[i], l[i]);
   using Reduce = cub::BlockReduce<double, block>;
   __shared__ typename Reduce::TempStorage reduce_storage;
   double sums[3] = {total, weighted, squares};
@@ -191,6 +221,14 @@ __global__ void __launch_bounds__(block) sums_kernel(Columns c, const double* l,
   }
   if (!narrow) return;
   double* bins = c.bins + static_cast<std::size_t>(blockIdx.y) * histogram_bins;
+  if (per_warp) {  // (the __syncthreads above, after the last sum, orders the warps' bins before these reads)
+    for (int b = threadIdx.x; b < warp_bins; b += blockDim.x) {
+      double sum = 0.0;
+      for (int j = 0; j < block / 32; ++j) sum += local[j * warp_bins + b];
+      if (sum > 0.0) atomicAdd(&bins[b], sum);
+    }
+    return;
+  }
   for (int b = threadIdx.x; b < histogram_bins; b += blockDim.x)
     if (local[b] > 0.0) atomicAdd(&bins[b], local[b]);
 }
