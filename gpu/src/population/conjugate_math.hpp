@@ -18,27 +18,27 @@ TALLY_HOST_DEVICE inline bool positive(double x) { return x > 0.0 && x < INFINIT
 TALLY_HOST_DEVICE inline bool nonnegative(double x) { return x >= 0.0 && x < INFINITY; }
 TALLY_HOST_DEVICE inline bool probability(double x) { return x >= 0.0 && x <= 1.0; }
 
-/// \f$\delta(n)\f$ of stirling_error for the integers n = 1 .. 15: 50-digit values (mpmath: loggamma(n + 1) - (n +
-/// 1/2) log n + n - log(2 pi) / 2) rounded to doubles; 0 for any other n.
+/// \f$\delta(n)\f$ of stirling_error for the integers n = 0 .. 15: 50-digit values (mpmath: loggamma(n + 1) - (n +
+/// 1/2) log n + n - log(2 pi) / 2) rounded to doubles (n = 0, where delta is infinite, is never read). One table for
+/// the host and one in device memory (16 doubles: one cache line, so the lanes of a warp read theirs at once, where
+/// a switch would branch a lane's way each).
+#define TALLY_SMALL_STIRLING_ERRORS                                                                                  \
+  0.0, 0.08106146679532726, 0.0413406959554093, 0.02767792568499834, 0.020790672103765093, 0.016644691189821193,   \
+      0.013876128823070748, 0.01189670994589177, 0.010411265261972096, 0.009255462182712733, 0.00833056343336287,  \
+      0.007573675487951841, 0.00694284010720953, 0.006408994188004207, 0.0059513701127588475, 0.005554733551962801
+inline constexpr double small_stirling_errors[16] = {TALLY_SMALL_STIRLING_ERRORS};
+#ifdef __CUDACC__
+static __device__ const double small_stirling_errors_device[16] = {TALLY_SMALL_STIRLING_ERRORS};
+#endif
+#undef TALLY_SMALL_STIRLING_ERRORS
+
+/// small_stirling_errors[n], 1 <= n <= 15, from the device's table in device code.
 TALLY_HOST_DEVICE inline double small_stirling_error(int n) {
-  switch (n) {
-    case 1: return 0.08106146679532726;
-    case 2: return 0.0413406959554093;
-    case 3: return 0.02767792568499834;
-    case 4: return 0.020790672103765093;
-    case 5: return 0.016644691189821193;
-    case 6: return 0.013876128823070748;
-    case 7: return 0.01189670994589177;
-    case 8: return 0.010411265261972096;
-    case 9: return 0.009255462182712733;
-    case 10: return 0.00833056343336287;
-    case 11: return 0.007573675487951841;
-    case 12: return 0.00694284010720953;
-    case 13: return 0.006408994188004207;
-    case 14: return 0.0059513701127588475;
-    case 15: return 0.005554733551962801;
-    default: return 0.0;
-  }
+#ifdef __CUDA_ARCH__
+  return small_stirling_errors_device[n];
+#else
+  return small_stirling_errors[n];
+#endif
 }
 
 /// Stirling's error \f$\delta(y) = \log\Gamma(y + 1) - \log(\sqrt{2\pi y}\,(y/e)^y)\f$ for real y > 0. From 16 on,
