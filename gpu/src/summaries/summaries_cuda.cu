@@ -35,9 +35,9 @@ using population_cuda::kernels::thread_index;
 inline constexpr int histogram_bins = 4096;
 inline constexpr int histogram_blocks = 264;
 static_assert(summary_bins == histogram_bins, "the parts' bins are the kernels' bins");
-/// The strides of particles a thread of the range and sums passes loads at once, and the bins a warp of the sums' pass keeps to
-/// itself where the values span at most that many (histogram_bins / warps a block: the same shared memory), so that
-/// the shared atomics of a block's warps never meet.
+/// The strides of particles a thread of the range and sums passes loads at once, and the bins a warp of the sums'
+/// pass keeps to itself where the values span at most that many (histogram_bins / warps a block: the same shared
+/// memory), so that the shared atomics of a block's warps never meet.
 inline constexpr int range_unroll = 4;
 inline constexpr int warp_bins = histogram_bins / (block / 32);
 /// The columns one set of launches summarizes (their addresses are kernel parameters).
