@@ -100,6 +100,10 @@ TEST_CASE("sample_binomial: point masses, the same uniform for the same particle
   CHECK_THROWS_AS(gpu::sample_binomial(Column<std::int64_t>::host_values({-1}), Column<double>::host_values({0.5}), 1, 0),
                   domain_error);
   CHECK_THROWS_AS(gpu::sample_binomial(n, Column<double>::host_values({0.4}), 1, 0), shape_error);
+  // the draw's arithmetic is in doubles: n up to 2^53 (a draw there is 10^8 steps: not run)
+  const auto huge = Column<std::int64_t>::host_values({1, (std::int64_t{1} << 53) + 1});
+  CHECK_THROWS_AS(gpu::sample_binomial(huge, Column<double>::host_values({0.5, 0.5}), 1, 0), domain_error);
+  CHECK_THROWS_AS(gpu::sample_binomial(huge, 0.5, 1, 0), domain_error);
 }
 
 TEST_CASE("sample_binomial: the device draws what the host draws", "[gpu][sample_binomial][cuda]") {
@@ -119,6 +123,11 @@ TEST_CASE("sample_binomial: the device draws what the host draws", "[gpu][sample
   for (std::size_t i = 0; i < P; ++i) differ += device[i] != host.host()[i];
   CHECK(differ <= 2);  // the same arithmetic; fma contraction may move a cumulative sum by one rounding
   q[5] = -0.5;
+  CHECK_THROWS_AS(gpu::sample_binomial(Column<std::int64_t>::from_host(n, Backend::cuda),
+                                       Column<double>::from_host(q, Backend::cuda), 4, 2),
+                  domain_error);
+  q[5] = 0.5;
+  n[9] = (std::int64_t{1} << 53) + 1;
   CHECK_THROWS_AS(gpu::sample_binomial(Column<std::int64_t>::from_host(n, Backend::cuda),
                                        Column<double>::from_host(q, Backend::cuda), 4, 2),
                   domain_error);

@@ -11,12 +11,16 @@
 
 namespace tally::gpu::detail {
 
+/// The largest n binomial_draw takes: its arithmetic is in doubles, exact for the integers up to 2^53
+/// (sample_binomial refuses a larger n with tally::domain_error; its draw would take some 10^8 steps anyway).
+inline constexpr std::int64_t binomial_draw_max_n = std::int64_t{1} << 53;
+
 /// Masses below this fraction of the mode's end binomial_draw's search on their side: past the mode each side's
 /// masses fall at least geometrically, so what is left there is below about 1e-19 of the total, far under the 2^-53
 /// resolution of the uniform that picks the draw.
 inline constexpr double binomial_search_floor = 1e-20;
 
-/// One Binomial(n, q) draw (0 <= n < 2^53, q in [0, 1]) from one uniform u in (0, 1), with no table: the unit
+/// One Binomial(n, q) draw (0 <= n <= binomial_draw_max_n, q in [0, 1]) from one uniform u in (0, 1), with no table: the unit
 /// interval is cut into the masses in the order m, m + 1, m - 1, m + 2, m - 2, ... from the mode m = min(n, floor((n
 /// + 1) q)) (a side left out once it reaches 0 or n, or its mass falls below binomial_search_floor of p(m)), and the
 /// draw is the k whose piece holds u: an exact draw, in expected O(1 + sigma) steps (about 1.6 sigma, sigma =

@@ -607,7 +607,7 @@ Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const double
       [=] __device__(long long i) {
         const std::int64_t ni = np[i];
         const double qi = qp != nullptr ? qp[i] : q_value;
-        if (ni < 0 || !(qi >= 0.0 && qi <= 1.0)) {
+        if (ni < 0 || ni > detail::binomial_draw_max_n || !(qi >= 0.0 && qi <= 1.0)) {
           atomicMin(flag, static_cast<unsigned long long>(i));
           o[i] = 0;
           return;

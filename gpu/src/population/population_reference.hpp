@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <limits>
 
+#include "binomial_math.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu/population_arrays.hpp"
 
@@ -34,9 +35,9 @@ inline bool on_device(Backend where) { return where == Backend::cuda; }
 
 /// sample_binomial's parameter check (host and device alike): n >= 0 and q in [0, 1].
 inline void check_binomial(const char* who, std::size_t i, std::int64_t n, double q) {
-  if (n < 0 || !(q >= 0.0 && q <= 1.0))
+  if (n < 0 || n > binomial_draw_max_n || !(q >= 0.0 && q <= 1.0))
     tally::detail::fail<domain_error>(who, ": particle ", i, " asks for Binomial(n = ", n, ", q = ", q,
-                                      "): n must be >= 0 and q in [0, 1]");
+                                      "): n must be in 0 .. 2^53 and q in [0, 1]");
 }
 
 /// log M_i = log_scale_i + log sum_k w_{i,k}: the mass of law i (-inf without mass).

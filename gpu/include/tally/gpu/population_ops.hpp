@@ -104,9 +104,9 @@ Column<std::int64_t> sample_shared(std::span<const double> w, std::int64_t lo, s
 /// One Binomial(n_i, q_i) draw per particle from u_i = philox_uniform(seed, i, counter) without a table: the unit
 /// interval cut into the masses in the order m, m + 1, m - 1, m + 2, ... from the mode m (binomial_math.hpp's
 /// binomial_draw: p(m) by Loader's saddle-point form, about 1.6 sqrt(n q (1 - q)) steps each, nothing stored; the
-/// same arithmetic on both). An exact draw, not monotone in q for one u.
-/// tally::domain_error naming the first particle with n_i < 0 or q_i outside [0, 1] (device: a flag and the
-/// particle's n and q recorded; raised at once, or inside gpu::DeferChecks where the host next waits).
+/// same arithmetic on both). An exact draw, not monotone in q for one u. tally::domain_error naming the first
+/// particle with n_i outside 0 .. 2^53 or q_i outside [0, 1] (device: a flag and the particle's n and q recorded;
+/// raised at once, or inside gpu::DeferChecks where the host next waits).
 Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const Column<double>& q, std::uint64_t seed,
                                      std::uint64_t counter, std::uint64_t first_stream = 0);
 /// The same with one q for every particle (a thinning's), without a column of P copies of it: the same draws.
