@@ -20,15 +20,15 @@ inline constexpr std::int64_t binomial_draw_max_n = std::int64_t{1} << 53;
 /// resolution of the uniform that picks the draw.
 inline constexpr double binomial_search_floor = 1e-20;
 
-/// One Binomial(n, q) draw (0 <= n <= binomial_draw_max_n, q in [0, 1]) from one uniform u in (0, 1), with no table: the unit
-/// interval is cut into the masses in the order m, m + 1, m - 1, m + 2, m - 2, ... from the mode m = min(n, floor((n
-/// + 1) q)) (a side left out once it reaches 0 or n, or its mass falls below binomial_search_floor of p(m)), and the
-/// draw is the k whose piece holds u: an exact draw, in expected O(1 + sigma) steps (about 1.6 sigma, sigma =
-/// sqrt(n q (1 - q))). p(m) is Loader's saddle-point form (conjugate::binomial_log_mass: a few ulps whatever n), each
-/// further mass comes from its neighbour by the exact ratio \f$p(k+1)/p(k) = \frac{(n - k)\,q}{(k + 1)(1 - q)}\f$.
-/// Where rounding leaves u past every mass summed (with probability about the masses' rounding, 1e-15), the draw is
-/// the mode. The pieces are not in the order of k, so two q's on one uniform are not ordered as inversion from 0
-/// would order them.
+/// One Binomial(n, q) draw (0 <= n <= binomial_draw_max_n, q in [0, 1]) from one uniform u in (0, 1), with no
+/// table: the unit interval is cut into the masses in the order m, m + 1, m - 1, m + 2, m - 2, ... from the mode m =
+/// min(n, floor((n + 1) q)) (a side left out once it reaches 0 or n, or its mass falls below binomial_search_floor
+/// of p(m)), and the draw is the k whose piece holds u: an exact draw, in expected O(1 + sigma) steps (about 1.6
+/// sigma, sigma = sqrt(n q (1 - q))). p(m) is Loader's saddle-point form (conjugate::binomial_log_mass: a few ulps
+/// whatever n), each further mass comes from its neighbour by the exact ratio \f$p(k+1)/p(k) = \frac{(n - k)\,q}{(k
+/// + 1)(1 - q)}\f$. Where rounding leaves u past every mass summed (with probability about the masses' rounding,
+/// 1e-15), the draw is the mode. The pieces are not in the order of k, so two q's on one uniform are not ordered as
+/// inversion from 0 would order them.
 TALLY_HOST_DEVICE inline std::int64_t binomial_draw(std::int64_t n, double q, double u) {
   if (n == 0 || q <= 0.0) return 0;
   if (q >= 1.0) return n;

@@ -33,7 +33,7 @@ inline bool on_device(Backend where) { return where == Backend::cuda; }
                                     k - 1, " of the table");
 }
 
-/// sample_binomial's parameter check (host and device alike): n >= 0 and q in [0, 1].
+/// sample_binomial's parameter check (host and device alike): 0 <= n <= 2^53 (binomial_draw_max_n) and q in [0, 1].
 inline void check_binomial(const char* who, std::size_t i, std::int64_t n, double q) {
   if (n < 0 || n > binomial_draw_max_n || !(q >= 0.0 && q <= 1.0))
     tally::detail::fail<domain_error>(who, ": particle ", i, " asks for Binomial(n = ", n, ", q = ", q,
