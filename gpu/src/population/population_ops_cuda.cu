@@ -305,31 +305,8 @@ __global__ void log_mass_kernel(PmfBatchView x, const std::int64_t* v, double* l
   log_likelihood[i] += w > 0.0 ? log(w) + x.log_scale[i] : -INFINITY;
 }
 
-/// One warp per law: law i of the result is law ancestors[i] of x, at the scanned offsets.
-__global__ void gather_laws_kernel(PmfBatchView x, const std::size_t* ancestors, const std::int64_t* offsets,
-                                   MutablePmfBatchView out) {
-  const long long i = warp_index();
-  const int lane = threadIdx.x & 31;
-  if (i >= static_cast<long long>(out.count)) return;
-  const std::size_t a = ancestors[i];
-  const std::int64_t from = x.offset[a], m = x.offset[a + 1] - from, to = offsets[i];
-  for (std::int64_t k = lane; k < m; k += 32) out.weights[to + k] = x.weights[from + k];
-  if (lane == 0) {
-    if (i == 0) out.offset[0] = 0;
-    out.offset[i + 1] = offsets[i + 1];
-    out.lo[i] = x.lo[a];
-    out.log_scale[i] = x.log_scale[a];
-  }
-}
-
-__global__ void gathered_lengths_kernel(const std::int64_t* offset, const std::size_t* ancestors, std::size_t count,
-                                        std::int64_t* lengths) {
-  const long long i = thread_index();
-  if (i > static_cast<long long>(count)) return;
-  lengths[i] = i == static_cast<long long>(count) ? 0 : offset[ancestors[i] + 1] - offset[ancestors[i]];
-}
-
-/// gather_laws_kernel and gathered_lengths_kernel from two sources: index k < nx takes x's law k, else y's k - nx.
+/// One warp per law: law i of the result is law index[i] of the two sources, at the scanned offsets (k < nx: x's law
+/// k, else y's k - nx).
 __global__ void gather_two_laws_kernel(PmfBatchView x, PmfBatchView y, std::size_t nx, const std::size_t* index,
                                        const std::int64_t* offsets, MutablePmfBatchView out) {
   const long long i = warp_index();
@@ -348,6 +325,7 @@ __global__ void gather_two_laws_kernel(PmfBatchView x, PmfBatchView y, std::size
   }
 }
 
+/// lengths[i] = the length of law index[i] of the two sources (i < count), 0 at i = count (the scan's end).
 __global__ void gathered_two_lengths_kernel(const std::int64_t* x_offset, const std::int64_t* y_offset, std::size_t nx,
                                             const std::size_t* index, std::size_t count, std::int64_t* lengths) {
   const long long i = thread_index();
@@ -878,20 +856,7 @@ std::vector<Column<double>> gather(std::span<const Column<double>* const> xs, co
 }
 
 Laws gather(const Laws& x, const Column<std::size_t>& ancestors) {
-  constexpr const char* who = "tally::gpu::gather";
-  const std::size_t count = ancestors.size();
-  auto lengths = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
-  auto offsets = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
-  auto report = Column<LengthReport>::allocate(Backend::cuda, 1, who);
-  init_report<<<1, 1>>>(report.data(), count);  // scan_lengths reads the whole report back
-  gathered_lengths_kernel<<<thread_blocks(count + 1), block>>>(x.view().offset, ancestors.data(), count, lengths.data());
-  launched();
-  const LengthReport r = scan_lengths(lengths.data(), offsets.data(), count, report.data());
-  Laws out = Laws::allocate(Backend::cuda, count, static_cast<std::size_t>(r.total), x.max_length(), who);
-  if (count > 0)
-    gather_laws_kernel<<<warp_blocks(count), block>>>(x.view(), ancestors.data(), offsets.data(), out.mutable_view());
-  launched();
-  return out;
+  return gather_two(x, Laws{}, ancestors, x.max_length());  // (the host's gather: no second source)
 }
 
 namespace {
