@@ -46,8 +46,8 @@ Laws count_laws(Place& at, const CountChild& c, Node& rho) {
   const bool known = rho.state == State::realized;
   auto& s = *rho.continuous;
   if (at.device() && c.family == CountChild::binomial)  // kept as parameters: weights written when needed
-    return known ? parameter_laws(gpu::ParameterFamily::binomial, c.trials, s.scalar, nullptr)
-                 : parameter_laws(gpu::ParameterFamily::beta_binomial, c.trials, s.params.a, &s.params.b);
+    return known ? parameter_laws(at, gpu::ParameterFamily::binomial, c.trials, s.scalar, nullptr)
+                 : parameter_laws(at, gpu::ParameterFamily::beta_binomial, c.trials, s.params.a, &s.params.b);
   const HostParameters p(c, rho);
   const auto &a = p.a, &b = p.b, &value = p.value;
   const auto& n = p.n;

@@ -404,7 +404,7 @@ bool draw_directly(Node& n) {
   const std::uint64_t draw = ctx.draws;  // counted once drawn: a failed draw (device memory) is retried with it
   n.value = make_values(q != nullptr ? gpu::sample_binomial(**trials, *q, ctx.seed, draw, ctx.first_particle)
                                       : gpu::sample_binomial(**trials, keep, ctx.seed, draw, ctx.first_particle),
-                        true);
+                        true, trials->largest ? *trials->largest : gpu::LaterMax());  // a draw of n trials: <= n
   ++ctx.draws;
   n.state = State::realized;
   n.parents = {};

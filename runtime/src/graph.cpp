@@ -14,6 +14,7 @@
 #include "support.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu/deferred_checks.hpp"
+#include "tally/gpu/later_max.hpp"
 #include "tally/gpu/population_ops.hpp"
 
 namespace tally::runtime {
@@ -73,6 +74,32 @@ auto guarded(const Graph& g, F f) -> decltype(f()) {
   } catch (const device_memory_error& e) {
     out_of_memory(g.particles(), e, g.bytes());
   }
+}
+
+/// Where an unsharded device graph is about to wait anyway (a summary, a resampling decision): the maxima of its live
+/// values that have no bound yet, by one pass launched before the wait (gpu::largest_later), so that the device laws
+/// of n made after it are sized from them without a wait of their own (Place::bound_values; only once some law
+/// has needed one: a filter that makes none launches nothing).
+void bound_live_values(detail::Context& c) {
+  if (!c.bound_values || !c.device()) return;
+  std::vector<const detail::Values*> open;
+  auto add = [&](const detail::Values& v) {
+    if (v.empty() || !v.largest || !v.largest->empty()) return;
+    for (const detail::Values* o : open)
+      if (o->largest == v.largest) return;  // copies share their bound
+    open.push_back(&v);
+  };
+  for (Node* n = c.first_live; n != nullptr; n = n->next_live) {
+    add(n->value);
+    add(n->tie_c);
+    if (const auto* k = std::get_if<detail::CountChild>(&n->kind)) add(k->trials);
+    if (n->marginal.parameters) add(n->marginal.parameters->n);
+  }
+  if (open.empty()) return;
+  std::vector<const gpu::Column<std::int64_t>*> columns;
+  for (const detail::Values* v : open) columns.push_back(v->column.get());
+  std::vector<gpu::LaterMax> maxima = gpu::largest_later(columns);
+  for (std::size_t k = 0; k < open.size(); ++k) *open[k]->largest = std::move(maxima[k]);
 }
 
 /// Records what the runtime samples while one observation computes (Context::report), and stops at scope exit.
@@ -512,6 +539,7 @@ std::vector<gpu::WeightedSummary> Graph::summarize(std::span<const Variable> xs,
     }
     // on the device the resampler's summary of the weights comes back too (unless an earlier summary of the same
     // weights brought it): a resampling next needs no wait
+    bound_live_values(*context_);
     const std::span<const gpu::Column<std::int64_t>* const> values(columns);
     if (context_->known_weights()) return gpu::summarize(values, context_->log_weight(), probabilities);
     std::optional<gpu::WeightSummary> weights;
@@ -648,6 +676,7 @@ Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kin
     return {known->log_sum - std::log(static_cast<double>(particles())), known->ess, {}};
   }
   gpu::WeightSummary summary{};
+  if (!known) bound_live_values(*context_);  // the resampler waits for the weights' summary
   auto ancestors = gpu::resample(context_->log_weight(), kind, context_->seed ^ resampling_key, context_->resamplings,
                                  summary, threshold, known ? &*known : nullptr);
   const double log_mean = summary.log_sum - std::log(static_cast<double>(particles()));
@@ -805,7 +834,9 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
     for (const detail::Values* v : value_sources) columns.push_back(v->column.get());
     auto gathered = gpu::gather(std::span<const gpu::Column<std::int64_t>* const>(columns), a);
     for (std::size_t k = 0; k < columns.size(); ++k)
-      values[columns[k]] = detail::make_values(std::move(gathered[k]), value_sources[k]->nonnegative);
+      values[columns[k]] = detail::make_values(std::move(gathered[k]), value_sources[k]->nonnegative,
+                                               value_sources[k]->largest ? *value_sources[k]->largest
+                                                                         : gpu::LaterMax());  // a gather's values
   }
   {
     const std::vector<const gpu::Column<double>*> columns(double_columns.begin(), double_columns.end());

@@ -296,10 +296,15 @@ Values make_values(const Place& at, const std::vector<std::int64_t>& v) {
                      std::all_of(v.begin(), v.end(), [](std::int64_t k) { return k >= 0; }));
 }
 Values make_values(gpu::Column<std::int64_t> v, bool nonnegative) {
-  return Values{std::make_shared<const gpu::Column<std::int64_t>>(std::move(v)), nonnegative};
+  return make_values(std::move(v), nonnegative, gpu::LaterMax());
+}
+Values make_values(gpu::Column<std::int64_t> v, bool nonnegative, const gpu::LaterMax& largest) {
+  const bool device = v.where() == gpu::Backend::cuda;
+  return Values{std::make_shared<const gpu::Column<std::int64_t>>(std::move(v)), nonnegative,
+                device ? std::make_shared<gpu::LaterMax>(largest) : nullptr};
 }
 Values filled_values(const Place& at, std::int64_t v) {
-  return make_values(gpu::filled(v, at.particles, at.where), v >= 0);
+  return make_values(gpu::filled(v, at.particles, at.where), v >= 0, gpu::LaterMax(v));
 }
 std::vector<std::int64_t> to_vector(const Values& v) { return v.column->to_host(); }
 
@@ -358,14 +363,15 @@ Laws push_realized(Place& at, const Values& x, const ChildLaw& law) {
                        [&](std::size_t i) { return push_pmf(Pmf::point(x[i]), law, at.truncation); });
 }
 
-Laws binomial_laws(const Place& at, const Values& n, const gpu::Column<double>& p) {
-  if (at.device()) return parameter_laws(gpu::ParameterFamily::binomial, n, p, nullptr);
+Laws binomial_laws(Place& at, const Values& n, const gpu::Column<double>& p) {
+  if (at.device()) return parameter_laws(at, gpu::ParameterFamily::binomial, n, p, nullptr);
   return host_map_once(at, distinct_inputs(at, nullptr, nullptr, n.column->host().data(), p.host().data()),
                        [&](std::size_t i) { return push_pmf(Pmf::point(n[i]), Thinning(p.host()[i]), at.truncation); });
 }
 
-Laws parameter_laws(gpu::ParameterFamily family, const Values& n, const gpu::Column<double>& a,
+Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, const gpu::Column<double>& a,
                     const gpu::Column<double>* b) {
+  if (!n.bound()) at.bound_values = true;  // this law's lengths will be read back: later ones need not be
   auto form = std::make_shared<ParameterForm>();
   form->family = family;
   form->n = n;

@@ -4,12 +4,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <variant>
 #include <vector>
 
 #include "tally/distributions/child_laws.hpp"
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/truncation.hpp"
+#include "tally/gpu/later_max.hpp"
 #include "tally/gpu/parameter_laws.hpp"
 #include "tally/gpu/population_arrays.hpp"
 #include "bound.hpp"
@@ -39,6 +41,10 @@ struct Place {
   std::uint64_t seed = 1;
   std::uint64_t draws = 0;
   std::uint64_t first_particle = 0;
+  /// Set by the first device law of n (a binomial or beta-binomial kept as parameters) made while n had no bound on
+  /// the host: from then on the graph computes its live values' maxima where it waits anyway (Graph::summarize), so
+  /// that later such laws are sized from them, without reading their lengths back. Never set on the host.
+  bool bound_values = false;
   bool device() const { return where == gpu::Backend::cuda; }
 };
 
@@ -73,7 +79,12 @@ struct Laws {
 struct Values {
   std::shared_ptr<const gpu::Column<std::int64_t>> column;
   bool nonnegative = false;  // known to be >= 0 in every particle (without reading device values back)
+  /// Device values: an upper bound on them known on the host, or pending on the device, or none yet (empty), shared
+  /// by the copies (the graph fills it where it waits: bound_values); null on the host.
+  std::shared_ptr<gpu::LaterMax> largest;
   bool empty() const { return !column; }
+  /// The bound, where it is known by now (never waits).
+  std::optional<std::int64_t> bound() const { return largest ? largest->value() : std::nullopt; }
   /// Host values only (a CPU graph).
   std::int64_t operator[](std::size_t i) const { return column->host()[i]; }
   const gpu::Column<std::int64_t>& operator*() const { return *column; }
@@ -83,7 +94,9 @@ struct ParameterForm {
   gpu::ParameterFamily family;
   Values n;
   gpu::Column<double> a, b;  // b: beta-binomial only (empty for a binomial)
-  gpu::ParameterLaws laws() const { return {family, *n, a, family == gpu::ParameterFamily::binomial ? a : b}; }
+  gpu::ParameterLaws laws() const {
+    return {family, *n, a, family == gpu::ParameterFamily::binomial ? a : b, n.bound()};
+  }
 };
 
 /// Per-particle conjugate parameters: Beta(a, b) or Gamma(shape a, rate b) as two columns where the graph keeps
@@ -103,6 +116,9 @@ struct LogLikelihood {
 // ---- values -------------------------------------------------------------------------------------------------
 Values make_values(const Place& at, const std::vector<std::int64_t>& v);
 Values make_values(gpu::Column<std::int64_t> v, bool nonnegative = false);
+/// As above, with a bound on the values known to the caller (an operation's values within its input's: a gather,
+/// a binomial draw of n trials); ignored on the host.
+Values make_values(gpu::Column<std::int64_t> v, bool nonnegative, const gpu::LaterMax& largest);
 Values filled_values(const Place& at, std::int64_t v);
 std::vector<std::int64_t> to_vector(const Values& v);
 /// a x_i + b y_i + c (y may be empty when b = 0); tally::overflow_error outside int64.
@@ -126,9 +142,10 @@ gpu::ChildKernel child_kernel(const ChildLaw& law, gpu::Backend where);
 Laws push(Place& at, const Laws& x, const ChildLaw& law);
 Laws push_realized(Place& at, const Values& x, const ChildLaw& law);
 /// Binomial(n_i, p_i) (a device graph keeps the parameters: p copied).
-Laws binomial_laws(const Place& at, const Values& n, const gpu::Column<double>& p);
-/// Laws of the family on the device, kept as their parameters (a and b copied).
-Laws parameter_laws(gpu::ParameterFamily family, const Values& n, const gpu::Column<double>& a,
+Laws binomial_laws(Place& at, const Values& n, const gpu::Column<double>& p);
+/// Laws of the family on the device, kept as their parameters (a and b copied); sets at.bound_values where n has no
+/// bound yet.
+Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, const gpu::Column<double>& a,
                     const gpu::Column<double>* b);
 /// x with its weights: x itself unless it is kept as parameters (then its weights are written).
 Laws dense(const Laws& x);

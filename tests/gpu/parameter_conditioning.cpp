@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <optional>
 #include <limits>
 #include <random>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "gpu/device.hpp"
 #include "parameter_reference.hpp"
 #include "tally/error.hpp"
+#include "tally/gpu/deferred_checks.hpp"
 #include "tally/gpu/parameter_laws.hpp"
 #include "tally/gpu/population_ops.hpp"
 
@@ -45,7 +48,7 @@ struct Placed {
   Placed(const Operand& o, Backend where)
       : n(Column<std::int64_t>::from_host(o.n, where)), a(Column<double>::from_host(o.a, where)),
         b(Column<double>::from_host(o.b, where)), family(o.family) {}
-  gpu::ParameterLaws laws() const { return {family, n, a, b}; }
+  gpu::ParameterLaws laws(std::optional<std::int64_t> n_max = std::nullopt) const { return {family, n, a, b, n_max}; }
 };
 
 struct Result {
@@ -53,10 +56,13 @@ struct Result {
   std::vector<double> log_likelihood;
 };
 
-Result condition(const Operand& x, const Operand& y, int sign, const std::vector<std::int64_t>& z, Backend where) {
+/// x_max, y_max: the callers' bounds on n (ParameterLaws::n_max), none by default.
+Result condition(const Operand& x, const Operand& y, int sign, const std::vector<std::int64_t>& z, Backend where,
+                 std::optional<std::int64_t> x_max = std::nullopt, std::optional<std::int64_t> y_max = std::nullopt) {
   const Placed px(x, where), py(y, where);
   auto ll = Column<double>::from_host(std::vector<double>(z.size(), 0.0), where);
-  const gpu::Laws post = gpu::condition_on_sum(px.laws(), py.laws(), sign, Column<std::int64_t>::from_host(z, where), ll);
+  const gpu::Laws post =
+      gpu::condition_on_sum(px.laws(x_max), py.laws(y_max), sign, Column<std::int64_t>::from_host(z, where), ll);
   return {post.to_host(), ll.to_host()};
 }
 
@@ -283,4 +289,60 @@ TEST_CASE("condition_on_sum of parameter laws: the device computes what the host
   // a bad parameter is named on the device too
   Operand x{ParameterFamily::binomial, {5, 5}, {0.3, 1.5}, {1, 1}}, y{ParameterFamily::binomial, {4, 4}, {0.5, 0.5}, {1, 1}};
   REQUIRE_THROWS_AS(condition(x, y, 1, {3, 3}, Backend::cuda), domain_error);
+}
+
+TEST_CASE("condition_on_sum of parameter laws: with bounds on n the device reads nothing back and writes the same",
+          "[population][parameter_laws][device]") {
+  if (test::skip_without_device()) return;
+  for (int sign : {1, -1}) {
+    Draws d(20000, 1200, 31 + (sign > 0 ? 0 : 1));
+    std::vector<std::int64_t> z = d.z;
+    if (sign < 0)
+      for (std::size_t i = 0; i < z.size(); ++i) z[i] -= d.y.n[i];
+    const std::int64_t x_max = *std::max_element(d.x.n.begin(), d.x.n.end());
+    const std::int64_t y_max = *std::max_element(d.y.n.begin(), d.y.n.end());
+    const Result plain = condition(d.x, d.y, sign, z, Backend::cuda);
+    // exact bounds, one operand's, and loose ones: the room changes, not one bit of the result
+    const std::pair<std::optional<std::int64_t>, std::optional<std::int64_t>> bounds[] = {
+        {x_max, y_max}, {x_max, std::nullopt}, {std::nullopt, y_max}, {x_max + 1000, y_max + 7}};
+    for (const auto& [bx, by] : bounds) {
+      INFO("sign " << sign << ", bounds " << bx.value_or(-1) << ", " << by.value_or(-1));
+      const Result g = condition(d.x, d.y, sign, z, Backend::cuda, bx, by);
+      REQUIRE(g.posterior.offset == plain.posterior.offset);
+      REQUIRE(g.posterior.lo == plain.posterior.lo);
+      REQUIRE(g.posterior.log_scale == plain.posterior.log_scale);
+      REQUIRE(g.posterior.weights == plain.posterior.weights);
+      REQUIRE(g.log_likelihood == plain.log_likelihood);
+    }
+  }
+  // errors: deferred inside DeferChecks, the same message where the host next waits; a diagonal longer than the
+  // bound allows is refused, not written past its room
+  Operand x{ParameterFamily::binomial, {5, 5}, {0.3, 1.5}, {1, 1}}, y{ParameterFamily::binomial, {4, 4}, {0.5, 0.5}, {1, 1}};
+  std::string at_once;
+  try {
+    (void)condition(x, y, 1, {3, 3}, Backend::cuda);
+  } catch (const domain_error& e) {
+    at_once = e.what();
+  }
+  REQUIRE_THAT(at_once, Catch::Contains("particle 1"));
+  {
+    const gpu::DeferChecks defer;
+    const Placed px(x, Backend::cuda), py(y, Backend::cuda);
+    auto ll = gpu::filled(0.0, 2, Backend::cuda);
+    const auto zd = Column<std::int64_t>::from_host({3, 3}, Backend::cuda);
+    const gpu::Laws post = gpu::condition_on_sum(px.laws(5), py.laws(4), 1, zd, ll);  // no throw: nothing waited
+    try {
+      (void)post.to_host();
+      FAIL("the deferred domain error was not raised");
+    } catch (const domain_error& e) {
+      CHECK(std::string(e.what()) == at_once);
+    }
+  }
+  Operand wide{ParameterFamily::binomial, {50, 50}, {0.3, 0.3}, {1, 1}};
+  try {
+    (void)condition(wide, wide, 1, {50, 50}, Backend::cuda, 10, std::nullopt);
+    FAIL("a diagonal longer than the bound was not refused");
+  } catch (const domain_error& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("particle 0") && Catch::Contains("bound"));
+  }
 }

@@ -8,11 +8,13 @@
 #include <functional>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gpu/device.hpp"
 #include "parameter_reference.hpp"
 #include "tally/error.hpp"
+#include "tally/gpu/deferred_checks.hpp"
 #include "tally/gpu/population_ops.hpp"
 
 using namespace tally;
@@ -162,4 +164,69 @@ TEST_CASE("binomial_laws and beta_binomial_laws: the device writes what the host
   REQUIRE_THROWS_AS(gpu::beta_binomial_laws(nd, Column<double>::from_host(bad, Backend::cuda),
                                             Column<double>::from_host(b, Backend::cuda)),
                     domain_error);
+}
+
+TEST_CASE("binomial_laws and beta_binomial_laws with a bound on n: room from the bound, the same laws, errors deferred",
+          "[population][parameter_laws][device]") {
+  if (test::skip_without_device()) return;
+  std::mt19937_64 gen(20261126);
+  const std::size_t p = 30000;
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  std::vector<std::int64_t> n(p);
+  std::vector<double> a(p), b(p), q(p);
+  for (std::size_t i = 0; i < p; ++i) {
+    n[i] = u(gen) < 0.1 ? 0 : std::int64_t(u(gen) * 700);
+    a[i] = std::exp(std::log(0.05) + u(gen) * std::log(2e4));
+    b[i] = std::exp(std::log(0.05) + u(gen) * std::log(2e4));
+    q[i] = u(gen);
+  }
+  const std::int64_t largest = *std::max_element(n.begin(), n.end());
+  const auto nd = Column<std::int64_t>::from_host(n, Backend::cuda);
+  const auto ad = Column<double>::from_host(a, Backend::cuda), bd = Column<double>::from_host(b, Backend::cuda);
+  const auto qd = Column<double>::from_host(q, Backend::cuda);
+  const auto same = [&](const gpu::Laws& plain, const gpu::Laws& bounded, std::int64_t bound) {
+    const gpu::PmfBatch x = plain.to_host(), y = bounded.to_host();
+    REQUIRE(bounded.total() == p * static_cast<std::size_t>(bound + 1));  // the room the bound gives
+    REQUIRE(bounded.max_length() == static_cast<std::size_t>(bound + 1));
+    REQUIRE(y.offset == x.offset);
+    REQUIRE(y.lo == x.lo);
+    REQUIRE(y.log_scale == x.log_scale);
+    REQUIRE(y.weights == x.weights);
+  };
+  for (std::int64_t bound : {largest, largest + 333}) {
+    INFO("bound " << bound << " (largest n " << largest << ")");
+    same(gpu::binomial_laws(nd, qd), gpu::binomial_laws(nd, qd, bound), bound);
+    same(gpu::beta_binomial_laws(nd, ad, bd), gpu::beta_binomial_laws(nd, ad, bd, bound), bound);
+  }
+  // a bad parameter: inside DeferChecks no wait and no throw at the call; the message it has at once comes with the
+  // next copy back
+  std::vector<double> bad = a;
+  bad[777] = -1.0;
+  const auto bad_d = Column<double>::from_host(bad, Backend::cuda);
+  std::string at_once;
+  try {
+    (void)gpu::beta_binomial_laws(nd, bad_d, bd);
+  } catch (const domain_error& e) {
+    at_once = e.what();
+  }
+  REQUIRE_THAT(at_once, Catch::Contains("particle 777"));
+  {
+    const gpu::DeferChecks defer;
+    const gpu::Laws laws = gpu::beta_binomial_laws(nd, bad_d, bd, largest);
+    try {
+      (void)laws.to_host();
+      FAIL("the deferred domain error was not raised");
+    } catch (const domain_error& e) {
+      CHECK(std::string(e.what()) == at_once);
+    }
+  }
+  // an n above the caller's bound is refused (at once outside DeferChecks), not written past the room
+  std::vector<std::int64_t> over = n;
+  over[4321] = largest + 10;
+  try {
+    (void)gpu::binomial_laws(Column<std::int64_t>::from_host(over, Backend::cuda), qd, largest);
+    FAIL("an n above the bound was not refused");
+  } catch (const domain_error& e) {
+    CHECK_THAT(std::string(e.what()), Catch::Contains("particle 4321") && Catch::Contains("above the bound"));
+  }
 }

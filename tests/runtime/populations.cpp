@@ -493,3 +493,46 @@ TEST_CASE("an integer overflow in a population names its first particle, on the 
     CHECK(gpu::linear(ones, 2, ones, -1, 5).to_host() == std::vector<std::int64_t>(1000, 6));
   }
 }
+
+TEST_CASE("laws of realized counts: the device sizes them from maxima computed where it waits, as the host draws",
+          "[population][device]") {
+  if (tally::test::skip_without_device()) return;
+  // the population model's delayed filter (models/population.cpp) and a difference of two beta-binomials of
+  // realized counts (models/sir.cpp's), each season summarized and resampled: after the first season the laws of
+  // n are sized from the maxima the summary's wait brought (gpu::largest_later), not read back
+  struct Run {
+    std::vector<std::vector<std::int64_t>> values;
+    std::vector<std::vector<double>> log_w;
+  };
+  const auto run = [](gpu::Backend where) {
+    Run out;
+    Graph pop(4096, 17, on(where));
+    const double band[] = {0.05, 0.95};
+    Variable N = pop.assume(Poisson(lambda0));
+    const Continuous delta = pop.assume(Beta(2, 2));
+    for (std::size_t t = 0; t < data.size(); ++t) {
+      if (t > 0) N = pop.add(pop.binomial(N, phi), pop.assume(Poisson(iota)));
+      pop.observe(pop.binomial(N, p_obs), data[t]);
+      pop.realize(N);
+      // new ~ BetaBinomial(N, delta), old ~ Binomial(N, 0.3): their difference observed
+      const Variable d = pop.subtract(pop.binomial(N, delta), pop.binomial(N, 0.3));
+      pop.observe(d, static_cast<std::int64_t>(t % 3) - 1);
+      (void)pop.summarize(N, band);
+      out.values.push_back(pop.value(N));
+      out.log_w.push_back(pop.log_weights());
+      pop.resample_by_weight(0.5);
+    }
+    return out;
+  };
+  const Run host = run(gpu::Backend::cpu), device = run(gpu::Backend::cuda);
+  REQUIRE(host.values.size() == device.values.size());
+  for (std::size_t t = 0; t < host.values.size(); ++t) {
+    INFO("season " << t);
+    CHECK(host.values[t] == device.values[t]);
+    REQUIRE(host.log_w[t].size() == device.log_w[t].size());
+    for (std::size_t i = 0; i < host.log_w[t].size(); ++i) {
+      INFO("particle " << i);
+      REQUIRE(close_relative(host.log_w[t][i], device.log_w[t][i], 1e-9));
+    }
+  }
+}

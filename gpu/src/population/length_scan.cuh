@@ -42,13 +42,18 @@ __global__ void total_kernel(const std::int64_t* offset, std::size_t count, Leng
   r->total = offset[count];
 }
 
-/// Exclusive scan of count + 1 lengths into offsets (offset[count] = the total), and the report read back.
-LengthReport scan_lengths(const std::int64_t* lengths, std::int64_t* offsets, std::size_t count, LengthReport* report) {
+/// Exclusive scan of count + 1 lengths into offsets (offset[count] = the total), nothing read back.
+void scan_lengths_on_device(const std::int64_t* lengths, std::int64_t* offsets, std::size_t count) {
   std::size_t bytes = 0;
   TALLY_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, lengths, offsets, static_cast<long long>(count + 1)));
   auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), "tally::gpu scan");
   TALLY_CUDA_CHECK(
       cub::DeviceScan::ExclusiveSum(temp.data(), bytes, lengths, offsets, static_cast<long long>(count + 1)));
+}
+
+/// Exclusive scan of count + 1 lengths into offsets (offset[count] = the total), and the report read back.
+LengthReport scan_lengths(const std::int64_t* lengths, std::int64_t* offsets, std::size_t count, LengthReport* report) {
+  scan_lengths_on_device(lengths, offsets, count);
   total_kernel<<<1, 1>>>(offsets, count, report);
   launched();
   LengthReport host{};

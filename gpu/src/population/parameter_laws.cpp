@@ -107,7 +107,8 @@ Laws condition_host(const PX& px, const PY& py, int sign, const Column<std::int6
 }  // namespace
 
 Laws weights_of(const ParameterLaws& x) {
-  return x.family == ParameterFamily::binomial ? binomial_laws(x.n, x.a) : beta_binomial_laws(x.n, x.a, x.b);
+  return x.family == ParameterFamily::binomial ? binomial_laws(x.n, x.a, x.n_max)
+                                               : beta_binomial_laws(x.n, x.a, x.b, x.n_max);
 }
 
 Laws condition_on_sum(const ParameterLaws& x, const ParameterLaws& y, int sign, const Column<std::int64_t>& z,

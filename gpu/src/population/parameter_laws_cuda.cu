@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "cuda_check.cuh"
 #include "diagonal_math.hpp"
@@ -18,25 +19,28 @@ using namespace kernels;
 
 namespace {
 
-/// lengths[i] = the diagonal's length (1 where it is empty), 0 for i = count (so the scan ends with the total).
+/// lengths[i] = the diagonal's length (1 where it is empty), 0 for i = count (so the scan ends with the total); bad
+/// parameters (and a diagonal longer than `limit`, the room per particle a caller's bound gave) flagged in
+/// r->first_bad, or in `flag` where the check is deferred (then r is not written).
 template <class PX, class PY>
 __global__ void diagonal_lengths_kernel(PX px, PY py, int sign, const std::int64_t* z, std::size_t count,
-                                        std::int64_t* lengths, LengthReport* r) {
+                                        std::int64_t* lengths, LengthReport* r, std::int64_t limit,
+                                        unsigned long long* flag) {
   const long long i = thread_index();
   unsigned long long length = 0;
   if (i == static_cast<long long>(count)) {
     lengths[i] = 0;
   } else if (i < static_cast<long long>(count)) {
-    if (px.bad(i) || py.bad(i)) {
-      atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
+    const std::int64_t m = px.bad(i) || py.bad(i) ? -1 : detail::diagonal_of(px.n[i], py.n[i], sign, z[i]).length();
+    if (m < 0 || m > limit) {
+      atomicMin(flag != nullptr ? flag : &r->first_bad, static_cast<unsigned long long>(i));
       lengths[i] = 1;
     } else {
-      const std::int64_t m = detail::diagonal_of(px.n[i], py.n[i], sign, z[i]).length();
       lengths[i] = m > 0 ? m : 1;
     }
     length = static_cast<unsigned long long>(lengths[i]);
   }
-  warp_fold_max(length, &r->longest);
+  if (flag == nullptr) warp_fold_max(length, &r->longest);
 }
 
 inline constexpr int chunk = detail::law_chunk;
@@ -69,7 +73,9 @@ __global__ void __launch_bounds__(block) diagonal_kernel(PX px, PY py, int sign,
     if (i == 0) out.offset[0] = 0;
     out.offset[i + 1] = offsets[i + 1];
   }
-  if (d.empty()) {
+  // a particle flagged bad (deferred check) has room for one weight only: written as an impossible one, and the
+  // check raises before anyone reads it
+  if (d.empty() || offsets[i + 1] - offsets[i] != d.length()) {
     if (lane == 0) {
       w[0] = 0.0;
       out.lo[i] = detail::impossible_lo(d, nx);
@@ -233,28 +239,47 @@ __global__ void __launch_bounds__(block) diagonal_kernel(PX px, PY py, int sign,
 
 template <class PX, class PY>
 Laws condition_diagonals(PX px, PY py, int sign, const Column<std::int64_t>& z, Column<double>& log_likelihood,
-                         const char* who, const char* law_x, const char* law_y) {
+                         std::optional<std::int64_t> n_max, const char* who, const char* law_x, const char* law_y) {
   const std::size_t count = z.size();
   auto lengths = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
   auto offsets = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
   auto report = Column<LengthReport>::allocate(Backend::cuda, 1, who);
-  init_report<<<1, 1>>>(report.data(), count);
-  diagonal_lengths_kernel<<<thread_blocks(count + 1), block>>>(px, py, sign, z.data(), count, lengths.data(),
-                                                              report.data());
-  launched();
-  const LengthReport r = scan_lengths(lengths.data(), offsets.data(), count, report.data());
-  if (r.first_bad < count) {
-    const auto i = static_cast<std::size_t>(r.first_bad);
-    // which operand is bad, and its n, read back for the message (an error path: a synchronization is fine)
-    std::int64_t nx = 0, ny = 0;
-    TALLY_CUDA_CHECK(cudaMemcpy(&nx, px.n + i, sizeof nx, cudaMemcpyDeviceToHost));
-    TALLY_CUDA_CHECK(cudaMemcpy(&ny, py.n + i, sizeof ny, cudaMemcpyDeviceToHost));
+  auto fail = [=](std::size_t i, std::int64_t nx, std::int64_t ny) {
     tally::detail::fail<domain_error>(who, ": particle ", i, " has ", law_x, " with n = ", nx, " and ", law_y,
                                       " with n = ", ny,
-                                      ": n must be in 0 .. 2^32 - 1 and the parameters in their domain");
+                                      ": n must be in 0 .. 2^32 - 1 (and within the bound its caller gave) and the "
+                                      "parameters in their domain");
+  };
+  std::optional<detail::FirstBad> bad;
+  if (n_max) bad.emplace(count);
+  else init_report<<<1, 1>>>(report.data(), count);
+  // a diagonal is at most min(n_x, n_y) + 1 long (diagonal_of: last - first <= n_x and <= n_y)
+  const std::int64_t limit = n_max ? *n_max + 1 : INT64_MAX;
+  diagonal_lengths_kernel<<<thread_blocks(count + 1), block>>>(px, py, sign, z.data(), count, lengths.data(),
+                                                              report.data(), limit, bad ? bad->data() : nullptr);
+  launched();
+  std::size_t total = 0, longest = 0;
+  if (n_max) {
+    scan_lengths_on_device(lengths.data(), offsets.data(), count);
+    total = count * static_cast<std::size_t>(limit);
+    longest = static_cast<std::size_t>(limit);
+    const std::int64_t *nx = px.n, *ny = py.n;
+    bad->check([=] __device__(long long i) { return detail::CheckPayload{nx[i], ny[i]}; },
+               [=](std::size_t i, long long a, long long b) { fail(i, a, b); });
+  } else {
+    const LengthReport r = scan_lengths(lengths.data(), offsets.data(), count, report.data());
+    if (r.first_bad < count) {
+      const auto i = static_cast<std::size_t>(r.first_bad);
+      // which operand is bad, and its n, read back for the message (an error path: a synchronization is fine)
+      std::int64_t nx = 0, ny = 0;
+      TALLY_CUDA_CHECK(cudaMemcpy(&nx, px.n + i, sizeof nx, cudaMemcpyDeviceToHost));
+      TALLY_CUDA_CHECK(cudaMemcpy(&ny, py.n + i, sizeof ny, cudaMemcpyDeviceToHost));
+      fail(i, nx, ny);
+    }
+    total = static_cast<std::size_t>(r.total);
+    longest = r.longest;
   }
-  Laws out = Laws::allocate(Backend::cuda, count, static_cast<std::size_t>(r.total),
-                            std::max<std::size_t>(r.longest, 1), who);
+  Laws out = Laws::allocate(Backend::cuda, count, total, std::max<std::size_t>(longest, 1), who);
   if (count == 0) return out;
   auto slow = Column<unsigned char>::allocate(Backend::cuda, count, who);
   diagonal_kernel<true><<<warp_blocks(count), block>>>(px, py, sign, z.data(), offsets.data(), count,
@@ -278,10 +303,14 @@ Laws condition_on_sum(const ParameterLaws& x, const ParameterLaws& y, int sign, 
   const bool bx = x.family == ParameterFamily::binomial, by = y.family == ParameterFamily::binomial;
   constexpr const char* bin = "Binomial(n, q)";
   constexpr const char* bb = "BetaBinomial(n, a, b)";
-  if (bx && by) return condition_diagonals(binomial(x), binomial(y), sign, z, log_likelihood, who, bin, bin);
-  if (bx) return condition_diagonals(binomial(x), beta_binomial(y), sign, z, log_likelihood, who, bin, bb);
-  if (by) return condition_diagonals(beta_binomial(x), binomial(y), sign, z, log_likelihood, who, bb, bin);
-  return condition_diagonals(beta_binomial(x), beta_binomial(y), sign, z, log_likelihood, who, bb, bb);
+  // the diagonals' room from the callers' bounds on n, where either is known and fits a dense law
+  std::optional<std::int64_t> n_max;
+  for (const auto& m : {x.n_max, y.n_max})
+    if (m && *m >= 0 && *m < (std::int64_t{1} << 32)) n_max = n_max ? std::min(*n_max, *m) : *m;
+  if (bx && by) return condition_diagonals(binomial(x), binomial(y), sign, z, log_likelihood, n_max, who, bin, bin);
+  if (bx) return condition_diagonals(binomial(x), beta_binomial(y), sign, z, log_likelihood, n_max, who, bin, bb);
+  if (by) return condition_diagonals(beta_binomial(x), binomial(y), sign, z, log_likelihood, n_max, who, bb, bin);
+  return condition_diagonals(beta_binomial(x), beta_binomial(y), sign, z, log_likelihood, n_max, who, bb, bb);
 }
 
 }  // namespace tally::gpu::population_cuda

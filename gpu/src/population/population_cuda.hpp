@@ -1,6 +1,7 @@
 // Private: the CUDA forms of population_ops (population_ops_cuda.cu; throwing stubs in population_none.cpp).
 #pragma once
 
+#include "tally/gpu/later_max.hpp"
 #include "tally/gpu/parameter_laws.hpp"
 #include "tally/gpu/population_chain.hpp"
 #include "tally/gpu/population_children.hpp"
@@ -21,8 +22,9 @@ Laws condition_on_poisson(const Laws& x, const Table& rates, const Column<std::i
 // population_ops_cuda.cu
 Laws broadcast(std::span<const double> w, std::int64_t lo, double log_scale, std::size_t count);
 Laws point_laws(const Column<std::int64_t>& v);
-Laws binomial_laws(const Column<std::int64_t>& n, const Column<double>& q);
-Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b);
+Laws binomial_laws(const Column<std::int64_t>& n, const Column<double>& q, std::optional<std::int64_t> n_max);
+Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b,
+                        std::optional<std::int64_t> n_max);
 Column<double> hazard_probabilities(const Column<std::int64_t>& k, double c);
 Laws thin(const Laws& x, double q);
 Laws negate(const Laws& x);
@@ -69,6 +71,8 @@ std::vector<Column<double>> copies(std::span<const Column<double>* const> xs);
 Laws gather(const Laws& x, const Column<std::size_t>& ancestors);
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
                              WeightSummary& summary, double threshold, const WeightSummary* known);
+// later_max_cuda.cu (device columns, none empty)
+std::vector<LaterMax> largest_later(std::span<const Column<std::int64_t>* const> columns);
 // parameter_laws_cuda.cu
 Laws condition_on_sum(const ParameterLaws& x, const ParameterLaws& y, int sign, const Column<std::int64_t>& z,
                       Column<double>& log_likelihood);

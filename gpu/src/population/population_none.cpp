@@ -28,6 +28,7 @@ namespace {
   throw cuda_error(std::string("tally::gpu::") + who + ": tally was built without CUDA");
 }
 }  // namespace
+std::vector<LaterMax> largest_later(std::span<const Column<std::int64_t>* const>) { none("largest_later"); }
 Laws markov_step(const Laws&, const Table&) { none("markov_step"); }
 Laws markov_rows(const Column<std::int64_t>&, const Table&) { none("markov_rows"); }
 Laws condition_on_markov(const Laws&, const Table&, const Column<std::int64_t>&, Column<double>&) {
@@ -42,11 +43,16 @@ Laws condition_on_mix(const Laws&, const ChildKernel&, int, int, const Column<st
 }
 Laws broadcast(std::span<const double>, std::int64_t, double, std::size_t) { none("broadcast"); }
 Laws point_laws(const Column<std::int64_t>&) { none("point_laws"); }
-Laws binomial_laws(const Column<std::int64_t>&, const Column<double>&) { none("binomial_laws"); }
+Laws binomial_laws(const Column<std::int64_t>&, const Column<double>&, std::optional<std::int64_t>) {
+  none("binomial_laws");
+}
 Laws condition_on_sum(const ParameterLaws&, const ParameterLaws&, int, const Column<std::int64_t>&, Column<double>&) {
   none("condition_on_sum");
 }
-Laws beta_binomial_laws(const Column<std::int64_t>&, const Column<double>&, const Column<double>&) { none("beta_binomial_laws"); }
+Laws beta_binomial_laws(const Column<std::int64_t>&, const Column<double>&, const Column<double>&,
+                        std::optional<std::int64_t>) {
+  none("beta_binomial_laws");
+}
 Column<double> hazard_probabilities(const Column<std::int64_t>&, double) { none("hazard_probabilities"); }
 Laws thin(const Laws&, double) { none("thin"); }
 Laws negate(const Laws&) { none("negate"); }

@@ -82,20 +82,21 @@ Laws point_laws(const Column<std::int64_t>& v) {
   return out;
 }
 
-Laws binomial_laws(const Column<std::int64_t>& n, const Column<double>& q) {
+Laws binomial_laws(const Column<std::int64_t>& n, const Column<double>& q, std::optional<std::int64_t> n_max) {
   constexpr const char* who = "tally::gpu::binomial_laws";
   same_shape(n, q, who);
-  if (on_device(n.where())) return population_cuda::binomial_laws(n, q);
+  if (on_device(n.where())) return population_cuda::binomial_laws(n, q, n_max);
   for (double p : q.host()) tally::detail::check_probability(p, who, "q");
   return laws_from_terms(
       n.host(), [&](std::size_t i) { return detail::BinomialTerms(n.host()[i], q.host()[i]); }, who);
 }
 
-Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b) {
+Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b,
+                        std::optional<std::int64_t> n_max) {
   constexpr const char* who = "tally::gpu::beta_binomial_laws";
   same_shape(n, a, who);
   same_shape(n, b, who);
-  if (on_device(n.where())) return population_cuda::beta_binomial_laws(n, a, b);
+  if (on_device(n.where())) return population_cuda::beta_binomial_laws(n, a, b, n_max);
   for (std::size_t i = 0; i < n.size(); ++i) {
     tally::detail::check_positive(a.host()[i], who, "a");
     tally::detail::check_positive(b.host()[i], who, "b");

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "cuda_check.cuh"
@@ -46,18 +47,20 @@ struct AddLengthChunks {
 
 /// One thread per law (and one for i = count, whose lengths 0 end the scan with the totals): sizes[i] = (n_i + 1,
 /// its law_chunk chunks), the law's constant and its maximum log mass top_i (population_math.hpp's terms); bad
-/// parameters flagged.
+/// parameters (and, where the caller gave a bound, an n_i above it) flagged in r->first_bad, or in `flag` where the
+/// check is deferred (then the lengths are not read back and r is not written).
 template <class Family>
 __global__ void prepare_kernel(const std::int64_t* n, std::size_t count, Family family, LengthChunks* sizes,
-                               double* constant, double* top, LengthReport* r) {
+                               double* constant, double* top, LengthReport* r, std::int64_t n_max,
+                               unsigned long long* flag) {
   const long long i = thread_index();
   unsigned long long length = 0;
   if (i == static_cast<long long>(count)) {
     sizes[i] = {0, 0};
   } else if (i < static_cast<long long>(count)) {
     const std::int64_t ni = n[i];
-    if (ni < 0 || ni >= (std::int64_t{1} << 32) || family.bad(i)) {
-      atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
+    if (ni < 0 || ni >= (std::int64_t{1} << 32) || ni > n_max || family.bad(i)) {
+      atomicMin(flag != nullptr ? flag : &r->first_bad, static_cast<unsigned long long>(i));
       sizes[i] = {1, 1};
       constant[i] = top[i] = 0.0;
     } else {
@@ -68,7 +71,7 @@ __global__ void prepare_kernel(const std::int64_t* n, std::size_t count, Family 
       top[i] = family.terms(i, c).top();
     }
   }
-  warp_fold_max(length, &r->longest);
+  if (flag == nullptr) warp_fold_max(length, &r->longest);
 }
 
 __global__ void totals_kernel(const LengthChunks* offsets, std::size_t count, LengthReport* r) {
@@ -97,12 +100,12 @@ __global__ void chunk_law_kernel(const LengthChunks* offsets, std::size_t count,
 /// The thread that holds a law's first weight writes the law's offset, lo and log_scale.
 template <class Family>
 __global__ void __launch_bounds__(block) walk_fill_kernel(const LengthChunks* offsets, const std::uint32_t* law_of,
-                                                          std::int64_t chunks,
-                                                          Family family, const double* constant, const double* top,
-                                                          MutablePmfBatchView out) {
+                                                          std::size_t count, Family family, const double* constant,
+                                                          const double* top, MutablePmfBatchView out) {
   __shared__ double tile[fill_warps][32 * (chunk + 1)];
   const int warp = static_cast<int>(threadIdx.x >> 5), lane = static_cast<int>(threadIdx.x & 31);
   const long long first = (static_cast<long long>(blockIdx.x) * fill_warps + warp) * 32, c = first + lane;
+  const std::int64_t chunks = offsets[count].chunks;  // the scan's total (the grid may be sized by a bound above it)
   if (first >= chunks) return;  // the whole warp
   const int valid = chunks - first < 32 ? static_cast<int>(chunks - first) : 32;
   double* buf = tile[warp];
@@ -156,11 +159,28 @@ struct BetaBinomialFamily {
   }
 };
 
+/// The domain_error of particle i's parameters (n_i read back by the caller).
+[[noreturn]] void fail_parameters(const char* who, const char* law, std::size_t i, std::int64_t ni,
+                                  std::optional<std::int64_t> n_max) {
+  tally::detail::fail<domain_error>(
+      who, ": particle ", i, " asks for ", law, " with n = ", ni,
+      ni < 0                                ? " (n must be >= 0)"
+      : ni >= (std::int64_t{1} << 32)       ? " (too large for a dense law)"
+      : n_max && ni > *n_max                ? " (above the bound n_max its caller gave)"
+                                            : " and parameters outside their domain");
+}
+
+/// Laws of lengths n_i + 1. Without n_max: the lengths' scan and total are read back (one synchronization), and
+/// the room is exact. With n_max (a bound on every n_i known to the caller): room for count (n_max + 1) weights,
+/// nothing read back, and bad parameters raised as a deferred check (FirstBad): the kernels after the scan read its
+/// totals on the device, so the grids are sized by the bound and their blocks past the totals return at once.
 template <class Family>
-Laws laws_from_parameters(const Column<std::int64_t>& n, Family family, const char* who, const char* law) {
+Laws laws_from_parameters(const Column<std::int64_t>& n, Family family, const char* who, const char* law,
+                          std::optional<std::int64_t> n_max) {
   const std::size_t count = n.size();
   if (count >= (std::size_t{1} << 32))
     tally::detail::fail<shape_error>(who, ": ", count, " particles (at most 2^32 - 1 on the device)");
+  if (n_max && (*n_max < 0 || *n_max >= (std::int64_t{1} << 32))) n_max.reset();  // no use as room: read back
   // (length, chunks) pairs as two int64 words each
   auto sizes = Column<std::int64_t>::allocate(Backend::cuda, 2 * (count + 1), who);
   auto offsets = Column<std::int64_t>::allocate(Backend::cuda, 2 * (count + 1), who);
@@ -169,12 +189,14 @@ Laws laws_from_parameters(const Column<std::int64_t>& n, Family family, const ch
   auto constant = Column<double>::allocate(Backend::cuda, std::max<std::size_t>(count, 1), who);
   auto top = Column<double>::allocate(Backend::cuda, std::max<std::size_t>(count, 1), who);
   auto report = Column<LengthReport>::allocate(Backend::cuda, 1, who);
-  init_report<<<1, 1>>>(report.data(), count);
+  std::optional<detail::FirstBad> bad;
+  if (n_max) bad.emplace(count);
+  else init_report<<<1, 1>>>(report.data(), count);
   prepare_kernel<<<thread_blocks(count + 1), block>>>(n.data(), count, family, size_pairs, constant.data(), top.data(),
-                                                      report.data());
+                                                      report.data(), n_max.value_or(INT64_MAX),
+                                                      bad ? bad->data() : nullptr);
   launched();
-  // one exclusive scan of the pairs (count + 1 entries: the last is the totals), then the report read back (one
-  // synchronization)
+  // one exclusive scan of the pairs (count + 1 entries: the last is the totals)
   std::size_t bytes = 0;
   const auto entries = static_cast<long long>(count + 1);
   TALLY_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(nullptr, bytes, size_pairs, offset_pairs, AddLengthChunks{},
@@ -182,27 +204,40 @@ Laws laws_from_parameters(const Column<std::int64_t>& n, Family family, const ch
   auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
   TALLY_CUDA_CHECK(cub::DeviceScan::ExclusiveScan(temp.data(), bytes, size_pairs, offset_pairs, AddLengthChunks{},
                                                   LengthChunks{0, 0}, entries));
-  totals_kernel<<<1, 1>>>(offset_pairs, count, report.data());
-  launched();
-  LengthReport r{};
-  TALLY_CUDA_CHECK(cudaMemcpy(&r, report.data(), sizeof r, cudaMemcpyDeviceToHost));
-  if (r.first_bad < count) {
-    const auto i = static_cast<std::size_t>(r.first_bad);
-    std::int64_t ni = 0;
-    TALLY_CUDA_CHECK(cudaMemcpy(&ni, n.data() + i, sizeof ni, cudaMemcpyDeviceToHost));
-    tally::detail::fail<domain_error>(who, ": particle ", i, " asks for ", law, " with n = ", ni,
-                                      ni < 0 ? " (n must be >= 0)" : ni >= (std::int64_t{1} << 32) ? " (too large for a dense law)" : " and parameters outside their domain");
+  std::size_t total = 0, longest = 0, total_chunks = 0;
+  if (n_max) {
+    const auto m = static_cast<std::size_t>(*n_max);
+    total = count * (m + 1);
+    longest = m + 1;
+    total_chunks = count * (m / detail::law_chunk + 1);
+    const std::int64_t* np = n.data();
+    const std::optional<std::int64_t> bound = n_max;
+    bad->check([=] __device__(long long i) { return detail::CheckPayload{np[i], 0}; },
+               [=](std::size_t i, long long ni, long long) { fail_parameters(who, law, i, ni, bound); });
+  } else {
+    // the report read back (one synchronization)
+    totals_kernel<<<1, 1>>>(offset_pairs, count, report.data());
+    launched();
+    LengthReport r{};
+    TALLY_CUDA_CHECK(cudaMemcpy(&r, report.data(), sizeof r, cudaMemcpyDeviceToHost));
+    if (r.first_bad < count) {
+      const auto i = static_cast<std::size_t>(r.first_bad);
+      std::int64_t ni = 0;
+      TALLY_CUDA_CHECK(cudaMemcpy(&ni, n.data() + i, sizeof ni, cudaMemcpyDeviceToHost));
+      fail_parameters(who, law, i, ni, std::nullopt);
+    }
+    total = static_cast<std::size_t>(r.total);
+    longest = r.longest;
+    total_chunks = static_cast<std::size_t>(r.chunks);
   }
-  Laws out = Laws::allocate(Backend::cuda, count, static_cast<std::size_t>(r.total), r.longest, who);
-  if (count == 0) return out;
-  const auto total_chunks = static_cast<std::size_t>(r.chunks);
+  Laws out = Laws::allocate(Backend::cuda, count, total, longest, who);
   auto law_of = Column<std::uint32_t>::allocate(Backend::cuda, total_chunks, who);
+  if (count == 0) return out;
   chunk_law_kernel<<<thread_blocks(count), block>>>(offset_pairs, count, law_of.data());
   launched();
   const std::size_t tiles = (total_chunks + 31) / 32, blocks = (tiles + fill_warps - 1) / fill_warps;
-  walk_fill_kernel<<<static_cast<unsigned>(blocks), block>>>(offset_pairs, law_of.data(),
-                                                            static_cast<std::int64_t>(total_chunks), family,
-                                                            constant.data(), top.data(), out.mutable_view());
+  walk_fill_kernel<<<static_cast<unsigned>(std::max<std::size_t>(blocks, 1)), block>>>(
+      offset_pairs, law_of.data(), count, family, constant.data(), top.data(), out.mutable_view());
   launched();
   return out;
 }
@@ -363,13 +398,15 @@ Laws point_laws(const Column<std::int64_t>& v) {
   return out;
 }
 
-Laws binomial_laws(const Column<std::int64_t>& n, const Column<double>& q) {
-  return laws_from_parameters(n, BinomialFamily{n.data(), q.data()}, "tally::gpu::binomial_laws", "Binomial(n, q)");
+Laws binomial_laws(const Column<std::int64_t>& n, const Column<double>& q, std::optional<std::int64_t> n_max) {
+  return laws_from_parameters(n, BinomialFamily{n.data(), q.data()}, "tally::gpu::binomial_laws", "Binomial(n, q)",
+                              n_max);
 }
 
-Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b) {
+Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b,
+                        std::optional<std::int64_t> n_max) {
   return laws_from_parameters(n, BetaBinomialFamily{n.data(), a.data(), b.data()}, "tally::gpu::beta_binomial_laws",
-                              "BetaBinomial(n, a, b)");
+                              "BetaBinomial(n, a, b)", n_max);
 }
 
 Column<double> hazard_probabilities(const Column<std::int64_t>& k, double c) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
 #include "tally/gpu/population_arrays.hpp"
 
@@ -21,6 +22,9 @@ struct ParameterLaws {
   const Column<std::int64_t>& n;
   const Column<double>& a;
   const Column<double>& b;  ///< beta_binomial only (binomial: any column, not read)
+  /// A bound on every n_i known to the caller (tally/gpu/later_max.hpp), or none: with it the device sizes what it
+  /// writes without reading lengths back (binomial_laws' n_max).
+  std::optional<std::int64_t> n_max = std::nullopt;
 };
 
 /// The laws as weights: binomial_laws(n, a) or beta_binomial_laws(n, a, b).
@@ -47,7 +51,9 @@ Laws weights_of(const ParameterLaws& x);
 /// condition_on_sum leaves it): the diagonal's, or where it is empty one weight at
 /// lo_i = max(0, min(first_i, n_{X,i})). Bad parameters (n < 0 or >= 2^32, q outside [0, 1], a or b not positive
 /// and finite) throw tally::domain_error naming the first such particle. Device: lengths scanned and their total
-/// read back (one synchronization), then one warp per particle.
+/// read back (one synchronization), then one warp per particle; where x or y carries n_max, nothing is read back:
+/// room for P (min of the bounds + 1) weights (a diagonal is at most min(n_X, n_Y) + 1 long), and bad parameters
+/// (or a diagonal longer than that) are a deferred check, as for binomial_laws.
 Laws condition_on_sum(const ParameterLaws& x, const ParameterLaws& y, int sign, const Column<std::int64_t>& z,
                       Column<double>& log_likelihood);
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 
 #include "tally/gpu/population_arrays.hpp"
@@ -26,12 +27,18 @@ Laws point_laws(const Column<std::int64_t>& v);
 /// and log_scale M_i. The weights are written in chunks of 16 of the flat weight array: the lgamma formula at each
 /// chunk's first weight (and each law's), the exact ratios \f$p_i(k + 1) / p_i(k)\f$ from there (a relative
 /// 1e-14 at most on top of the formula's own rounding; the same chunks and arithmetic on the host and the device).
-/// Device: the lengths are scanned and their total read back (one synchronization) before the weights are written.
-Laws binomial_laws(const Column<std::int64_t>& n, const Column<double>& q);
+/// Device: the lengths are scanned and their total read back (one synchronization) before the weights are written;
+/// unless the caller knows a bound n_max >= every n_i (tally/gpu/later_max.hpp), in [0, 2^32): then the laws get
+/// room for P (n_max + 1) weights (total() is that room; offset[P], the weights in use) and nothing is read back: a
+/// bad parameter, or an n_i above n_max, is a deferred check (tally/gpu/deferred_checks.hpp), raised with the same
+/// message where the host next waits (at once outside a DeferChecks scope). The host ignores n_max.
+Laws binomial_laws(const Column<std::int64_t>& n, const Column<double>& q,
+                   std::optional<std::int64_t> n_max = std::nullopt);
 /// BetaBinomial(n_i, a_i, b_i) on 0 .. n_i (a_i, b_i > 0): \f$\log p_i(k) = \log\binom{n_i}{k} + \log B(k + a_i,
 /// n_i - k + b_i) - \log B(a_i, b_i)\f$, stored and written as above (M_i at the mode's neighbours for
-/// a_i + b_i > 2, else at 0 or n_i).
-Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b);
+/// a_i + b_i > 2, else at 0 or n_i); n_max as for binomial_laws.
+Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b,
+                        std::optional<std::int64_t> n_max = std::nullopt);
 /// q_i = 1 - exp(-c k_i) (the chance of at least one event at rate c per unit of k_i; c >= 0, k_i >= 0).
 Column<double> hazard_probabilities(const Column<std::int64_t>& k, double c);
 
