@@ -55,6 +55,27 @@ double tolerance(std::int64_t n, double a, double b) {
   return 1e-13 + 1e-14 * std::lgamma(static_cast<double>(n) + a + b + 2.0);
 }
 
+/// P particles' parameters on the host: n_i = draw_n(u), a_i and b_i log-uniform on [0.05, 1000], q_i = draw_q(u),
+/// u() a uniform on [0, 1) from the seed.
+struct Parameters {
+  std::vector<std::int64_t> n;
+  std::vector<double> a, b, q;
+};
+template <class N, class Q>
+Parameters random_parameters(std::size_t p, std::uint64_t seed, N draw_n, Q draw_q) {
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  auto u = [&] { return uniform(gen); };
+  Parameters out;
+  for (std::size_t i = 0; i < p; ++i) {
+    out.n.push_back(draw_n(u));
+    out.a.push_back(std::exp(std::log(0.05) + u() * std::log(2e4)));
+    out.b.push_back(std::exp(std::log(0.05) + u() * std::log(2e4)));
+    out.q.push_back(draw_q(u));
+  }
+  return out;
+}
+
 }  // namespace
 
 TEST_CASE("beta_binomial_laws: every shape against 50 digits, chunks across laws (CPU)", "[population][parameter_laws]") {
@@ -119,19 +140,19 @@ TEST_CASE("binomial_laws: every q against 50 digits, point masses and far tails 
 
 TEST_CASE("binomial_laws and beta_binomial_laws: the device writes what the host writes", "[population][parameter_laws][device]") {
   if (test::skip_without_device()) return;
-  std::mt19937_64 gen(20261125);
   const std::size_t p = 20000;
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  std::vector<std::int64_t> n(p);
-  std::vector<double> a(p), b(p), q(p);
-  for (std::size_t i = 0; i < p; ++i) {
-    const double c = u(gen);
-    n[i] = c < 0.1 ? 0 : c < 0.3 ? std::int64_t(u(gen) * 20) : c < 0.95 ? std::int64_t(u(gen) * 800) : std::int64_t(u(gen) * 5000);
-    a[i] = std::exp(std::log(0.05) + u(gen) * std::log(2e4));
-    b[i] = std::exp(std::log(0.05) + u(gen) * std::log(2e4));
-    const double d = u(gen);
-    q[i] = d < 0.03 ? 0.0 : d < 0.06 ? 1.0 : d < 0.1 ? std::exp(-30.0 * u(gen)) : u(gen);
-  }
+  const Parameters r = random_parameters(
+      p, 20261125,
+      [](auto& u) {
+        const double c = u();
+        return c < 0.1 ? 0 : c < 0.3 ? std::int64_t(u() * 20) : c < 0.95 ? std::int64_t(u() * 800) : std::int64_t(u() * 5000);
+      },
+      [](auto& u) {
+        const double d = u();
+        return d < 0.03 ? 0.0 : d < 0.06 ? 1.0 : d < 0.1 ? std::exp(-30.0 * u()) : u();
+      });
+  const std::vector<std::int64_t>& n = r.n;
+  const std::vector<double> &a = r.a, &b = r.b, &q = r.q;
   // the host's and the device's lgamma differ by a few ulps: log_scale within tol, weights within 2 tol relative
   const auto compare = [&](const gpu::Laws& host, const gpu::Laws& device, const std::function<double(std::size_t)>& tol) {
     const gpu::PmfBatch& h = host.host();
@@ -169,17 +190,11 @@ TEST_CASE("binomial_laws and beta_binomial_laws: the device writes what the host
 TEST_CASE("binomial_laws and beta_binomial_laws with a bound on n: room from the bound, the same laws, errors deferred",
           "[population][parameter_laws][device]") {
   if (test::skip_without_device()) return;
-  std::mt19937_64 gen(20261126);
   const std::size_t p = 30000;
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  std::vector<std::int64_t> n(p);
-  std::vector<double> a(p), b(p), q(p);
-  for (std::size_t i = 0; i < p; ++i) {
-    n[i] = u(gen) < 0.1 ? 0 : std::int64_t(u(gen) * 700);
-    a[i] = std::exp(std::log(0.05) + u(gen) * std::log(2e4));
-    b[i] = std::exp(std::log(0.05) + u(gen) * std::log(2e4));
-    q[i] = u(gen);
-  }
+  const Parameters r = random_parameters(
+      p, 20261126, [](auto& u) { return u() < 0.1 ? 0 : std::int64_t(u() * 700); }, [](auto& u) { return u(); });
+  const std::vector<std::int64_t>& n = r.n;
+  const std::vector<double> &a = r.a, &b = r.b, &q = r.q;
   const std::int64_t largest = *std::max_element(n.begin(), n.end());
   const auto nd = Column<std::int64_t>::from_host(n, Backend::cuda);
   const auto ad = Column<double>::from_host(a, Backend::cuda), bd = Column<double>::from_host(b, Backend::cuda);
