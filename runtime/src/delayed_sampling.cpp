@@ -6,6 +6,7 @@
 
 #include "node.hpp"
 #include "tally/error.hpp"
+#include "tally/gpu/population_conjugate.hpp"
 #include "tally/gpu/population_ops.hpp"
 
 namespace tally::runtime::detail {
@@ -435,6 +436,18 @@ void sample_continuous(Node& n) {
 std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
   Context& ctx = *n.context;
   const auto keep = n.shared_from_this();
+  if (ctx.device() && n.state == State::initialized && n.parents[0] && n.parents[0]->state == State::realized &&
+      !n.parents[0]->group && n.parents[0]->value.nonnegative)
+    if (const auto* c = std::get_if<DiscreteChild>(&n.kind))
+      if (const auto* t = std::get_if<Thinning>(&c->law)) {
+        // a thinning of a realized count (a bootstrap filter's observation): its log mass written and added to the
+        // log-weights in one pass, as the general path below does in three (zeros, the log mass, the add)
+        auto ll = gpu::Column<double>::allocate(ctx.where, ctx.particles, "tally::runtime::observe");
+        gpu::observe_binomial(*n.parents[0]->value, t->keep, *values, ll, ctx.changing_log_weight());
+        n.parents = {};
+        set_realized(n, values);
+        return {std::move(ll), Bound(0.0)};
+      }
   LogLikelihood ll = zero_log_likelihood(ctx);
   auto done = [&]() {
     gpu::add_to(ctx.changing_log_weight(), ll.values);

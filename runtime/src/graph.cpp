@@ -465,11 +465,11 @@ Observation Graph::observe(const Variable& x, const Variable& v) {
   return guarded(*this, [&] {
     if (n->state == State::realized) {  // a computed constant (a bootstrap filter's simulated count): 0 or -inf
       const detail::Values values = realized(*nv);
-      detail::LogLikelihood ll = detail::zero_log_likelihood(*context_);
-      detail::add_log_equal(n->value, values, ll);
-      gpu::add_to(context_->changing_log_weight(), ll.values);
+      // 0 or -inf written and added to the log-weights in one pass
+      auto ll = gpu::Column<double>::allocate(context_->where, particles(), "tally::runtime::Graph::observe");
+      gpu::observe_equal(*n->value, *values, ll, context_->changing_log_weight());
       n->computed = false;
-      return Observation(std::move(ll.values), Exactness{});
+      return Observation(std::move(ll), Exactness{});
     }
     const detail::Values values = realized(*nv);
     Recording recording(*context_);

@@ -426,3 +426,47 @@ TEST_CASE("conjugate operations: the device against the host", "[population][con
   CHECK(bad == 0);
   CHECK(std::isnan(dx[3]));
 }
+
+TEST_CASE("observations in one pass: the log-likelihood written and added to the log-weights, as in three steps",
+          "[population][conjugate]") {
+  std::vector<Backend> places{Backend::cpu};
+  if (gpu::cuda_available()) places.push_back(Backend::cuda);
+  else WARN("device half skipped: " << gpu::device_description());
+  std::mt19937_64 gen(20261126);
+  const Inputs in = random_inputs(gen, 30000, 2000, 10.0);  // k off 0 .. n in about 6 % of the particles
+  I64 v = in.n;  // observe_equal: equal in about half the particles
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (gen() % 2 == 0) v[i] += 1 + static_cast<std::int64_t>(gen() % 3);
+  // the three steps on the host: zeros, the term added, the sum added to the weights
+  F64 want_bin(in.n.size(), 0.0), want_eq(in.n.size(), 0.0);
+  auto ll = host(want_bin);
+  gpu::add_binomial_log_mass(host(in.n), 0.37, host(in.k), ll);
+  want_bin = ll.host();
+  ll = host(want_eq);
+  gpu::add_log_equal(host(in.n), host(v), ll);
+  want_eq = ll.host();
+  for (const Backend where : places) {
+    INFO((where == Backend::cpu ? "host" : "device"));
+    const auto put = [&](const auto& x) { return std::decay_t<decltype(host(x))>::from_host(x, where); };
+    auto w = put(in.ll);
+    auto out = put(F64(in.n.size(), 12345.0));  // written, not added to
+    gpu::observe_binomial(put(in.n), 0.37, put(in.k), out, w);
+    const F64 got = out.to_host(), weights = w.to_host();
+    std::size_t bad = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const double tol = where == Backend::cpu ? 0.0 : 1e-12;  // the device's log and exp: a few ulps
+      if (!close(got[i], want_bin[i], tol) || !close(weights[i], in.ll[i] + got[i], 0.0)) ++bad;
+    }
+    CHECK(bad == 0);
+    w = put(in.ll);
+    gpu::observe_equal(put(in.n), put(v), out, w);
+    CHECK(out.to_host() == want_eq);
+    const F64 eq_weights = w.to_host();
+    for (std::size_t i = 0; i < eq_weights.size(); ++i) REQUIRE(eq_weights[i] == in.ll[i] + want_eq[i]);
+  }
+  // errors as add_binomial_log_mass's, before anything is written
+  auto w = host(in.ll), out = host(F64(in.n.size(), 1.0));
+  CHECK_THROWS_AS(gpu::observe_binomial(host(in.n), 1.5, host(in.k), out, w), domain_error);
+  CHECK_THROWS_AS(gpu::observe_binomial(host(in.n), 0.5, host(I64(3, 1)), out, w), shape_error);
+  CHECK(w.host() == in.ll);
+}

@@ -74,6 +74,22 @@ void add_binomial_log_mass(const Column<std::int64_t>& n, double q, const Column
     log_likelihood.host()[i] += math::binomial_log_mass(n.host()[i], k.host()[i], q);
 }
 
+void observe_binomial(const Column<std::int64_t>& n, double q, const Column<std::int64_t>& k,
+                      Column<double>& log_likelihood, Column<double>& log_weight) {
+  constexpr const char* who = "tally::gpu::observe_binomial";
+  same_shape(n, k, who);
+  same_shape(n, log_likelihood, who);
+  same_shape(n, log_weight, who);
+  if (!math::probability(q)) tally::detail::fail<domain_error>(who, ": q = ", q, " is not a probability in [0, 1]");
+  if (on_device(n.where())) return population_cuda::observe_binomial(n, q, k, log_likelihood, log_weight);
+  check_trials(n, who);
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const double l = 0.0 + math::binomial_log_mass(n.host()[i], k.host()[i], q);  // as added to a zero
+    log_likelihood.host()[i] = l;
+    log_weight.host()[i] += l;
+  }
+}
+
 void add_negative_binomial_log_mass(double r, const Column<double>& q, const Column<std::int64_t>& k,
                                     Column<double>& log_likelihood) {
   constexpr const char* who = "tally::gpu::add_negative_binomial_log_mass";

@@ -35,6 +35,17 @@ void add_binomial_log_mass(const Column<std::int64_t>& n, const double* q, doubl
   });
 }
 
+void observe_binomial(const Column<std::int64_t>& n, double q, const Column<std::int64_t>& k,
+                      Column<double>& log_likelihood, Column<double>& log_weight) {
+  const std::int64_t *np = n.data(), *kp = k.data();
+  double *l = log_likelihood.data(), *w = log_weight.data();
+  each(n.size(), [=] __device__(long long i) {
+    const double li = 0.0 + (np[i] >= 0 ? math::binomial_log_mass(np[i], kp[i], q) : NAN);  // as added to a zero
+    l[i] = li;
+    w[i] += li;
+  });
+}
+
 void add_negative_binomial_log_mass(double r, const Column<double>& q, const Column<std::int64_t>& k,
                                     Column<double>& log_likelihood) {
   const std::int64_t* kp = k.data();

@@ -34,6 +34,8 @@ Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double 
                            Column<double>* prior_log_mass);
 void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
 void add_log_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
+void observe_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood,
+                   Column<double>& log_weight);
 ValueRange support_range(const Laws& x);
 DeviceScalar max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before, const Column<double>& after);
 DeviceScalar max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after);
@@ -81,6 +83,8 @@ void add_beta_binomial_log_mass(const Column<std::int64_t>& n, const Column<doub
                                 const Column<std::int64_t>& k, Column<double>& log_likelihood);
 void add_binomial_log_mass(const Column<std::int64_t>& n, const double* q, double q_value,
                            const Column<std::int64_t>& k, Column<double>& log_likelihood);
+void observe_binomial(const Column<std::int64_t>& n, double q, const Column<std::int64_t>& k,
+                      Column<double>& log_likelihood, Column<double>& log_weight);
 void add_negative_binomial_log_mass(double r, const Column<double>& q, const Column<std::int64_t>& k,
                                     Column<double>& log_likelihood);
 void add_beta_negative_binomial_log_mass(double r, const Column<double>& a, const Column<double>& b,

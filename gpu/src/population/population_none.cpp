@@ -63,6 +63,13 @@ Laws condition_on_thinning(const Laws&, const Column<std::int64_t>&, double, Col
 }
 void add_log_mass(const Laws&, const Column<std::int64_t>&, Column<double>&) { none("add_log_mass"); }
 void add_log_equal(const Column<std::int64_t>&, const Column<std::int64_t>&, Column<double>&) { none("add_log_equal"); }
+void observe_equal(const Column<std::int64_t>&, const Column<std::int64_t>&, Column<double>&, Column<double>&) {
+  none("observe_equal");
+}
+void observe_binomial(const Column<std::int64_t>&, double, const Column<std::int64_t>&, Column<double>&,
+                      Column<double>&) {
+  none("observe_binomial");
+}
 ValueRange support_range(const Laws&) { none("support_range"); }
 DeviceScalar max_mass_ratio(const Laws&, const Laws*, const Column<double>&, const Column<double>&) {
   none("max_mass_ratio");

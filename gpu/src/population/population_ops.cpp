@@ -298,6 +298,20 @@ void add_log_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v,
     if (x.host()[i] != v.host()[i]) log_likelihood.host()[i] = neg_inf;
 }
 
+void observe_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood,
+                   Column<double>& log_weight) {
+  constexpr const char* who = "tally::gpu::observe_equal";
+  same_shape(x, v, who);
+  same_shape(x, log_likelihood, who);
+  same_shape(x, log_weight, who);
+  if (on_device(x.where())) return population_cuda::observe_equal(x, v, log_likelihood, log_weight);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double l = x.host()[i] == v.host()[i] ? 0.0 : neg_inf;
+    log_likelihood.host()[i] = l;
+    log_weight.host()[i] += l;
+  }
+}
+
 void add_to(Column<double>& acc, const Column<double>& x) {
   same_shape(acc, x, "tally::gpu::add_to");
   if (on_device(x.where())) return population_cuda::add_to(acc, x);

@@ -595,6 +595,17 @@ void add_log_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v,
   });
 }
 
+void observe_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood,
+                   Column<double>& log_weight) {
+  const std::int64_t *xp = x.data(), *vp = v.data();
+  double *l = log_likelihood.data(), *w = log_weight.data();
+  each(x.size(), [=] __device__(long long i) {
+    const double li = xp[i] == vp[i] ? 0.0 : -INFINITY;
+    l[i] = li;
+    w[i] += li;
+  });
+}
+
 void add_to(Column<double>& acc, const Column<double>& x) {
   double* a = acc.data();
   const double* xp = x.data();

@@ -32,6 +32,11 @@ void add_binomial_log_mass(const Column<std::int64_t>& n, const Column<double>& 
 /// The same with one q for every particle (an observed thinning of realized counts), without a column of it.
 void add_binomial_log_mass(const Column<std::int64_t>& n, double q, const Column<std::int64_t>& k,
                            Column<double>& log_likelihood);
+/// An observed thinning of realized counts in one pass (a bootstrap filter's observation): log_likelihood_i =
+/// log Binomial(k_i; n_i, q), written (its contents are not read), and the same added to log_weight_i. The checks
+/// and the values of add_binomial_log_mass into a column of zeros, then add_to(log_weight, log_likelihood).
+void observe_binomial(const Column<std::int64_t>& n, double q, const Column<std::int64_t>& k,
+                      Column<double>& log_likelihood, Column<double>& log_weight);
 
 /// NegativeBinomial(r, rho): the failures before the r-th success (r > 0 real), with a known rho = q_i in [0, 1]:
 /// \f$\log\frac{\Gamma(k + r)}{k!\,\Gamma(r)} + r \log q + k \log(1 - q)\f$, -inf for k < 0; q = 1 is the point

@@ -74,6 +74,10 @@ void set_thinning_laws_per_warp(int laws);
 void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
 /// Adds 0 where x_i = v_i and -inf elsewhere (an observation of a realized value).
 void add_log_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
+/// An observation of realized values in one pass: log_likelihood_i = 0 where x_i = v_i and -inf elsewhere, written
+/// (its contents are not read), and the same added to log_weight_i.
+void observe_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood,
+                   Column<double>& log_weight);
 /// The smallest and largest values of positive weight over every law (laws with no mass left out); lo > hi
 /// when no law has mass. Device: one pass, one warp per law, and the two numbers read back (one synchronization).
 struct ValueRange {
