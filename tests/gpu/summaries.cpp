@@ -143,6 +143,17 @@ TEST_CASE("summarize: the device against the host", "[gpu][summaries][cuda]") {
   const auto s = gpu::summarize(c, Column<double>::from_host({-inf, -inf}, Backend::cuda), probabilities);
   CHECK(s.all_impossible);
   CHECK(s.mean == 1.5);
+  // more probabilities than the kernels take in their parameters (16): they go through device memory, on both paths
+  std::vector<double> many;
+  for (int q = 0; q <= 40; ++q) many.push_back(q / 40.0);
+  for (const bool wide : {false, true}) {
+    INFO((wide ? "wide" : "narrow") << ", 41 probabilities");
+    const auto [v, l] = population(gen, 5000, wide, 0);
+    const auto host = gpu::summarize(Column<std::int64_t>::host_values(v), Column<double>::host_values(l), many);
+    const auto device = gpu::summarize(Column<std::int64_t>::from_host(v, Backend::cuda),
+                                       Column<double>::from_host(l, Backend::cuda), many);
+    CHECK(device.quantiles == host.quantiles);
+  }
 }
 
 TEST_CASE("summarize: several columns under one set of weights, one copy back, as each alone", "[gpu][summaries]") {

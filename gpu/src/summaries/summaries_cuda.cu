@@ -233,12 +233,23 @@ __global__ void __launch_bounds__(block) sums_kernel(Columns c, const double* l,
     if (local[b] > 0.0) atomicAdd(&bins[b], local[b]);
 }
 
+/// The probabilities of the quantiles asked for: up to `inline_count` in the kernel's parameters (no copy to the
+/// device: a step's summary asks for a few), else in device memory.
+struct Probabilities {
+  static constexpr std::size_t inline_count = 16;
+  double inline_values[inline_count];
+  const double* values;  // device memory, or null when they are inline
+  std::size_t count;
+  __device__ double operator[](std::size_t q) const { return values != nullptr ? values[q] : inline_values[q]; }
+};
+
 /// One block per column (blockIdx.x): the blocks' sums added in a fixed order (the same result every run) into the
 /// report, top_key turned into top; then, on the histogram path, the inclusive scan (in place) of the bins the values
 /// use, lo .. hi (blocks of `block` bins, each scanned by cub::BlockScan and carried into the next: a step's counts
 /// use a few hundred bins, and the scan stops there), and one thread per probability finds the first bin whose
 /// cumulative weight reaches p of the total (and is positive), else the last bin of positive weight.
-__global__ void __launch_bounds__(block) finish_kernel(Columns c, unsigned blocks, const double* p, std::size_t nq) {
+__global__ void __launch_bounds__(block) finish_kernel(Columns c, unsigned blocks, Probabilities p) {
+  const std::size_t nq = p.count;
   Report* r = c.report(blockIdx.x);
   using Reduce = cub::BlockReduce<double, block>;
   __shared__ typename Reduce::TempStorage reduce_storage;
@@ -290,8 +301,9 @@ __global__ void __launch_bounds__(block) finish_kernel(Columns c, unsigned block
 
 /// One thread per probability p_q: the first sorted value whose cumulative weight reaches p_q of the total (and is
 /// positive), else the largest value of positive weight (the first j where the scan reaches its end).
-__global__ void quantiles_kernel(const double* cum, const std::int64_t* sorted, std::size_t count, const double* p,
-                                 std::size_t nq, std::int64_t* out) {
+__global__ void quantiles_kernel(const double* cum, const std::int64_t* sorted, std::size_t count, Probabilities p,
+                                 std::int64_t* out) {
+  const std::size_t nq = p.count;
   const long long q = thread_index();
   if (q >= static_cast<long long>(nq)) return;
   const double total = cum[count - 1];
@@ -325,7 +337,14 @@ std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_
   auto buffer = Column<std::int64_t>::allocate(Backend::cuda, stride * k_columns + totals_words, who);
   auto bins = Column<double>::allocate(Backend::cuda, histogram_bins * std::min(k_columns, columns_per_launch), who);
   auto partials = Column<double>::allocate(Backend::cuda, 3 * std::size_t{blocks} * std::min(k_columns, columns_per_launch), who);
-  auto p = Column<double>::from_host(std::vector<double>(probabilities.begin(), probabilities.end()), Backend::cuda);
+  Probabilities p{{}, nullptr, nq};
+  Column<double> p_device;  // only where they do not fit inline
+  if (nq <= Probabilities::inline_count) {
+    std::copy(probabilities.begin(), probabilities.end(), p.inline_values);
+  } else {
+    p_device = Column<double>::from_host(std::vector<double>(probabilities.begin(), probabilities.end()), Backend::cuda);
+    p.values = p_device.data();
+  }
   for (std::size_t first = 0; first < k_columns; first += columns_per_launch) {
     const auto k = static_cast<unsigned>(std::min(columns_per_launch, k_columns - first));
     // (a later launch's columns reuse the bins and sums in stream order)
@@ -337,7 +356,7 @@ std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_
     launched();
     sums_kernel<<<dim3(blocks, k), block>>>(c, log_w.data(), n);
     launched();
-    finish_kernel<<<k, block>>>(c, blocks, p.data(), nq);
+    finish_kernel<<<k, block>>>(c, blocks, p);
     launched();
   }
   if (weights != nullptr) {
@@ -378,7 +397,7 @@ std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_
                                                        sorted_w.data(), count));
       double* cum = w.data();  // the weights are sorted into sorted_w: their storage takes the scan
       TALLY_CUDA_CHECK(cub::DeviceScan::InclusiveSum(sort_temp.data(), sort_bytes, sorted_w.data(), cum, count));
-      quantiles_kernel<<<thread_blocks(nq), block>>>(cum, sorted.data(), n, p.data(), nq, quantiles);
+      quantiles_kernel<<<thread_blocks(nq), block>>>(cum, sorted.data(), n, p, quantiles);
       launched();
       TALLY_CUDA_CHECK(cudaMemcpy(o.quantiles.data(), quantiles, nq * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
     }
@@ -463,7 +482,7 @@ std::vector<SummarySums> summary_sums_device(std::span<const Column<std::int64_t
     if (n > 0) {
       sums_kernel<<<dim3(blocks, k), block>>>(c, log_w.data(), n);
       launched();
-      finish_kernel<<<k, block>>>(c, blocks, nullptr, 0);  // the blocks' sums in order; no quantiles
+      finish_kernel<<<k, block>>>(c, blocks, Probabilities{{}, nullptr, 0});  // the blocks' sums in order; no quantiles
       launched();
     }
     std::vector<std::int64_t> host(stride * k);
