@@ -436,18 +436,28 @@ void sample_continuous(Node& n) {
 std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
   Context& ctx = *n.context;
   const auto keep = n.shared_from_this();
-  if (ctx.device() && n.state == State::initialized && n.parents[0] && n.parents[0]->state == State::realized &&
-      !n.parents[0]->group && n.parents[0]->value.nonnegative)
-    if (const auto* c = std::get_if<DiscreteChild>(&n.kind))
-      if (const auto* t = std::get_if<Thinning>(&c->law)) {
-        // a thinning of a realized count (a bootstrap filter's observation): its log mass written and added to the
-        // log-weights in one pass, as the general path below does in three (zeros, the log mass, the add)
-        auto ll = gpu::Column<double>::allocate(ctx.where, ctx.particles, "tally::runtime::observe");
-        gpu::observe_binomial(*n.parents[0]->value, t->keep, *values, ll, ctx.changing_log_weight());
-        n.parents = {};
-        set_realized(n, values);
-        return {std::move(ll), Bound(0.0)};
-      }
+  if (n.state == State::initialized && std::holds_alternative<DiscreteChild>(n.kind) &&
+      n.parents[0]->state == State::realized) {
+    // log P(y = v | x) for the realized x (which has no joint law and nothing to graft): a thinning of a count known
+    // to be >= 0 by its log mass, written and added to the log-weights in one pass on the device (a bootstrap
+    // filter's observation), else the same conditioning on point masses (one pass, no child law)
+    const Values& x = n.parents[0]->value;
+    const ChildLaw& law = std::get<DiscreteChild>(n.kind).law;
+    const auto* thinning = std::get_if<Thinning>(&law);
+    std::pair<gpu::Column<double>, Bound> out;
+    if (ctx.device() && thinning != nullptr && x.nonnegative) {
+      out.first = gpu::Column<double>::allocate(ctx.where, ctx.particles, "tally::runtime::observe");
+      gpu::observe_binomial(*x, thinning->keep, *values, out.first, ctx.changing_log_weight());
+    } else {
+      LogLikelihood ll = zero_log_likelihood(ctx);
+      condition(ctx, points(ctx, x), law, values, ll);
+      gpu::add_to(ctx.changing_log_weight(), ll.values);
+      out = {std::move(ll.values), std::move(ll.error)};
+    }
+    n.parents = {};
+    set_realized(n, values);
+    return out;
+  }
   LogLikelihood ll = zero_log_likelihood(ctx);
   auto done = [&]() {
     gpu::add_to(ctx.changing_log_weight(), ll.values);
@@ -488,19 +498,6 @@ std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
         return done();
       }
       if (parent.group && observe_joint_child(n, values, ll)) return done();  // a coordinate of a joint law
-      if (parent.state == State::realized) {
-        // log P(y = v | x) for the realized x: a thinning of a count known to be >= 0 by its log mass on the device
-        // (one thread a particle), else the same conditioning on point masses (one pass, no child law)
-        const ChildLaw& law = std::get<DiscreteChild>(n.kind).law;
-        const auto* thinning = std::get_if<Thinning>(&law);
-        if (ctx.device() && thinning != nullptr && parent.value.nonnegative)
-          add_thinning_log_mass(parent.value, thinning->keep, values, ll);
-        else
-          condition(ctx, points(ctx, parent.value), law, values, ll);
-        n.parents = {};
-        set_realized(n, values);
-        return done();
-      }
       if (parent.state == State::marginalized && parent.tied_to == nullptr) {
         // computed before anything changes: a refused law (a thinning of a possibly negative count) leaves the graph
         const ChildLaw& child_law = std::get<DiscreteChild>(n.kind).law;

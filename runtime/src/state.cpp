@@ -544,10 +544,6 @@ void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood
   }
 }
 
-void add_thinning_log_mass(const Values& x, double q, const Values& y, LogLikelihood& ll) {
-  gpu::add_binomial_log_mass(*x, q, *y, ll.values);
-}
-
 void add_log_equal(const Values& x, const Values& v, LogLikelihood& ll) { gpu::add_log_equal(*x, *v, ll.values); }
 
 Values sample(Place& at, const Laws& x) {

@@ -163,9 +163,6 @@ Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int s
                             LogLikelihood& ll);
 /// Adds log P(X_i = v_i) to ll.
 void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood& ll);
-/// Adds log Binomial(y_i; x_i, q) for realized counts x_i >= 0 (a thinning's likelihood, one thread a particle on
-/// the device).
-void add_thinning_log_mass(const Values& x, double q, const Values& y, LogLikelihood& ll);
 /// Adds 0 where x_i = v_i, -inf elsewhere.
 void add_log_equal(const Values& x, const Values& v, LogLikelihood& ll);
 /// One draw per particle (the graph's next draw).
