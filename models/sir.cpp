@@ -358,10 +358,13 @@ int main(int argc, char** argv) {
                                                                              {"bootstrap", &bootstrap}};
     for (const auto& [name, results] : methods) {
       std::vector<double> evidence, seconds;
+      std::vector<std::size_t> days_run;  // a run whose weights all fell to zero stopped on that day
       std::size_t bytes = 0;
-      for (const RunResult& r : *results)
+      for (const RunResult& r : *results) {
         evidence.push_back(r.log_evidence), seconds.push_back(r.seconds), bytes = std::max(bytes, r.state_bytes);
-      models::print_result("sir", name, options, data.days(), evidence, seconds, bytes);
+        days_run.push_back(r.failed_day != 0 ? r.failed_day : data.days());
+      }
+      models::print_result("sir", name, options, data.days(), evidence, seconds, bytes, days_run);
     }
     print_run("Delayed sampling (tally: delta, gamma, new, rec marginalized; new - rec enumerated exactly)", data,
               delayed.front());

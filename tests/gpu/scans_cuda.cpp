@@ -7,6 +7,7 @@
 #include <limits>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "gpu/src/scans/scan_math.hpp"  // private: lane_segment_draw, the CPU's rule for one pmf and one uniform
@@ -337,4 +338,22 @@ TEST_CASE("device draws from a shared law are the host's, and sample's from the 
         REQUIRE(sample(broadcast(w, -4, 0.0, P, Backend::cuda), 11, 3, first).to_host() == host);
       }
     }
+}
+
+TEST_CASE("a law broadcast on the device is the host's broadcast", "[gpu][scans][device]") {
+  // the kernel steps each thread's place in the law by the grid's stride mod m: lengths that do and do not divide
+  // the stride, and a count past one stride of the largest grid (65536 blocks of 256 threads: 2^24 weights)
+  if (skip_without_device()) return;
+  std::mt19937_64 gen(20261127);
+  for (const auto& [length, count] : {std::pair<std::size_t, std::size_t>{1, 1}, {1, 70001}, {7, 3}, {48, 65536},
+                                      {256, 4099}, {700, 3000}, {7, (std::size_t{1} << 24) / 7 + 11}}) {
+    INFO(length << " weights, " << count << " laws");
+    const std::vector<double> w = random_pmf(gen, length, 0);
+    const PmfBatch host = broadcast(w, -3, -0.5, count, Backend::cpu).host();
+    const PmfBatch device = broadcast(w, -3, -0.5, count, Backend::cuda).to_host();
+    REQUIRE(device.weights == host.weights);
+    REQUIRE(device.offset == host.offset);
+    REQUIRE(device.lo == host.lo);
+    REQUIRE(device.log_scale == host.log_scale);
+  }
 }

@@ -244,11 +244,19 @@ Laws laws_from_parameters(const Column<std::int64_t>& n, Family family, const ch
 
 // ---- per-law kernels ---------------------------------------------------------------------------------------------
 
+/// out's count laws, each a copy of the m weights w: weight j of the flat array is w[j mod m]. A thread steps j by
+/// the grid's stride, so its k = j mod m steps by stride mod m (then wraps once at most, both being below m): one
+/// division a thread, none a weight (a 64-bit remainder a weight bound the kernel at small counts).
 __global__ void broadcast_kernel(const double* w, std::int64_t m, std::int64_t lo, double log_scale,
                                  MutablePmfBatchView out) {
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  const long long n = static_cast<long long>(out.count) * m;
-  for (long long j = thread_index(); j < n; j += stride) out.weights[j] = w[j % m];
+  const long long n = static_cast<long long>(out.count) * m, step = stride % m;
+  long long j = thread_index(), k = j % m;
+  for (; j < n; j += stride) {
+    out.weights[j] = w[k];
+    k += step;
+    if (k >= m) k -= m;
+  }
   for (long long i = thread_index(); i < static_cast<long long>(out.count); i += stride) {
     if (i == 0) out.offset[0] = 0;
     out.offset[i + 1] = (i + 1) * m;
