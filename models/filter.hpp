@@ -207,13 +207,14 @@ inline Spread spread(const std::vector<double>& x) {
 
 /// One machine-readable line per filter for scripts/bench-populations, only with --results (o.results):
 /// RESULT model=... method=... device=... particles=P runs=R steps=T steps_run=... mean=... sd=... failed=...
-/// seconds_per_step=... first_run_seconds_per_step=... state_bytes=... (the most a population held just after an
-/// observation: what a step reads and writes at least). seconds holds each run's time and steps_run the steps it ran
-/// (T each when empty; a filter that stops when every weight is zero runs fewer): a run's time per step is its
-/// seconds over its steps run, and seconds_per_step is the mean of that over runs 2 .. R when there are several (run 1
-/// also pays for the device's start: its context, its memory pool's first growth, as a JAX program's first call pays
-/// for its compilation), else run 1's; first_run_seconds_per_step is run 1's; steps_run is the mean over the same
-/// runs as seconds_per_step.
+/// seconds_per_step=... median_seconds_per_step=... first_run_seconds_per_step=... state_bytes=... (the most a
+/// population held just after an observation: what a step reads and writes at least). seconds holds each run's time
+/// and steps_run the steps it ran (T each when empty; a filter that stops when every weight is zero runs fewer): a
+/// run's time per step is its seconds over its steps run, and seconds_per_step is the mean of that over runs 2 .. R
+/// when there are several (run 1 also pays for the device's start: its context, its memory pool's first growth, as a
+/// JAX program's first call pays for its compilation), else run 1's; median_seconds_per_step is the median over the
+/// same runs (one run far off the others, as small steps on a device sometimes take, moves it less);
+/// first_run_seconds_per_step is run 1's; steps_run is the mean over the same runs as seconds_per_step.
 inline void print_result(const char* model, const char* method, const FilterOptions& o, std::size_t steps,
                          const std::vector<double>& evidence, const std::vector<double>& seconds,
                          std::size_t state_bytes, const std::vector<std::size_t>& steps_run = {}) {
@@ -224,13 +225,21 @@ inline void print_result(const char* model, const char* method, const FilterOpti
   };
   double warm = 0, warm_steps = 0;
   const std::size_t first = seconds.size() > 1 ? 1 : 0;
-  for (std::size_t r = first; r < seconds.size(); ++r) warm += seconds[r] / ran(r), warm_steps += ran(r);
-  warm /= double(seconds.size() - first);
-  warm_steps /= double(seconds.size() - first);
+  std::vector<double> per_step;
+  for (std::size_t r = first; r < seconds.size(); ++r) {
+    per_step.push_back(seconds[r] / ran(r));
+    warm += per_step.back(), warm_steps += ran(r);
+  }
+  warm /= double(per_step.size());
+  warm_steps /= double(per_step.size());
+  std::sort(per_step.begin(), per_step.end());
+  const std::size_t h = per_step.size() / 2;
+  const double median = per_step.size() % 2 == 1 ? per_step[h] : (per_step[h - 1] + per_step[h]) / 2;
   std::printf("RESULT model=%s method=%s device=%s particles=%zu runs=%zu steps=%zu steps_run=%.4g mean=%.6f sd=%.6f "
-              "failed=%zu seconds_per_step=%.6g first_run_seconds_per_step=%.6g state_bytes=%zu\n",
+              "failed=%zu seconds_per_step=%.6g median_seconds_per_step=%.6g first_run_seconds_per_step=%.6g "
+              "state_bytes=%zu\n",
               model, method, o.device.c_str(), o.particles, evidence.size(), steps, warm_steps, s.mean, s.sd,
-              s.failed, warm, seconds.front() / ran(0), state_bytes);
+              s.failed, warm, median, seconds.front() / ran(0), state_bytes);
 }
 
 /// The lines comparing the filters' estimates with the exact log-evidence.
