@@ -7,6 +7,8 @@
 //                      bench/host_sampler.cpp's profile of the host)   (a developer's tool)
 // The free-running runs sit between cudaProfilerStart and cudaProfilerStop: traced with bench/cupti_trace.cpp, they
 // give scripts/trace-summary its window (it divides by runs x steps, the number printed as "steps traced").
+// TALLY_BENCH_THINNING_LAWS=8|16|32 forces the laws a warp of the thinning observation's kernel (to compare them
+// in one binary).
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
@@ -168,6 +170,8 @@ int main(int argc, char** argv) {
   const int runs = argc > 2 ? std::atoi(argv[2]) : 3;
   const std::string program = argc > 3 ? argv[3] : "sir";
   const bool free_only = argc > 4 && std::string(argv[4]) == "free";
+  if (const char* laws = std::getenv("TALLY_BENCH_THINNING_LAWS"))
+    gpu::detail::set_thinning_laws_per_warp(std::atoi(laws));
   std::size_t steps = 0;
   Clock warm{false, {}, {}};
   run(program, P, 99, warm, steps);  // the device's start, the memory pool's growth

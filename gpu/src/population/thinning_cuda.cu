@@ -39,7 +39,9 @@ inline constexpr int thinning_min_blocks = 8;
 /// A warp takes 32 consecutive laws one after another, or 16 or 8 where warps of 32 would number fewer than twice
 /// what the device holds at once (thinning_min_blocks blocks a multiprocessor): at P = 2^16 on 132 multiprocessors,
 /// 2048 warps of 32 laws left three quarters of the warp slots empty, and the kernel, a chain of dependent steps a
-/// law, waited on latency (0.076 ms, against 3.1 ms / 64 at P = 2^22).
+/// law, waited on latency (0.076 ms, against 3.1 ms / 64 at P = 2^22). Fewer than 8 lose again: 4 laws a warp took
+/// 0.074 ms against 8's 0.065 ms at 2^16 (H100, 2026-11-26: each block's table and each warp's fixed work are paid
+/// for half as many laws).
 inline constexpr int fewest_laws_per_warp = 8;
 __device__ inline int slot(int p) { return p + p / 16; }
 
