@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <map>
 #include <string>
 #include <vector>
@@ -170,8 +171,14 @@ int main(int argc, char** argv) {
   const int runs = argc > 2 ? std::atoi(argv[2]) : 3;
   const std::string program = argc > 3 ? argv[3] : "sir";
   const bool free_only = argc > 4 && std::string(argv[4]) == "free";
-  if (const char* laws = std::getenv("TALLY_BENCH_THINNING_LAWS"))
-    gpu::detail::set_thinning_laws_per_warp(std::atoi(laws));
+  if (const char* laws = std::getenv("TALLY_BENCH_THINNING_LAWS")) {
+    try {
+      gpu::detail::set_thinning_laws_per_warp(std::atoi(laws));
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "TALLY_BENCH_THINNING_LAWS: %s\n", e.what());
+      return 2;
+    }
+  }
   std::size_t steps = 0;
   Clock warm{false, {}, {}};
   run(program, P, 99, warm, steps);  // the device's start, the memory pool's growth
