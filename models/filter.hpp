@@ -214,12 +214,14 @@ inline Spread spread(const std::vector<double>& x) {
 /// when there are several (run 1 also pays for the device's start: its context, its memory pool's first growth, as a
 /// JAX program's first call pays for its compilation), else run 1's; median_seconds_per_step is the median over the
 /// same runs (one run far off the others, as small steps on a device sometimes take, moves it less);
-/// first_run_seconds_per_step is run 1's; steps_run is the mean over the same runs as seconds_per_step.
+/// first_run_seconds_per_step is run 1's; steps_run is the mean over the same runs as seconds_per_step. mean and sd
+/// are those of the finite log-evidences (failed: the runs at -inf); -inf and inf when every run failed.
 inline void print_result(const char* model, const char* method, const FilterOptions& o, std::size_t steps,
                          const std::vector<double>& evidence, const std::vector<double>& seconds,
                          std::size_t state_bytes, const std::vector<std::size_t>& steps_run = {}) {
   if (!o.results || seconds.empty()) return;
-  const Spread s = spread(evidence);
+  Spread s = spread(evidence);  // over the finite runs; with none, the log-evidence is -inf and its spread unknown
+  if (s.finite == 0) s.mean = -std::numeric_limits<double>::infinity(), s.sd = std::numeric_limits<double>::infinity();
   auto ran = [&](std::size_t r) {
     return static_cast<double>(std::max<std::size_t>(r < steps_run.size() ? steps_run[r] : steps, 1));
   };
