@@ -213,6 +213,19 @@ Variable Graph::assume(const Pmf& prior) {
 Variable Graph::assume(const Pmf& prior, std::function<Pmf(const Truncation&)> family) {
   return Variable(std::make_shared<Node>(context_, detail::DiscreteRoot{prior, std::move(family)}, State::initialized));
 }
+Variable Graph::assume_value(std::type_index type, std::span<const std::byte> key,
+                             std::function<Pmf(const Truncation&)> family) {
+  auto& kept = context_->kept_priors;
+  auto same = [&](const detail::Context::KeptPrior& k) { return k.type == type && std::ranges::equal(k.key, key); };
+  auto it = std::find_if(kept.begin(), kept.end(), same);
+  if (it == kept.end()) {
+    Pmf law = family(truncation());  // a bad parameter throws here, before anything is kept
+    if (kept.size() == detail::Context::kept_priors_at_most) kept.erase(kept.begin());
+    kept.push_back({type, std::vector<std::byte>(key.begin(), key.end()), std::move(law)});
+    it = kept.end() - 1;
+  }
+  return assume(it->law, std::move(family));
+}
 
 namespace {
 std::shared_ptr<Node> child(const std::shared_ptr<detail::Context>& ctx, std::shared_ptr<Node> parent,

@@ -2,11 +2,13 @@
 #pragma once
 
 #include <array>
-#include <string>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <string>
+#include <typeindex>
 #include <variant>
 #include <vector>
 
@@ -112,6 +114,15 @@ struct Context : Place {
   Shard shard;
   std::shared_ptr<Communicator> comm;
   std::vector<std::size_t> shard_bounds;
+  /// The priors Graph::assume made last for value families (tally::value_family), most recent last: a law is made
+  /// once for a family of equal type and bytes among these (the graph's truncation never changes).
+  struct KeptPrior {
+    std::type_index type;
+    std::vector<std::byte> key;
+    Pmf law;
+  };
+  static constexpr std::size_t kept_priors_at_most = 8;
+  std::vector<KeptPrior> kept_priors;
 
  private:
   gpu::Column<double> log_weight_;

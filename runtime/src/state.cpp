@@ -368,10 +368,24 @@ Laws binomial_laws(Place& at, const Values& n, const gpu::Column<double>& p) {
   return host_map_once(at, distinct_inputs(at, nullptr, nullptr, n.column->host().data(), p.host().data()),
                        [&](std::size_t i) { return push_pmf(Pmf::point(n[i]), Thinning(p.host()[i]), at.truncation); });
 }
+Laws binomial_laws(Place& at, const Values& n, gpu::Column<double>&& p) {
+  if (at.device()) return parameter_laws(at, n, std::move(p));
+  return binomial_laws(at, n, static_cast<const gpu::Column<double>&>(p));
+}
+
+namespace {
+/// The parameter laws of `form` (its family and columns set), n's bound noted.
+Laws parameter_laws_of(Place& at, std::shared_ptr<ParameterForm> form) {
+  if (!form->n.bound()) at.bound_values = true;  // this law's lengths will be read back: later ones need not be
+  Laws out;
+  out.parameters = std::move(form);
+  out.device_nonnegative = true;
+  return out;
+}
+}  // namespace
 
 Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, const gpu::Column<double>& a,
                     const gpu::Column<double>* b) {
-  if (!n.bound()) at.bound_values = true;  // this law's lengths will be read back: later ones need not be
   auto form = std::make_shared<ParameterForm>();
   form->family = family;
   form->n = n;
@@ -383,10 +397,14 @@ Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, con
     form->a = std::move(copied[0]);
     form->b = std::move(copied[1]);
   }
-  Laws out;
-  out.parameters = std::move(form);
-  out.device_nonnegative = true;
-  return out;
+  return parameter_laws_of(at, std::move(form));
+}
+Laws parameter_laws(Place& at, const Values& n, gpu::Column<double>&& a) {
+  auto form = std::make_shared<ParameterForm>();
+  form->family = gpu::ParameterFamily::binomial;
+  form->n = n;
+  form->a = std::move(a);
+  return parameter_laws_of(at, std::move(form));
 }
 
 Laws dense(const Laws& x) {

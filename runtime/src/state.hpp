@@ -143,10 +143,14 @@ Laws push(Place& at, const Laws& x, const ChildLaw& law);
 Laws push_realized(Place& at, const Values& x, const ChildLaw& law);
 /// Binomial(n_i, p_i) (a device graph keeps the parameters: p copied).
 Laws binomial_laws(Place& at, const Values& n, const gpu::Column<double>& p);
+/// The same from a column of p_i the laws take over (no copy: a probability filled for this law alone).
+Laws binomial_laws(Place& at, const Values& n, gpu::Column<double>&& p);
 /// Laws of the family on the device, kept as their parameters (a and b copied); sets at.bound_values where n has no
 /// bound yet.
 Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, const gpu::Column<double>& a,
                     const gpu::Column<double>* b);
+/// Binomial laws kept as their parameters, taking over the column of probabilities a (no copy).
+Laws parameter_laws(Place& at, const Values& n, gpu::Column<double>&& a);
 /// x with its weights: x itself unless it is kept as parameters (then its weights are written).
 Laws dense(const Laws& x);
 /// X | Y = y_i for the child Y | X ~ law; adds log P(Y = y_i) to ll.

@@ -325,9 +325,12 @@ TEST_CASE("device scans along chains equal the CPU's", "[gpu][scans][device]") {
 
 TEST_CASE("device draws from a shared law are the host's, and sample's from the law broadcast", "[gpu][scans][device]") {
   if (skip_without_device()) return;
+  // a table of up to 256 words goes over in the launch's parameters, a longer one through device memory: a law of
+  // m <= 256 weights has m + 3 words, so 253 and 254 weights take one path each
   std::mt19937_64 gen(20261126);
   for (int kind = 0; kind < 6; ++kind)
-    for (const std::size_t length : {std::size_t{1}, std::size_t{37}, std::size_t{700}}) {
+    for (const std::size_t length :
+         {std::size_t{1}, std::size_t{37}, std::size_t{253}, std::size_t{254}, std::size_t{700}}) {
       const std::vector<double> w = random_pmf(gen, length, kind);
       INFO("kind " << kind << ", " << length << " weights");
       for (const std::uint64_t first : {0, 5}) {
@@ -342,11 +345,12 @@ TEST_CASE("device draws from a shared law are the host's, and sample's from the 
 
 TEST_CASE("a law broadcast on the device is the host's broadcast", "[gpu][scans][device]") {
   // the kernel steps each thread's place in the law by the grid's stride mod m: lengths that do and do not divide
-  // the stride, and a count past one stride of the largest grid (65536 blocks of 256 threads: 2^24 weights)
+  // the stride, and a count past one stride of the largest grid (65536 blocks of 256 threads: 2^24 weights); laws of
+  // up to 256 weights go over in the launch's parameters, longer ones through device memory (256 and 257: both)
   if (skip_without_device()) return;
   std::mt19937_64 gen(20261127);
   for (const auto& [length, count] : {std::pair<std::size_t, std::size_t>{1, 1}, {1, 70001}, {7, 3}, {48, 65536},
-                                      {256, 4099}, {700, 3000}, {7, (std::size_t{1} << 24) / 7 + 11}}) {
+                                      {256, 4099}, {257, 5}, {700, 3000}, {7, (std::size_t{1} << 24) / 7 + 11}}) {
     INFO(length << " weights, " << count << " laws");
     const std::vector<double> w = random_pmf(gen, length, 0);
     const PmfBatch host = broadcast(w, -3, -0.5, count, Backend::cpu).host();

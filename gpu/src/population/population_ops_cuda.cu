@@ -244,11 +244,27 @@ Laws laws_from_parameters(const Column<std::int64_t>& n, Family family, const ch
 
 // ---- per-law kernels ---------------------------------------------------------------------------------------------
 
-/// out's count laws, each a copy of the m weights w: weight j of the flat array is w[j mod m]. A thread steps j by
-/// the grid's stride, so its k = j mod m steps by stride mod m (then wraps once at most, both being below m): one
-/// division a thread, none a weight (a 64-bit remainder a weight bound the kernel at small counts).
-__global__ void broadcast_kernel(const double* w, std::int64_t m, std::int64_t lo, double log_scale,
-                                 MutablePmfBatchView out) {
+/// The most weights of a law broadcast from the kernel's own parameters (2 KB of them) rather than from device
+/// memory: a small law (a prior such as Poisson(10), 48 weights) goes over with the launch, without a copy of its own
+/// (a pinned staging slot, its event and a copy a step).
+inline constexpr std::int64_t inline_law_weights = 256;
+struct InlineLaw {
+  double w[inline_law_weights];
+};
+
+/// out's count laws, each a copy of the m weights w (Inline: those of `small`, first put in shared memory): weight j
+/// of the flat array is w[j mod m]. A thread steps j by the grid's stride, so its k = j mod m steps by stride mod m
+/// (then wraps once at most, both being below m): one division a thread, none a weight (a 64-bit remainder a weight
+/// bound the kernel at small counts).
+template <bool Inline>
+__global__ void broadcast_kernel(const double* w, const __grid_constant__ InlineLaw small, std::int64_t m,
+                                 std::int64_t lo, double log_scale, MutablePmfBatchView out) {
+  if constexpr (Inline) {
+    __shared__ double shared_w[inline_law_weights];
+    for (long long k = threadIdx.x; k < m; k += blockDim.x) shared_w[k] = small.w[k];
+    __syncthreads();
+    w = shared_w;
+  }
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   const long long n = static_cast<long long>(out.count) * m, step = stride % m;
   long long j = thread_index(), k = j % m;
@@ -388,12 +404,18 @@ __global__ void gathered_two_lengths_kernel(const std::int64_t* x_offset, const 
 Laws broadcast(std::span<const double> w, std::int64_t lo, double log_scale, std::size_t count) {
   constexpr const char* who = "tally::gpu::broadcast";
   const auto m = static_cast<std::int64_t>(w.size());
-  auto weights = Column<double>::from_host(std::vector<double>(w.begin(), w.end()), Backend::cuda);
   Laws out = Laws::allocate(Backend::cuda, count, count * w.size(), w.size(), who);
   if (count > 0) {
     const std::size_t n = count * w.size();
-    broadcast_kernel<<<static_cast<unsigned>(std::min<std::size_t>((n + block - 1) / block, 65536)), block>>>(
-        weights.data(), m, lo, log_scale, out.mutable_view());
+    const auto blocks = static_cast<unsigned>(std::min<std::size_t>((n + block - 1) / block, 65536));
+    InlineLaw small{};
+    if (m <= inline_law_weights) {
+      std::copy(w.begin(), w.end(), small.w);
+      broadcast_kernel<true><<<blocks, block>>>(nullptr, small, m, lo, log_scale, out.mutable_view());
+    } else {
+      const auto weights = Column<double>::from_host(std::vector<double>(w.begin(), w.end()), Backend::cuda);
+      broadcast_kernel<false><<<blocks, block>>>(weights.data(), small, m, lo, log_scale, out.mutable_view());
+    }
     launched();
   }
   return out;

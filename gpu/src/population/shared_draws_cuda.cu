@@ -1,5 +1,6 @@
 // The CUDA form of drawing every particle's value from one shared law: the draw rule's sums, made once on the host
 // (detail::draw_table), copied over in one piece; one thread a draw (detail::table_draw, the host's code).
+#include <algorithm>
 #include <bit>
 #include <vector>
 
@@ -14,11 +15,28 @@ using namespace kernels;
 
 namespace {
 
+/// The most 8-byte words of a table sent in the kernel's own parameters (2 KB) rather than through device memory: a
+/// small law's table (Poisson(10): 53 words) goes over with the launch, without a copy of its own (a pinned staging
+/// slot, its event and a copy a step).
+inline constexpr std::size_t inline_table_words = 256;
+struct InlineTable {
+  std::int64_t words[inline_table_words];
+};
+
 /// Draw i = lo + table_draw(...) with u_i = philox_uniform(seed, first_stream + i, counter). The table in one
-/// buffer of 8-byte words: carry (tiles + 1 doubles), c (m doubles), last_positive (tiles integers).
-__global__ void shared_draws_kernel(const std::int64_t* table, std::int64_t tiles, std::int64_t m,
-                                    std::int64_t last_tile, std::int64_t lo, std::size_t count, std::uint64_t seed,
-                                    std::uint64_t counter, std::uint64_t first_stream, std::int64_t* out) {
+/// buffer of 8-byte words: carry (tiles + 1 doubles), c (m doubles), last_positive (tiles integers); Inline: the
+/// words of `small`, first put in shared memory.
+template <bool Inline>
+__global__ void shared_draws_kernel(const std::int64_t* table, const __grid_constant__ InlineTable small,
+                                    std::int64_t tiles, std::int64_t m, std::int64_t last_tile, std::int64_t lo,
+                                    std::size_t count, std::uint64_t seed, std::uint64_t counter,
+                                    std::uint64_t first_stream, std::int64_t* out) {
+  if constexpr (Inline) {
+    __shared__ std::int64_t shared_words[inline_table_words];
+    for (long long k = threadIdx.x; k < 2 * tiles + 1 + m; k += blockDim.x) shared_words[k] = small.words[k];
+    __syncthreads();
+    table = shared_words;
+  }
   const long long i = thread_index();
   if (i >= static_cast<long long>(count)) return;
   const auto* carry = reinterpret_cast<const double*>(table);
@@ -35,12 +53,19 @@ Column<std::int64_t> sample_shared(const detail::DrawTable& t, std::int64_t lo, 
   for (const double x : t.carry) words.push_back(std::bit_cast<std::int64_t>(x));
   for (const double x : t.c) words.push_back(std::bit_cast<std::int64_t>(x));
   words.insert(words.end(), t.last_positive.begin(), t.last_positive.end());
-  const auto table = Column<std::int64_t>::from_host(words, Backend::cuda);
   auto out = Column<std::int64_t>::allocate(Backend::cuda, count, "tally::gpu::sample_shared");
   if (count > 0) {
-    const auto tiles = static_cast<std::int64_t>(t.last_positive.size());
-    shared_draws_kernel<<<thread_blocks(count), block>>>(table.data(), tiles, static_cast<std::int64_t>(t.c.size()),
-                                                         t.last_tile, lo, count, seed, counter, first_stream, out.data());
+    const auto tiles = static_cast<std::int64_t>(t.last_positive.size()), m = static_cast<std::int64_t>(t.c.size());
+    InlineTable small{};
+    if (words.size() <= inline_table_words) {
+      std::copy(words.begin(), words.end(), small.words);
+      shared_draws_kernel<true><<<thread_blocks(count), block>>>(nullptr, small, tiles, m, t.last_tile, lo, count,
+                                                                 seed, counter, first_stream, out.data());
+    } else {
+      const auto table = Column<std::int64_t>::from_host(words, Backend::cuda);
+      shared_draws_kernel<false><<<thread_blocks(count), block>>>(table.data(), small, tiles, m, t.last_tile, lo,
+                                                                  count, seed, counter, first_stream, out.data());
+    }
     launched();
   }
   return out;

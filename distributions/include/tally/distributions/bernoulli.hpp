@@ -6,6 +6,7 @@
 
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/truncation.hpp"
+#include "tally/distributions/value_family.hpp"
 
 namespace tally {
 
@@ -19,6 +20,10 @@ class Bernoulli {
  private:
   double success_;
 };
+
+/// Its law depends on its parameters alone (value_family.hpp).
+template <>
+inline constexpr bool value_family<Bernoulli> = true;
 
 double pdf(const Bernoulli& d, std::int64_t k);
 double log_pdf(const Bernoulli& d, std::int64_t k);

@@ -6,6 +6,7 @@
 
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/truncation.hpp"
+#include "tally/distributions/value_family.hpp"
 
 namespace tally {
 
@@ -26,6 +27,10 @@ class BetaBinomial {
   double alpha_;
   double beta_;
 };
+
+/// Its law depends on its parameters alone (value_family.hpp).
+template <>
+inline constexpr bool value_family<BetaBinomial> = true;
 
 double pdf(const BetaBinomial& d, std::int64_t k);
 /// Three negative-binomial Loader terms (in long double),

@@ -6,6 +6,7 @@
 
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/truncation.hpp"
+#include "tally/distributions/value_family.hpp"
 
 namespace tally {
 
@@ -21,6 +22,10 @@ class Binomial {
   std::int64_t trials_;
   double success_;
 };
+
+/// Its law depends on its parameters alone (value_family.hpp).
+template <>
+inline constexpr bool value_family<Binomial> = true;
 
 double pdf(const Binomial& d, std::int64_t k);
 /// Loader's saddle-point form: accurate far beyond the range of pdf (log_pdf(Binomial(4000, .5), 0) = 4000 log .5).

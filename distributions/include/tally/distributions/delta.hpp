@@ -6,6 +6,7 @@
 
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/truncation.hpp"
+#include "tally/distributions/value_family.hpp"
 
 namespace tally {
 
@@ -18,6 +19,10 @@ class Delta {
  private:
   std::int64_t value_;
 };
+
+/// Its law depends on its parameters alone (value_family.hpp).
+template <>
+inline constexpr bool value_family<Delta> = true;
 
 double pdf(const Delta& d, std::int64_t k);
 double log_pdf(const Delta& d, std::int64_t k);

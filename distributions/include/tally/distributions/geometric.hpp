@@ -6,6 +6,7 @@
 
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/truncation.hpp"
+#include "tally/distributions/value_family.hpp"
 
 namespace tally {
 
@@ -20,6 +21,10 @@ class Geometric {
  private:
   double success_;
 };
+
+/// Its law depends on its parameters alone (value_family.hpp).
+template <>
+inline constexpr bool value_family<Geometric> = true;
 
 /// \f$p \exp(k \log(1-p))\f$ in extended precision: relative error about 1e-16 while the value is a normal double.
 double pdf(const Geometric& d, std::int64_t k);

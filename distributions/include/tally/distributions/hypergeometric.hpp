@@ -6,6 +6,7 @@
 
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/truncation.hpp"
+#include "tally/distributions/value_family.hpp"
 
 namespace tally {
 
@@ -24,6 +25,10 @@ class Hypergeometric {
   std::int64_t successes_;
   std::int64_t draws_;
 };
+
+/// Its law depends on its parameters alone (value_family.hpp).
+template <>
+inline constexpr bool value_family<Hypergeometric> = true;
 
 double pdf(const Hypergeometric& d, std::int64_t k);
 /// Three Loader terms (in long double): \f$\log \mathrm{Bin}(k; K, p) + \log \mathrm{Bin}(n-k; N-K, p) - \log \mathrm{Bin}(n; N, p)\f$

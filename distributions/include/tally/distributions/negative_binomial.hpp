@@ -6,6 +6,7 @@
 
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/truncation.hpp"
+#include "tally/distributions/value_family.hpp"
 
 namespace tally {
 
@@ -23,6 +24,10 @@ class NegativeBinomial {
   double successes_;
   double success_;
 };
+
+/// Its law depends on its parameters alone (value_family.hpp).
+template <>
+inline constexpr bool value_family<NegativeBinomial> = true;
 
 double pdf(const NegativeBinomial& d, std::int64_t k);
 /// Loader's saddle-point form with real r: absolute error a few ulps of the result, far beyond the range of pdf.

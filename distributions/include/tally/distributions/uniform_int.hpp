@@ -6,6 +6,7 @@
 
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/truncation.hpp"
+#include "tally/distributions/value_family.hpp"
 
 namespace tally {
 
@@ -22,6 +23,10 @@ class UniformInt {
   std::int64_t lo_;
   std::int64_t hi_;
 };
+
+/// Its law depends on its parameters alone (value_family.hpp).
+template <>
+inline constexpr bool value_family<UniformInt> = true;
 
 double pdf(const UniformInt& d, std::int64_t k);
 double log_pdf(const UniformInt& d, std::int64_t k);

@@ -8,12 +8,15 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <typeindex>
 #include <vector>
 
 #include "tally/distributions/child_laws.hpp"
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/sample.hpp"
 #include "tally/distributions/truncation.hpp"
+#include "tally/distributions/value_family.hpp"
 #include "tally/gpu/population_arrays.hpp"
 #include "tally/gpu/resample.hpp"
 #include "tally/gpu/summaries.hpp"
@@ -248,11 +251,20 @@ class Graph {
   /// the runtime asks it for the tails the prior dropped, to bound their effect where they are (joint laws'
   /// error bounds, tally::JointPmf::dropped). The family overload below passes it.
   Variable assume(const Pmf& prior, std::function<Pmf(const Truncation&)> family);
+  /// A family that is a plain value (tally::value_family: Poisson, Binomial, ...) has its law made once per graph
+  /// for each distinct value among the last few assumed, and given again for an equal one.
   template <class Family>
   Variable assume(const Family& law)
     requires requires(const Family& f, const Truncation& t) { to_pmf(f, t); }
   {
-    return assume(to_pmf(law, truncation()), [law](const Truncation& t) { return to_pmf(law, t); });
+    std::function<Pmf(const Truncation&)> family = [law](const Truncation& t) { return to_pmf(law, t); };
+    if constexpr (value_family<Family>) {
+      static_assert(std::is_trivially_copyable_v<Family>, "a value_family holds its parameters by value");
+      return assume_value(typeid(Family), std::as_bytes(std::span<const Family, 1>(&law, 1)), std::move(family));
+    } else {
+      Pmf prior = family(truncation());  // (before family is moved into the call)
+      return assume(prior, std::move(family));
+    }
   }
   /// A realized count: v in every particle, or v[i] in particle i (per-particle values the engine computed).
   Variable constant(std::int64_t v);
@@ -451,6 +463,9 @@ class Graph {
   /// The node behind a handle, or usage_error (empty handle, another graph's variable).
   template <class Handle>
   std::shared_ptr<detail::Node> node_of(const Handle& x, const char* who) const;
+  /// assume(family(truncation()), family) for a value_family of type `type` and bytes `key`: the law is taken from
+  /// the graph's few kept ones where an equal family made it (detail::Context::kept_priors).
+  Variable assume_value(std::type_index type, std::span<const std::byte> key, std::function<Pmf(const Truncation&)> family);
   /// Every live variable's state by ancestors (resampling, where the state lives).
   void gather(const gpu::Column<std::size_t>& ancestors);
   /// resample_by_weight of a shard: collective (runtime/src/sharding.hpp).
