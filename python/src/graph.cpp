@@ -131,7 +131,9 @@ void bind_graph(py::module_& m) {
       .def_readonly("mean", &gpu::WeightedSummary::mean)
       .def_readonly("ess", &gpu::WeightedSummary::ess)
       .def_readonly("all_impossible", &gpu::WeightedSummary::all_impossible)
-      .def_readonly("quantiles", &gpu::WeightedSummary::quantiles);
+      .def_readonly("quantiles", &gpu::WeightedSummary::quantiles)
+      .def_readonly("lo", &gpu::WeightedSummary::lo)
+      .def_readonly("hi", &gpu::WeightedSummary::hi);
   py::class_<runtime::NodeMemory>(m, "NodeMemory")
       .def_readonly("name", &runtime::NodeMemory::name)
       .def_readonly("bytes", &runtime::NodeMemory::bytes)

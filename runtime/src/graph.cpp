@@ -76,30 +76,55 @@ auto guarded(const Graph& g, F f) -> decltype(f()) {
   }
 }
 
+/// fn(v) for each of the live values of c whose bound is open (device values without a number or pending pass yet),
+/// once for values that share their bound.
+template <class Fn>
+void for_each_open_bound(detail::Context& c, Fn fn) {
+  std::vector<const gpu::LaterMax*> seen;
+  auto visit = [&](const detail::Values& v) {
+    if (v.empty() || !v.largest || !v.largest->empty()) return;
+    for (const gpu::LaterMax* o : seen)
+      if (o == v.largest.get()) return;  // copies share their bound
+    seen.push_back(v.largest.get());
+    fn(v);
+  };
+  for (Node* n = c.first_live; n != nullptr; n = n->next_live) {
+    visit(n->value);
+    visit(n->tie_c);
+    if (const auto* k = std::get_if<detail::CountChild>(&n->kind)) visit(k->trials);
+    if (n->marginal.parameters) visit(n->marginal.parameters->n);
+  }
+}
+
 /// Where an unsharded device graph is about to wait anyway (a summary, a resampling decision): the maxima of its live
 /// values that have no bound yet, by one pass launched before the wait (gpu::largest_later), so that the device laws
 /// of n made after it are sized from them without a wait of their own (Place::bound_values; only once some law
-/// has needed one: a filter that makes none launches nothing).
-void bound_live_values(detail::Context& c) {
+/// has needed one: a filter that makes none launches nothing). Columns the wait's summary covers are left out: the
+/// summary brings their largest values back (bound_by_summary).
+void bound_live_values(detail::Context& c, std::span<const gpu::Column<std::int64_t>* const> summarized = {}) {
   if (!c.bound_values || !c.device()) return;
   std::vector<const detail::Values*> open;
-  auto add = [&](const detail::Values& v) {
-    if (v.empty() || !v.largest || !v.largest->empty()) return;
-    for (const detail::Values* o : open)
-      if (o->largest == v.largest) return;  // copies share their bound
-    open.push_back(&v);
-  };
-  for (Node* n = c.first_live; n != nullptr; n = n->next_live) {
-    add(n->value);
-    add(n->tie_c);
-    if (const auto* k = std::get_if<detail::CountChild>(&n->kind)) add(k->trials);
-    if (n->marginal.parameters) add(n->marginal.parameters->n);
-  }
+  for_each_open_bound(c, [&](const detail::Values& v) {
+    if (std::find(summarized.begin(), summarized.end(), v.column.get()) == summarized.end()) open.push_back(&v);
+  });
   if (open.empty()) return;
   std::vector<const gpu::Column<std::int64_t>*> columns;
   for (const detail::Values* v : open) columns.push_back(v->column.get());
   std::vector<gpu::LaterMax> maxima = gpu::largest_later(columns);
   for (std::size_t k = 0; k < open.size(); ++k) *open[k]->largest = std::move(maxima[k]);
+}
+
+/// The open bounds of the summarized columns, known now from their summaries' largest values (WeightedSummary::hi).
+void bound_by_summary(detail::Context& c, std::span<const gpu::Column<std::int64_t>* const> summarized,
+                      const std::vector<gpu::WeightedSummary>& summaries) {
+  if (!c.bound_values || !c.device()) return;
+  for_each_open_bound(c, [&](const detail::Values& v) {
+    for (std::size_t k = 0; k < summarized.size(); ++k)
+      if (summarized[k] == v.column.get()) {
+        *v.largest = gpu::LaterMax(summaries[k].hi);
+        return;
+      }
+  });
 }
 
 /// Records what the runtime samples while one observation computes (Context::report), and stops at scope exit.
@@ -183,6 +208,7 @@ Variable Graph::constant(std::int64_t v) {
     // filled where the graph lives (no host vector of P copies, no copy to the device)
     auto n = node_of(constant(gpu::filled(v, particles(), context_->where)), "constant");
     n->value.nonnegative = v >= 0;
+    if (n->value.largest) *n->value.largest = gpu::LaterMax(v);  // its largest value, known: no pass to find it
     return Variable(n);
   });
 }
@@ -458,7 +484,7 @@ Variable Graph::binomial(const Variable& x, const Continuous& rho) {
 
 Observation Graph::observe(const Variable& x, std::int64_t v) {
   node_of(x, "observe");
-  return guarded(*this, [&] { return observe(x, constant(gpu::filled(v, particles(), context_->where))); });
+  return guarded(*this, [&] { return observe(x, constant(v)); });
 }
 
 Observation Graph::observe(const Variable& x, const std::vector<std::int64_t>& v) {
@@ -552,12 +578,14 @@ std::vector<gpu::WeightedSummary> Graph::summarize(std::span<const Variable> xs,
     }
     // on the device the resampler's summary of the weights comes back too (unless an earlier summary of the same
     // weights brought it): a resampling next needs no wait
-    bound_live_values(*context_);
     const std::span<const gpu::Column<std::int64_t>* const> values(columns);
-    if (context_->known_weights()) return gpu::summarize(values, context_->log_weight(), probabilities);
+    bound_live_values(*context_, values);
+    const bool known = context_->known_weights().has_value();
     std::optional<gpu::WeightSummary> weights;
-    auto out = gpu::summarize(values, context_->log_weight(), probabilities, weights);
-    context_->know_weights(weights);
+    auto out = known ? gpu::summarize(values, context_->log_weight(), probabilities)
+                     : gpu::summarize(values, context_->log_weight(), probabilities, weights);
+    if (!known) context_->know_weights(weights);
+    bound_by_summary(*context_, values, out);
     return out;
   });
 }

@@ -41,10 +41,16 @@ gpu::WeightedSummary sharded_summarize(Context& ctx, const gpu::Column<std::int6
   gpu::WeightedSummary out;
   out.all_impossible = top == -inf;
   std::vector<double> w(v.size());
+  std::int64_t all_lo = std::numeric_limits<std::int64_t>::max(), all_hi = std::numeric_limits<std::int64_t>::min();
   for (std::size_t i = 0; i < v.size(); ++i) {
     w[i] = out.all_impossible ? 1.0 : std::exp(l[i] - top);
     if (w[i] > 0) lo = std::min(lo, v[i]), hi = std::max(hi, v[i]);
+    all_lo = std::min(all_lo, v[i]), all_hi = std::max(all_hi, v[i]);
   }
+  // every value's range over the population (the summary's lo and hi)
+  const auto all_los = gather_all(c, all_lo), all_his = gather_all(c, all_hi);
+  out.lo = *std::min_element(all_los.begin(), all_los.end());
+  out.hi = *std::max_element(all_his.begin(), all_his.end());
   // the values of positive weight span [lo, hi] over the population
   const auto los = gather_all(c, lo), his = gather_all(c, hi);
   lo = *std::min_element(los.begin(), los.end());
@@ -170,6 +176,8 @@ std::optional<std::vector<gpu::WeightedSummary>> sharded_summarize_parts(
     at += 3 + used;
     gpu::WeightedSummary& o = out[j];
     o.all_impossible = population.top == -inf;
+    o.lo = span[j].first;  // every value's range over the population (part 1)
+    o.hi = span[j].second;
     o.mean = weighted / total;
     o.ess = total * total / squares;
     // gpu::summarize's rule: the first value whose cumulative weight reaches p of the total (and is positive),

@@ -50,6 +50,8 @@ gpu::WeightedSummary brute_force(const std::vector<std::int64_t>& v, const std::
   s.mean = static_cast<double>(weighted / total);
   s.ess = static_cast<double>(total * total / squares);
   s.all_impossible = top == -inf;
+  s.lo = *std::min_element(v.begin(), v.end());
+  s.hi = *std::max_element(v.begin(), v.end());
   for (const double p : probabilities) {
     long double cum = 0;
     std::int64_t q = 0;
@@ -68,6 +70,8 @@ gpu::WeightedSummary brute_force(const std::vector<std::int64_t>& v, const std::
 void require_same(const gpu::WeightedSummary& got, const gpu::WeightedSummary& want, bool exact_quantiles,
                   double scale = 0.0) {
   CHECK(got.all_impossible == want.all_impossible);
+  CHECK(got.lo == want.lo);
+  CHECK(got.hi == want.hi);
   CHECK(got.mean == Approx(want.mean).epsilon(1e-12).margin(1e-9 + 1e-13 * scale));
   CHECK(got.ess == Approx(want.ess).epsilon(1e-10));
   REQUIRE(got.quantiles.size() == want.quantiles.size());
@@ -103,6 +107,8 @@ TEST_CASE("summarize: every particle impossible gives the unweighted summary; er
   CHECK(s.mean == 3.0);
   CHECK(s.ess == 4.0);
   CHECK(s.quantiles == std::vector<std::int64_t>{1, 1, 1, 3, 5, 5});
+  CHECK(s.lo == 1);  // every value's range, whatever its weight
+  CHECK(s.hi == 5);
   const auto c = Column<std::int64_t>::host_values(v);
   CHECK_THROWS_AS(gpu::summarize(c, Column<double>::host_values({0, 0, 0}), probabilities), shape_error);
   CHECK_THROWS_AS(gpu::summarize(Column<std::int64_t>{}, Column<double>{}, probabilities), shape_error);

@@ -209,6 +209,8 @@ def test_resampling_and_weights():
     both = g.summarize([x, y], [0.5])  # several variables, one copy back
     assert len(both) == 2 and both[0].mean == s.mean and both[0].quantiles == s.quantiles
     assert both[1].mean == pytest.approx(2 * s.mean, rel=1e-12) and both[1].ess == both[0].ess
+    values = g.value(x)
+    assert (s.lo, s.hi) == (values.min(), values.max())  # every particle's value, whatever its weight
     before = g.value(x).copy()
     r = g.resample_by_weight(1.0)
     assert r.resampled and r.ancestors.dtype == np.uint64 and len(r.ancestors) == P

@@ -98,6 +98,8 @@ Record join(const std::vector<Record>& shards) {
     for (std::size_t k = 0; k < out.summaries.size(); ++k) {
       REQUIRE(r.summaries[k].mean == out.summaries[k].mean);
       REQUIRE(r.summaries[k].quantiles == out.summaries[k].quantiles);
+      REQUIRE(r.summaries[k].lo == out.summaries[k].lo);
+      REQUIRE(r.summaries[k].hi == out.summaries[k].hi);
     }
   }
   return out;
@@ -132,6 +134,8 @@ void require_same(const Record& sharded, const Record& whole) {
     CHECK(sharded.summaries[k].mean == Approx(whole.summaries[k].mean).epsilon(sum_order));
     CHECK(sharded.summaries[k].ess == Approx(whole.summaries[k].ess).epsilon(sum_order));
     CHECK(sharded.summaries[k].quantiles == whole.summaries[k].quantiles);
+    CHECK(sharded.summaries[k].lo == whole.summaries[k].lo);  // every value's range over the population
+    CHECK(sharded.summaries[k].hi == whole.summaries[k].hi);
   }
 }
 
@@ -293,6 +297,8 @@ TEST_CASE("Shards on one GPU: an impossible shard, an impossible population, a b
     CHECK_FALSE(summary.all_impossible);
     CHECK(summary.mean == 2.0);
     CHECK(summary.quantiles == std::vector<std::int64_t>{2});
+    CHECK(summary.lo == 2);  // every particle's value, the impossible shard's 9 included
+    CHECK(summary.hi == 9);
     const auto step = g.resample_by_weight();
     REQUIRE(step.resampled);
     for (const std::size_t a : step.ancestors.to_host()) CHECK((a < 4 || a >= 8));

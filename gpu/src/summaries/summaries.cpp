@@ -81,6 +81,8 @@ WeightedSummary summarize(const Column<std::int64_t>& values, const Column<doubl
   // (value, weight) in increasing value: a histogram over the values' span when it is at most 4P, else a sort
   const auto [lo_it, hi_it] = std::minmax_element(v.begin(), v.end());
   const std::int64_t lo = *lo_it;
+  out.lo = lo;
+  out.hi = *hi_it;
   std::vector<std::pair<std::int64_t, double>> mass;
   const bool narrow = static_cast<double>(*hi_it) - static_cast<double>(lo) < 4.0 * static_cast<double>(v.size());
   if (narrow) {

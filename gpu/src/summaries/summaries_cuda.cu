@@ -402,6 +402,8 @@ std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_
       TALLY_CUDA_CHECK(cudaMemcpy(o.quantiles.data(), quantiles, nq * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
     }
     o.all_impossible = host.top == -INFINITY;
+    o.lo = host.lo;
+    o.hi = host.hi;
     o.mean = host.weighted / host.total;
     o.ess = host.total * host.total / host.squares;
   }
