@@ -191,31 +191,23 @@ __global__ void summarize(const int* n, const double* l, int p, double* global_b
   __syncthreads();
   __shared__ int q_lo, q_hi;
   const volatile double* volatile_bins = global_bins;  // written by other blocks' atomics: read from L2
+  // the first bin of thread b's where the cumulative weight, c before them, reaches target
+  auto within = [&](int b, double c, double target) {
+    for (int j = 0; j < per; ++j) {
+      c += volatile_bins[b * per + j];
+      if (c >= target) return b * per + j;
+    }
+    return b * per + per - 1;
+  };
   if (threadIdx.x == 0) {
     q_lo = bins - 1, q_hi = bins - 1;
+    const double lo_target = 0.05 * w_total, hi_target = 0.95 * w_total;
     double c = 0;
     bool found_lo = false;
     for (int b = 0; b < threads; ++b) {
-      if (c + part[b] >= 0.05 * w_total && !found_lo) {  // inside thread b's bins
-        double d = c;
-        for (int j = 0; j < per; ++j) {
-          d += volatile_bins[b * per + j];
-          if (d >= 0.05 * w_total) {
-            q_lo = b * per + j;
-            break;
-          }
-        }
-        found_lo = true;
-      }
-      if (c + part[b] >= 0.95 * w_total) {
-        double d = c;
-        for (int j = 0; j < per; ++j) {
-          d += volatile_bins[b * per + j];
-          if (d >= 0.95 * w_total) {
-            q_hi = b * per + j;
-            break;
-          }
-        }
+      if (!found_lo && c + part[b] >= lo_target) q_lo = within(b, c, lo_target), found_lo = true;
+      if (c + part[b] >= hi_target) {
+        q_hi = within(b, c, hi_target);
         break;
       }
       c += part[b];
@@ -445,18 +437,22 @@ int main(int argc, char** argv) {
       }, last);
     });
     std::printf("%10d  %-46s %10.2f %14.6f\n", p, "(b) device decides, launched, no wait a step", b, last.log_evidence);
+    // a captured step, instantiated once and replayed every step (the graph destroyed after)
+    auto replayed = [&](const char* what, cudaGraph_t graph) {
+      cudaGraphExec_t exec = nullptr;
+      check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
+      const double us = median([&] { return run(pop, [&](int) { cudaGraphLaunch(exec, pop.s); }, last); });
+      std::printf("%10d  %-46s %10.2f %14.6f\n", p, what, us, last.log_evidence);
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+    };
     // (c) one step captured as a graph, replayed
     cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
     check(cudaStreamBeginCapture(pop.s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
     pop.weigh(1);
     pop.resample();
     check(cudaStreamEndCapture(pop.s, &graph), "cudaStreamEndCapture");
-    check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-    const double c = median([&] { return run(pop, [&](int) { cudaGraphLaunch(exec, pop.s); }, last); });
-    std::printf("%10d  %-46s %10.2f %14.6f\n", p, "(c) as (b), one graph replayed a step", c, last.log_evidence);
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
+    replayed("(c) as (b), one graph replayed a step", graph);
     // (d) as (c), the resampling's kernels in the body of an IF node that the summary's last block sets: a step
     // that keeps its particles runs two kernels
     check(cudaStreamBeginCapture(pop.s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
@@ -489,11 +485,7 @@ int main(int argc, char** argv) {
     cudaGraph_t body = nullptr;
     check(cudaStreamEndCapture(body_stream, &body), "cudaStreamEndCapture");
     check(cudaStreamEndCapture(pop.s, &graph), "cudaStreamEndCapture");
-    check(cudaGraphInstantiate(&exec, graph, 0), "cudaGraphInstantiate");
-    const double d = median([&] { return run(pop, [&](int) { cudaGraphLaunch(exec, pop.s); }, last); });
-    std::printf("%10d  %-46s %10.2f %14.6f\n", p, "(d) as (c), the resampling under an IF node", d, last.log_evidence);
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
+    replayed("(d) as (c), the resampling under an IF node", graph);
     cudaStreamDestroy(body_stream);
     const cudaError_t e = cudaGetLastError();
     if (e != cudaSuccess) {
