@@ -311,7 +311,8 @@ __global__ void write_copies(const int* n, const double* l, int p, const StepRes
   for (int j = 0; j < tile_items; ++j) {
     const double before = c;
     c += w[j];
-    long long k0 = static_cast<long long>(ceil(before * scale - r.u)), k1 = static_cast<long long>(ceil(c * scale - r.u));
+    long long k0 = static_cast<long long>(ceil(before * scale - r.u));
+    long long k1 = static_cast<long long>(ceil(c * scale - r.u));
     k0 = k0 < 0 ? 0 : k0;
     k1 = k1 > p ? p : k1;
     for (long long k = k0; k < k1; ++k) out[k] = n[first + j];
@@ -406,7 +407,8 @@ int main(int argc, char** argv) {
   for (int k = 1; k < argc; ++k) sizes.push_back(std::atoi(argv[k]));
   if (sizes.empty()) sizes = {65536, 1048576, 4194304};
   constexpr int runs = 30;
-  std::printf("the population model's bootstrap step by hand (%d seasons, medians of %d runs after one)\n", seasons, runs);
+  std::printf("the population model's bootstrap step by hand (%d seasons, medians of %d runs after one)\n", seasons,
+              runs);
   std::printf("%10s  %-46s %10s %14s\n", "P", "step", "us a step", "log-evidence");
   for (const int p : sizes) {
     Population pop(p);

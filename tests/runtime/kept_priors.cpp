@@ -1,4 +1,4 @@
-// Graph::assume keeps the laws it made for value families: the same law as made anew, for every family and past eviction.
+// Graph::assume keeps the laws it made for value families: the law made anew, for every family, past eviction.
 #include <catch2/catch.hpp>
 #include <functional>
 #include <string>

@@ -26,7 +26,8 @@ struct WeightedSummary {
   double ess = 0;
   bool all_impossible = false;            ///< every log-weight was -inf (the summary is unweighted)
   std::vector<std::int64_t> quantiles;  ///< Q(p) for each requested p, in the order given
-  std::int64_t lo = 0, hi = 0;            ///< \f$\min_i v_i\f$ and \f$\max_i v_i\f$ over every particle, whatever its weight
+  /// \f$\min_i v_i\f$ and \f$\max_i v_i\f$ over every particle, whatever its weight
+  std::int64_t lo = 0, hi = 0;
 };
 
 /// The summary of P values (P >= 1) under P log-weights where they live (tally::shape_error for other sizes or

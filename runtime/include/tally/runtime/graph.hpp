@@ -465,7 +465,8 @@ class Graph {
   std::shared_ptr<detail::Node> node_of(const Handle& x, const char* who) const;
   /// assume(family(truncation()), family) for a value_family of type `type` and bytes `key`: the law is taken from
   /// the graph's few kept ones where an equal family made it (detail::Context::kept_priors).
-  Variable assume_value(std::type_index type, std::span<const std::byte> key, std::function<Pmf(const Truncation&)> family);
+  Variable assume_value(std::type_index type, std::span<const std::byte> key,
+                        std::function<Pmf(const Truncation&)> family);
   /// Every live variable's state by ancestors (resampling, where the state lives).
   void gather(const gpu::Column<std::size_t>& ancestors);
   /// resample_by_weight of a shard: collective (runtime/src/sharding.hpp).
