@@ -368,10 +368,6 @@ Laws binomial_laws(Place& at, const Values& n, const gpu::Column<double>& p) {
   return host_map_once(at, distinct_inputs(at, nullptr, nullptr, n.column->host().data(), p.host().data()),
                        [&](std::size_t i) { return push_pmf(Pmf::point(n[i]), Thinning(p.host()[i]), at.truncation); });
 }
-Laws binomial_laws(Place& at, const Values& n, gpu::Column<double>&& p) {
-  if (at.device()) return parameter_laws(at, n, std::move(p));
-  return binomial_laws(at, n, static_cast<const gpu::Column<double>&>(p));
-}
 
 namespace {
 /// The parameter laws of `form` (its family and columns set), n's bound noted.
@@ -383,6 +379,15 @@ Laws parameter_laws_of(Place& at, std::shared_ptr<ParameterForm> form) {
   return out;
 }
 }  // namespace
+
+Laws binomial_laws(Place& at, const Values& n, gpu::Column<double>&& p) {
+  if (!at.device()) return binomial_laws(at, n, static_cast<const gpu::Column<double>&>(p));
+  auto form = std::make_shared<ParameterForm>();  // kept as their parameters, p taken over
+  form->family = gpu::ParameterFamily::binomial;
+  form->n = n;
+  form->a = std::move(p);
+  return parameter_laws_of(at, std::move(form));
+}
 
 Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, const gpu::Column<double>& a,
                     const gpu::Column<double>* b) {
@@ -397,13 +402,6 @@ Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, con
     form->a = std::move(copied[0]);
     form->b = std::move(copied[1]);
   }
-  return parameter_laws_of(at, std::move(form));
-}
-Laws parameter_laws(Place& at, const Values& n, gpu::Column<double>&& a) {
-  auto form = std::make_shared<ParameterForm>();
-  form->family = gpu::ParameterFamily::binomial;
-  form->n = n;
-  form->a = std::move(a);
   return parameter_laws_of(at, std::move(form));
 }
 

@@ -149,8 +149,6 @@ Laws binomial_laws(Place& at, const Values& n, gpu::Column<double>&& p);
 /// bound yet.
 Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, const gpu::Column<double>& a,
                     const gpu::Column<double>* b);
-/// Binomial laws kept as their parameters, taking over the column of probabilities a (no copy).
-Laws parameter_laws(Place& at, const Values& n, gpu::Column<double>&& a);
 /// x with its weights: x itself unless it is kept as parameters (then its weights are written).
 Laws dense(const Laws& x);
 /// X | Y = y_i for the child Y | X ~ law; adds log P(Y = y_i) to ll.

@@ -37,6 +37,22 @@ __device__ inline double warp_sum(double v) {
   for (int d = 16; d >= 1; d /= 2) v += __shfl_xor_sync(full_warp, v, d);
   return v;
 }
+/// Up to `inline_words` 8-byte values sent in a kernel's own parameters (2 KB) rather than through device memory: a
+/// small law or table goes over with the launch, without a copy of its own (a pinned staging slot, its event and a
+/// copy a step). Taken by value as a `const __grid_constant__` parameter.
+inline constexpr std::size_t inline_words = 256;
+template <class T>
+struct InlineValues {
+  static_assert(sizeof(T) == 8);
+  T values[inline_words];
+};
+/// The first n (<= inline_words) of `small`'s values, put in the block's shared memory `shared` (one barrier).
+template <class T>
+__device__ inline const T* to_shared(const InlineValues<T>& small, long long n, T* shared) {
+  for (long long k = threadIdx.x; k < n; k += blockDim.x) shared[k] = small.values[k];
+  __syncthreads();
+  return shared;
+}
 /// The law (warp) and lane of this thread.
 __device__ inline long long warp_index() { return (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; }
 __device__ inline long long thread_index() { return static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; }

@@ -244,26 +244,17 @@ Laws laws_from_parameters(const Column<std::int64_t>& n, Family family, const ch
 
 // ---- per-law kernels ---------------------------------------------------------------------------------------------
 
-/// The most weights of a law broadcast from the kernel's own parameters (2 KB of them) rather than from device
-/// memory: a small law (a prior such as Poisson(10), 48 weights) goes over with the launch, without a copy of its own
-/// (a pinned staging slot, its event and a copy a step).
-inline constexpr std::int64_t inline_law_weights = 256;
-struct InlineLaw {
-  double w[inline_law_weights];
-};
-
-/// out's count laws, each a copy of the m weights w (Inline: those of `small`, first put in shared memory): weight j
+/// out's count laws, each a copy of the m weights w (Inline: those of `small`, a law of at most inline_words weights
+/// such as a prior Poisson(10)'s 48, first put in shared memory): weight j
 /// of the flat array is w[j mod m]. A thread steps j by the grid's stride, so its k = j mod m steps by stride mod m
 /// (then wraps once at most, both being below m): one division a thread, none a weight (a 64-bit remainder a weight
 /// bound the kernel at small counts).
 template <bool Inline>
-__global__ void broadcast_kernel(const double* w, const __grid_constant__ InlineLaw small, std::int64_t m,
+__global__ void broadcast_kernel(const double* w, const __grid_constant__ InlineValues<double> small, std::int64_t m,
                                  std::int64_t lo, double log_scale, MutablePmfBatchView out) {
   if constexpr (Inline) {
-    __shared__ double shared_w[inline_law_weights];
-    for (long long k = threadIdx.x; k < m; k += blockDim.x) shared_w[k] = small.w[k];
-    __syncthreads();
-    w = shared_w;
+    __shared__ double shared_w[inline_words];
+    w = to_shared(small, m, shared_w);
   }
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   const long long n = static_cast<long long>(out.count) * m, step = stride % m;
@@ -408,9 +399,9 @@ Laws broadcast(std::span<const double> w, std::int64_t lo, double log_scale, std
   if (count > 0) {
     const std::size_t n = count * w.size();
     const auto blocks = static_cast<unsigned>(std::min<std::size_t>((n + block - 1) / block, 65536));
-    InlineLaw small{};
-    if (m <= inline_law_weights) {
-      std::copy(w.begin(), w.end(), small.w);
+    InlineValues<double> small{};
+    if (w.size() <= inline_words) {
+      std::copy(w.begin(), w.end(), small.values);
       broadcast_kernel<true><<<blocks, block>>>(nullptr, small, m, lo, log_scale, out.mutable_view());
     } else {
       const auto weights = Column<double>::from_host(std::vector<double>(w.begin(), w.end()), Backend::cuda);

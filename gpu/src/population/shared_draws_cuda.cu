@@ -15,27 +15,17 @@ using namespace kernels;
 
 namespace {
 
-/// The most 8-byte words of a table sent in the kernel's own parameters (2 KB) rather than through device memory: a
-/// small law's table (Poisson(10): 53 words) goes over with the launch, without a copy of its own (a pinned staging
-/// slot, its event and a copy a step).
-inline constexpr std::size_t inline_table_words = 256;
-struct InlineTable {
-  std::int64_t words[inline_table_words];
-};
-
 /// Draw i = lo + table_draw(...) with u_i = philox_uniform(seed, first_stream + i, counter). The table in one
 /// buffer of 8-byte words: carry (tiles + 1 doubles), c (m doubles), last_positive (tiles integers); Inline: the
-/// words of `small`, first put in shared memory.
+/// words of `small`, a table of at most inline_words words (Poisson(10)'s: 53), first put in shared memory.
 template <bool Inline>
-__global__ void shared_draws_kernel(const std::int64_t* table, const __grid_constant__ InlineTable small,
+__global__ void shared_draws_kernel(const std::int64_t* table, const __grid_constant__ InlineValues<std::int64_t> small,
                                     std::int64_t tiles, std::int64_t m, std::int64_t last_tile, std::int64_t lo,
                                     std::size_t count, std::uint64_t seed, std::uint64_t counter,
                                     std::uint64_t first_stream, std::int64_t* out) {
   if constexpr (Inline) {
-    __shared__ std::int64_t shared_words[inline_table_words];
-    for (long long k = threadIdx.x; k < 2 * tiles + 1 + m; k += blockDim.x) shared_words[k] = small.words[k];
-    __syncthreads();
-    table = shared_words;
+    __shared__ std::int64_t shared_words[inline_words];
+    table = to_shared(small, 2 * tiles + 1 + m, shared_words);
   }
   const long long i = thread_index();
   if (i >= static_cast<long long>(count)) return;
@@ -56,9 +46,9 @@ Column<std::int64_t> sample_shared(const detail::DrawTable& t, std::int64_t lo, 
   auto out = Column<std::int64_t>::allocate(Backend::cuda, count, "tally::gpu::sample_shared");
   if (count > 0) {
     const auto tiles = static_cast<std::int64_t>(t.last_positive.size()), m = static_cast<std::int64_t>(t.c.size());
-    InlineTable small{};
-    if (words.size() <= inline_table_words) {
-      std::copy(words.begin(), words.end(), small.words);
+    InlineValues<std::int64_t> small{};
+    if (words.size() <= inline_words) {
+      std::copy(words.begin(), words.end(), small.values);
       shared_draws_kernel<true><<<thread_blocks(count), block>>>(nullptr, small, tiles, m, t.last_tile, lo, count,
                                                                  seed, counter, first_stream, out.data());
     } else {
