@@ -3,6 +3,7 @@
 
 #include "common.hpp"
 #include "tally/distributions.hpp"
+#include "tally/error.hpp"
 
 namespace tally::python {
 
@@ -62,6 +63,29 @@ auto nogil(F f) {
 }
 
 py::array_t<std::int64_t> values_array(std::vector<std::int64_t>&& v) { return to_numpy(std::move(v)); }
+
+/// A Python callable family(truncation) -> Pmf as the C++ family of Graph::assume(prior, family). The runtime may
+/// call it inside a call that released the GIL (an observation asking for a prior's dropped tails), and may drop
+/// it there (a node freed by variable elimination): the call and the last release take the GIL. A Python
+/// exception, or a result that is not a Pmf, leaves as a tally::domain_error carrying its message (the runtime
+/// treats a family that fails as one that cannot say: the bound stays as it was).
+std::function<Pmf(const Truncation&)> python_family(py::function family) {
+  std::shared_ptr<py::object> held(new py::object(std::move(family)), [](py::object* f) {
+    if (!Py_IsInitialized()) return;  // the interpreter is gone: nothing left to release (the object leaks)
+    py::gil_scoped_acquire gil;
+    delete f;
+  });
+  return [held](const Truncation& t) -> Pmf {
+    py::gil_scoped_acquire gil;
+    try {
+      return (*held)(t).cast<Pmf>();
+    } catch (py::error_already_set& e) {
+      throw tally::domain_error(std::string("Graph.assume: the family raised ") + e.what());
+    } catch (const py::cast_error&) {
+      throw tally::domain_error("Graph.assume: the family must return a tally.Pmf");
+    }
+  };
+}
 
 }  // namespace
 
@@ -142,6 +166,18 @@ void bind_graph(py::module_& m) {
         return "NodeMemory(" + n.name + ", " + std::to_string(n.bytes) + " bytes)";
       });
 
+  py::class_<runtime::Shard>(m, "Shard",
+                             "One shard of a population of `total` particles: its particles are the population's "
+                             "first .. first + count - 1, and index is its rank among the shards.")
+      .def_readonly("index", &runtime::Shard::index)
+      .def_readonly("count", &runtime::Shard::count)
+      .def_readonly("first", &runtime::Shard::first)
+      .def_readonly("total", &runtime::Shard::total)
+      .def("__repr__", [](const runtime::Shard& s) {
+        return "Shard(index=" + std::to_string(s.index) + ", count=" + std::to_string(s.count) +
+               ", first=" + std::to_string(s.first) + ", total=" + std::to_string(s.total) + ")";
+      });
+
   // Resampling, with its ancestors as a Column (where the graph keeps them) or None.
   struct Resampling {
     double log_mean_weight, ess;
@@ -154,6 +190,11 @@ void bind_graph(py::module_& m) {
       .def_readonly("ess", &Resampling::ess, "effective sample size of the weights before resampling")
       .def_readonly("ancestors", &Resampling::ancestors, "a Column of ancestors (uint64), None if not resampled")
       .def_readonly("resampled", &Resampling::resampled);
+  const auto report = [](Graph::Resampling&& r) {
+    py::object ancestors = py::none();
+    if (r.resampled) ancestors = py::cast(owned_view(std::move(r.ancestors)));
+    return Resampling{r.log_mean_weight, r.ess, ancestors, r.resampled};
+  };
 
   py::class_<PyVariable>(m, "Variable",
                          "A handle to a discrete random variable of a Graph (x + y, x - y, a * x + c build new ones).")
@@ -188,6 +229,13 @@ void bind_graph(py::module_& m) {
   py::class_<Graph, GraphPtr> g(m, "Graph",
                                 "One probabilistic program over P particles (delayed sampling, Murray et al. 2018), "
                                 "on the CPU or a CUDA device; every call acts on all particles at once.");
+  // Graph(particles, seed, truncation) first: C++'s three-argument constructor, on the automatic device (the
+  // general overload below would take a Truncation in third place for a device and refuse it).
+  g.def(py::init([](std::size_t particles, std::uint64_t seed, const Truncation& t) {
+          return std::make_shared<Graph>(particles, seed, t);
+        }),
+        py::arg("particles") = 1, py::arg("seed") = 1, py::arg("truncation") = Truncation{},
+        "A graph on the automatic device (CUDA when a device is present and particles >= 4096).");
   g.def(py::init([](std::size_t particles, std::uint64_t seed, const py::object& device, const Truncation& t) {
           return std::make_shared<Graph>(particles, seed, parse_device(device), t);
         }),
@@ -196,6 +244,11 @@ void bind_graph(py::module_& m) {
         "device: 'cpu', 'cuda' (or 'gpu'), 'automatic' (CUDA when a device is present and particles >= 4096), or a "
         "tally.Device.")
       .def_property_readonly("particles", &Graph::particles)
+      .def_property_readonly("shard", &Graph::shard,
+                             "The shard of a population this graph holds: Shard(0, P, 0, P) for an unsharded graph.")
+      .def_property_readonly("sharded", &Graph::sharded,
+                             "Whether this graph is one shard of a sharded population (always False from Python, "
+                             "which makes no communicator).")
       .def_property_readonly("backend", &Graph::backend)
       .def_property_readonly("device", [](const Graph& gr) { return gr.backend() == gpu::Backend::cuda ? "cuda" : "cpu"; })
       .def_property("strict", py::overload_cast<>(&Graph::strict, py::const_), py::overload_cast<bool>(&Graph::strict),
@@ -210,7 +263,13 @@ void bind_graph(py::module_& m) {
            py::arg("name"));
 
   // ---- assume: roots, children, conjugate parents ----
-  g.def("assume", [](const GraphPtr& gr, const Pmf& prior) { return wrap(gr, gr->assume(prior)); }, py::arg("prior"));
+  g.def("assume", [](const GraphPtr& gr, const Pmf& prior) { return wrap(gr, gr->assume(prior)); }, py::arg("prior"))
+      .def("assume", [](const GraphPtr& gr, const Pmf& prior, py::function family) {
+        return wrap(gr, gr->assume(prior, python_family(std::move(family))));
+      }, py::arg("prior"), py::arg("family"),
+         "x ~ prior, where family(truncation) -> Pmf is the same law truncated under other settings (prior = "
+         "family(graph.truncation)): the graph asks it for the tails the prior dropped, to bound their effect in "
+         "joint laws' error bounds. A family that raises is treated as one that cannot say.");
   assume_family<Bernoulli>(g);
   assume_family<Binomial>(g);
   assume_family<Poisson>(g);
@@ -254,6 +313,12 @@ void bind_graph(py::module_& m) {
       .def("binomial", [](const GraphPtr& gr, const PyVariable& x, const PyContinuous& rho) {
         return wrap(gr, gr->binomial(x.v, rho.v));
       }, py::arg("n"), py::arg("p"), "Binomial(x, rho) with rho a Beta variable.")
+      .def("binomial", [](const GraphPtr& gr, const PyVariable& x, const PyVariable& state, const Array<double>& keep) {
+        return wrap(gr, gr->binomial(x.v, state.v, to_vector(keep, "Graph.binomial: keep")));
+      }, py::arg("x"), py::arg("state"), py::arg("keep"),
+         "Binomial(x, keep[state]): a thinning of x whose probability the random category state (in 0 .. K-1) "
+         "selects among the K numbers keep, kept exactly in one joint law with x and state. Each keep in [0, 1] "
+         "(DomainError), keep not empty (ShapeError).")
       .def("binomial", [](const GraphPtr& gr, std::int64_t n, const PyContinuous& rho) {
         return wrap(gr, gr->binomial(n, rho.v));
       }, py::arg("n"), py::arg("p"), "Binomial(n, rho), rho ~ Beta.")
@@ -280,9 +345,13 @@ void bind_graph(py::module_& m) {
       .def("poisson", [](const GraphPtr& gr, const PyContinuous& lambda, double a) {
         return wrap(gr, gr->poisson(lambda.v, a));
       }, py::arg("rate"), py::arg("scale") = 1.0, "Poisson(scale * lambda), lambda ~ Gamma.")
-      .def("poisson", [](const GraphPtr& gr, const PyVariable& x, double a) {
-        return wrap(gr, gr->assume(x.v, ScaledPoisson(a)));
-      }, py::arg("rate"), py::arg("scale") = 1.0, "Poisson(scale * x) for a variable x.")
+      .def("poisson", [](const GraphPtr& gr, const PyVariable& state, const std::vector<PyVariable>& rates, double a) {
+        return wrap(gr, gr->poisson(state.v, handles(rates), a));
+      }, py::arg("state"), py::arg("rates"), py::arg("a") = 1.0,
+         "Poisson(a * rates[state]): the random state (in 0 .. K-1) selects one of the K random counts `rates` (a "
+         "list of Variables), kept exactly in one joint law with them. a >= 0 (DomainError), rates not empty "
+         "(ShapeError); a state outside [0, K) or a negative rate with mass is a DomainError when the child is "
+         "built. Poisson(a * x) of one variable x is g.assume(x, tally.ScaledPoisson(a)).")
       .def("poisson", [](const GraphPtr& gr, double rate, double a) { return wrap(gr, gr->assume(Poisson(a * rate))); },
            py::arg("rate"), py::arg("scale") = 1.0, "Poisson(scale * rate) with a constant rate (a root).")
       .def("categorical", [](const GraphPtr& gr, const PyContinuous& pi) { return wrap(gr, gr->categorical(pi.v)); },
@@ -369,14 +438,15 @@ void bind_graph(py::module_& m) {
         std::vector<std::size_t> ancestors(v.begin(), v.end());
         nogil([&] { gr.resample(ancestors); });
       }, py::arg("ancestors"), "Particle i becomes a copy of particle ancestors[i], in every live variable.")
-      .def("resample_by_weight", [](Graph& gr, const py::object& threshold, gpu::Resampler kind) {
+      // resample_by_weight(kind) first, as in C++: a Resampler in first place is the kind (the threshold overload
+      // would read the enum's integer value as a threshold)
+      .def("resample_by_weight", [report](Graph& gr, gpu::Resampler kind) {
+        return report(nogil([&] { return gr.resample_by_weight(kind); }));
+      }, py::arg("kind"), "Resamples by the log-weights with the given Resampler, always, and resets them.")
+      .def("resample_by_weight", [report](Graph& gr, const py::object& threshold, gpu::Resampler kind) {
         const bool always = threshold.is_none();
         const double t = always ? 1.0 : threshold.cast<double>();
-        Graph::Resampling r =
-            nogil([&] { return always ? gr.resample_by_weight(kind) : gr.resample_by_weight(t, kind); });
-        py::object ancestors = py::none();
-        if (r.resampled) ancestors = py::cast(owned_view(std::move(r.ancestors)));
-        return Resampling{r.log_mean_weight, r.ess, ancestors, r.resampled};
+        return report(nogil([&] { return always ? gr.resample_by_weight(kind) : gr.resample_by_weight(t, kind); }));
       }, py::arg("threshold") = py::none(), py::arg("kind") = gpu::Resampler::systematic,
          "Resamples by the log-weights (always, or when ESS < threshold * P) and resets them.")
       .def("memory", &Graph::memory)

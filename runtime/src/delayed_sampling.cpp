@@ -199,15 +199,28 @@ std::vector<Node*> m_path_below(Node& n) {
   return path;
 }
 
-/// Murray et al.'s prune: realize the M-path below n, deepest first, so that n becomes its end.
-void prune(Node& n) {
-  const auto path = m_path_below(n);
+/// Draws each of `nodes` that is still marginalized (reported first, so that strict mode refuses before anything
+/// is drawn).
+void draw_reported(const std::vector<Node*>& nodes, Fallback why) {
   std::vector<std::shared_ptr<Node>> keep;
-  for (Node* c : path) keep.push_back(c->shared_from_this());
-  for (auto it = path.rbegin(); it != path.rend(); ++it)  // strict mode refuses before anything is drawn
-    if ((*it)->state == State::marginalized) fallback(**it, Fallback::pruned);
-  for (auto it = path.rbegin(); it != path.rend(); ++it)
-    if ((*it)->state == State::marginalized) sample(**it);
+  for (Node* c : nodes) keep.push_back(c->shared_from_this());
+  for (Node* c : nodes)
+    if (c->state == State::marginalized) fallback(*c, why);
+  for (Node* c : nodes)
+    if (c->state == State::marginalized) c->discrete() ? sample(*c) : sample_continuous(*c);
+}
+
+/// Makes n the end of its M-path. Where it can, the component is taken over by a joint law (absorb: n and its
+/// marginalized descendants become coordinates, exactly, nothing drawn); only past the joint laws' budget
+/// (Fallback::joint_limit), or for a component a joint law cannot hold (a count of a conjugate parent below n:
+/// Fallback::pruned), is the M-path realized, deepest first, as in Murray et al.'s prune.
+void prune(Node& n) {
+  if (!n.mchild) return;
+  Absorbed a = Absorbed::unsupported;
+  if (n.discrete() && (a = absorb(n)) == Absorbed::done) return;
+  auto path = m_path_below(n);
+  std::reverse(path.begin(), path.end());
+  draw_reported(path, a == Absorbed::over_budget ? Fallback::joint_limit : Fallback::pruned);
 }
 
 /// A marginalized parent about to get the new child `requester`: prune it, and realize it if it is tied to a node
@@ -218,7 +231,10 @@ void make_terminal(Node& n, const Node* requester) {
   if (n.state == State::marginalized && n.discrete()) {
     const Node* partner = n.tied ? n.tied.get() : n.tied_to;
     if (partner != nullptr && partner != requester) {
-      fallback(n, Fallback::parent_realized);
+      // the tie becomes a coordinate of a joint law, where it can
+      const Absorbed a = absorb(n);
+      if (a == Absorbed::done) return;
+      fallback(n, a == Absorbed::over_budget ? Fallback::joint_limit : Fallback::parent_realized);
       sample(n);
     }
   }
@@ -317,8 +333,9 @@ void graft(Node& root) {
           if (a->state != State::marginalized) continue;
           // kept exactly: the ancestor becomes a joint law that its descendants join as they are grafted, so
           // that the operands end up coordinates of one joint law (joint_node.hpp)
-          if (a->group || make_group(*a)) break;
-          fallback(*a, Fallback::shared_ancestor);
+          const Absorbed took = a->discrete() ? absorb(*a) : Absorbed::unsupported;
+          if (took == Absorbed::done) break;
+          fallback(*a, took == Absorbed::over_budget ? Fallback::joint_limit : Fallback::shared_ancestor);
           a->discrete() ? sample(*a) : sample_continuous(*a);
         }
       }
@@ -347,7 +364,13 @@ void graft(Node& root) {
       while (Node* a = one_law() ? nullptr : shared_ancestor(*v->parents[0], *v->parents[1])) {
         graft(*a);
         if (a->state == State::marginalized) {
-          fallback(*a, Fallback::shared_ancestor);
+          // the operands and their shared ancestor taken over by joint laws, where they can be: the sum joins them
+          Absorbed took = a->discrete() ? absorb(*a) : Absorbed::unsupported;
+          for (auto& p : v->parents)
+            if (took == Absorbed::done && p->state == State::marginalized) took = absorb(*p);
+          if (took == Absorbed::done && one_law()) break;
+          if (a->state != State::marginalized) continue;
+          fallback(*a, took == Absorbed::over_budget ? Fallback::joint_limit : Fallback::shared_ancestor);
           a->discrete() ? sample(*a) : sample_continuous(*a);
         }
         for (auto& p : v->parents) graft(*p);
@@ -486,6 +509,7 @@ std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
     // (below)
     const std::shared_ptr<Node> parent_hold = n.parents[0];
     Node& parent = *parent_hold;
+    const bool fresh_parent = parent.state == State::initialized;  // grafted here: its laws are its prior
     graft(parent);
     if (n.state == State::initialized && n.parents[0] == parent_hold) {
       if (auto* c = std::get_if<CountChild>(&n.kind)) {
@@ -501,6 +525,9 @@ std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
       if (parent.state == State::marginalized && parent.tied_to == nullptr) {
         // computed before anything changes: a refused law (a thinning of a possibly negative count) leaves the graph
         const ChildLaw& child_law = std::get<DiscreteChild>(n.kind).law;
+        // an observation in the tail that the prior's truncation cut: the prior's window extended from its family
+        if (fresh_parent && !parent.mchild && !parent.group)
+          if (auto wide = widened_prior_for_child(parent, child_law, values)) parent.marginal = prior(ctx, *wide);
         const auto tails = ctx.device() || !may_know_tails(parent) ? nullptr : known_tails(parent, to_pmfs(law(parent)));
         const Bound error_before = ll.error;
         Laws posterior = condition(ctx, law(parent), child_law, values, ll);
@@ -515,7 +542,15 @@ std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
       }
     }
   }
+  const bool fresh_root = n.state == State::initialized && std::holds_alternative<DiscreteRoot>(n.kind);
   graft(n);
+  if (fresh_root && n.state == State::marginalized && !n.mchild && !n.group && !n.tied) {
+    // observed in the tail its prior's truncation cut: the window extended from the family
+    const auto* r = std::get_if<DiscreteRoot>(&n.kind);
+    if (r->family && r->prior.error_bound() > 0.0)
+      if (const auto v = observed_range(ctx, values); !v.empty())
+        if (auto wide = widened_prior(n, v.front(), v.back())) n.marginal = prior(ctx, *wide);
+  }
   if (n.state == State::realized) {  // grafting realized it (a tied partner was drawn)
     add_log_equal(n.value, values, ll);
     return done();

@@ -19,7 +19,6 @@ namespace tally::runtime::detail {
 
 namespace joint_steps {
 
-/// Appends the child Y | X_axis ~ law as a new axis.
 JointPmf append_child(const JointPmf& d, int axis, const ChildLaw& law, const Truncation& t) {
   return std::visit(overloaded{[&](const AffineLaw& f) {
                                  return linear_combination(d, unit(d.rank(), axis, f.a), f.c, -1, t);
@@ -85,8 +84,14 @@ std::shared_ptr<JointGroup> couple(const std::vector<Node*>& nodes) {
   for (Node* p : nodes) {
     if (p == nullptr || p->state == State::realized) continue;
     if (!p->group) {
-      if (!joinable(*p)) throw std::logic_error("tally::runtime: a variable inside a marginalized chain joined a joint law");
-      group_of_one(*p);
+      if (joinable(*p)) {
+        group_of_one(*p);
+      } else {
+        const Absorbed a = absorb(*p);
+        if (a == Absorbed::over_budget) throw over_budget{};
+        if (a != Absorbed::done)
+          throw std::logic_error("tally::runtime: a variable inside a marginalized chain joined a joint law");
+      }
     }
     if (!g) {
       g = p->group;
@@ -388,8 +393,13 @@ void realize_parents(Node& n, Fallback why) {
 /// needed they are drawn first (exactly, from their posteriors) and reported; where it is only an option, false.
 bool draw_stuck_parents(Node& n, bool needed) {
   std::vector<Node*> stuck;
-  for (Node* p : random_parents(n))
-    if (!p->group && !joinable(*p)) stuck.push_back(p);
+  for (Node* p : random_parents(n)) {
+    if (p->group || joinable(*p)) continue;
+    // a chain's variable: its component taken over by a joint law, where it can be (only where the law is needed:
+    // an optional one is not worth a chain's table)
+    if (needed && p->state == State::marginalized && p->discrete() && absorb(*p) == Absorbed::done) continue;
+    stuck.push_back(p);
+  }
   if (stuck.empty()) return true;
   if (!needed) return false;
   std::vector<std::shared_ptr<Node>> hold;
@@ -480,16 +490,6 @@ bool needs_joint(Node& n) {
     return x && x->state != State::realized && y && y->state == State::initialized && y.use_count() > 1;
   }
   return false;
-}
-
-bool make_group(Node& n) {
-  if (!enabled(*n.context) || !joinable(n)) return false;
-  try {
-    group_of_one(n);
-    return true;
-  } catch (const over_budget&) {
-    return false;
-  }
 }
 
 bool join(Node& n) {

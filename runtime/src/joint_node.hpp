@@ -64,9 +64,22 @@ bool needs_joint(Node& n);
 /// way instead: a joint law that was only an option (a sum with a child that lives on) did not fit, or one that was
 /// needed did not (then the parents were realized first, each reported as Fallback::joint_limit).
 bool join(Node& n);
-/// Makes the marginalized n (a discrete node with no marginalized parent or child, not tied by an observed sum,
-/// not yet in a group) the one axis of a new joint law; false, and nothing changed, where that is not possible.
-bool make_group(Node& n);
+/// What absorb did.
+enum class Absorbed {
+  done,         ///< n is a member of a joint law
+  unsupported,  ///< n's component holds a node a joint law cannot take over (a count of a conjugate parent, a
+                ///< tie with links of its own): nothing changed
+  over_budget,  ///< the law would exceed Truncation::max_joint_bytes (or joint laws are off): nothing changed
+};
+/// Makes the marginalized discrete n a member of a joint law, together with its whole marginalized component: the
+/// M-path through n, every marginalized parent that feeds it, and the ties they own. The component's law is built
+/// from the laws the delayed-sampling graph holds: its tops' marginals, then each node's law given its parents,
+/// reweighted to the marginal it holds (which absorbed the node's own observations after its parents' law was
+/// pushed to it: \f$p(x_0, \dots, x_k) \propto \prod_{tops} m_t \prod_{u} K_u(x_u \mid x_{pa(u)})\, m_u(x_u) /
+/// \mu_u(x_u)\f$, where \f$\mu_u\f$ is the push of the parents' law: exactly the posterior the M-path represents).
+/// Nodes nothing can reach any more are summed out at once. Nothing is drawn, and nothing changes unless it
+/// returns done. This is how the runtime keeps a coupling exact where Murray et al.'s graph would prune.
+Absorbed absorb(Node& n);
 /// The marginal laws of a member (where the graph keeps its laws).
 Laws group_marginal(Node& n);
 /// A member takes its values: the other axes are conditioned on them and n's axis is removed.

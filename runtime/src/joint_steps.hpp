@@ -153,6 +153,10 @@ bool same_tails(const DroppedTails* tails, std::size_t i);
 void sweep(const std::shared_ptr<JointGroup>& gp, Context& ctx);
 /// Whether the marginalized standalone p can become an axis (see joint_node.cpp).
 bool joinable(const Node& p);
+/// n becomes a member of g: marginalized, with no parents (the law holds what they said of it).
+void become_member(Node& n, const std::shared_ptr<JointGroup>& g);
+/// Appends the child Y | X_axis ~ law as a new axis.
+JointPmf append_child(const JointPmf& d, int axis, const ChildLaw& law, const Truncation& t);
 /// One group holding every non-realized node of `nodes` (each a member or joinable): standalone ones become axes,
 /// different groups are merged (independent: their outer product). nullptr when every node is realized.
 std::shared_ptr<JointGroup> couple(const std::vector<Node*>& nodes);

@@ -239,6 +239,19 @@ void fallback(Node& n, Fallback reason);
 /// the largest error bound of the laws they were read from.
 std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values);
 
+// ---- Tails that truncation cut, brought back where an observation needs them (tail_window.cpp) ---------------------
+/// The prior of the root `root` (a DiscreteRoot tabulated from its family) again, with a window that holds the
+/// values [lo, hi] where the graph's truncation cut them: the family tabulated at a smaller tolerance (down to
+/// 1e-300), its cut mass carried as the law's error bound. Nothing where the prior's window holds them already,
+/// where nothing was cut, or where the root has no family.
+std::optional<Pmf> widened_prior(const Node& root, std::int64_t lo, std::int64_t hi);
+/// The same for observing y of a child (law) of the root: the parent values the observation needs (x >= y for a
+/// thinning, x = (y - c) / a for an affine map, x near y / a for Poisson(a x)) and a margin past them.
+std::optional<Pmf> widened_prior_for_child(const Node& root, const ChildLaw& law, const Values& y);
+/// The smallest and largest of observed values y on a host graph; on a device graph the largest alone where the
+/// host knows it (no values are read back for it), else nothing.
+std::vector<std::int64_t> observed_range(const Context& ctx, const Values& y);
+
 // ---- Binomial(X, rho) with a random count X and a Beta rho (beta_thinning.cpp) ---------------------------------
 /// Observes an initialized BetaThinning node n = v exactly when it can: a host graph, X (grafted here) a
 /// marginalized count with no joint law, tie or marginalized child, and rho a marginalized Beta that X does not

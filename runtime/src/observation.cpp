@@ -42,7 +42,7 @@ const Exactness& Observation::exactness() const {
   return exactness_;
 }
 
-const std::vector<double>& Observation::log_likelihoods() const {
+const std::vector<double>& Observation::log_likelihoods() const& {
   if (!host_) {
     if (!column_) {
       host_ = std::make_shared<const std::vector<double>>();

@@ -85,7 +85,7 @@ def test_families_as_roots_and_children():
         x = g.assume(law)
         assert g.observe(x, 1)[0] == pytest.approx(law.log_pdf(1), rel=1e-12)
     x = g.assume(tally.Binomial(5, 0.5))
-    y = g.poisson(x, 2.0)  # Poisson(2 x)
+    y = g.assume(x, tally.ScaledPoisson(2.0))  # Poisson(2 x)
     assert g.observe(y, 3)[0] == pytest.approx(
         np.log(sum(st.binom(5, 0.5).pmf(k) * st.poisson(2 * k).pmf(3) for k in range(6))), rel=1e-12)
     s = g.assume(tally.Bernoulli(0.5))

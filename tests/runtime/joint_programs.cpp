@@ -358,7 +358,7 @@ TEST_CASE("joint laws: beyond the budget the runtime samples and says so; strict
     Graph g(1, 5, with_budget(0));  // joint laws off: the old fallbacks
     const mj::WetGrassRun r = mj::run_wet_grass(g, mj::WetGrass{});
     REQUIRE_FALSE(r.wet.exact());
-    CHECK(r.wet.exactness().sampled[0].reason == Fallback::shared_ancestor);
+    CHECK(r.wet.exactness().sampled[0].reason == Fallback::joint_limit);
   }
   CHECK(Graph::live_nodes() == live);
 }
@@ -408,22 +408,29 @@ TEST_CASE("joint laws: a selected thinning Binomial(x, q_s) and dropped members 
   CHECK(Graph::live_nodes() == live);
 }
 
-TEST_CASE("marginal() that prunes a marginalized child reports it with the next observation; strict mode refuses",
-          "[runtime][joint]") {
-  {
-    Graph g(1, 2);
+TEST_CASE("marginal() of a variable whose marginalized child absorbed observations is exact; with joint laws "
+          "off it prunes, reported by the next observation, and strict mode refuses", "[runtime][joint]") {
+  for (const bool joint_laws : {true, false}) {
+    INFO("joint laws " << joint_laws);
+    Graph g(1, 2, with_budget(joint_laws ? std::int64_t{256} << 20 : 0));
     const Variable x = g.assume(Poisson(6.0));
     const Variable y = g.assume(x, Thinning(0.5));
     g.name(y, "y");
     g.observe(g.assume(y, Thinning(0.5)), 1);  // y is x's marginalized child, with what it absorbed
-    g.marginal(x);                             // prunes: y is drawn
+    const Pmf m = g.marginal(x)[0];
     const Observation o = g.observe(g.assume(Binomial(3, 0.5)), 1);
-    REQUIRE(o.exactness().sampled.size() == 1);
-    CHECK(o.exactness().sampled[0].variable == "y");
-    CHECK(o.exactness().sampled[0].reason == Fallback::pruned);
+    if (joint_laws) {
+      // x | Binomial(x, .25) = 1: 1 + Poisson(4.5)
+      CHECK(o.exact());
+      for (std::int64_t k = 1; k < 20; ++k) CHECK(pdf(m, k) == Approx(pdf(to_pmf(Poisson(4.5)), k - 1)).epsilon(1e-10));
+    } else {
+      REQUIRE(o.exactness().sampled.size() == 1);
+      CHECK(o.exactness().sampled[0].variable == "y");
+      CHECK(o.exactness().sampled[0].reason == Fallback::joint_limit);
+    }
   }
   {
-    Graph g(1, 2);
+    Graph g(1, 2, with_budget(0));
     g.strict(true);
     const Variable x = g.assume(Poisson(6.0));
     const Variable y = g.assume(x, Thinning(0.5));

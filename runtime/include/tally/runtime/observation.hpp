@@ -92,9 +92,15 @@ class Observation {
   std::size_t size() const { return column_ ? column_->size() : 0; }
   /// Particle i's log-likelihood (the first read of a device column copies it to the host once).
   double operator[](std::size_t i) const { return log_likelihoods().at(i); }
-  const std::vector<double>& log_likelihoods() const;
-  /// The log-likelihoods as a host vector (so that `std::vector<double> ll = g.observe(x, v);` reads as before).
-  operator const std::vector<double>&() const { return log_likelihoods(); }
+  /// The log-likelihoods as a host vector, valid while this Observation lives.
+  const std::vector<double>& log_likelihoods() const&;
+  /// The same of a temporary Observation (`g.observe(x, v).log_likelihoods()`): a copy, so that no reference into
+  /// the temporary outlives it.
+  std::vector<double> log_likelihoods() const&& { return log_likelihoods(); }
+  /// The log-likelihoods as a host vector: `std::vector<double> ll = g.observe(x, v);`. A copy, not a reference, so
+  /// that `const std::vector<double>& ll = g.observe(x, v);` binds to a vector that lives as long as ll (a reference
+  /// into the temporary Observation would dangle).
+  operator std::vector<double>() const { return log_likelihoods(); }
   /// The column where it lives (for engines that keep working on the device).
   const gpu::Column<double>& column() const { return *column_; }
   /// The exactness report. Its truncation_error may still be on the device: the first call copies it back (a wait

@@ -1,0 +1,284 @@
+// A marginalized component of the delayed-sampling graph (an M-path and what feeds it) taken over by one joint law,
+// so that a new coupling keeps every variable exact instead of pruning (sampling) the path.
+#include <algorithm>
+#include <limits>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "joint_steps.hpp"
+#include "tally/error.hpp"
+
+namespace tally::runtime::detail {
+
+using namespace joint_steps;
+
+namespace {
+
+/// The nodes of a marginalized component, parents before children: the in-tree of M-path edges ending at the
+/// component's last node, each node with the tie it owns (Y = a X + c after an observed sum) right after it.
+struct Component {
+  std::vector<Node*> order;
+  std::vector<std::shared_ptr<Node>> held;  // every node, alive while the component is read and committed
+};
+
+/// Whether the marginalized discrete u may be a coordinate of the joint law that takes over its component: each
+/// of its marginalized parents is discrete (a count of a marginalized conjugate parent is not: its parameter's
+/// update waits for its value; a count of a realized one is an ordinary law), it is no member of a joint law, and a
+/// JointSum's other operand is one the law can represent.
+bool representable(const Node& u) {
+  if (!u.discrete() || u.state != State::marginalized || u.group) return false;
+  for (const Node* p : u.mparents)
+    if (p && !p->discrete()) return false;
+  if (std::holds_alternative<SelectedChild>(u.kind)) return false;  // always a member already
+  if (std::holds_alternative<Sum>(u.kind) && !u.operands)
+    for (const Node* p : u.mparents)
+      if (!p) return false;
+  if (std::holds_alternative<JointSum>(u.kind)) {
+    const auto y = u.operand_y.lock();
+    if (y && y->state == State::marginalized) return false;  // Y on an M-path of its own
+  }
+  return true;
+}
+
+/// A tie this node owns that the law can take as a coordinate: Y = a X + c with nothing of Y's own above or below.
+bool simple_tie(const Node& y) { return y.mparents == std::array<Node*, 2>{} && !y.mchild && !y.tied; }
+
+/// n's component, or nothing where some node of it is not representable.
+std::optional<Component> component_of(Node& n) {
+  Node* start = n.tied_to ? n.tied_to : &n;
+  if (start->tied_to) return std::nullopt;
+  Node* end = start;
+  while (end->mchild) end = end->mchild.get();
+  Component c;
+  // post-order over mparents from the end: parents before children
+  struct Entry {
+    Node* node;
+    bool expanded;
+  };
+  std::vector<Entry> stack{{end, false}};
+  std::vector<Node*> seen;
+  while (!stack.empty()) {
+    auto [u, expanded] = stack.back();
+    stack.pop_back();
+    if (expanded) {
+      c.order.push_back(u);
+      if (u->tied) {
+        if (!simple_tie(*u->tied)) return std::nullopt;
+        c.order.push_back(u->tied.get());
+      }
+      continue;
+    }
+    if (std::find(seen.begin(), seen.end(), u) != seen.end()) continue;
+    seen.push_back(u);
+    if (!representable(*u) || u->tied_to) return std::nullopt;  // a tied node with M-path links of its own
+    stack.push_back({u, true});
+    for (Node* p : u->mparents)
+      if (p) stack.push_back({p, false});
+  }
+  if (std::find(c.order.begin(), c.order.end(), &n) == c.order.end()) return std::nullopt;
+  for (Node* u : c.order) c.held.push_back(u->shared_from_this());
+  return c;
+}
+
+/// The measure d with axis a reweighted to the marginal m: \f$\mu'(x) = \mu(x)\, m(x_a) / \mu_a(x_a)\f$, where
+/// \f$\mu_a\f$ is d's marginal on that axis. For a variable that absorbed observations after its parents' law was
+/// pushed to it, m is \f$\mu_a\f$ times the likelihood it absorbed, so \f$\mu'\f$ is the joint posterior. Each
+/// entry is w(x) / f(x_a) m(x_a) with f the fibre's sum of weights (every factor at most 1: no overflow); values of
+/// m outside d's fibres are lost and their relative mass joins the error bound, as do m's bound and d's dropped
+/// measure (which has no fibres to be reweighted by).
+JointPmf reweight(const JointPmf& d, int a, const Pmf& m) {
+  const std::int64_t lo = d.lo(a), extent = d.extent(a), stride = d.stride(a);
+  Eigen::VectorXd fibre = Eigen::VectorXd::Zero(extent);
+  const Eigen::VectorXd& w = d.weights();
+  for (Eigen::Index k = 0; k < w.size(); ++k) fibre[(k / stride) % extent] += w[k];
+  const Pmf mn = m.normalized();
+  double lost = 0.0;
+  for (std::int64_t v = mn.lo(); v <= mn.hi(); ++v) {
+    const double p = mn.weights()[static_cast<Eigen::Index>(v - mn.lo())];
+    if (p > 0 && (v < lo || v >= lo + extent || fibre[v - lo] == 0.0)) lost += p * std::exp(mn.log_scale());
+  }
+  Eigen::VectorXd out(w.size());
+  for (Eigen::Index k = 0; k < w.size(); ++k) {
+    const std::int64_t v = lo + (k / stride) % extent;
+    const double f = fibre[v - lo];
+    out[k] = f > 0 && v >= mn.lo() && v <= mn.hi() ? w[k] / f * mn.weights()[static_cast<Eigen::Index>(v - mn.lo())]
+                                                   : 0.0;
+  }
+  if (!(out.maxCoeff() > 0.0)) throw shape_error("tally::runtime: a variable's law has no mass where its parents put any");
+  const double bound = d.error_bound() + m.error_bound() + lost;
+  return JointPmf(d.lo(), d.shape(), std::move(out), mn.log_scale(), bound);
+}
+
+/// Removes axis a from the law and the list of axes.
+void drop_axis(JointPmf& d, std::vector<Node*>& axes, int a) {
+  d = marginalize_out(d, a);
+  axes.erase(axes.begin() + a);
+}
+
+int position(const std::vector<Node*>& axes, const Node* u) {
+  const auto it = std::find(axes.begin(), axes.end(), u);
+  if (it == axes.end()) throw std::logic_error("tally::runtime: a component's parent is missing from its joint law");
+  return static_cast<int>(it - axes.begin());
+}
+
+/// What the component's law is built from, per node (host laws, one per particle).
+struct Inputs {
+  std::unordered_map<const Node*, std::vector<Pmf>> law;       // a node's marginal (tops; reweighted children)
+  std::unordered_map<const Node*, std::shared_ptr<const DroppedTails>> tails;
+  std::unordered_map<const Node*, std::array<std::vector<Pmf>, 2>> operands;  // a sum's operands that left
+  std::unordered_map<const Node*, std::vector<std::int64_t>> constants;        // ties' c, realized Y of a JointSum
+  std::unordered_map<const Node*, bool> y_joins;                               // a JointSum whose Y becomes an axis
+  bool repeats(std::size_t i) const {
+    for (const auto& [u, l] : law)
+      if (!joint_steps::repeats(l, i) || !same_tails(tails.count(u) ? tails.at(u).get() : nullptr, i)) return false;
+    for (const auto& [u, o] : operands)
+      for (const auto& l : o)
+        if (!l.empty() && !joint_steps::repeats(l, i)) return false;
+    for (const auto& [u, c] : constants)
+      if (!joint_steps::repeats(c, i)) return false;
+    return true;
+  }
+};
+
+bool is_top(const Node& u) { return u.mparents == std::array<Node*, 2>{} && !u.tied_to; }
+
+Inputs gather_inputs(const Component& c) {
+  Inputs in;
+  for (Node* u : c.order) {
+    if (u->tied_to) {
+      in.constants[u] = to_vector(u->tie_c);
+      continue;
+    }
+    if (is_top(*u)) {
+      auto pmfs = to_pmfs(law(*u));
+      if (may_know_tails(*u)) in.tails[u] = known_tails(*u, pmfs);
+      in.law[u] = std::move(pmfs);
+      continue;
+    }
+    if (auto* s = std::get_if<Sum>(&u->kind)) {
+      (void)s;
+      auto& ops = in.operands[u];
+      for (int k = 0; k < 2; ++k)
+        if (!u->mparents[static_cast<std::size_t>(k)]) ops[static_cast<std::size_t>(k)] = to_pmfs((*u->operands)[static_cast<std::size_t>(k)]);
+      if (u->marginal.empty()) continue;  // never conditioned: its law is its operands' sum, nothing to reweight
+    }
+    if (std::holds_alternative<JointSum>(u->kind)) {
+      const auto y = u->operand_y.lock();
+      if (y && y->state == State::realized) in.constants[u] = to_vector(y->value);
+      in.y_joins[u] = y && y->state == State::initialized && y.use_count() > 1;
+    }
+    in.law[u] = to_pmfs(law(*u));
+  }
+  return in;
+}
+
+/// Particle i's joint law of the component's nodes (axes in `axes`, temporaries summed out on the way).
+JointPmf component_law(const Component& c, const Inputs& in, std::size_t i, std::vector<Node*>& axes,
+                       const Truncation& t) {
+  std::optional<JointPmf> d;
+  axes.clear();
+  auto append = [&](const JointPmf& e) { d = d ? outer(*d, e, t) : e; };
+  auto conditioned = [&](Node* u) {
+    if (const auto it = in.law.find(u); it != in.law.end()) *d = reweight(*d, d->rank() - 1, it->second[i]);
+  };
+  for (Node* u : c.order) {
+    if (Node* x = u->tied_to) {  // Y = a X + c
+      d = linear_combination(*d, unit(d->rank(), position(axes, x), u->tie_a), in.constants.at(u)[i], -1, t);
+      axes.push_back(u);
+      continue;
+    }
+    if (is_top(*u)) {
+      append(with_tails(joint(in.law.at(u)[i]), in.tails.count(u) ? in.tails.at(u).get() : nullptr, i));
+      axes.push_back(u);
+      continue;
+    }
+    if (const auto* child = std::get_if<DiscreteChild>(&u->kind)) {
+      d = append_child(*d, position(axes, u->mparents[0]), child->law, t);
+      axes.push_back(u);
+    } else if (const auto* s = std::get_if<Sum>(&u->kind)) {
+      Coordinates kappa(axes.size(), 0);
+      int folded = 0;
+      for (int k = 0; k < 2; ++k) {
+        const std::int64_t coefficient = k == 0 ? 1 : s->sign;
+        if (Node* p = u->mparents[static_cast<std::size_t>(k)]) {
+          kappa[static_cast<std::size_t>(position(axes, p))] += coefficient;
+        } else {  // an operand nobody else needs: an independent axis, summed out below
+          append(joint(in.operands.at(u)[static_cast<std::size_t>(k)][i]));
+          axes.push_back(nullptr);
+          kappa.push_back(coefficient);
+          ++folded;
+        }
+      }
+      d = linear_combination(*d, kappa, 0, -1, t);
+      axes.push_back(u);
+      for (; folded > 0; --folded) drop_axis(*d, axes, static_cast<int>(axes.size()) - 2);
+    } else if (const auto* j = std::get_if<JointSum>(&u->kind)) {
+      const int x = position(axes, u->mparents[0]);
+      if (const auto it = in.constants.find(u); it != in.constants.end()) {  // Y realized
+        d = linear_combination(*d, unit(d->rank(), x, j->sign_x), j->sign_y * it->second[i], -1, t);
+        axes.push_back(u);
+      } else {
+        d = append_child(*d, x, j->law, t);  // Y
+        const auto y = u->operand_y.lock();
+        axes.push_back(in.y_joins.at(u) ? y.get() : nullptr);
+        Coordinates kappa(axes.size(), 0);
+        kappa[static_cast<std::size_t>(x)] = j->sign_x;
+        kappa.back() = j->sign_y;
+        d = linear_combination(*d, kappa, 0, -1, t);
+        axes.push_back(u);
+        if (!in.y_joins.at(u)) drop_axis(*d, axes, static_cast<int>(axes.size()) - 2);
+      }
+    } else {
+      throw std::logic_error("tally::runtime: a component node of an unexpected kind");
+    }
+    conditioned(u);
+  }
+  return *d;
+}
+
+}  // namespace
+
+Absorbed absorb(Node& n) {
+  if (n.group) return Absorbed::done;
+  if (!enabled(*n.context)) return Absorbed::over_budget;
+  auto c = component_of(n);
+  if (!c) return Absorbed::unsupported;
+  Context& ctx = *n.context;
+  const Truncation t = joint_truncation(ctx);
+  std::vector<Node*> axes;
+  Tables laws;
+  try {
+    const Inputs in = gather_inputs(*c);
+    // the axes are the same in every particle (the structure is): particle 0's call, always made, writes them
+    laws = compute(ctx, [&](std::size_t i) { return component_law(*c, in, i, axes, t); },
+                   [&](std::size_t i) { return in.repeats(i); });
+  } catch (const over_budget&) {
+    return Absorbed::over_budget;
+  }
+  // commit: every node becomes a member; the M-path edges and ties that linked them are gone (the law holds them)
+  auto g = std::make_shared<JointGroup>();
+  g->laws = std::move(laws);
+  for (Node* u : axes) g->members.push_back(u ? u->weak_from_this() : std::weak_ptr<Node>());
+  std::vector<std::shared_ptr<Node>> joined;  // a JointSum's Y that became an axis
+  for (Node* u : axes)
+    if (u && std::find(c->order.begin(), c->order.end(), u) == c->order.end()) joined.push_back(u->shared_from_this());
+  for (Node* u : c->order) {
+    u->mchild.reset();
+    u->mparents = {};
+    u->tied.reset();
+    u->tied_to = nullptr;
+    u->tie_a = 0;
+    u->tie_c = Values{};
+    u->tie_base.clear();
+    u->tails.reset();
+    u->operand_y.reset();
+    become_member(*u, g);
+  }
+  for (const auto& y : joined) become_member(*y, g);
+  joined.clear();
+  c->held.clear();
+  sweep(g, ctx);
+  return Absorbed::done;
+}
+
+}  // namespace tally::runtime::detail

@@ -1,0 +1,166 @@
+// Couplings of marginalized variables kept exact in strict mode: several children of one count that go on, a sum
+// of a variable and its own descendants, marginals after observations, whatever handles are alive; each program
+// against a 50-digit enumeration of its joint law.
+#include <catch2/catch.hpp>
+#include <Eigen/Core>
+#include <cstdint>
+#include <vector>
+
+#include "runtime/enumerate.hpp"
+#include "tally/distributions.hpp"
+#include "tally/runtime/graph.hpp"
+
+using namespace tally;
+using namespace tally::runtime;
+using namespace tally::test;
+
+namespace {
+
+constexpr std::int64_t poisson_top = 80;  // Poisson(10)'s mass above 80 is below 1e-40
+
+Kernel poisson_kernel(double rate) {
+  return [rate](const Assignment&) { return poisson_law(rate, poisson_top); };
+}
+Kernel thinning_kernel(std::size_t parent, double q) {
+  return [parent, q](const Assignment& a) { return binomial_law(a[parent], q); };
+}
+Kernel observed_thinning(std::size_t parent, double q, std::int64_t y) {
+  return [parent, q, y](const Assignment& a) {
+    const Law l = binomial_law(a[parent], q);
+    return l.count(y) ? Law{{y, l.at(y)}} : Law{};
+  };
+}
+const Event all = [](const Assignment&) { return true; };
+
+}  // namespace
+
+TEST_CASE("Two thinned children of one count that both go on are exact in strict mode", "[runtime][exact]") {
+  const auto live = Graph::live_nodes();
+  {
+    // x ~ Poisson(10); a, b ~ Binomial(x, .5); observe Binomial(a, .5) = 2, then Binomial(b, .5) = 2
+    const Joint joint = enumerate({poisson_kernel(10), thinning_kernel(0, .5), thinning_kernel(0, .5),
+                                   observed_thinning(1, .5, 2), observed_thinning(2, .5, 2)});
+    for (const std::size_t particles : {std::size_t{1}, std::size_t{5}}) {
+      Graph g(particles, 3, Device::cpu);
+      g.strict(true);
+      const Variable x = g.assume(Poisson(10.0));
+      const Variable a = g.assume(x, Thinning(.5));
+      const Variable b = g.assume(x, Thinning(.5));
+      const Observation first = g.observe(g.assume(a, Thinning(.5)), 2);
+      const Observation second = g.observe(g.assume(b, Thinning(.5)), 2);
+      CHECK(first.exact());
+      CHECK(second.exact());
+      for (std::size_t i = 0; i < particles; ++i)
+        require_log_prob(first[i] + second[i], probability(joint, all), 1e-9);
+      require_law_close(g.marginal(x)[particles - 1], posterior(joint, 0, all), 1e-9, 1e-8);
+      require_law_close(g.marginal(a)[0], posterior(joint, 1, all), 1e-9, 1e-8);
+      require_law_close(g.marginal(b)[0], posterior(joint, 2, all), 1e-9, 1e-8);
+    }
+  }
+  REQUIRE(Graph::live_nodes() == live);
+}
+
+TEST_CASE("A sum of a variable and its own difference is exact: (x - T) + T observed", "[runtime][exact]") {
+  // x ~ Poisson(10); T ~ Binomial(x, .5); observe (x - T) + T = 7
+  const Joint joint = enumerate({poisson_kernel(10), thinning_kernel(0, .5)});
+  const Event seven = [](const Assignment& v) { return v[0] == 7; };
+  for (const bool keep_handles : {true, false}) {
+    Graph g(1, 1, Device::cpu);
+    g.strict(true);
+    Variable x = g.assume(Poisson(10.0));
+    Variable t = g.assume(x, Thinning(.5));
+    Variable d = g.subtract(x, t);
+    const Variable s = g.add(d, t);
+    if (!keep_handles) x = d = Variable{};
+    const Observation o = g.observe(s, 7);
+    CHECK(o.exact());
+    require_log_prob(o[0], probability(joint, seven), 1e-9);
+    require_law_close(g.marginal(t)[0], posterior(joint, 1, seven), 1e-9);
+  }
+}
+
+TEST_CASE("Binomial(x, .5) + Binomial(Binomial(x, .5), .5) is exact whichever handles are alive", "[runtime][exact]") {
+  // x ~ Poisson(10); u, v ~ Binomial(x, .5); w ~ Binomial(v, .5); observe u + w = 6
+  const Joint joint = enumerate({poisson_kernel(10), thinning_kernel(0, .5), thinning_kernel(0, .5), thinning_kernel(2, .5)});
+  const Event six = [](const Assignment& v) { return v[1] + v[3] == 6; };
+  for (int form = 0; form < 3; ++form) {
+    INFO("form " << form);
+    Graph g(1, 1, Device::cpu);
+    g.strict(true);
+    const Variable x = g.assume(Poisson(10.0));
+    Variable v, s;
+    if (form == 0) {  // as one expression
+      s = g.add(g.assume(x, Thinning(.5)), g.assume(g.assume(x, Thinning(.5)), Thinning(.5)));
+    } else {  // the inner node held (form 1), or also observed later (form 2)
+      v = g.assume(x, Thinning(.5));
+      s = g.add(g.assume(x, Thinning(.5)), g.assume(v, Thinning(.5)));
+    }
+    const Observation o = g.observe(s, 6);
+    CHECK(o.exact());
+    require_log_prob(o[0], probability(joint, six), 1e-9);
+    require_law_close(g.marginal(x)[0], posterior(joint, 0, six), 1e-9, 1e-13);
+    if (form > 0) require_law_close(g.marginal(v)[0], posterior(joint, 2, six), 1e-9, 1e-13);
+    if (form == 2) {
+      const Event both = [](const Assignment& a) { return a[1] + a[3] == 6 && a[2] == 4; };
+      const Observation o2 = g.observe(v, 4);
+      CHECK(o2.exact());
+      require_log_prob(o[0] + o2[0], probability(joint, both), 1e-9);
+      require_law_close(g.marginal(x)[0], posterior(joint, 0, both), 1e-9, 1e-13);
+    }
+  }
+}
+
+TEST_CASE("marginal() after an observed function of a sum reads the exact posterior", "[runtime][exact]") {
+  // a, b ~ Bernoulli(.5); c = [a + b == 2] observed 0: P(a = 1 | c = 0) = 1/3
+  Eigen::MatrixXd indicator(3, 2);
+  indicator << 1, 0, 1, 0, 0, 1;
+  for (const std::size_t particles : {std::size_t{1}, std::size_t{3}}) {
+    Graph g(particles, 1, Device::cpu);
+    g.strict(true);
+    const Variable a = g.assume(Bernoulli(.5));
+    const Variable b = g.assume(Bernoulli(.5));
+    const Observation o = g.observe(g.assume(g.add(a, b), MarkovStep(indicator)), 0);
+    CHECK(o.exact());
+    CHECK(o[0] == Approx(std::log(0.75)).epsilon(1e-14));
+    const std::vector<Pmf> ma = g.marginal(a);
+    for (const Pmf& m : ma) CHECK(pdf(m, 1) == Approx(1.0 / 3.0).epsilon(1e-14));
+    // and b's, with a's handle still alive
+    CHECK(pdf(g.marginal(b)[0], 1) == Approx(1.0 / 3.0).epsilon(1e-14));
+    // a draw of a then conditions b: P(b = 1 | a = 1, c = 0) = 0
+    const std::vector<std::int64_t> va = g.value(a);
+    for (std::size_t i = 0; i < particles; ++i)
+      CHECK(pdf(g.marginal(b)[i], 1) == Approx(va[i] == 1 ? 0.0 : 0.5).margin(1e-15));
+  }
+}
+
+TEST_CASE("A chain's variable given a second child after its first absorbed observations: exact", "[runtime][exact]") {
+  // x ~ Binomial(12, .4); y ~ Binomial(x, .7); observe Binomial(y, .5) = 3; z ~ Binomial(y, .3) observe 2; then x = 6
+  const Joint joint = enumerate({[](const Assignment&) { return binomial_law(12, .4); }, thinning_kernel(0, .7),
+                                 observed_thinning(1, .5, 3), observed_thinning(1, .3, 2)});
+  Graph g(2, 5, Device::cpu);
+  g.strict(true);
+  const Variable x = g.assume(Binomial(12, .4));
+  const Variable y = g.assume(x, Thinning(.7));
+  const Observation o1 = g.observe(g.assume(y, Thinning(.5)), 3);
+  const Observation o2 = g.observe(g.assume(y, Thinning(.3)), 2);
+  CHECK(o1.exact());
+  CHECK(o2.exact());
+  require_log_prob(o1[1] + o2[1], probability(joint, all), 1e-12);
+  require_law_close(g.marginal(x)[1], posterior(joint, 0, all), 1e-12);
+  const Observation o3 = g.observe(x, 6);
+  const Event six = [](const Assignment& v) { return v[0] == 6; };
+  require_log_prob(o1[0] + o2[0] + o3[0], probability(joint, six), 1e-12);
+  require_law_close(g.marginal(y)[0], posterior(joint, 1, six), 1e-12);
+}
+
+TEST_CASE("Log-likelihoods bound to a const reference outlive the temporary observation", "[runtime][exact]") {
+  Graph g(3, 1, Device::cpu);
+  const Variable x = g.assume(Binomial(4, .5));
+  const std::vector<double>& ll = g.observe(x, 1);  // a vector of its own, not a reference into the temporary
+  const std::vector<double> again = g.observe(g.assume(Binomial(4, .5)), 2).log_likelihoods();
+  REQUIRE(ll.size() == 3);
+  for (std::size_t i = 0; i < 3; ++i) {
+    CHECK(ll[i] == Approx(std::log(4.0 / 16.0)).epsilon(1e-14));
+    CHECK(again[i] == Approx(std::log(6.0 / 16.0)).epsilon(1e-14));
+  }
+}

@@ -1,0 +1,327 @@
+// Random small programs over counts, run on a Graph in strict mode and compared with a 50-digit enumeration of their
+// joint law: the log-likelihood of every observation, the marginals asked for, the possibility of every draw.
+#pragma once
+
+#include <Eigen/Core>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "runtime/enumerate.hpp"
+#include "tally/distributions.hpp"
+#include "tally/runtime/graph.hpp"
+
+namespace tally::test::programs {
+
+/// One variable of a random program: how it is made from earlier ones (parents are indices of earlier variables).
+struct Spec {
+  enum Kind { bernoulli, binomial, uniform, categorical, poisson, thinning, markov, affine, add, subtract } kind;
+  std::size_t a = 0, b = 0;       // parents
+  double p = 0.5;                 // a probability or a rate
+  std::int64_t n = 0, c = 0;      // trials, lower end; affine's a and c (n, c)
+  Eigen::VectorXd w;              // categorical weights
+  Eigen::MatrixXd t;              // Markov transition
+  std::int64_t lo = 0, hi = 0;    // the variable's structural range
+};
+
+/// Something the engine does after a variable is made.
+struct Step {
+  enum Kind { make, observe, marginal, value, drop } kind;
+  std::size_t var = 0;
+  std::int64_t v = 0;  // the observed value
+};
+
+struct Program {
+  std::vector<Spec> vars;
+  std::vector<Step> steps;
+  std::string describe() const;
+};
+
+/// Poisson rates stay small and their laws are enumerated up to here (the mass above is below 1e-30).
+inline constexpr std::int64_t poisson_top = 40;
+
+inline std::string Program::describe() const {
+  static const char* names[] = {"Bernoulli", "Binomial", "UniformInt", "Categorical", "Poisson",
+                                "Thinning",  "Markov",   "affine",     "add",         "subtract"};
+  std::ostringstream o;
+  for (const Step& s : steps) {
+    const Spec& v = vars[s.var];
+    switch (s.kind) {
+      case Step::make:
+        o << "v" << s.var << " = " << names[v.kind] << "(a=v" << v.a << " b=v" << v.b << " p=" << v.p << " n=" << v.n
+          << " c=" << v.c << "); ";
+        break;
+      case Step::observe: o << "observe v" << s.var << " = " << s.v << "; "; break;
+      case Step::marginal: o << "marginal v" << s.var << "; "; break;
+      case Step::value: o << "value v" << s.var << "; "; break;
+      case Step::drop: o << "drop v" << s.var << "; "; break;
+    }
+  }
+  return o.str();
+}
+
+/// The kernel of variable k given earlier values (its law given its parents).
+inline Law kernel_of(const Spec& s, const Assignment& x) {
+  switch (s.kind) {
+    case Spec::bernoulli: return binomial_law(1, s.p);
+    case Spec::binomial: return binomial_law(s.n, s.p);
+    case Spec::uniform: return uniform_law(s.c, s.c + s.n);
+    case Spec::categorical: return categorical_law(std::vector<double>(s.w.data(), s.w.data() + s.w.size()));
+    case Spec::poisson: return poisson_law(s.p, poisson_top);
+    case Spec::thinning: return binomial_law(x[s.a], s.p);
+    case Spec::markov: {
+      std::vector<double> row(static_cast<std::size_t>(s.t.cols()));
+      for (Eigen::Index j = 0; j < s.t.cols(); ++j) row[static_cast<std::size_t>(j)] = s.t(static_cast<Eigen::Index>(x[s.a]), j);
+      return categorical_law(row);
+    }
+    case Spec::affine: return point_law(s.n * x[s.a] + s.c);
+    case Spec::add: return point_law(x[s.a] + x[s.b]);
+    case Spec::subtract: return point_law(x[s.a] - x[s.b]);
+  }
+  return {};
+}
+
+/// A random program of up to `size` variables: roots of every family, thinnings, Markov steps, affine maps, sums and
+/// differences of any earlier variables (so shared ancestors, diamonds and several children of one variable come
+/// up), observations at values of one forward draw of the whole program (so they are jointly possible; now and
+/// then one is made impossible), marginals, draws and dropped handles in between.
+inline Program random_program(std::mt19937_64& gen, int size) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  auto pick = [&](std::size_t n) { return static_cast<std::size_t>(gen() % n); };
+  Program prog;
+  std::vector<bool> alive;
+  std::vector<std::size_t> usable;  // alive and not too wide
+  auto refresh = [&] {
+    usable.clear();
+    for (std::size_t k = 0; k < prog.vars.size(); ++k)
+      if (alive[k] && prog.vars[k].hi - prog.vars[k].lo <= 24) usable.push_back(k);
+  };
+  bool has_poisson = false;
+  std::vector<bool> observed;
+  std::size_t frozen = 0;  // variables before this one may have been realized by a draw
+  auto make = [&](Spec s) {
+    prog.vars.push_back(std::move(s));
+    alive.push_back(true);
+    observed.push_back(false);
+    prog.steps.push_back({Step::make, prog.vars.size() - 1, 0});
+  };
+  auto root = [&] {
+    Spec s;
+    const double r = u(gen);
+    if (r < 0.2) {
+      s.kind = Spec::bernoulli, s.p = 0.1 + 0.8 * u(gen), s.hi = 1;
+    } else if (r < 0.5) {
+      s.kind = Spec::binomial, s.n = 1 + std::int64_t(gen() % 5), s.p = 0.1 + 0.8 * u(gen), s.hi = s.n;
+    } else if (r < 0.65) {
+      s.kind = Spec::uniform, s.c = std::int64_t(gen() % 3) - 1, s.n = std::int64_t(gen() % 4), s.lo = s.c, s.hi = s.c + s.n;
+    } else if (r < 0.8 || has_poisson) {
+      s.kind = Spec::categorical, s.w = Eigen::VectorXd(3);
+      for (auto& x : s.w) x = 0.05 + u(gen);
+      s.hi = 2;
+    } else {
+      s.kind = Spec::poisson, s.p = 0.3 + 1.5 * u(gen), s.hi = poisson_top;
+      has_poisson = true;
+    }
+    make(s);
+  };
+  root();
+  if (u(gen) < 0.7) root();
+  while (static_cast<int>(prog.vars.size()) < size) {
+    refresh();
+    const double r = u(gen);
+    if (usable.empty() || r < 0.12) {
+      root();
+      continue;
+    }
+    const std::size_t a = usable[pick(usable.size())], b = usable[pick(usable.size())];
+    const Spec& pa = prog.vars[a];
+    Spec s;
+    s.a = a, s.b = b;
+    if (r < 0.35 && pa.lo >= 0) {
+      s.kind = Spec::thinning, s.p = 0.1 + 0.8 * u(gen), s.lo = 0, s.hi = pa.hi;
+    } else if (r < 0.45 && pa.lo >= 0 && pa.hi <= 6) {
+      s.kind = Spec::markov, s.t = Eigen::MatrixXd(pa.hi + 1, 3);
+      for (Eigen::Index i = 0; i < s.t.size(); ++i) s.t.data()[i] = u(gen) < 0.2 ? 0.0 : u(gen);
+      for (Eigen::Index i = 0; i < s.t.rows(); ++i) {
+        s.t(i, i % 3) += 0.1;
+        s.t.row(i) /= s.t.row(i).sum();
+      }
+      s.hi = 2;
+    } else if (r < 0.55) {
+      const std::int64_t coefficients[] = {-1, 1, 2};
+      s.kind = Spec::affine, s.n = coefficients[gen() % 3], s.c = std::int64_t(gen() % 5) - 2;
+      s.lo = std::min(s.n * pa.lo, s.n * pa.hi) + s.c, s.hi = std::max(s.n * pa.lo, s.n * pa.hi) + s.c;
+    } else if (r < 0.75) {
+      s.kind = Spec::add, s.lo = pa.lo + prog.vars[b].lo, s.hi = pa.hi + prog.vars[b].hi;
+    } else if (r < 0.85) {
+      if (a == b) continue;
+      s.kind = Spec::subtract, s.lo = pa.lo - prog.vars[b].hi, s.hi = pa.hi - prog.vars[b].lo;
+    } else {
+      continue;
+    }
+    make(s);
+    // between variables: observations, queries, draws and dropped handles
+    while (u(gen) < 0.45) {
+      refresh();
+      const double e = u(gen);
+      const std::size_t k = usable.empty() ? prog.vars.size() - 1 : usable[pick(usable.size())];
+      if (!alive[k]) break;
+      if (e < 0.45) {
+        // a variable is observed once, and not once a draw may have realized it (value() of it or of a relative)
+        if (observed[k] || k < frozen) continue;
+        observed[k] = true;
+        prog.steps.push_back({Step::observe, k, 0});
+      } else if (e < 0.7)
+        prog.steps.push_back({Step::marginal, k, 0});
+      else if (e < 0.8) {
+        prog.steps.push_back({Step::value, k, 0});
+        frozen = prog.vars.size();
+      } else if (k + 1 < prog.vars.size()) {  // never the newest (so the program goes on from something)
+        prog.steps.push_back({Step::drop, k, 0});
+        alive[k] = false;
+      }
+    }
+  }
+  // a last observation of the newest variable, as a filter would end a step
+  if (!observed.back() && prog.vars.size() - 1 >= frozen) prog.steps.push_back({Step::observe, prog.vars.size() - 1, 0});
+  // observed values from one forward draw; sometimes one impossible value
+  Assignment draw;
+  std::mt19937_64 forward(gen());
+  for (const Spec& s : prog.vars) {
+    const Law l = normalized(kernel_of(s, draw));
+    double x = std::uniform_real_distribution<double>(0.0, 1.0)(forward);
+    std::int64_t v = l.begin()->first;
+    for (const auto& [k, p] : l) {
+      v = k;
+      x -= static_cast<double>(p);
+      if (x <= 0) break;
+    }
+    draw.push_back(v);
+  }
+  for (Step& s : prog.steps)
+    if (s.kind == Step::observe) s.v = u(gen) < 0.03 ? prog.vars[s.var].lo - 1 : draw[s.var];
+  return prog;
+}
+
+/// What went wrong in one run (empty: nothing).
+struct Finding {
+  std::string what;
+  explicit operator bool() const { return !what.empty(); }
+};
+
+/// Runs the program on a Graph of `particles` particles in strict mode and compares, step by step, with the
+/// enumeration: each observation's log-likelihood in every particle (relative 1e-9, or -inf exactly where the
+/// observation is impossible given the events before), every marginal asked for (relative 1e-8 on each value of
+/// probability above 1e-9, none outside the exact support), and that every draw is possible. A draw becomes an event
+/// of the enumeration (the program is conditioned on it), so with particles > 1 only particle 0's draws are
+/// followed, and a program with draws runs on one particle.
+inline Finding run_program(const Program& prog, std::size_t particles, std::uint64_t seed) {
+  using runtime::Graph;
+  using runtime::Variable;
+  std::vector<Kernel> kernels;
+  for (const Spec& s : prog.vars) kernels.push_back([s](const Assignment& x) { return kernel_of(s, x); });
+  const Joint joint = enumerate(kernels);
+  std::vector<std::pair<std::size_t, std::int64_t>> events;  // (variable, value) observed or drawn so far
+  auto holds = [&](const Assignment& x) {
+    for (const auto& [k, v] : events)
+      if (x[k] != v) return false;
+    return true;
+  };
+  std::ostringstream finding;
+  auto fail = [&](const std::string& what) {
+    finding << what << "\n  program: " << prog.describe();
+    return Finding{finding.str()};
+  };
+  try {
+    Graph g(particles, seed);
+    g.strict(true);
+    std::vector<Variable> var(prog.vars.size());
+    big before = 1;  // P(events so far)
+    for (const Step& step : prog.steps) {
+      const Spec& s = prog.vars[step.var];
+      switch (step.kind) {
+        case Step::make: {
+          Variable& x = var[step.var];
+          switch (s.kind) {
+            case Spec::bernoulli: x = g.assume(Bernoulli(s.p)); break;
+            case Spec::binomial: x = g.assume(Binomial(s.n, s.p)); break;
+            case Spec::uniform: x = g.assume(UniformInt(s.c, s.c + s.n)); break;
+            case Spec::categorical: x = g.assume(Categorical(s.w)); break;
+            case Spec::poisson: x = g.assume(Poisson(s.p)); break;
+            case Spec::thinning: x = g.assume(var[s.a], Thinning(s.p)); break;
+            case Spec::markov: x = g.assume(var[s.a], MarkovStep(s.t)); break;
+            case Spec::affine: x = g.affine(var[s.a], s.n, s.c); break;
+            case Spec::add: x = g.add(var[s.a], var[s.b]); break;
+            case Spec::subtract: x = g.subtract(var[s.a], var[s.b]); break;
+          }
+          break;
+        }
+        case Step::observe: {
+          const runtime::Observation o = g.observe(var[step.var], step.v);
+          events.emplace_back(step.var, step.v);
+          const big now = probability(joint, holds);
+          for (std::size_t i = 0; i < particles; ++i) {
+            const double ll = o[i];
+            if (before == 0 || now == 0) {
+              if (ll != -std::numeric_limits<double>::infinity() && before != 0)
+                return fail("observe v" + std::to_string(step.var) + ": finite log-likelihood " + std::to_string(ll) +
+                            " of an impossible observation");
+              continue;
+            }
+            const big want = boost::multiprecision::log(now / before);
+            if (!std::isfinite(ll) || relative_error_log(ll, want) > 1e-9)
+              return fail("observe v" + std::to_string(step.var) + " = " + std::to_string(step.v) + ": log-likelihood " +
+                          std::to_string(ll) + ", exact " + std::to_string(static_cast<double>(want)));
+            if (!o.exact()) return fail("observe v" + std::to_string(step.var) + ": reported inexact");
+          }
+          before = now;
+          if (now == 0) return Finding{};  // every particle is dead: what follows is not compared
+          break;
+        }
+        case Step::marginal: {
+          if (before == 0) break;
+          const std::vector<Pmf> m = g.marginal(var[step.var]);
+          const Law want = posterior(joint, step.var, holds);
+          for (std::size_t i = 0; i < particles; ++i) {
+            const Law got = law_of(m[i].normalized());
+            for (const auto& [k, p] : got)
+              if (want.count(k) == 0 && static_cast<double>(p) > 1e-12)
+                return fail("marginal v" + std::to_string(step.var) + ": value " + std::to_string(k) + " impossible");
+            for (const auto& [k, p] : want) {
+              if (p < big(1e-9)) continue;
+              const double q = got.count(k) ? static_cast<double>(got.at(k)) : 0.0;
+              if (relative_error(q, p) > 1e-8)
+                return fail("marginal v" + std::to_string(step.var) + ": P(" + std::to_string(k) + ") = " +
+                            std::to_string(q) + ", exact " + std::to_string(static_cast<double>(p)));
+            }
+          }
+          break;
+        }
+        case Step::value: {
+          if (before == 0) break;
+          const std::vector<std::int64_t> v = g.value(var[step.var]);
+          events.emplace_back(step.var, v[0]);
+          const big now = probability(joint, holds);
+          if (now == 0) return fail("value v" + std::to_string(step.var) + " drew an impossible " + std::to_string(v[0]));
+          before = now;
+          if (particles > 1) return Finding{};  // the particles follow other draws from here
+          break;
+        }
+        case Step::drop: var[step.var] = Variable{}; break;
+      }
+    }
+  } catch (const runtime::inexact_error& e) {
+    return fail(std::string("strict mode refused: ") + e.what());
+  } catch (const std::exception& e) {
+    return fail(std::string("threw: ") + e.what());
+  }
+  return Finding{};
+}
+
+}  // namespace tally::test::programs
