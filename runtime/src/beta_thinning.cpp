@@ -63,6 +63,7 @@ bool observe_beta_thinning(Node& n, const Values& v, LogLikelihood& ll) {
   add_host(ll, add);
   ll.error = error;
   x->marginal = std::move(conditioned);
+  x->absorbed = true;
   x->tails.reset();  // the dropped tails were those of the law before the observation
   n.parents = {};
   n.value = v;

@@ -45,6 +45,7 @@ void tie(Node& x, Node& y, std::int64_t a, Values c) {
   y.tie_a = a;
   y.tie_c = std::move(c);
   y.tied_to = &x;
+  y.absorbed = true;
   x.tied = y.shared_from_this();
 }
 
@@ -126,6 +127,7 @@ void condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
           [&](DiscreteChild& c) {
             if (Node* x = n.mparents[0]) {
               x->marginal = condition(ctx, law(*x), c.law, v, sink());
+              x->absorbed = true;
               x->mchild.reset();
             }
           },
@@ -138,6 +140,7 @@ void condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
             const bool tied = y && y->state == State::initialized;
             Values c = tied ? linear(v, j.sign_y, {}, 0, 0) : Values{};
             x->marginal = std::move(posterior);
+            x->absorbed = true;
             // Y = s_y (z - s_x X) = -s_x s_y X + s_y z
             if (tied) tie(*x, *y, -j.sign_x * j.sign_y, std::move(c));
             x->mchild.reset();
@@ -155,6 +158,7 @@ void condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
             Values c = tie_constant(ctx, v, s.sign, sk, ops[0], ops[1]);
             if (x) {
               x->marginal = std::move(px);
+              x->absorbed = true;
               x->mchild.reset();
               if (y) {
                 y->mchild.reset();
@@ -163,6 +167,7 @@ void condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
             } else if (y) {
               // X is gone (nothing could reach it): Y gets its own posterior, a X + c pushed through
               y->marginal = affine(ctx, px, a, c);
+              y->absorbed = true;
               y->mchild.reset();
             }
           },
@@ -532,6 +537,7 @@ std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
         const Bound error_before = ll.error;
         Laws posterior = condition(ctx, law(parent), child_law, values, ll);
         parent.marginal = std::move(posterior);
+        parent.absorbed = true;
         // with the tails known, the likelihood's error is theirs (far below e M / L, which takes every dropped
         // value as the likeliest)
         if (tails)
@@ -555,7 +561,8 @@ std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
     add_log_equal(n.value, values, ll);
     return done();
   }
-  const bool through_parents = n.tied_to == nullptr && n.mparents != std::array<Node*, 2>{} &&
+  // P(n = v) from its parents' laws where n's own law is theirs pushed forward (nothing absorbed below it since)
+  const bool through_parents = n.tied_to == nullptr && !n.absorbed && n.mparents != std::array<Node*, 2>{} &&
                                (std::holds_alternative<DiscreteChild>(n.kind) || std::holds_alternative<Sum>(n.kind) ||
                                 std::holds_alternative<JointSum>(n.kind));
   if (!through_parents) add_log_mass(ctx, law(n), values, ll);

@@ -40,44 +40,61 @@ bool representable(const Node& u) {
   return true;
 }
 
-/// A tie this node owns that the law can take as a coordinate: Y = a X + c with nothing of Y's own above or below.
-bool simple_tie(const Node& y) { return y.mparents == std::array<Node*, 2>{} && !y.mchild && !y.tied; }
-
-/// n's component, or nothing where some node of it is not representable.
+/// n's component: every node linked to it by M-path edges (marginalized parents and child) and ties, in an order
+/// where each node comes after its marginalized parents and after the node it is tied to; nothing where some node
+/// of it is not representable.
 std::optional<Component> component_of(Node& n) {
-  Node* start = n.tied_to ? n.tied_to : &n;
-  if (start->tied_to) return std::nullopt;
-  Node* end = start;
-  while (end->mchild) end = end->mchild.get();
+  std::vector<Node*> members{&n};
+  for (std::size_t k = 0; k < members.size(); ++k) {
+    Node* u = members[k];
+    if (!representable(*u) || (u->tied_to && u->tied_to->tied_to)) return std::nullopt;
+    auto visit = [&](Node* v) {
+      if (v && std::find(members.begin(), members.end(), v) == members.end()) members.push_back(v);
+    };
+    for (Node* p : u->mparents) visit(p);
+    visit(u->mchild.get());
+    visit(u->tied.get());
+    visit(u->tied_to);
+  }
   Component c;
-  // post-order over mparents from the end: parents before children
+  // depth-first post-order over the dependencies (marginalized parents, the tie's partner)
   struct Entry {
     Node* node;
     bool expanded;
   };
-  std::vector<Entry> stack{{end, false}};
   std::vector<Node*> seen;
-  while (!stack.empty()) {
-    auto [u, expanded] = stack.back();
-    stack.pop_back();
-    if (expanded) {
-      c.order.push_back(u);
-      if (u->tied) {
-        if (!simple_tie(*u->tied)) return std::nullopt;
-        c.order.push_back(u->tied.get());
+  for (Node* m : members) {
+    std::vector<Entry> stack{{m, false}};
+    while (!stack.empty()) {
+      auto [u, expanded] = stack.back();
+      stack.pop_back();
+      if (expanded) {
+        c.order.push_back(u);
+        continue;
       }
-      continue;
+      if (std::find(seen.begin(), seen.end(), u) != seen.end()) continue;
+      seen.push_back(u);
+      stack.push_back({u, true});
+      for (Node* p : u->mparents)
+        if (p) stack.push_back({p, false});
+      if (u->tied_to) stack.push_back({u->tied_to, false});
     }
-    if (std::find(seen.begin(), seen.end(), u) != seen.end()) continue;
-    seen.push_back(u);
-    if (!representable(*u) || u->tied_to) return std::nullopt;  // a tied node with M-path links of its own
-    stack.push_back({u, true});
-    for (Node* p : u->mparents)
-      if (p) stack.push_back({p, false});
   }
-  if (std::find(c.order.begin(), c.order.end(), &n) == c.order.end()) return std::nullopt;
   for (Node* u : c.order) c.held.push_back(u->shared_from_this());
   return c;
+}
+
+/// The entries of d where y_axis = a x_axis + c, the others set to zero (the tie's event); d itself where no entry
+/// is left (a particle whose observation was impossible: its weight is zero, any law will do).
+JointPmf restricted_to_tie(const JointPmf& d, int y_axis, int x_axis, std::int64_t a, std::int64_t c) {
+  Eigen::VectorXd w = d.weights();
+  const std::int64_t ys = d.stride(y_axis), ye = d.extent(y_axis), xs = d.stride(x_axis), xe = d.extent(x_axis);
+  for (Eigen::Index k = 0; k < w.size(); ++k) {
+    const std::int64_t y = d.lo(y_axis) + (k / ys) % ye, x = d.lo(x_axis) + (k / xs) % xe;
+    if (y != a * x + c) w[k] = 0.0;
+  }
+  if (!(w.maxCoeff() > 0.0)) return d;
+  return JointPmf(d.lo(), d.shape(), std::move(w), d.log_scale(), d.error_bound());
 }
 
 /// The measure d with axis a reweighted to the marginal m: \f$\mu'(x) = \mu(x)\, m(x_a) / \mu_a(x_a)\f$, where
@@ -147,7 +164,7 @@ Inputs gather_inputs(const Component& c) {
   for (Node* u : c.order) {
     if (u->tied_to) {
       in.constants[u] = to_vector(u->tie_c);
-      continue;
+      if (u->mparents == std::array<Node*, 2>{}) continue;  // its law is its partner's, mapped
     }
     if (is_top(*u)) {
       auto pmfs = to_pmfs(law(*u));
@@ -167,7 +184,7 @@ Inputs gather_inputs(const Component& c) {
       if (y && y->state == State::realized) in.constants[u] = to_vector(y->value);
       in.y_joins[u] = y && y->state == State::initialized && y.use_count() > 1;
     }
-    in.law[u] = to_pmfs(law(*u));
+    if (!u->tied_to) in.law[u] = to_pmfs(law(*u));
   }
   return in;
 }
@@ -182,7 +199,7 @@ JointPmf component_law(const Component& c, const Inputs& in, std::size_t i, std:
     if (const auto it = in.law.find(u); it != in.law.end()) *d = reweight(*d, d->rank() - 1, it->second[i]);
   };
   for (Node* u : c.order) {
-    if (Node* x = u->tied_to) {  // Y = a X + c
+    if (Node* x = u->tied_to; x && u->mparents == std::array<Node*, 2>{}) {  // Y = a X + c
       d = linear_combination(*d, unit(d->rank(), position(axes, x), u->tie_a), in.constants.at(u)[i], -1, t);
       axes.push_back(u);
       continue;
@@ -230,6 +247,14 @@ JointPmf component_law(const Component& c, const Inputs& in, std::size_t i, std:
       }
     } else {
       throw std::logic_error("tally::runtime: a component node of an unexpected kind");
+    }
+    if (Node* x = u->tied_to) {
+      // Y = a X + c, with a law of its own given its marginalized parents: the joint law on that event, with X's
+      // marginal (which already holds what the tie's observation said) kept: p(x) p(parents | Y = a x + c)
+      const int xa = position(axes, x);
+      d = restricted_to_tie(*d, d->rank() - 1, xa, u->tie_a, in.constants.at(u)[i]);
+      d = reweight(*d, xa, in.law.at(x)[i]);
+      continue;
     }
     conditioned(u);
   }

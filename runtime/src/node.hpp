@@ -180,6 +180,9 @@ class Node : public std::enable_shared_from_this<Node> {
   Values value;  // discrete, realized
   std::string name;  // for reports: Graph::name, or "#k"
   bool computed = false;  // realized as a constant or from realized operands, never observed (observable once)
+  /// marginalized: its laws hold observations made below it (a conditioned child, a tie) since its marginalized
+  /// parents' laws were pushed to it, so that P(n = v) is read from its own laws, not from its parents'
+  bool absorbed = false;
 
   /// The state only continuous nodes have, on the heap so that discrete nodes stay small.
   struct ContinuousState {

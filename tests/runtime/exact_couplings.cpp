@@ -164,3 +164,18 @@ TEST_CASE("Log-likelihoods bound to a const reference outlive the temporary obse
     CHECK(again[i] == Approx(std::log(6.0 / 16.0)).epsilon(1e-14));
   }
 }
+
+TEST_CASE("Observing a chain's variable that absorbed observations of its own child weighs them", "[runtime][exact]") {
+  // x ~ Binomial(5, .6); y ~ Binomial(x, .5); observe Binomial(y, .2) = 0; then observe y = 0
+  const Joint joint = enumerate({[](const Assignment&) { return binomial_law(5, .6); }, thinning_kernel(0, .5),
+                                 observed_thinning(1, .2, 0)});
+  const Event y0 = [](const Assignment& v) { return v[1] == 0; };
+  Graph g(1, 1, Device::cpu);
+  g.strict(true);
+  const Variable x = g.assume(Binomial(5, .6));
+  const Variable y = g.assume(x, Thinning(.5));
+  const Observation o1 = g.observe(g.assume(y, Thinning(.2)), 0);
+  const Observation o2 = g.observe(y, 0);
+  require_log_prob(o1[0] + o2[0], probability(joint, y0), 1e-12);
+  require_law_close(g.marginal(x)[0], posterior(joint, 0, y0), 1e-12);
+}
