@@ -29,6 +29,10 @@ using tally::runtime::Variable;
 struct Migration {
   double lambda_a = 30, lambda_b = 12, m = 0.25, s = 0.8, iota_a = 5, iota_b = 3, p = 0.6;
   std::vector<std::int64_t> ya{19, 17, 15, 16, 14, 13}, yb{7, 10, 12, 12, 13, 12};
+  /// Migrants counted as they leave A, each seen with probability c: counted[t - 1] ~ Binomial(M_t, c) for seasons
+  /// t >= 1 (empty: not counted). M then has two children that go on (B's growth and the count) besides A's loss.
+  double c = 0.5;
+  std::vector<std::int64_t> counted;
 };
 
 /// The populations after the last season, and each season's two observations.
@@ -39,8 +43,11 @@ struct MigrationRun {
 
 /// One season's transition, in its own scope so that its intermediate variables (the migrants, the survivors) are
 /// dropped once the next populations are built: the runtime then sums them out of the joint law.
-inline std::pair<Variable, Variable> season(Graph& g, const Variable& a, const Variable& b, const Migration& w) {
+/// With a count of the migrants (counted >= 0), its observation is appended to `observations`.
+inline std::pair<Variable, Variable> season(Graph& g, const Variable& a, const Variable& b, const Migration& w,
+                                            std::int64_t counted, std::vector<Observation>& observations) {
   const Variable moved = g.binomial(a, w.m);
+  if (counted >= 0) observations.push_back(g.observe(g.binomial(moved, w.c), counted));
   const Variable next_a = g.add(g.binomial(g.subtract(a, moved), w.s), g.assume(tally::Poisson(w.iota_a)));
   const Variable next_b = g.add(g.binomial(g.add(b, moved), w.s), g.assume(tally::Poisson(w.iota_b)));
   return {next_a, next_b};
@@ -53,7 +60,7 @@ inline MigrationRun run_migration(Graph& g, const Migration& w,
   r.a = g.assume(tally::Poisson(w.lambda_a));
   r.b = g.assume(tally::Poisson(w.lambda_b));
   for (std::size_t t = 0; t < w.ya.size(); ++t) {
-    if (t > 0) std::tie(r.a, r.b) = season(g, r.a, r.b, w);
+    if (t > 0) std::tie(r.a, r.b) = season(g, r.a, r.b, w, w.counted.empty() ? -1 : w.counted.at(t - 1), r.observations);
     r.observations.push_back(g.observe(g.binomial(r.a, w.p), w.ya[t]));
     r.observations.push_back(g.observe(g.binomial(r.b, w.p), w.yb[t]));
     if (after_season) after_season(t, r);

@@ -100,7 +100,7 @@ bool plot(const mj::Migration& w, const std::vector<Season>& s, double log_evide
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tally example (issue 17): two populations coupled by migration; exact log-evidence with joint laws, "
+  CLI::App app{"tally example: two populations coupled by migration; exact log-evidence with joint laws, "
                "and a P-particle filter with and without them"};
   mj::Migration w;
   models::FilterOptions options;
@@ -109,16 +109,22 @@ int main(int argc, char** argv) {
   app.add_option("--migration", w.m, "share of A that moves to B each season")->check(CLI::Range(0.0, 1.0));
   app.add_option("--survival", w.s, "survival probability")->check(CLI::Range(0.0, 1.0));
   app.add_option("--p", w.p, "detection probability")->check(CLI::Range(0.0, 1.0));
+  bool counted = false;
+  app.add_flag("--counted", counted,
+               "also count the migrants as they leave A (each seen with probability 1/2): the migrants then have "
+               "three children that go on, still exact");
   bool fallback_only = false;
   app.add_flag("--fallback-only", fallback_only,
                "run only the filter with joint laws off (the joint filter's estimate is the exact one anyway)");
   CLI11_PARSE(app, argc, argv);
+  if (counted) w.counted = {4, 3, 4, 3, 3};
   try {
     if (!options.plot.empty()) models::check_plot(options.plot);  // before the run: a plot that cannot be drawn fails at once
     std::printf("Migration: A_0 ~ Poisson(%g), B_0 ~ Poisson(%g); each season M ~ Binomial(A, %g) moves to B,\n"
                 "A' = Binomial(A - M, %g) + Poisson(%g), B' = Binomial(B + M, %g) + Poisson(%g); counts "
                 "ya ~ Binomial(A, %g), yb ~ Binomial(B, %g)\n",
                 w.lambda_a, w.lambda_b, w.m, w.s, w.iota_a, w.s, w.iota_b, w.p, w.p);
+    if (!w.counted.empty()) std::printf("migrants counted as they leave A: Binomial(M, %g), seasons 1..5\n", w.c);
     // exact, one particle
     const auto t0 = std::chrono::steady_clock::now();
     Graph g(1, options.seed, runtime::Device::cpu);

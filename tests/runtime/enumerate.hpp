@@ -22,18 +22,24 @@ inline big exp_big(const big& x) { return boost::multiprecision::exp(x); }
 
 inline Law point_law(std::int64_t v) { return {{v, big(1)}}; }
 
-inline Law binomial_law(std::int64_t n, double p) {
-  Law l;
-  for (std::int64_t k = 0; k <= n; ++k) l[k] = exp_big(log_binomial(n, k, big(p)));
-  return l;
+/// Binomial(n, p), each (n, p) computed once (the enumerations ask for the same laws many times: 50-digit logs and
+/// exponentials are slow).
+inline const Law& binomial_law(std::int64_t n, double p) {
+  static thread_local std::map<std::pair<std::int64_t, double>, Law> made;
+  auto [it, fresh] = made.try_emplace({n, p});
+  if (fresh)
+    for (std::int64_t k = 0; k <= n; ++k) it->second[k] = exp_big(log_binomial(n, k, big(p)));
+  return it->second;
 }
 
 /// Poisson(rate) on [0, kmax]: kmax is chosen by the caller so that the dropped tail is far below any tolerance.
 inline Law poisson_law(double rate, std::int64_t kmax) {
   if (rate == 0) return point_law(0);
-  Law l;
-  for (std::int64_t k = 0; k <= kmax; ++k) l[k] = exp_big(log_poisson(k, big(rate)));
-  return l;
+  static thread_local std::map<std::pair<double, std::int64_t>, Law> made;
+  auto [it, fresh] = made.try_emplace({rate, kmax});
+  if (fresh)
+    for (std::int64_t k = 0; k <= kmax; ++k) it->second[k] = exp_big(log_poisson(k, big(rate)));
+  return it->second;
 }
 
 inline Law uniform_law(std::int64_t lo, std::int64_t hi) {

@@ -61,7 +61,7 @@ MigrationForward migration_forward(const mj::Migration& w, std::int64_t n) {
       for (std::size_t k = 0; k <= m; ++k) t[m * N + k] = binom(std::int64_t(m), std::int64_t(k), q);
     return t;
   };
-  const std::vector<Real> bin_m = table(w.m), bin_s = table(w.s), bin_p = table(w.p);
+  const std::vector<Real> bin_m = table(w.m), bin_s = table(w.s), bin_p = table(w.p), bin_c = table(w.c);
   auto bin = [N](const std::vector<Real>& t, std::size_t m, std::size_t k) { return k <= m ? t[m * N + k] : Real(0); };
   using Grid = std::vector<Real>;  // [a * N + b]
   auto at = [N](Grid& g, std::size_t a, std::size_t b) -> Real& { return g[a * N + b]; };
@@ -113,7 +113,9 @@ MigrationForward migration_forward(const mj::Migration& w, std::int64_t n) {
       for (std::size_t b = 0; b < N; ++b) {
         const Real mass = at(g, a, b);
         if (mass == 0) continue;
-        for (std::size_t y = 0; y <= a && b + y < N; ++y) at(moved, a - y, b + y) += mass * bin(bin_m, a, y);
+        for (std::size_t y = 0; y <= a && b + y < N; ++y)  // with the migrants' count, if any, seen
+          at(moved, a - y, b + y) +=
+              mass * bin(bin_m, a, y) * (w.counted.empty() ? Real(1) : bin(bin_c, y, std::size_t(w.counted[t - 1])));
       }
     g = immigrate(immigrate(thin(thin(moved, true, bin_s), false, bin_s), true, w.iota_a), false, w.iota_b);
     f.log_evidence += observe(g, t);
@@ -217,6 +219,27 @@ const MigrationForward& migration_reference() {
 const RateHmmEnumeration& rate_hmm_reference() {
   static const RateHmmEnumeration e = rate_hmm_enumeration(mj::RateHmm{}, 200, 650);
   return e;
+}
+
+TEST_CASE("joint laws: migrants also counted as they leave, exact in strict mode against the forward recursion",
+          "[runtime][joint][exact]") {
+  mj::Migration w;
+  w.counted = {4, 3, 4, 3, 3};
+  const MigrationForward want = migration_forward(w, 110);
+  for (const std::size_t particles : {std::size_t{1}, std::size_t{4}}) {
+    Graph g(particles, 3);
+    g.strict(true);  // the migrants have three children that go on: nothing is sampled
+    const mj::MigrationRun r = mj::run_migration(g, w);
+    REQUIRE(r.observations.size() == 2 * w.ya.size() + w.counted.size());
+    for (const auto& o : r.observations) REQUIRE(o.exact());
+    for (std::size_t i = 0; i < particles; ++i)
+      CHECK(total_log_likelihood(r.observations, i) == Approx(static_cast<double>(want.log_evidence)).epsilon(1e-10));
+    const Pmf a = g.marginal(r.a)[particles - 1];
+    for (std::int64_t k = a.lo(); k <= a.hi(); ++k) {
+      const double p = static_cast<double>(want.a_law[static_cast<std::size_t>(k)]);
+      if (p > 1e-8) CHECK(pdf(a, k) == Approx(p).epsilon(1e-9));
+    }
+  }
 }
 
 TEST_CASE("joint laws: coupled populations with migration, exact evidence against a forward recursion on the grid",

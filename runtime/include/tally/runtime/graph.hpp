@@ -124,16 +124,15 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// graft it onto a marginalized path and compute exactly:
 /// - observe(x, v) adds log P(x = v | everything observed so far) to each particle's log-weight, and conditions;
 /// - value(x) draws x from its exact posterior (and conditions its marginalized parents on the draw);
-/// - marginal(x) is x's law given the observations (a marginalized child of x that absorbed observations is
-///   realized first, as in the paper: a Fallback::pruned, reported by the next observation, refused in strict
-///   mode; a coordinate of a joint law needs no pruning).
+/// - marginal(x) is x's law given the observations, exactly (a marginalized child of x that absorbed observations
+///   is kept: x and it become coordinates of one joint law, see "One exact mechanism" below).
 /// Sums: z = x + y is an exact convolution when x and y are independent. When y is an initialized direct child
 /// of x (y ~ Binomial(x, q), y = x + 1, ...), the pair is enumerated jointly over x, exactly (and when y lives on
 /// after the sum, held by a handle or a child, y and the sum are kept in one joint law: see "Joint laws" below).
 /// Otherwise, when x and y share an uninstantiated ancestor (found by reachability), that ancestor becomes a joint
 /// law that x and y join as they are grafted, so that the sum is a linear combination of its coordinates, exactly;
-/// with joint laws off or past their budget, that ancestor is realized (sampled from its exact posterior) before
-/// the convolution: never a silently wrong convolution. Observing z conditions x on the skew
+/// with joint laws off or past their budget, that ancestor is realized (sampled from its exact posterior, reported
+/// as Fallback::joint_limit) before the convolution: never a silently wrong convolution. Observing z conditions x on the skew
 /// diagonal, and ties y = z - x (y is realized with x). Observing a sum that was never needed as a law takes the
 /// skew diagonal of its operands' outer product directly (no convolution); observing an initialized child of a
 /// marginalized or realized parent (Binomial(x, q), Poisson(a x), Poisson(rates[x]), Categorical(T[x])) conditions
@@ -147,10 +146,25 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// realized (observed, drawn) is sliced out, and one that nobody can reach any more (no handle, no child) is summed
 /// out at the next operation on the law (variable elimination on the fly); a law left with one variable becomes
 /// that variable's marginal again. Ownership stays acyclic (node.hpp). Such programs are exact: their observations
-/// report nothing sampled. A joint law larger than Truncation::max_joint_bytes over all particles (default 256
-/// MiB; 0 turns joint laws off) is not formed: the variables that would enter it are drawn from their exact
-/// posteriors first and reported (Fallback::joint_limit), as is a variable inside a marginalized chain (one with a
-/// marginalized parent) that would have to join one. Joint laws live on the host, for a CUDA graph too (their
+/// report nothing sampled.
+/// One exact mechanism: the marginalized part of the graph is a set of factors over discrete variables. Plain
+/// marginals and M-paths (Murray et al.) are the cheap case: one law per variable, each child's law given its
+/// parents. Wherever an operation would couple variables that such a path cannot represent — a second child of a
+/// variable whose first child is on its M-path (two thinned children that both go on), a sum whose operands share
+/// an ancestor at any depth, a variable and its own descendants, a tie of an observed sum that takes a new child,
+/// marginal(), value() or beta() of a variable with a marginalized child — the whole marginalized component
+/// (the M-path through the variable, every marginalized parent that feeds it, and the ties among them) is taken over
+/// by one joint law (runtime/src/joint_absorb.cpp): the tops' marginals, each node's law given its parents
+/// reweighted to the marginal it holds, which is exactly the posterior the path represents. Nothing is drawn. Then
+/// the new child joins that law as a coordinate (elimination on the fly, as above). Which handles are alive changes
+/// which coordinates stay in a table (memory), never whether the answer is exact. Cost: a joint law of k coordinates
+/// holds the product of their ranges per distinct particle table (particles with equal tables share one); the
+/// elimination order is the program's (a variable is summed out at the first operation after nothing can reach it).
+/// Sampling happens only past the budget: a joint law larger than Truncation::max_joint_bytes over all particles
+/// (default 256 MiB; 0 turns joint laws off) is not formed, and the variables that would enter it are drawn from
+/// their exact posteriors first, reported as Fallback::joint_limit (refused in strict mode before anything is
+/// drawn). Components a joint law cannot hold are drawn as before and reported with their own reasons: a count of
+/// a marginalized Beta, Gamma or Dirichlet parameter (Fallback::pruned, parent_realized, shared_ancestor). Joint laws live on the host, for a CUDA graph too (their
 /// inputs are copied to the host, their marginals and draws back to the device), one table per distinct input:
 /// particles with equal tables share one. Where the particles hold many different tables (a member drawn in each),
 /// a CUDA graph computes an operation on all of them as one batch of device kernels (Truncation::joint_batches):
@@ -162,8 +176,14 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// draws it; the observation that follows lists it first). Strict mode refuses each of them at once (marginal()
 /// and the others throw inexact_error too).
 /// Impossible observations give that particle a log-weight of -inf; the graph stays usable.
-/// Observations beyond the truncated tail of an unbounded law also read -inf: tighten Truncation (the third
-/// constructor argument, e.g. {1e-300}) where such data are expected. A Graph is not thread-safe.
+/// Observations in the tail that truncation cut from an unbounded prior are not -inf: where a root still holds its
+/// prior (observed itself, or through a thinning, an affine map or a Poisson(a x) child, when first grafted) and the
+/// observed values fall outside its window, the window is extended from its family (the family tabulated at a
+/// smaller tolerance, down to 1e-300), so the log-likelihood is exact within the bound it reports. Values whose
+/// prior mass is below about 1e-300, and tails of laws already conditioned or computed (sums, joint laws), can
+/// still read -inf: tighten Truncation (the third constructor argument, e.g. {1e-300}) where such data are
+/// expected. On a CUDA graph the extension needs the observed values' largest known on the host (a constant
+/// observation has it). A Graph is not thread-safe.
 ///
 /// Exceptions (tests/runtime/exception_safety.cpp; fuzz/engine.cpp checks them on random programs). Every
 /// operation throws only tally's documented types: usage_error (misuse), tally::domain_error, shape_error,
