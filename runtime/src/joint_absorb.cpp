@@ -30,9 +30,10 @@ bool representable(const Node& u) {
   for (const Node* p : u.mparents)
     if (p && !p->discrete()) return false;
   if (std::holds_alternative<SelectedChild>(u.kind)) return false;  // always a member already
-  if (std::holds_alternative<Sum>(u.kind) && !u.operands)
-    for (const Node* p : u.mparents)
-      if (!p) return false;
+  // a sum keeps its operands' laws while one of them may still be conditioned on it; with both gone its own law is
+  // all there is (a top of the component)
+  if (std::holds_alternative<Sum>(u.kind) && !u.operands && (u.mparents[0] == nullptr) != (u.mparents[1] == nullptr))
+    return false;
   if (std::holds_alternative<JointSum>(u.kind)) {
     const auto y = u.operand_y.lock();
     if (y && y->state == State::marginalized) return false;  // Y on an M-path of its own

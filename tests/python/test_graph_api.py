@@ -2,9 +2,11 @@
 name and meaning: children of several random parents, the three-argument constructor, a prior with its family, the
 shard, resampling by kind; each checked against an exact answer computed here by enumeration."""
 
+import gc
 import math
 import pathlib
 import re
+import weakref
 
 import numpy as np
 import pytest
@@ -188,3 +190,82 @@ def test_resample_by_weight_takes_the_kind_in_first_place():
     g.observe(g.assume(tally.Binomial(2, 0.5)), np.array([5, 5, 5, 5]))
     r = g.resample_by_weight(tally.Resampler.systematic)
     assert not r.resampled and r.ancestors is None and r.log_mean_weight == -math.inf
+
+
+class PoissonFamily:
+    """Poisson(rate) truncated under any settings: a prior's family, recording the tolerances it was asked for."""
+
+    def __init__(self, rate):
+        self.rate = rate
+        self.tolerances = []
+
+    def __call__(self, truncation):
+        self.tolerances.append(truncation.tolerance)
+        return tally.Poisson(self.rate).to_pmf(truncation)
+
+
+def rate_hmm_bounds(assume_rate, truncation):
+    """y ~ Poisson(R_S) with S ~ Categorical(0.3, 0.7) and the rates R_0, R_1 made by assume_rate(graph, mean) for
+    means 3 and 8, observed y = 6 then y = 7 (exact joint laws): the log-likelihoods and their truncation bounds."""
+    g = tally.Graph(1, 1, truncation)
+    g.strict = True
+    s = g.assume(tally.Categorical(np.array([0.3, 0.7])))
+    rates = [assume_rate(g, 3.0), assume_rate(g, 8.0)]
+    observations = [g.observe(g.poisson(s, rates), y) for y in (6, 7)]
+    assert all(o.exact for o in observations)
+    return [o[0] for o in observations], [o.exactness.truncation_error for o in observations]
+
+
+def test_assume_with_a_family_follows_the_prior_tails_it_dropped():
+    coarse = tally.Truncation(tolerance=1e-6)
+    families = {}
+
+    def with_family(g, mean):
+        families[mean] = PoissonFamily(mean)
+        return g.assume(tally.Poisson(mean).to_pmf(coarse), families[mean])
+
+    likelihoods, bounds = rate_hmm_bounds(with_family, coarse)
+    # the family was asked for the finer law (C++ asks for tolerance x 2^-40), inside observe (the GIL taken back)
+    assert families[3.0].tolerances and families[3.0].tolerances[0] == pytest.approx(1e-6 * 2.0 ** -40, rel=1e-12)
+    # the same bounds as a family the C++ side knows (assume(Poisson(m)) passes its own), tighter than a bare prior's
+    _, value_family_bounds = rate_hmm_bounds(lambda g, mean: g.assume(tally.Poisson(mean)), coarse)
+    _, bare_bounds = rate_hmm_bounds(lambda g, mean: g.assume(tally.Poisson(mean).to_pmf(coarse)), coarse)
+    np.testing.assert_allclose(bounds, value_family_bounds, rtol=1e-12)
+    assert all(b < bare / 2 for b, bare in zip(bounds, bare_bounds))
+
+    # and sound: the exact evidence (enumerated here) lies within the bound of each log-likelihood
+    r = np.arange(0, 150)
+    joint_state = np.array([0.3, 0.7])[:, None, None]
+    prior = joint_state * st.poisson(3.0).pmf(r)[None, :, None] * st.poisson(8.0).pmf(r)[None, None, :]
+    selected = [r[:, None] * np.ones(len(r))[None, :], np.ones(len(r))[:, None] * r[None, :]]  # R_S per state
+    total = 0.0
+    for y, likelihood, bound in zip((6, 7), likelihoods, bounds):
+        prior = prior * np.stack([st.poisson(selected[k]).pmf(y) for k in range(2)])
+        exact = math.log(prior.sum()) - total
+        total += exact
+        assert abs(likelihood - exact) <= bound + 1e-13
+
+
+def test_assume_with_a_family_that_fails_keeps_the_bare_bound():
+    coarse = tally.Truncation(tolerance=1e-6)
+
+    def raising(truncation):
+        raise RuntimeError("no finer law")
+
+    bare_likelihoods, bare_bounds = rate_hmm_bounds(
+        lambda g, mean: g.assume(tally.Poisson(mean).to_pmf(coarse)), coarse)
+    for family in (raising, lambda truncation: 3):  # an exception; a result that is not a Pmf
+        likelihoods, bounds = rate_hmm_bounds(lambda g, mean: g.assume(tally.Poisson(mean).to_pmf(coarse), family),
+                                              coarse)
+        assert likelihoods == bare_likelihoods and bounds == bare_bounds
+
+
+def test_assume_with_a_family_releases_it_with_the_graph():
+    family = PoissonFamily(3.0)
+    released = weakref.ref(family)
+    g = tally.Graph()
+    x = g.assume(tally.Poisson(3.0).to_pmf(), family)
+    assert g.observe(x, 2)[0] == pytest.approx(st.poisson(3.0).logpmf(2), rel=1e-12)
+    del family, x, g
+    gc.collect()
+    assert released() is None

@@ -179,3 +179,4 @@ TEST_CASE("Observing a chain's variable that absorbed observations of its own ch
   require_log_prob(o1[0] + o2[0], probability(joint, y0), 1e-12);
   require_law_close(g.marginal(x)[0], posterior(joint, 0, y0), 1e-12);
 }
+
