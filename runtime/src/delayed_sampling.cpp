@@ -351,6 +351,23 @@ void graft(Node& root) {
         if (p) stack.push_back({p, false, v.get()});
       continue;
     }
+    if (const auto* j = std::get_if<JointSum>(&v->kind); j && v->parents[0]->state == State::realized) {
+      // X was realized while it was grafted (a sum of realized operands, say): z = s_x x + s_y Y is an ordinary sum
+      // of a constant and Y, and Y, which lives on, must take part (observing z conditions it)
+      if (auto y = v->operand_y.lock(); y && y->state == State::initialized) {
+        auto x = v->parents[0];
+        if (j->sign_x == 1) {
+          v->kind = Sum{j->sign_y};
+          v->parents = {x, y};
+        } else {  // -x + Y (s_y = +1)
+          v->kind = Sum{-1};
+          v->parents = {y, x};
+        }
+        v->operand_y.reset();
+        stack.push_back({v, false, requester});
+        continue;
+      }
+    }
     if (auto* sum_of = std::get_if<Sum>(&v->kind);
         sum_of && v->parents[0]->state == State::realized && v->parents[1]->state == State::realized) {
       // both operands realized: the sum is their sum, computed, not drawn

@@ -36,6 +36,7 @@ Node::~Node() {
   if (tied && tied->tied_to == this) {  // the partner keeps X's laws, to map them when asked (nothing computed here)
     tied->tied_to = nullptr;
     tied->tie_base = std::move(marginal);
+    tied->marginal.clear();  // a mapping of X's laws cached by law() before X was conditioned again: stale
   }
   // Owned nodes are released by the outermost destructor, one at a time: dropping the last handle to a chain of
   // any length uses constant stack.

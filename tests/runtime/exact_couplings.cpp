@@ -180,3 +180,36 @@ TEST_CASE("Observing a chain's variable that absorbed observations of its own ch
   require_law_close(g.marginal(x)[0], posterior(joint, 0, y0), 1e-12);
 }
 
+
+TEST_CASE("A sum of a variable's child and the variable, realized while the sum is grafted, conditions the child",
+          "[runtime][exact]") {
+  // found by the differential tester: x = a + b with a, b observed (x initialized, its operands realized);
+  // y ~ Binomial(x, .365); observe y - x = -1 must make y = 0 certain
+  Graph g(3, 1, Device::cpu);
+  g.strict(true);
+  const Variable a = g.assume(Bernoulli(0.51)), b = g.assume(Bernoulli(0.70));
+  const Variable x = g.add(a, b);
+  g.observe(b, 1);
+  g.observe(a, 0);
+  const Variable y = g.assume(x, Thinning(0.365));
+  const Observation o = g.observe(g.subtract(y, x), -1);
+  CHECK(o[0] == Approx(std::log(1 - 0.365)).epsilon(1e-14));
+  for (const Pmf& m : g.marginal(y)) CHECK(pdf(m, 0) == Approx(1.0).epsilon(1e-14));
+  CHECK(g.observe(g.subtract(y, g.constant(0)), 0)[1] == Approx(0.0).margin(1e-14));
+}
+
+TEST_CASE("A variable tied by an observed sum follows its partner's later observations after the partner dies",
+          "[runtime][exact]") {
+  // found by the differential tester: y = x + c tied by observing x + c = 1, c's law read, x conditioned by its
+  // child 2x + 1 = 1 (x = 0) and dropped: c = 1 is then certain
+  Graph g(1, 1, Device::cpu);
+  g.strict(true);
+  Variable x = g.assume(UniformInt(-1, 2));
+  const Variable c = g.assume(Categorical(Eigen::Vector3d(.2, .5, .3)));
+  const Variable child = g.affine(x, 2, 1);
+  g.observe(g.add(x, c), 1);
+  g.marginal(c);
+  x = Variable{};
+  g.observe(child, 1);
+  CHECK(g.observe(c, 1)[0] == Approx(0.0).margin(1e-14));
+}
