@@ -122,7 +122,9 @@ JointPmf reweight(const JointPmf& d, int a, const Pmf& m) {
     out[k] = f > 0 && v >= mn.lo() && v <= mn.hi() ? w[k] / f * mn.weights()[static_cast<Eigen::Index>(v - mn.lo())]
                                                    : 0.0;
   }
-  if (!(out.maxCoeff() > 0.0)) throw shape_error("tally::runtime: a variable's law has no mass where its parents put any");
+  // no mass of m where d has any: a particle whose observations were impossible (weight zero: any law will do);
+  // otherwise the whole law is in doubt, and its bound says so
+  if (!(out.maxCoeff() > 0.0)) return d.with_error_bound(d.error_bound() + 1.0);
   const double bound = d.error_bound() + m.error_bound() + lost;
   return JointPmf(d.lo(), d.shape(), std::move(out), mn.log_scale(), bound);
 }

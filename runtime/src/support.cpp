@@ -209,7 +209,10 @@ Maybe leaf_support(const Node& n, Work& work) {
     for (std::size_t i = 1; i < P; ++i) lo = std::min(lo, m[i].lo()), hi = std::max(hi, m[i].hi());
     return interval_set(lo, hi);
   }
-  const Pmf& prior = std::get<DiscreteRoot>(n.kind).prior;  // its first and last entries are positive
+  const auto& root = std::get<DiscreteRoot>(n.kind);
+  const Pmf& prior = root.prior;  // its first and last entries are positive
+  // a family's prior with cut tails: values past the window are possible (an observation there extends it)
+  if (root.family && prior.error_bound() > 0.0) return std::nullopt;
   if (!work.spend(prior.size() / 8 + 1)) return std::nullopt;
   if ((prior.weights().array() > 0.0).all()) return interval_set(prior.lo(), prior.hi());
   std::vector<std::uint64_t> row(words_for(prior.size()), 0);

@@ -130,8 +130,8 @@ TEST_CASE("exactness: with joint laws off, a sum of two children of one parent n
       REQUIRE_FALSE(o.exact());
       REQUIRE(o.exactness().sampled.size() == 1);
       CHECK(o.exactness().sampled[0].variable == "x");
-      CHECK(o.exactness().sampled[0].reason == Fallback::shared_ancestor);
-      CHECK_THAT(o.exactness().describe(), Catch::Contains("x (shared ancestor"));
+      CHECK(o.exactness().sampled[0].reason == Fallback::joint_limit);  // joint laws off
+      CHECK_THAT(o.exactness().describe(), Catch::Contains("x (beyond the joint laws' limit"));
       // the fallback is honest: given the drawn x, the likelihood is that of Binomial(x, .3) + Binomial(x, .6)
       const auto x = g.value(p.x);
       for (std::size_t i = 0; i < 16; ++i) {

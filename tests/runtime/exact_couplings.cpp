@@ -213,3 +213,15 @@ TEST_CASE("A variable tied by an observed sum follows its partner's later observ
   g.observe(child, 1);
   CHECK(g.observe(c, 1)[0] == Approx(0.0).margin(1e-14));
 }
+
+TEST_CASE("A far-tail observation of a Poisson prior gets its exact log-likelihood, directly and through a thinning",
+          "[runtime][exact]") {
+  Graph g(2, 1, Device::cpu);
+  g.strict(true);
+  const Observation direct = g.observe(g.assume(Poisson(10.0)), 200);  // log P = -412.7
+  require_log_prob(direct[1], exp_big(log_poisson(200, big(10.0))), 1e-12);
+  CHECK(direct.exactness().truncation_error < 1e-12);
+  const Observation thinned = g.observe(g.assume(g.assume(Poisson(10.0)), Thinning(.5)), 200);  // Poisson(5) at 200
+  require_log_prob(thinned[0], exp_big(log_poisson(200, big(5.0))), 1e-10);
+  CHECK(thinned.exactness().truncation_error < 1e-6);
+}
