@@ -118,7 +118,8 @@ TEST_CASE("population model, 5 seasons: delayed sampling's summed log-likelihood
       for (const double lw : g.log_weights()) REQUIRE(lw == sum);  // nothing sampled: every particle is exact
     }
   }
-  {  // the default truncation on the third data set: visibly wrong (1.3% in the evidence), as documented
+  {  // the default truncation on the third data set: the first count lies in the prior's cut tail, and the
+     // observation extends the prior's window from its family, so the evidence is exact (it was 1.3% off)
     const auto& y = datasets[2];
     Graph g;
     double sum = 0;
@@ -127,7 +128,8 @@ TEST_CASE("population model, 5 seasons: delayed sampling's summed log-likelihood
       if (t > 0) N = g.add(g.assume(N, Thinning(phi)), g.assume(Poisson(iota)));
       sum += g.observe(g.assume(N, Thinning(p)), y[t])[0];
     }
-    CHECK(std::abs(sum - static_cast<double>(population_forward(y, lambda0, phi, iota, p, 260))) > 1e-3);
+    const double want = static_cast<double>(population_forward(y, lambda0, phi, iota, p, 260));
+    CHECK(std::abs(sum - want) <= 1e-9 * std::abs(want));
   }
   REQUIRE(Graph::live_nodes() == live);
 }
