@@ -204,6 +204,10 @@ std::vector<Node*> m_path_below(Node& n) {
   return path;
 }
 
+/// Why a variable is drawn after absorb did not take its component over: past the budget, the joint laws' limit;
+/// otherwise the shape's own reason.
+Fallback fallback_after(Absorbed a, Fallback otherwise) { return a == Absorbed::over_budget ? Fallback::joint_limit : otherwise; }
+
 /// Draws each of `nodes` that is still marginalized (reported first, so that strict mode refuses before anything
 /// is drawn).
 void draw_reported(const std::vector<Node*>& nodes, Fallback why) {
@@ -225,7 +229,7 @@ void prune(Node& n) {
   if (n.discrete() && (a = absorb(n)) == Absorbed::done) return;
   auto path = m_path_below(n);
   std::reverse(path.begin(), path.end());
-  draw_reported(path, a == Absorbed::over_budget ? Fallback::joint_limit : Fallback::pruned);
+  draw_reported(path, fallback_after(a, Fallback::pruned));
 }
 
 /// A marginalized parent about to get the new child `requester`: prune it, and realize it if it is tied to a node
@@ -239,7 +243,7 @@ void make_terminal(Node& n, const Node* requester) {
       // the tie becomes a coordinate of a joint law, where it can
       const Absorbed a = absorb(n);
       if (a == Absorbed::done) return;
-      fallback(n, a == Absorbed::over_budget ? Fallback::joint_limit : Fallback::parent_realized);
+      fallback(n, fallback_after(a, Fallback::parent_realized));
       sample(n);
     }
   }
@@ -340,7 +344,7 @@ void graft(Node& root) {
           // that the operands end up coordinates of one joint law (joint_node.hpp)
           const Absorbed took = a->discrete() ? absorb(*a) : Absorbed::unsupported;
           if (took == Absorbed::done) break;
-          fallback(*a, took == Absorbed::over_budget ? Fallback::joint_limit : Fallback::shared_ancestor);
+          fallback(*a, fallback_after(took, Fallback::shared_ancestor));
           a->discrete() ? sample(*a) : sample_continuous(*a);
         }
       }
@@ -392,7 +396,7 @@ void graft(Node& root) {
             if (took == Absorbed::done && p->state == State::marginalized) took = absorb(*p);
           if (took == Absorbed::done && one_law()) break;
           if (a->state != State::marginalized) continue;
-          fallback(*a, took == Absorbed::over_budget ? Fallback::joint_limit : Fallback::shared_ancestor);
+          fallback(*a, fallback_after(took, Fallback::shared_ancestor));
           a->discrete() ? sample(*a) : sample_continuous(*a);
         }
         for (auto& p : v->parents) graft(*p);
