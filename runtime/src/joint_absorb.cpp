@@ -146,7 +146,8 @@ struct Inputs {
   std::unordered_map<const Node*, std::vector<Pmf>> law;       // a node's marginal (tops; reweighted children)
   std::unordered_map<const Node*, std::shared_ptr<const DroppedTails>> tails;
   std::unordered_map<const Node*, std::array<std::vector<Pmf>, 2>> operands;  // a sum's operands that left
-  std::unordered_map<const Node*, std::vector<std::int64_t>> constants;        // ties' c, realized Y of a JointSum
+  std::unordered_map<const Node*, std::vector<std::int64_t>> constants;        // ties' c
+  std::unordered_map<const Node*, std::vector<std::int64_t>> realized_y;       // a JointSum's realized Y
   std::unordered_map<const Node*, bool> y_joins;                               // a JointSum whose Y becomes an axis
   bool repeats(std::size_t i) const {
     for (const auto& [u, l] : law)
@@ -154,8 +155,9 @@ struct Inputs {
     for (const auto& [u, o] : operands)
       for (const auto& l : o)
         if (!l.empty() && !joint_steps::repeats(l, i)) return false;
-    for (const auto& [u, c] : constants)
-      if (!joint_steps::repeats(c, i)) return false;
+    for (const auto* m : {&constants, &realized_y})
+      for (const auto& [u, c] : *m)
+        if (!joint_steps::repeats(c, i)) return false;
     return true;
   }
 };
@@ -184,7 +186,7 @@ Inputs gather_inputs(const Component& c) {
     }
     if (std::holds_alternative<JointSum>(u->kind)) {
       const auto y = u->operand_y.lock();
-      if (y && y->state == State::realized) in.constants[u] = to_vector(y->value);
+      if (y && y->state == State::realized) in.realized_y[u] = to_vector(y->value);
       in.y_joins[u] = y && y->state == State::initialized && y.use_count() > 1;
     }
     if (!u->tied_to) in.law[u] = to_pmfs(law(*u));
@@ -234,7 +236,7 @@ JointPmf component_law(const Component& c, const Inputs& in, std::size_t i, std:
       for (; folded > 0; --folded) drop_axis(*d, axes, static_cast<int>(axes.size()) - 2);
     } else if (const auto* j = std::get_if<JointSum>(&u->kind)) {
       const int x = position(axes, u->mparents[0]);
-      if (const auto it = in.constants.find(u); it != in.constants.end()) {  // Y realized
+      if (const auto it = in.realized_y.find(u); it != in.realized_y.end()) {  // Y realized
         d = linear_combination(*d, unit(d->rank(), x, j->sign_x), j->sign_y * it->second[i], -1, t);
         axes.push_back(u);
       } else {

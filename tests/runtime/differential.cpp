@@ -1,6 +1,7 @@
 // The differential tester as a Catch2 suite: random small programs over counts in strict mode against a 50-digit
 // enumeration of their joint law (tests/runtime/random_programs.hpp). TALLY_DIFFERENTIAL_PROGRAMS sets how many
-// (default 300 per size); TALLY_DIFFERENTIAL_SEED the first seed.
+// (default 300 per size); TALLY_DIFFERENTIAL_SEED the first seed; TALLY_DIFFERENTIAL_SIZE one program size (4, 6 or 8)
+// in place of all three.
 #include <catch2/catch.hpp>
 #include <cstdlib>
 #include <string>
@@ -20,7 +21,10 @@ TEST_CASE("Random programs in strict mode equal their enumeration: evidence, mar
   const auto live = tally::runtime::Graph::live_nodes();
   const std::uint64_t count = from_env("TALLY_DIFFERENTIAL_PROGRAMS", 300);
   const std::uint64_t first = from_env("TALLY_DIFFERENTIAL_SEED", 1);
+  std::uint64_t past_budget = 0;
+  const int only = static_cast<int>(from_env("TALLY_DIFFERENTIAL_SIZE", 0));
   for (const int size : {4, 6, 8}) {
+    if (only != 0 && size != only) continue;
     for (std::uint64_t seed = first; seed < first + count; ++seed) {
       std::mt19937_64 gen(seed * 7919 + static_cast<std::uint64_t>(size));
       const Program prog = random_program(gen, size);
@@ -29,8 +33,14 @@ TEST_CASE("Random programs in strict mode equal their enumeration: evidence, mar
       const std::size_t particles = draws ? 1 : 3;
       const Finding f = run_program(prog, particles, seed);
       INFO("size " << size << ", seed " << seed << ", " << particles << " particles");
-      if (f) FAIL(f.what);
+      if (f && !f.past_budget) FAIL(f.what);
+      if (f) {
+        ++past_budget;
+        WARN("refused past the joint laws' budget: " << f.what);
+      }
     }
   }
+  // programs refused past the budget: at most 1 in 10^4 (the long run of FUZZING.md counts them)
+  CHECK(past_budget * 10000 <= count * 3);
   CHECK(tally::runtime::Graph::live_nodes() == live);
 }

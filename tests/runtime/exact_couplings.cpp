@@ -225,3 +225,33 @@ TEST_CASE("A far-tail observation of a Poisson prior gets its exact log-likeliho
   require_log_prob(thinned[0], exp_big(log_poisson(200, big(5.0))), 1e-10);
   CHECK(thinned.exactness().truncation_error < 1e-6);
 }
+
+TEST_CASE("A tied joint sum with a live child operand keeps its tie and its child apart when its chain is absorbed",
+          "[runtime][exact]") {
+  // found by the differential tester: t = c - b with c ~ Binomial(b, .78) alive (a joint sum), b ~ Binomial(x, .6);
+  // s = y - t observed, which ties t to y (t keeps its own parent b); a sum y + y makes y a joint law first. Absorbing
+  // x's chain read the tie's constant as the realized value of c: x's posterior was wrong
+  const auto live = Graph::live_nodes();
+  {
+    const Joint joint = enumerate({[](const Assignment&) { return binomial_law(5, .55); },
+                                   [](const Assignment&) { return binomial_law(2, .14); }, thinning_kernel(0, .6),
+                                   thinning_kernel(2, .78),
+                                   [](const Assignment& a) { return point_law(a[1] - (a[3] - a[2])); }});
+    const Event observed = [](const Assignment& a) { return a[4] == 0; };
+    for (const std::size_t particles : {std::size_t{1}, std::size_t{3}}) {
+      Graph g(particles, 5, Device::cpu);
+      g.strict(true);
+      const Variable x = g.assume(Binomial(5, .55)), y = g.assume(Binomial(2, .14));
+      const Variable b = g.assume(x, Thinning(.6));
+      const Variable c = g.assume(b, Thinning(.78));
+      const Variable t = g.subtract(c, b);
+      const Variable twice = g.add(y, y);
+      const Observation o = g.observe(g.subtract(y, t), 0);
+      CHECK(o.exact());
+      require_log_prob(o[particles - 1], probability(joint, observed), 1e-9);
+      require_law_close(g.marginal(x)[0], posterior(joint, 0, observed), 1e-9, 1e-8);
+      require_law_close(g.marginal(c)[particles - 1], posterior(joint, 3, observed), 1e-9, 1e-8);
+    }
+  }
+  REQUIRE(Graph::live_nodes() == live);
+}
