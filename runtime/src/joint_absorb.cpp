@@ -182,7 +182,9 @@ Inputs gather_inputs(const Component& c) {
       auto& ops = in.operands[u];
       for (int k = 0; k < 2; ++k)
         if (!u->mparents[static_cast<std::size_t>(k)]) ops[static_cast<std::size_t>(k)] = to_pmfs((*u->operands)[static_cast<std::size_t>(k)]);
-      if (u->marginal.empty()) continue;  // never conditioned: its law is its operands' sum, nothing to reweight
+      // never conditioned: its law is its operands' sum, nothing to reweight (a sum once tied to a partner that
+      // died holds that partner's law, mapped, in tie_base: conditioned)
+      if (u->marginal.empty() && u->tie_base.empty()) continue;
     }
     if (std::holds_alternative<JointSum>(u->kind)) {
       const auto y = u->operand_y.lock();

@@ -255,3 +255,29 @@ TEST_CASE("A tied joint sum with a live child operand keeps its tie and its chil
   }
   REQUIRE(Graph::live_nodes() == live);
 }
+
+TEST_CASE("A sum tied by an observation keeps what it said after its partner dies, when its parent's chain is absorbed",
+          "[runtime][exact]") {
+  // found by the differential tester: s = x + b, x observed; d = m - s observed 0 ties s to m; m dies, so s holds m's
+  // law (s = m, hence b = 0 here); a new child of b then took b's component over without that law: b kept its prior
+  for (const bool read_before : {false, true}) {
+    Graph g(2, 7, Device::cpu);
+    g.strict(true);
+    const Variable x = g.assume(Binomial(5, .13));
+    const Variable b = g.assume(x, Thinning(.48));
+    g.marginal(b);
+    const Variable s = g.add(x, b);
+    g.observe(x, 2);
+    Eigen::MatrixXd t(6, 3);
+    t << .2, .3, .5, .1, .6, .3, .3, .3, .4, .5, .2, .3, .25, .25, .5, .1, .1, .8;
+    Variable m = g.assume(x, MarkovStep(t));
+    const Observation o = g.observe(g.subtract(m, s), 0);  // m = s = 2 + b with m <= 2: b = 0 and m = 2
+    CHECK(o[1] == Approx(std::log(.4 * std::pow(1 - .48, 2))).epsilon(1e-12));
+    if (read_before) CHECK(pdf(g.marginal(b)[0], 0) == Approx(1.0).epsilon(1e-14));
+    m = Variable{};
+    const Observation child = g.observe(g.assume(b, Thinning(.38)), 0);
+    CHECK(child[0] == Approx(0.0).margin(1e-14));
+    CHECK(child.exact());
+    CHECK(pdf(g.marginal(b)[1], 0) == Approx(1.0).epsilon(1e-14));
+  }
+}
