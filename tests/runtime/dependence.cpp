@@ -7,6 +7,7 @@
 #include "tally/distributions.hpp"
 #include "tally/error.hpp"
 #include "tally/runtime/graph.hpp"
+#include "sanitizers.hpp"
 
 using namespace tally;
 using namespace tally::runtime;
@@ -151,7 +152,7 @@ TEST_CASE("touches: search and closure agree on random programs (P = 1 and 3)", 
   const auto live = Graph::live_nodes();
   std::mt19937_64 gen(61);
   std::int64_t pairs = 0, touching = 0;
-  for (int program = 0; program < 400; ++program) {
+  for (int program = 0; program < tally::test::runs(400, 4); ++program) {
     const std::size_t particles = program % 4 == 3 ? 3 : 1;
     Graph g(particles, static_cast<std::uint64_t>(program));
     Handles h;

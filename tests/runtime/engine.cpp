@@ -13,6 +13,7 @@
 #include "tally/error.hpp"
 #include "tally/gpu/sample_batched.hpp"
 #include "tally/runtime/graph.hpp"
+#include "sanitizers.hpp"
 
 using namespace tally;
 using namespace tally::runtime;
@@ -349,7 +350,7 @@ TEST_CASE("random programs of every node kind leak nothing on each device", "[ru
   for (const Device d : devices()) {
     INFO(name(d));
     const auto live = Graph::live_nodes();
-    const int programs = d == Device::cpu ? 2000 : 10000;
+    const int programs = tally::test::runs(d == Device::cpu ? 2000 : 10000);
     for (int p = 0; p < programs; ++p) random_program(static_cast<std::uint64_t>(p), d, p % 5 == 0 ? 8 : 1);
     CHECK(Graph::live_nodes() == live);
   }

@@ -11,16 +11,14 @@
 #include "tally/distributions.hpp"
 #include "tally/error.hpp"
 #include "tally/runtime/graph.hpp"
+#include "sanitizers.hpp"
 
 using namespace tally;
 using namespace tally::runtime;
 
 namespace {
-#if defined(__SANITIZE_ADDRESS__)
-constexpr std::int64_t chain_length = 1'000'000;  // ASan's redzones: 10^6 still overflows any recursive destructor
-#else
-constexpr std::int64_t chain_length = 10'000'000;
-#endif
+// under ASan (redzones) 10^6: that still overflows any recursive destructor
+constexpr std::int64_t chain_length = tally::test::sanitized ? 1'000'000 : 10'000'000;
 
 /// One random program: roots, thinnings, Poisson children, sums and differences, conjugate parents, observations
 /// (possible or not), values, marginals, and handles dropped at random points.
@@ -66,10 +64,10 @@ void random_program(std::mt19937_64& gen, Graph& g) {
 }
 }  // namespace
 
-TEST_CASE("10^4 random programs free every node (LeakSanitizer in CI checks the heap too)", "[runtime][ownership]") {
+TEST_CASE("10^4 random programs (2000 under ASan) free every node (LeakSanitizer in CI checks the heap too)", "[runtime][ownership]") {
   const auto before = Graph::live_nodes();
   std::mt19937_64 gen(2026);
-  for (int program = 0; program < 10000; ++program) {
+  for (int program = 0; program < tally::test::runs(10000); ++program) {
     Graph g(1, static_cast<std::uint64_t>(program));
     random_program(gen, g);
   }
@@ -100,7 +98,7 @@ TEST_CASE("a variable outlives its graph object, and dropping handles in any ord
   REQUIRE(Graph::live_nodes() == before);
 }
 
-TEST_CASE("a chain of 10^7 nodes is built and dropped without recursion, and its memory per node", "[runtime][ownership][chain]") {
+TEST_CASE("a chain of 10^7 nodes (10^6 under ASan) is built and dropped without recursion, and its memory per node", "[runtime][ownership][chain]") {
   const auto before = Graph::live_nodes();
   const auto heap_before = mallinfo2().uordblks;
   {
