@@ -70,6 +70,7 @@ bool observe_beta_thinning(Node& n, const Values& v, LogLikelihood& ll) {
   n.state = State::realized;
   if (known) return true;  // rho known: nothing waits
   s.mixture_count = x;  // rho | X = x, Y = y ~ Beta(a + y, b + x - y): applied by resolve_mixture
+  x->awaited_by_beta = true;
   s.mixture_observed = n.shared_from_this();
   return true;
 }
@@ -103,6 +104,7 @@ void resolve_mixture(Node& rho) {
   }
   // the conjugate update of Binomial(x, rho) by y (particles where y > x, impossible, keep their parameters)
   conjugate_update(*rho.context, CountChild{CountChild::binomial, x->value, 0.0, 1.0}, rho, y->value);
+  x->awaited_by_beta = false;
   s.mixture_count.reset();
   s.mixture_observed.reset();
 }

@@ -183,6 +183,9 @@ class Node : public std::enable_shared_from_this<Node> {
   /// marginalized: its laws hold observations made below it (a conditioned child, a tie) since its marginalized
   /// parents' laws were pushed to it, so that P(n = v) is read from its own laws, not from its parents'
   bool absorbed = false;
+  /// marginalized: a Beta waits for this count's value (ContinuousState::mixture_count), a dependence edge into it that
+  /// the node itself does not hold (shared_ancestor's fast answer checks it; it may stay set after the Beta died)
+  bool awaited_by_beta = false;
 
   /// The state only continuous nodes have, on the heap so that discrete nodes stay small.
   struct ContinuousState {
