@@ -1,5 +1,5 @@
 // The population model's bootstrap filter step written by hand for this one model, as fast as a few fused kernels
-// make it: what tally's general step is measured against (bench/RESULTS.md, issue 16).
+// make it: what tally's general step is measured against (bench/RESULTS.md, "Populations at scale").
 // Usage: bench_bootstrap_floor_gpu [P ...]   (a plain CUDA program; P = 65536 1048576 4194304 by default)
 //
 // The model of models/population.cpp and its data (20 seasons, data seed 7): N_0 ~ Poisson(50); S_t ~ Binomial(N_{t-1},

@@ -1,5 +1,6 @@
 // What one host call of the CUDA runtime costs on this machine (launch, copies, allocation, round trip): the unit
-// prices of a filter step's host side (bench/RESULTS.md, issue 16). Usage: bench_host_costs_gpu   (a plain CUDA program)
+// prices of a filter step's host side (bench/RESULTS.md, "Populations at scale").
+// Usage: bench_host_costs_gpu   (a plain CUDA program)
 #include <cuda_runtime.h>
 
 #include <chrono>

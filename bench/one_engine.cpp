@@ -1,5 +1,5 @@
 // The one engine's CPU gates: the four-season population model at P = 1 and the time per particle at P = 4096.
-// The model (issue 15): X ~ Poisson(50); each season X = Binomial(X, 0.26) + Poisson(lam_t); observe
+// The model: X ~ Poisson(50); each season X = Binomial(X, 0.26) + Poisson(lam_t); observe
 // Binomial(X, 0.2). It uses only the Graph calls that every version of the runtime has, so that the same source
 // measures the runtime before and after a change (bench/RESULTS.md, "One engine").
 #include <benchmark/benchmark.h>

@@ -1,4 +1,4 @@
-// Soak test (issue 20): the hmm and population models' delayed-sampling filters for many steps, memory watched.
+// Soak test: the hmm and population models' delayed-sampling filters for many steps, memory watched.
 //
 //   soak --model hmm|population --steps N --particles P --device cpu|gpu [--checkpoints C] [--seed S]
 //
@@ -8,7 +8,7 @@
 // what the graph holds (Graph::bytes), the device memory tally's allocations hold (the pool's used bytes) and the
 // live nodes (Graph::live_nodes). Exits non-zero when the live nodes or the device memory at a checkpoint differ
 // from the first checkpoint's, when the resident set grew by more than --rss-slack-mb after the first checkpoint,
-// or when the log-evidence is not finite. Not run by ctest (bench/RESULTS.md, "Reliability (issue 20): soak").
+// or when the log-evidence is not finite. Not run by ctest (bench/RESULTS.md, "Reliability": soak).
 #include <sys/resource.h>
 #include <unistd.h>
 

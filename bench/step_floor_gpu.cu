@@ -1,5 +1,6 @@
 // What a filter step's fixed cost can fall to on this machine: 15 small kernels and one copy back, launched one by one,
-// replayed as one instantiated CUDA graph, and captured anew and updated each step (bench/RESULTS.md, issue 16).
+// replayed as one instantiated CUDA graph, and captured anew and updated each step (bench/RESULTS.md, "Populations at
+// scale").
 // Usage: bench_step_floor_gpu [P]   (a plain CUDA program; P = 65536 by default: each kernel touches P doubles)
 #include <cuda_runtime.h>
 

@@ -1,4 +1,4 @@
-// Issue 7 example: a 3-state hidden Markov model with Poisson emissions, filtered by tally against the forward algorithm.
+// Example: a 3-state hidden Markov model with Poisson emissions, filtered by tally against the forward algorithm.
 #include <CLI/CLI.hpp>
 #include <Eigen/Core>
 #include <algorithm>
@@ -184,7 +184,7 @@ bool plot(const std::vector<std::int64_t>& y, const std::vector<std::int64_t>& x
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tally example (issue 7): a 3-state HMM with Poisson emissions; the forward algorithm against "
+  CLI::App app{"tally example: a 3-state HMM with Poisson emissions; the forward algorithm against "
                "delayed sampling and particle filters"};
   Model m;
   models::FilterOptions options;

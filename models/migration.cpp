@@ -1,4 +1,4 @@
-// Issue 17 example: two populations coupled by migration, kept exact by tally's joint laws (at P = 1 and in a
+// Example: two populations coupled by migration, kept exact by tally's joint laws (at P = 1 and in a
 // P-particle filter), against the same filter with joint laws off (the runtime samples the coupled counts).
 #include <CLI/CLI.hpp>
 #include <algorithm>

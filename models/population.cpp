@@ -1,4 +1,4 @@
-// Issue 7 example: an animal population counted over seasons, its exact evidence by delayed sampling, and filters.
+// Example: an animal population counted over seasons, its exact evidence by delayed sampling, and filters.
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <chrono>
@@ -210,7 +210,7 @@ bool plot(const std::vector<std::int64_t>& y, const std::vector<std::int64_t>& t
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tally example (issue 7): a population counted over seasons; exact log-evidence by delayed "
+  CLI::App app{"tally example: a population counted over seasons; exact log-evidence by delayed "
                "sampling, against a delayed-sampling particle filter and a bootstrap filter"};
   Model m;
   models::FilterOptions options;

@@ -1,4 +1,4 @@
-// Issue 17 example: a hidden Markov model whose Poisson emission rates are unknown counts with Geometric priors;
+// Example: a hidden Markov model whose Poisson emission rates are unknown counts with Geometric priors;
 // exact log-evidence and each rate's posterior from tally's joint laws (each emission has three random parents).
 #include <CLI/CLI.hpp>
 #include <chrono>
@@ -50,7 +50,7 @@ bool plot(const std::vector<Pmf>& rates, const std::vector<double>& state1, cons
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tally example (issue 17): an HMM whose Poisson emission rates are unknown counts with Geometric "
+  CLI::App app{"tally example: an HMM whose Poisson emission rates are unknown counts with Geometric "
                "priors; exact log-evidence and rate posteriors"};
   mj::RateHmm h;
   std::string plot_path;

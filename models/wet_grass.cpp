@@ -1,4 +1,4 @@
-// Issue 17 example: the wet-grass Bayesian network (cloudy -> sprinkler, rain -> wet grass: a diamond), its exact
+// Example: the wet-grass Bayesian network (cloudy -> sprinkler, rain -> wet grass: a diamond), its exact
 // posterior from tally's joint laws printed as a fraction and checked against enumeration in integers.
 #include <CLI/CLI.hpp>
 #include <cmath>
@@ -71,7 +71,7 @@ bool plot(const double prior[3], const double post[3], const std::string& path) 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tally example (issue 17): the wet-grass Bayesian network, a diamond, solved exactly"};
+  CLI::App app{"tally example: the wet-grass Bayesian network, a diamond, solved exactly"};
   std::string plot_path;
   bool results = false;
   app.add_option("--plot", plot_path, "PNG file for a plot (needs gnuplot; none by default)");

@@ -1,4 +1,4 @@
-# A model asked for a plot it cannot draw must exit non-zero and say why (issue 20), at once, before it runs.
+# A model asked for a plot it cannot draw must exit non-zero and say why, at once, before it runs.
 # Usage: cmake -DMODEL=<executable> -DEXPECT=<text on stderr> [-DPLOT=<path>] [-DNO_GNUPLOT=1] -P model_plot_failure.cmake
 if(NOT PLOT)
   set(PLOT /nonexistent-directory/plot.png)

@@ -1,4 +1,4 @@
-// The dropped measure of joint laws (issue 17's error bound): random programs of joint operations with truncation
+// The dropped measure of joint laws (their error bound): random programs of joint operations with truncation
 // between them, against the same programs in 50 digits without truncation: sound and within 1e3 of the true error.
 #include <catch2/catch.hpp>
 #include <cmath>

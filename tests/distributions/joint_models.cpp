@@ -83,7 +83,7 @@ TEST_CASE("joint: two coupled populations with migration, exact evidence over fo
   INFO("log evidence " << std::setprecision(17) << log_evidence << " want " << want << " error bound " << log_error);
   REQUIRE(std::abs(log_evidence - want) <= 1e-13 * std::abs(want));
   // (the carried bound bounds it, but loosely: each observation multiplies the relative error bound by 2 M / L, as
-  // the 1-D conditionings do; see the report of issue 17)
+  // the 1-D conditionings do; see bench/RESULTS.md, "Joint laws' error bound")
   REQUIRE(std::abs(log_evidence - want) <= log_error + 1e-13 * std::abs(want));
   // the posterior of (A, B) after the last count, every entry the recursion has exactly (B <= 45: no immigrants
   // beyond its cut) above 1e-250

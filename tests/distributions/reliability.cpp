@@ -1,4 +1,4 @@
-// Defects found by hostile inputs (issue 20), each kept as a test: foreign exceptions and apparent hangs.
+// Defects found by hostile inputs, each kept as a test: foreign exceptions and apparent hangs.
 #include <catch2/catch.hpp>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// Fault injection on the device (issue 20): every device allocation of a filter step of each model fails in turn.
+// Fault injection on the device: every device allocation of a filter step of each model fails in turn.
 // Each failure must be a device_memory_error naming how many particles would fit; the engine retries the failed
 // operation and goes on, and the run must then equal a run that never failed (the graph stays usable and exact);
 // no device memory and no node leaks. Device tests: skipped without a GPU (run them under compute-sanitizer).

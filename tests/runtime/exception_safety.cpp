@@ -1,4 +1,4 @@
-// Exception safety of the Graph (issue 20): operations that throw part-way leave a usable graph with its invariants
+// Exception safety of the Graph: operations that throw part-way leave a usable graph with its invariants
 // and no leak (these run under ASan and LSan in CI), and the operations documented strong change nothing.
 #include <catch2/catch.hpp>
 

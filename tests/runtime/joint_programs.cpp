@@ -1,4 +1,4 @@
-// Joint laws in the runtime (issue 17): the three example programs (models/joint_programs.hpp) against independent
+// Joint laws in the runtime: the three example programs (models/joint_programs.hpp) against independent
 // enumerators written here, exact in every particle and in strict mode; budgets, fallbacks and resampling.
 #include <catch2/catch.hpp>
 #include <Eigen/Core>

@@ -1,4 +1,4 @@
-// The issue 7 example models rebuilt small: delayed sampling's evidence against independent exact recursions.
+// The population and HMM examples rebuilt small: delayed sampling's evidence against independent exact recursions.
 #include <catch2/catch.hpp>
 #include <Eigen/Core>
 #include <algorithm>

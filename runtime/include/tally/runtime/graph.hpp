@@ -100,7 +100,7 @@ enum class DependenceMethod {
 /// times K variables) and reaches at most dependence_closure_nodes_per_pair x M x K non-realized nodes, and at most
 /// dependence_closure_max_nodes; else the search (the search for the reach stops at that limit, so that a query
 /// answered by search wastes at most that many steps). Measured by bench/dependence.cpp (bench/RESULTS.md,
-/// "Dependence queries in the runtime (issue 6)"): on chains and running sums a pair's search walks a good part of
+/// "Dependence queries in the runtime"): on chains and running sums a pair's search walks a good part of
 /// the graph while the closure costs about N^2 / 64 word operations and two allocations, and they break even near
 /// N = 64 M K; below 16 pairs the closure's fixed cost (a few microseconds) loses to the search on small graphs.
 inline constexpr std::size_t dependence_closure_min_pairs = 16;
