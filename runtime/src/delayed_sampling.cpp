@@ -59,6 +59,9 @@ void marginalize(Node& n) {
                  [&](DiscreteChild& c) {
                    Node& x = *n.parents[0];
                    n.marginal = x.state == State::realized ? push_realized(ctx, x.value, c.law) : push(ctx, law(x), c.law);
+                   // what truncation dropped from x's laws, pushed along (observations weigh it by its likelihood)
+                   if (x.state == State::marginalized && !x.group && follows_tails(ctx))
+                     n.tails = pushed_tails(*tails_or_spread(x, to_pmfs(law(x))), c.law, to_pmfs(n.marginal));
                    attach(x, n, 0);
                  },
                  [&](PerParticleBinomial& b) { n.marginal = binomial_laws(ctx, n.parents[0]->value, *b.p); },
@@ -68,6 +71,10 @@ void marginalize(Node& n) {
                    Node& x = *n.parents[0];
                    Node& y = *n.parents[1];
                    n.operands = std::make_unique<std::array<Laws, 2>>(std::array<Laws, 2>{operand_law(x), operand_law(y)});
+                   if (follows_tails(ctx) && !x.group && !y.group)
+                     n.operand_tails = std::make_unique<std::array<std::shared_ptr<const DroppedTails>, 2>>(
+                         std::array<std::shared_ptr<const DroppedTails>, 2>{
+                             tails_or_spread(x, to_pmfs((*n.operands)[0])), tails_or_spread(y, to_pmfs((*n.operands)[1]))});
                    attach(x, n, 0);
                    attach(y, n, 1);
                  },
@@ -293,6 +300,8 @@ const Laws& law(Node& n) {
     n.tie_base.clear();
   } else if (n.operands) {  // a sum's convolution, made once
     n.marginal = sum(*n.context, (*n.operands)[0], (*n.operands)[1], std::get<Sum>(n.kind).sign);
+    if (const auto t = std::move(n.operand_tails))  // what truncation dropped from the operands, convolved along
+      n.tails = summed_tails(*(*t)[0], *(*t)[1], std::get<Sum>(n.kind).sign, to_pmfs(n.marginal));
     // with both operands gone nothing will be conditioned on the sum: their laws are not needed any more
     if (!n.mparents[0] && !n.mparents[1]) n.operands.reset();
   }
@@ -554,6 +563,7 @@ std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
         // an observation in the tail that the prior's truncation cut: the prior's window extended from its family
         if (fresh_parent && !parent.mchild && !parent.group)
           if (auto wide = widened_prior_for_child(parent, child_law, values)) parent.marginal = prior(ctx, *wide);
+        if (!ctx.device()) law(parent);  // a sum's convolution made first: it brings its operands' tails
         const auto tails = ctx.device() || !may_know_tails(parent) ? nullptr : known_tails(parent, to_pmfs(law(parent)));
         const Bound error_before = ll.error;
         Laws posterior = condition(ctx, law(parent), child_law, values, ll);

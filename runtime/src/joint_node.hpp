@@ -14,6 +14,7 @@
 namespace tally::runtime::detail {
 
 class Node;
+struct Context;
 
 /// The joint law of k coupled marginalized variables: one tally::JointPmf per particle, axis a being the variable
 /// members[a]. The laws live on the host for every graph: a CUDA graph copies the laws that enter a joint law to the
@@ -54,6 +55,19 @@ std::shared_ptr<const DroppedTails> known_tails(Node& n, const std::vector<Pmf>&
 /// the likelihood; the largest over the particles), or nothing where they could not follow (n keeps no tails).
 std::optional<double> condition_tails(Node& n, const std::shared_ptr<const DroppedTails>& tails, const ChildLaw& law,
                                       const Values& y);
+/// Whether the ordinary path follows what truncation dropped (host graphs, joint laws on, Truncation::track_dropped).
+bool follows_tails(const Context& c);
+/// n's tails for its current laws where they are known, else every law's whole bound as spread (nothing located).
+std::shared_ptr<const DroppedTails> tails_or_spread(Node& n, const std::vector<Pmf>& laws);
+/// The tails of a child's laws `result`, pushed from its parent's tails x through the child law (a thinning or a
+/// Markov step: exact kernels that keep mass; nullptr for any other law, whose bound stays the ordinary one).
+std::shared_ptr<const DroppedTails> pushed_tails(const DroppedTails& x, const ChildLaw& law,
+                                                 const std::vector<Pmf>& result);
+/// The tails of the laws `result` of X + sign Y from its operands' tails: the dropped measure
+/// \f$d_X * \mu_Y + (\mu_X + d_X) * d_Y\f$ and the spread \f$s_X (1 + |d_Y| + s_Y) + s_Y (1 + |d_X|)\f$ (relative
+/// masses), as tally::JointPmf's outer product carries them. nullptr where they cannot be followed.
+std::shared_ptr<const DroppedTails> summed_tails(const DroppedTails& x, const DroppedTails& y, int sign,
+                                                 const std::vector<Pmf>& result);
 
 /// Whether marginalizing the initialized n goes through a joint law: a parent of n is a member of one, n has
 /// several random parents (SelectedChild), or n is a sum s_x X + s_y Y with Y an initialized child of X that

@@ -201,6 +201,8 @@ class Node : public std::enable_shared_from_this<Node> {
   std::unique_ptr<ContinuousState> continuous;
   /// Sum nodes only: the operands' laws when the sum was marginalized (so a dropped operand does not matter).
   std::unique_ptr<std::array<Laws, 2>> operands;
+  /// Sum nodes only, where the host follows what truncation dropped: the operands' tails for those laws.
+  std::unique_ptr<std::array<std::shared_ptr<const DroppedTails>, 2>> operand_tails;
 
   Node* prev_live = nullptr;  // the context's intrusive list of live nodes (for resampling)
   Node* next_live = nullptr;

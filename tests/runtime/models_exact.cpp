@@ -134,6 +134,35 @@ TEST_CASE("population model, 5 seasons: delayed sampling's summed log-likelihood
   REQUIRE(Graph::live_nodes() == live);
 }
 
+TEST_CASE("population model, 20 seasons: the observations' bounds cover the evidence's error, within 100x",
+          "[runtime][models][bound]") {
+  // What truncation dropped is followed along the ordinary path (pushed through the thinnings, convolved into the
+  // sums, weighed by each observation's likelihood), so the bound stays near the error over a long filter (it was
+  // infinite from the sixth season on). The bound counts truncation, not rounding (about 1e-14 here): at the
+  // default tolerance the error is rounding's, and the bound is compared with that.
+  const double lambda0 = 50, phi = 0.8, iota = 10, p = 0.6;
+  const std::vector<std::int64_t> y{36, 28, 29, 29, 18, 24, 25, 22, 25, 27, 37, 24, 24, 27, 32, 32, 35, 30, 33, 20};
+  const double exact = static_cast<double>(population_forward(y, lambda0, phi, iota, p, 300));
+  constexpr double rounding = 1e-14;
+  for (const double tolerance : {1e-15, 1e-9, 1e-6}) {
+    Truncation t;
+    t.tolerance = tolerance;
+    Graph g(1, 1, Device::cpu, t);
+    double sum = 0, bound = 0;
+    Variable N = g.assume(Poisson(lambda0));
+    for (std::size_t s = 0; s < y.size(); ++s) {
+      if (s > 0) N = g.add(g.assume(N, Thinning(phi)), g.assume(Poisson(iota)));
+      const Observation o = g.observe(g.assume(N, Thinning(p)), y[s]);
+      sum += o[0];
+      bound += o.exactness().truncation_error;
+    }
+    const double actual = std::abs(sum - exact);
+    INFO("tolerance " << tolerance << ": actual " << actual << ", bound " << bound);
+    CHECK(actual <= bound + rounding);
+    CHECK(bound <= 100 * std::max(actual, rounding));
+  }
+}
+
 TEST_CASE("HMM with Poisson emissions: delayed sampling with one particle is the forward algorithm",
           "[runtime][models]") {
   const auto live = Graph::live_nodes();

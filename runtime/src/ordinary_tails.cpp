@@ -1,0 +1,121 @@
+// What truncation dropped, followed along the ordinary (marginalized) path: a child's law pushed from its parent's,
+// a sum's convolution, so that an observation weighs the dropped mass by its own likelihood, not by the largest.
+#include <algorithm>
+#include <cmath>
+#include <exception>
+
+#include "joint_steps.hpp"
+#include "tally/distributions/algebra.hpp"
+#include "tally/distributions/child_laws.hpp"
+
+namespace tally::runtime::detail {
+
+using namespace joint_steps;
+
+namespace {
+
+/// The measure a + b (each with its own log scale).
+Pmf added(const Pmf& a, const Pmf& b) {
+  const std::int64_t lo = std::min(a.lo(), b.lo()), hi = std::max(a.hi(), b.hi());
+  const double s = std::max(a.log_scale(), b.log_scale());
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(hi - lo + 1);
+  w.segment(a.lo() - lo, a.size()) += a.weights() * std::exp(a.log_scale() - s);
+  w.segment(b.lo() - lo, b.size()) += b.weights() * std::exp(b.log_scale() - s);
+  return Pmf(lo, std::move(w), s);
+}
+
+/// ||d|| / ||law||, 0 for no d.
+double relative_mass(const std::optional<Pmf>& d, const Pmf& law) {
+  return d ? std::exp(d->log_mass() - law.log_mass()) : 0.0;
+}
+
+/// What rounding and flushing added to a result beyond its inputs' bounds (0 where nothing was).
+double added_error(const Pmf& result, double inputs) { return std::max(0.0, result.error_bound() - inputs); }
+
+}  // namespace
+
+bool follows_tails(const Context& c) { return !c.device() && enabled(c) && c.truncation.track_dropped; }
+
+std::shared_ptr<const DroppedTails> tails_or_spread(Node& n, const std::vector<Pmf>& laws) {
+  if (may_know_tails(n))
+    if (auto known = known_tails(n, laws)) return known;
+  // nothing located: the law's whole bound is spread
+  auto out = std::make_shared<DroppedTails>();
+  out->law = laws;
+  out->dropped.assign(laws.size(), std::nullopt);
+  out->spread.resize(laws.size());
+  for (std::size_t i = 0; i < laws.size(); ++i) out->spread[i] = laws[i].error_bound();
+  return out;
+}
+
+std::shared_ptr<const DroppedTails> pushed_tails(const DroppedTails& x, const ChildLaw& law,
+                                                 const std::vector<Pmf>& result) {
+  // the kernels that keep mass and are tabulated exactly: the dropped measure is pushed through the same kernel
+  if (!std::holds_alternative<Thinning>(law) && !std::holds_alternative<MarkovStep>(law)) return nullptr;
+  if (result.size() != x.law.size()) return nullptr;
+  auto out = std::make_shared<DroppedTails>();
+  out->law = result;
+  out->dropped.resize(result.size());
+  out->spread.resize(result.size());
+  try {
+    for (std::size_t i = 0; i < result.size(); ++i) {
+      if (i > 0 && equal(x.law[i], x.law[i - 1]) && same_tails(&x, i)) {
+        out->dropped[i] = out->dropped[i - 1];
+        out->spread[i] = out->spread[i - 1];
+        continue;
+      }
+      if (const auto& d = x.dropped[i])
+        out->dropped[i] = std::visit(overloaded{[&](const Thinning& k) { return marginal(*d, k); },
+                                                [&](const MarkovStep& k) { return marginal(*d, k); },
+                                                [&](const auto&) -> Pmf { throw std::logic_error("unreachable"); }},
+                                     law);
+      // a Markov kernel does not increase L1 distances: the spread stays, with what the push itself added
+      out->spread[i] = x.spread[i] + added_error(result[i], x.law[i].error_bound());
+    }
+  } catch (const std::exception&) {  // a dropped measure the kernel refuses (too wide, ...): not followed
+    return nullptr;
+  }
+  return out;
+}
+
+std::shared_ptr<const DroppedTails> summed_tails(const DroppedTails& x, const DroppedTails& y, int sign,
+                                                 const std::vector<Pmf>& result) {
+  if (result.size() != x.law.size() || result.size() != y.law.size()) return nullptr;
+  auto out = std::make_shared<DroppedTails>();
+  out->law = result;
+  out->dropped.resize(result.size());
+  out->spread.resize(result.size());
+  try {
+    for (std::size_t i = 0; i < result.size(); ++i) {
+      if (i > 0 && equal(x.law[i], x.law[i - 1]) && equal(y.law[i], y.law[i - 1]) && same_tails(&x, i) &&
+          same_tails(&y, i)) {
+        out->dropped[i] = out->dropped[i - 1];
+        out->spread[i] = out->spread[i - 1];
+        continue;
+      }
+      // exact laws x + dx + r_x and y + dy + r_y: their convolution less x * y is dx * y + (x + dx) * dy (located)
+      // plus r_x * (y + dy + r_y) + (x + dx) * r_y, of relative mass s_x (1 + |dy| + s_y) + s_y (1 + |dx|)
+      const Pmf& lx = x.law[i];
+      const Pmf ly = sign > 0 ? y.law[i] : negate(y.law[i]);
+      const std::optional<Pmf>& dx = x.dropped[i];
+      const std::optional<Pmf> dy = y.dropped[i] ? std::optional(sign > 0 ? *y.dropped[i] : negate(*y.dropped[i]))
+                                                 : std::nullopt;
+      std::optional<Pmf> d;
+      if (dx) d = sum(*dx, ly);
+      if (dy) {
+        const Pmf more = sum(dx ? added(lx, *dx) : lx, *dy);
+        d = d ? added(*d, more) : more;
+      }
+      out->dropped[i] = std::move(d);
+      const double sx = x.spread[i], sy = y.spread[i];
+      const double ex = lx.error_bound(), ey = ly.error_bound();
+      out->spread[i] = sx * (1.0 + relative_mass(dy, ly) + sy) + sy * (1.0 + relative_mass(dx, lx)) +
+                       added_error(result[i], ex + ey + ex * ey);
+    }
+  } catch (const std::exception&) {  // too large to follow (a convolution past the CPU's work limit, ...)
+    return nullptr;
+  }
+  return out;
+}
+
+}  // namespace tally::runtime::detail
