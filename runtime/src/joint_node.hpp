@@ -55,7 +55,8 @@ std::shared_ptr<const DroppedTails> known_tails(Node& n, const std::vector<Pmf>&
 /// the likelihood; the largest over the particles), or nothing where they could not follow (n keeps no tails).
 std::optional<double> condition_tails(Node& n, const std::shared_ptr<const DroppedTails>& tails, const ChildLaw& law,
                                       const Values& y);
-/// Whether the ordinary path follows what truncation dropped (host graphs, joint laws on, Truncation::track_dropped).
+/// Whether the ordinary path follows what truncation dropped (host graphs of up to 64 particles, joint laws on,
+/// Truncation::track_dropped).
 bool follows_tails(const Context& c);
 /// n's tails for its current laws where they are known, else every law's whole bound as spread (nothing located).
 std::shared_ptr<const DroppedTails> tails_or_spread(Node& n, const std::vector<Pmf>& laws);
