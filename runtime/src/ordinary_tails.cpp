@@ -56,74 +56,77 @@ std::shared_ptr<const DroppedTails> tails_or_spread(Node& n, const std::vector<P
   return out;
 }
 
+namespace {
+/// Tails for the laws `result`, particle by particle: compute(i, dropped, spread) where repeats(i) is false (always
+/// for particle 0), the previous particle's where it is true; nullptr where compute throws (tails too wide to follow,
+/// a convolution past the CPU's work limit: the bound then stays the ordinary one).
+template <class Repeats, class Compute>
+std::shared_ptr<const DroppedTails> particle_tails(const std::vector<Pmf>& result, Repeats repeats, Compute compute) {
+  auto out = std::make_shared<DroppedTails>();
+  out->law = result;
+  out->dropped.resize(result.size());
+  out->spread.resize(result.size());
+  try {
+    for (std::size_t i = 0; i < result.size(); ++i) {
+      if (i > 0 && repeats(i)) {
+        out->dropped[i] = out->dropped[i - 1];
+        out->spread[i] = out->spread[i - 1];
+      } else {
+        compute(i, out->dropped[i], out->spread[i]);
+      }
+    }
+  } catch (const std::exception&) {
+    return nullptr;
+  }
+  return out;
+}
+}  // namespace
+
 std::shared_ptr<const DroppedTails> pushed_tails(const DroppedTails& x, const ChildLaw& law,
                                                  const std::vector<Pmf>& result) {
   // the kernels that keep mass and are tabulated exactly: the dropped measure is pushed through the same kernel
   if (!std::holds_alternative<Thinning>(law) && !std::holds_alternative<MarkovStep>(law)) return nullptr;
   if (result.size() != x.law.size()) return nullptr;
-  auto out = std::make_shared<DroppedTails>();
-  out->law = result;
-  out->dropped.resize(result.size());
-  out->spread.resize(result.size());
-  try {
-    for (std::size_t i = 0; i < result.size(); ++i) {
-      if (i > 0 && equal(x.law[i], x.law[i - 1]) && same_tails(&x, i)) {
-        out->dropped[i] = out->dropped[i - 1];
-        out->spread[i] = out->spread[i - 1];
-        continue;
-      }
-      if (const auto& d = x.dropped[i])
-        out->dropped[i] = std::visit(overloaded{[&](const Thinning& k) { return marginal(*d, k); },
-                                                [&](const MarkovStep& k) { return marginal(*d, k); },
-                                                [&](const auto&) -> Pmf { throw std::logic_error("unreachable"); }},
-                                     law);
-      // a Markov kernel does not increase L1 distances: the spread stays, with what the push itself added
-      out->spread[i] = x.spread[i] + added_error(result[i], x.law[i].error_bound());
-    }
-  } catch (const std::exception&) {  // a dropped measure the kernel refuses (too wide, ...): not followed
-    return nullptr;
-  }
-  return out;
+  return particle_tails(
+      result, [&](std::size_t i) { return equal(x.law[i], x.law[i - 1]) && same_tails(&x, i); },
+      [&](std::size_t i, std::optional<Pmf>& dropped, double& spread) {
+        if (const auto& d = x.dropped[i])
+          dropped = std::visit(overloaded{[&](const Thinning& k) { return marginal(*d, k); },
+                                          [&](const MarkovStep& k) { return marginal(*d, k); },
+                                          [&](const auto&) -> Pmf { throw std::logic_error("unreachable"); }},
+                               law);
+        // a Markov kernel does not increase L1 distances: the spread stays, with what the push itself added
+        spread = x.spread[i] + added_error(result[i], x.law[i].error_bound());
+      });
 }
 
 std::shared_ptr<const DroppedTails> summed_tails(const DroppedTails& x, const DroppedTails& y, int sign,
                                                  const std::vector<Pmf>& result) {
   if (result.size() != x.law.size() || result.size() != y.law.size()) return nullptr;
-  auto out = std::make_shared<DroppedTails>();
-  out->law = result;
-  out->dropped.resize(result.size());
-  out->spread.resize(result.size());
-  try {
-    for (std::size_t i = 0; i < result.size(); ++i) {
-      if (i > 0 && equal(x.law[i], x.law[i - 1]) && equal(y.law[i], y.law[i - 1]) && same_tails(&x, i) &&
-          same_tails(&y, i)) {
-        out->dropped[i] = out->dropped[i - 1];
-        out->spread[i] = out->spread[i - 1];
-        continue;
-      }
-      // exact laws x + dx + r_x and y + dy + r_y: their convolution less x * y is dx * y + (x + dx) * dy (located)
-      // plus r_x * (y + dy + r_y) + (x + dx) * r_y, of relative mass s_x (1 + |dy| + s_y) + s_y (1 + |dx|)
-      const Pmf& lx = x.law[i];
-      const Pmf ly = sign > 0 ? y.law[i] : negate(y.law[i]);
-      const std::optional<Pmf>& dx = x.dropped[i];
-      const std::optional<Pmf> dy = y.dropped[i] ? std::optional(sign > 0 ? *y.dropped[i] : negate(*y.dropped[i]))
-                                                 : std::nullopt;
-      std::optional<Pmf> d;
-      if (dx) d = sum(*dx, ly);
-      if (dy) {
-        const Pmf more = sum(dx ? added(lx, *dx) : lx, *dy);
-        d = d ? added(*d, more) : more;
-      }
-      out->dropped[i] = std::move(d);
-      const double sx = x.spread[i], sy = y.spread[i];
-      const double ex = lx.error_bound(), ey = ly.error_bound();
-      out->spread[i] = sx * (1.0 + relative_mass(dy, ly) + sy) + sy * (1.0 + relative_mass(dx, lx)) +
-                       added_error(result[i], ex + ey + ex * ey);
-    }
-  } catch (const std::exception&) {  // too large to follow (a convolution past the CPU's work limit, ...)
-    return nullptr;
-  }
-  return out;
+  return particle_tails(
+      result,
+      [&](std::size_t i) {
+        return equal(x.law[i], x.law[i - 1]) && equal(y.law[i], y.law[i - 1]) && same_tails(&x, i) &&
+               same_tails(&y, i);
+      },
+      [&](std::size_t i, std::optional<Pmf>& dropped, double& spread) {
+        // exact laws x + dx + r_x and y + dy + r_y: their convolution less x * y is dx * y + (x + dx) * dy (located)
+        // plus r_x * (y + dy + r_y) + (x + dx) * r_y, of relative mass s_x (1 + |dy| + s_y) + s_y (1 + |dx|)
+        const Pmf& lx = x.law[i];
+        const Pmf ly = sign > 0 ? y.law[i] : negate(y.law[i]);
+        const std::optional<Pmf>& dx = x.dropped[i];
+        const std::optional<Pmf> dy =
+            y.dropped[i] ? std::optional(sign > 0 ? *y.dropped[i] : negate(*y.dropped[i])) : std::nullopt;
+        if (dx) dropped = sum(*dx, ly);
+        if (dy) {
+          const Pmf more = sum(dx ? added(lx, *dx) : lx, *dy);
+          dropped = dropped ? added(*dropped, more) : more;
+        }
+        const double sx = x.spread[i], sy = y.spread[i];
+        const double ex = lx.error_bound(), ey = ly.error_bound();
+        spread = sx * (1.0 + relative_mass(dy, ly) + sy) + sy * (1.0 + relative_mass(dx, lx)) +
+                 added_error(result[i], ex + ey + ex * ey);
+      });
 }
 
 }  // namespace tally::runtime::detail
