@@ -34,6 +34,9 @@ Conditioned finish(std::int64_t lo, Eigen::VectorXd v, double log_l, double rho)
 
 /// Posterior proportional to x times a likelihood given by its logs on x's support, where the likelihood of every
 /// value (in or out of the stored support) is at most 1, so that delta <= e_x M_x.
+/// Whether x's entry i has weight (reweight reads log-likelihoods only there: the others need not be computed).
+bool weighed(const Pmf& x, Eigen::Index i) { return x.weights()[i] > 0.0; }
+
 Conditioned reweight(const Pmf& x, const Eigen::VectorXd& log_lik) {
   const auto& w = x.weights();
   double top = neg_inf;
@@ -106,14 +109,15 @@ Conditioned condition_affine(const Pmf& x, std::int64_t a, std::int64_t c, std::
 Conditioned condition(const Pmf& x, const Thinning& k, std::int64_t y) {
   detail::require_count(x, "tally::condition(Thinning)");
   Eigen::VectorXd ll(x.size());
-  for (Eigen::Index i = 0; i < x.size(); ++i) ll[i] = log_binomial_pmf(x.lo() + i, y, k.keep);
+  for (Eigen::Index i = 0; i < x.size(); ++i) ll[i] = weighed(x, i) ? log_binomial_pmf(x.lo() + i, y, k.keep) : 0.0;
   return reweight(x, ll);
 }
 
 Conditioned condition(const Pmf& x, const ScaledPoisson& k, std::int64_t y) {
   detail::require_count(x, "tally::condition(ScaledPoisson)");
   Eigen::VectorXd ll(x.size());
-  for (Eigen::Index i = 0; i < x.size(); ++i) ll[i] = log_poisson_pmf(y, k.scale * static_cast<double>(x.lo() + i));
+  for (Eigen::Index i = 0; i < x.size(); ++i)
+    ll[i] = weighed(x, i) ? log_poisson_pmf(y, k.scale * static_cast<double>(x.lo() + i)) : 0.0;
   return reweight(x, ll);
 }
 
@@ -129,7 +133,7 @@ Conditioned condition(const Pmf& x, const MarkovStep& k, std::int64_t y) {
 Conditioned condition(const Pmf& x, const IndexedPoisson& k, std::int64_t y) {
   detail::require_states(x, k.rates.size(), "tally::condition(IndexedPoisson)");
   Eigen::VectorXd ll(x.size());
-  for (Eigen::Index i = 0; i < x.size(); ++i) ll[i] = log_poisson_pmf(y, k.rates[x.lo() + i]);
+  for (Eigen::Index i = 0; i < x.size(); ++i) ll[i] = weighed(x, i) ? log_poisson_pmf(y, k.rates[x.lo() + i]) : 0.0;
   return reweight(x, ll);
 }
 
@@ -139,7 +143,7 @@ Conditioned condition_on_beta_thinning(const Pmf& x, double alpha, double beta, 
   for (Eigen::Index i = 0; i < x.size(); ++i) {
     const std::int64_t n = x.lo() + i;
     // the beta-binomial's mass (<= 1, as reweight needs); BetaBinomial checks alpha and beta
-    ll[i] = y < 0 || y > n ? neg_inf : log_pdf(BetaBinomial(n, alpha, beta), y);
+    ll[i] = y < 0 || y > n ? neg_inf : weighed(x, i) ? log_pdf(BetaBinomial(n, alpha, beta), y) : 0.0;
   }
   return reweight(x, ll);
 }

@@ -10,45 +10,46 @@
 namespace tally {
 
 Pmf::Pmf(std::int64_t lo, Eigen::VectorXd weights, double log_scale, double error_bound)
-    : lo_(lo), weights_(std::move(weights)), log_scale_(log_scale), error_bound_(error_bound) {
-  if (weights_.size() == 0) detail::fail<shape_error>("tally::Pmf: no weights (an empty support)");
+    : lo_(lo), log_scale_(log_scale), error_bound_(error_bound) {
+  if (weights.size() == 0) detail::fail<shape_error>("tally::Pmf: no weights (an empty support)");
   if (!std::isfinite(log_scale_)) detail::fail<domain_error>("tally::Pmf: log scale ", log_scale_, " is not finite");
   if (!(error_bound_ >= 0.0)) detail::fail<domain_error>("tally::Pmf: error bound ", error_bound_, " must be >= 0");
-  for (Eigen::Index i = 0; i < weights_.size(); ++i) {
-    const double w = weights_[i];
+  for (Eigen::Index i = 0; i < weights.size(); ++i) {
+    const double w = weights[i];
     if (!(w >= 0.0) || !std::isfinite(w))
       detail::fail<domain_error>("tally::Pmf: weight ", w, " at index ", i, " (k = lo + ", i, ", lo = ", lo_,
                                  ") is not finite and >= 0");  // (lo + i may not fit in int64: checked below)
   }
-  detail::checked_add(lo_, static_cast<std::int64_t>(weights_.size() - 1), "tally::Pmf (upper end of support)");
-  canonicalize();
+  detail::checked_add(lo_, static_cast<std::int64_t>(weights.size() - 1), "tally::Pmf (upper end of support)");
+  canonicalize(weights);
+  weights_ = std::make_shared<const Eigen::VectorXd>(std::move(weights));
 }
 
 // Rescale so that the largest weight is 1, flush weights below flush_fraction (adding their mass to the error
 // bound), and trim zeros at both ends.
-void Pmf::canonicalize() {
-  const double top = weights_.maxCoeff();
+void Pmf::canonicalize(Eigen::VectorXd& weights) {
+  const double top = weights.maxCoeff();
   if (!(top > 0.0)) detail::fail<shape_error>("tally::Pmf: all weights are zero (a measure with no mass)");
   if (top != 1.0) {
-    weights_ /= top;
+    weights /= top;
     log_scale_ += std::log(top);
   }
   double flushed = 0.0;
-  for (double& w : weights_) {
+  for (double& w : weights) {
     if (w < flush_fraction && w > 0.0) {
       flushed += w;
       w = 0.0;
     }
   }
-  Eigen::Index first = 0, last = weights_.size() - 1;
-  while (weights_[first] == 0.0) ++first;  // terminates: the maximum is 1
-  while (weights_[last] == 0.0) --last;
-  if (first != 0 || last != weights_.size() - 1) {
-    Eigen::VectorXd kept = weights_.segment(first, last - first + 1);
-    weights_ = std::move(kept);
+  Eigen::Index first = 0, last = weights.size() - 1;
+  while (weights[first] == 0.0) ++first;  // terminates: the maximum is 1
+  while (weights[last] == 0.0) --last;
+  if (first != 0 || last != weights.size() - 1) {
+    Eigen::VectorXd kept = weights.segment(first, last - first + 1);
+    weights = std::move(kept);
     lo_ += first;
   }
-  if (flushed > 0.0) error_bound_ += flushed / weights_.sum();
+  if (flushed > 0.0) error_bound_ += flushed / weights.sum();
 }
 
 Pmf Pmf::from_log(std::int64_t lo, const Eigen::VectorXd& log_weights, double error_bound) {
@@ -69,13 +70,13 @@ Pmf Pmf::from_log(std::int64_t lo, const Eigen::VectorXd& log_weights, double er
 
 Pmf Pmf::point(std::int64_t k) { return Pmf(k, Eigen::VectorXd::Ones(1)); }
 
-double Pmf::log_mass() const { return log_scale_ + std::log(weights_.sum()); }
+double Pmf::log_mass() const { return log_scale_ + std::log(weights_->sum()); }
 
-Eigen::VectorXd Pmf::probabilities() const { return weights_ * std::exp(log_scale_); }
+Eigen::VectorXd Pmf::probabilities() const { return *weights_ * std::exp(log_scale_); }
 
 Pmf Pmf::normalized() const {
   Pmf out = *this;
-  out.log_scale_ = -std::log(weights_.sum());  // the weights keep their maximum of 1
+  out.log_scale_ = -std::log(weights_->sum());  // the weights keep their maximum of 1
   return out;
 }
 

@@ -60,8 +60,8 @@ void marginalize(Node& n) {
                    Node& x = *n.parents[0];
                    n.marginal = x.state == State::realized ? push_realized(ctx, x.value, c.law) : push(ctx, law(x), c.law);
                    // what truncation dropped from x's laws, pushed along (observations weigh it by its likelihood)
-                   if (x.state == State::marginalized && !x.group && follows_tails(ctx))
-                     n.tails = pushed_tails(*tails_or_spread(x, to_pmfs(law(x))), c.law, to_pmfs(n.marginal));
+                   if (x.state == State::marginalized && !x.group && follows_tails(ctx) && on_host(n.marginal))
+                     n.tails = pushed_tails(*tails_or_spread(x, law(x).host), c.law, n.marginal.host);
                    attach(x, n, 0);
                  },
                  [&](PerParticleBinomial& b) { n.marginal = binomial_laws(ctx, n.parents[0]->value, *b.p); },
@@ -71,10 +71,11 @@ void marginalize(Node& n) {
                    Node& x = *n.parents[0];
                    Node& y = *n.parents[1];
                    n.operands = std::make_unique<std::array<Laws, 2>>(std::array<Laws, 2>{operand_law(x), operand_law(y)});
-                   if (follows_tails(ctx) && !x.group && !y.group)
+                   const auto& ops = *n.operands;
+                   if (follows_tails(ctx) && !x.group && !y.group && on_host(ops[0]) && on_host(ops[1]))
                      n.operand_tails = std::make_unique<std::array<std::shared_ptr<const DroppedTails>, 2>>(
-                         std::array<std::shared_ptr<const DroppedTails>, 2>{
-                             tails_or_spread(x, to_pmfs((*n.operands)[0])), tails_or_spread(y, to_pmfs((*n.operands)[1]))});
+                         std::array<std::shared_ptr<const DroppedTails>, 2>{tails_or_spread(x, ops[0].host),
+                                                                            tails_or_spread(y, ops[1].host)});
                    attach(x, n, 0);
                    attach(y, n, 1);
                  },
@@ -300,8 +301,9 @@ const Laws& law(Node& n) {
     n.tie_base.clear();
   } else if (n.operands) {  // a sum's convolution, made once
     n.marginal = sum(*n.context, (*n.operands)[0], (*n.operands)[1], std::get<Sum>(n.kind).sign);
-    if (const auto t = std::move(n.operand_tails))  // what truncation dropped from the operands, convolved along
-      n.tails = summed_tails(*(*t)[0], *(*t)[1], std::get<Sum>(n.kind).sign, to_pmfs(n.marginal));
+    const auto t = std::move(n.operand_tails);
+    if (t && on_host(n.marginal))  // what truncation dropped from the operands, convolved along
+      n.tails = summed_tails(*(*t)[0], *(*t)[1], std::get<Sum>(n.kind).sign, n.marginal.host);
     // with both operands gone nothing will be conditioned on the sum: their laws are not needed any more
     if (!n.mparents[0] && !n.mparents[1]) n.operands.reset();
   }
@@ -564,15 +566,21 @@ std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
         if (fresh_parent && !parent.mchild && !parent.group)
           if (auto wide = widened_prior_for_child(parent, child_law, values)) parent.marginal = prior(ctx, *wide);
         if (!ctx.device()) law(parent);  // a sum's convolution made first: it brings its operands' tails
-        const auto tails = ctx.device() || !may_know_tails(parent) ? nullptr : known_tails(parent, to_pmfs(law(parent)));
+        const auto tails = ctx.device() || !may_know_tails(parent) ? nullptr : known_tails(parent, law(parent).host);
         const Bound error_before = ll.error;
+        std::vector<double> log_likelihood;  // this conditioning's, per particle (where tails follow)
+        if (tails) log_likelihood = ll.values.host();
         Laws posterior = condition(ctx, law(parent), child_law, values, ll);
         parent.marginal = std::move(posterior);
         parent.absorbed = true;
         // with the tails known, the likelihood's error is theirs (far below e M / L, which takes every dropped
         // value as the likeliest)
-        if (tails)
-          if (const auto e = condition_tails(parent, tails, child_law, values)) ll.error = larger(error_before, *e);
+        if (tails) {
+          const std::vector<double>& after = ll.values.host();
+          for (std::size_t i = 0; i < log_likelihood.size(); ++i) log_likelihood[i] = after[i] - log_likelihood[i];
+          if (const auto e = condition_tails(parent, tails, child_law, values, log_likelihood))
+            ll.error = larger(error_before, *e);
+        }
         n.parents = {};
         set_realized(n, values);
         return done();

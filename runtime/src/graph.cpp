@@ -250,7 +250,8 @@ Variable Graph::assume_value(std::type_index type, std::span<const std::byte> ke
     kept.push_back({type, std::vector<std::byte>(key.begin(), key.end()), std::move(law)});
     it = kept.end() - 1;
   }
-  return assume(it->law, std::move(family));
+  return Variable(std::make_shared<Node>(context_, detail::DiscreteRoot{it->law, std::move(family), it->tails},
+                                        State::initialized));
 }
 
 namespace {

@@ -72,8 +72,8 @@ BatchIn folded_batch(const FoldedOperand& f, const Starts& s, gpu::Backend where
     laws.push_back(std::move(l));
     double bound = p.error_bound();
     if (f.tails) {
-      bound += f.tails->spread[i];
-      if (const auto& x = f.tails->dropped[i]) bound += std::exp(x->log_mass() - p.log_mass());
+      bound += f.tails->spread(i);
+      if (const auto& x = f.tails->dropped(i)) bound += std::exp(x->log_mass() - p.log_mass());
     }
     b.bounds.push_back(bound);
   }

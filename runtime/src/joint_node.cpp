@@ -231,8 +231,8 @@ void join_sum(Node& z, int sign) {
     for (const Folded& f : folded) {
       const Pmf y = f.sign > 0 ? f.laws[i] : negate(f.laws[i]);
       if (f.tails) {  // its tails where they are (the dropped measure), the rest spread
-        const auto& x = f.tails->dropped[i];
-        const double rest = f.tails->spread[i];
+        const auto& x = f.tails->dropped(i);
+        const double rest = f.tails->spread(i);
         d = x ? add_independent(d, za, y, f.sign > 0 ? *x : negate(*x), rest, t)
               : add_independent(d, za, y.with_error_bound(rest), t);
       } else {

@@ -57,7 +57,7 @@ inline bool equal(const JointPmf& a, const JointPmf& b) {
 }
 inline bool equal(const Pmf& a, const Pmf& b) {
   return a.lo() == b.lo() && a.size() == b.size() && a.log_scale() == b.log_scale() &&
-         a.error_bound() == b.error_bound() && a.weights() == b.weights();
+         a.error_bound() == b.error_bound() && (a.shares_weights(b) || a.weights() == b.weights());
 }
 /// Whether particle i's table in b equals particle i - 1's.
 inline bool repeats(const Tables& b, std::size_t i) { return i > 0 && b.size() > 1 && (b[i] == b[i - 1] || equal(*b[i], *b[i - 1])); }
@@ -147,6 +147,8 @@ double likelihood_sup(const SelectedChild& s, std::int64_t y);
 JointPmf with_tails(const JointPmf& j, const DroppedTails* tails, std::size_t i);
 /// Whether particle i's tails equal particle i - 1's (null: none known, equal).
 bool same_tails(const DroppedTails* tails, std::size_t i);
+/// Whether particle i's laws and tails equal particle i - 1's (i >= 1).
+bool shares(const DroppedTails& tails, std::size_t i);
 
 /// Sums out the axes nobody needs, and dissolves a group left with one live member (it becomes an ordinary
 /// marginalized node with its marginal).

@@ -8,6 +8,7 @@
 
 #include "joint_steps.hpp"
 #include "tally/distributions/condition.hpp"
+#include "tally/distributions/log_pmf.hpp"
 
 namespace tally::runtime::detail {
 
@@ -16,14 +17,18 @@ namespace joint_steps {
 /// A rank-1 joint law of pmf with its known tails (particle i's): the dropped measure and the spread bound.
 JointPmf with_tails(const JointPmf& j, const DroppedTails* tails, std::size_t i) {
   if (tails == nullptr) return j;
-  const auto& x = tails->dropped[i];
-  return j.with_error_bound(tails->spread[i]).with_dropped(x ? std::optional(joint(*x)) : std::nullopt);
+  const auto& x = tails->dropped(i);
+  return j.with_error_bound(tails->spread(i)).with_dropped(x ? std::optional(joint(*x)) : std::nullopt);
 }
 /// Whether particle i's tails equal particle i - 1's (nullptr: none known, equal).
 bool same_tails(const DroppedTails* tails, std::size_t i) {
-  if (tails == nullptr) return true;
-  const auto &a = tails->dropped[i], &b = tails->dropped[i - 1];
-  return tails->spread[i] == tails->spread[i - 1] && a.has_value() == b.has_value() && (!a || equal(*a, *b));
+  if (tails == nullptr || tails->of[i] == tails->of[i - 1]) return true;
+  const auto &a = tails->dropped(i), &b = tails->dropped(i - 1);
+  return tails->spread(i) == tails->spread(i - 1) && a.has_value() == b.has_value() && (!a || equal(*a, *b));
+}
+
+bool shares(const DroppedTails& tails, std::size_t i) {
+  return tails.of[i] == tails.of[i - 1] || (equal(tails.law(i), tails.law(i - 1)) && same_tails(&tails, i));
 }
 
 }  // namespace joint_steps
@@ -39,12 +44,49 @@ Conditioned condition_pmf(const Pmf& x, const ChildLaw& law, std::int64_t y) {
                     law);
 }
 
+/// A dropped measure x conditioned on its child Y = y, for bounds only: as condition_pmf, but a thinning's
+/// likelihood along x's support by the ratio \f$p(y \mid n) / p(y \mid n - 1) = n (1 - q) / (n - y)\f$ (n > y),
+/// re-anchored on log_binomial_pmf every 32 entries: one log per entry instead of two in extended precision, and a
+/// relative error near 1e-14 at most, which a bound does not notice.
+Conditioned condition_dropped(const Pmf& x, const ChildLaw& law, std::int64_t y) {
+  const auto* t = std::get_if<Thinning>(&law);
+  if (t == nullptr || !(t->keep > 0.0 && t->keep < 1.0) || y < 0) return condition_pmf(x, law, y);
+  constexpr double neg_inf = -std::numeric_limits<double>::infinity();
+  constexpr int anchor_every = 32;
+  const double q = t->keep, log_r = std::log1p(-q);
+  const Eigen::VectorXd& w = x.weights();
+  Eigen::VectorXd ll(x.size());
+  double l = 0.0, top = neg_inf;
+  int since_anchor = anchor_every;
+  for (Eigen::Index i = 0; i < x.size(); ++i) {
+    const std::int64_t n = x.lo() + i;
+    if (n < y) {
+      ll[i] = neg_inf;
+      continue;
+    }
+    if (since_anchor == anchor_every) {
+      l = log_binomial_pmf(n, y, q);
+      since_anchor = 0;
+    } else {
+      l += std::log(static_cast<double>(n) / static_cast<double>(n - y)) + log_r;  // n > y: the previous n >= y
+      ++since_anchor;
+    }
+    ll[i] = l;
+    if (w[i] > 0.0) top = std::max(top, l);
+  }
+  if (top == neg_inf) return {std::nullopt, neg_inf, 0.0};
+  Eigen::VectorXd v(x.size());
+  for (Eigen::Index i = 0; i < x.size(); ++i) v[i] = w[i] > 0.0 ? w[i] * std::exp(ll[i] - top) : 0.0;
+  const double log_l = x.log_scale() + top + std::log(v.sum());
+  return {Pmf(x.lo(), std::move(v)).normalized(), log_l, 0.0};
+}
+
 /// The tails a prior of a family dropped: the family under a tolerance 2^-40 times finer, outside the prior's range
 /// (its entries inside are the prior's own exact probabilities), and what that one dropped in turn (spread).
 /// Nothing (unknown) where the family cannot say.
-std::optional<std::pair<std::optional<Pmf>, double>> prior_tails(const DiscreteRoot& r, const Truncation& t) {
+std::optional<PriorTails> prior_tails(const DiscreteRoot& r, const Truncation& t) {
   const Pmf& prior = r.prior;
-  if (prior.error_bound() == 0.0) return std::pair<std::optional<Pmf>, double>{std::nullopt, 0.0};
+  if (prior.error_bound() == 0.0) return PriorTails{};
   Truncation fine = t;
   fine.tolerance = t.tolerance * 0x1p-40;
   std::optional<Pmf> f;
@@ -62,10 +104,20 @@ std::optional<std::pair<std::optional<Pmf>, double>> prior_tails(const DiscreteR
     if (prior.weights()[static_cast<Eigen::Index>(k - prior.lo())] == 0.0) rest += v * to_prior;  // flushed there
     v = 0.0;
   }
-  if (!(w.maxCoeff() > 0.0)) return std::pair<std::optional<Pmf>, double>{std::nullopt, rest};
+  if (!(w.maxCoeff() > 0.0)) return PriorTails{std::nullopt, rest};
   const Pmf tails(f->lo(), std::move(w), f->log_scale());
   rest += tails.error_bound() * std::exp(tails.log_mass() - prior.log_mass());
-  return std::pair<std::optional<Pmf>, double>{tails.with_error_bound(0.0), rest};
+  return PriorTails{tails.with_error_bound(0.0), rest};
+}
+
+/// prior_tails, computed once for the roots of one kept prior.
+std::optional<PriorTails> prior_tails_once(const DiscreteRoot& r, const Truncation& t) {
+  if (!r.tails) return prior_tails(r, t);
+  if (!r.tails->computed) {
+    r.tails->known = prior_tails(r, t);
+    r.tails->computed = true;
+  }
+  return r.tails->known;
 }
 
 }  // namespace
@@ -77,62 +129,69 @@ bool may_know_tails(const Node& n) {
   return r != nullptr && r->family && r->prior.error_bound() > 0.0;
 }
 
-std::shared_ptr<const DroppedTails> known_tails(Node& n, const std::vector<Pmf>& laws) {
-  if (!enabled(*n.context) || !n.context->truncation.track_dropped || laws.empty()) return nullptr;
-  const auto matches = [&](const std::vector<Pmf>& known) {
+namespace {
+template <class Pmfs>
+std::shared_ptr<const DroppedTails> known_tails_of(Node& n, const Pmfs& laws) {
+  if (!enabled(*n.context) || !n.context->truncation.track_dropped || laws.size() == 0) return nullptr;
+  const auto matches = [&](const DroppedTails& known) {
     if (known.size() != laws.size()) return false;
     for (std::size_t i = 0; i < laws.size(); ++i)
-      if (!equal(known[i], laws[i])) return false;
+      if (!equal(known.law(i), laws[i])) return false;
     return true;
   };
-  if (n.tails && matches(n.tails->law)) return n.tails;
+  if (n.tails && matches(*n.tails)) return n.tails;
   const auto* r = std::get_if<DiscreteRoot>(&n.kind);
   if (r == nullptr || !r->family) return nullptr;
-  for (const Pmf& p : laws)
-    if (!equal(p, r->prior)) return nullptr;  // no longer the prior (conditioned where its tails were not followed)
-  const auto t = prior_tails(*r, n.context->truncation);
+  for (std::size_t i = 0; i < laws.size(); ++i)
+    // no longer the prior (conditioned where its tails were not followed)
+    if (!equal(laws[i], r->prior)) return nullptr;
+  const auto t = prior_tails_once(*r, n.context->truncation);
   if (!t) return nullptr;
   auto out = std::make_shared<DroppedTails>();
-  out->law = laws;
-  out->dropped.assign(laws.size(), t->first);
-  out->spread.assign(laws.size(), t->second);
+  using Entry = DroppedTails::Entry;
+  out->of.assign(laws.size(), std::make_shared<const Entry>(Entry{r->prior, t->dropped, t->spread}));
   n.tails = out;
   return out;
 }
+}  // namespace
+
+std::shared_ptr<const DroppedTails> known_tails(Node& n, const std::vector<Pmf>& laws) {
+  return known_tails_of(n, laws);
+}
+std::shared_ptr<const DroppedTails> known_tails(Node& n, const Batch<Pmf>& laws) { return known_tails_of(n, laws); }
 
 namespace {
 
 /// condition_tails's work: n's posteriors (now its marginal) and their tails, from the tails before.
-std::optional<double> follow_tails(Node& n, const DroppedTails& known, const ChildLaw& law, const Values& y) {
+std::optional<double> follow_tails(Node& n, const DroppedTails& known, const ChildLaw& law, const Values& y,
+                                   const std::vector<double>& log_likelihood) {
   const DroppedTails* tails = &known;
   double error = 0.0;  // the observation's: located + sup(l) spread, relative to L (as for joint laws)
-  const std::vector<Pmf> posterior = to_pmfs(n.marginal);
+  const Batch<Pmf>& posterior = n.marginal.host;
   const std::vector<std::int64_t> v = to_vector(y);
   auto out = std::make_shared<DroppedTails>();
-  out->law = posterior;
-  out->dropped.resize(posterior.size());
-  out->spread.resize(posterior.size());
+  out->of.resize(posterior.size());
   for (std::size_t i = 0; i < posterior.size(); ++i) {
-    if (i > 0 && equal(tails->law[i], tails->law[i - 1]) && same_tails(tails, i) && v[i] == v[i - 1]) {
-      out->dropped[i] = out->dropped[i - 1];
-      out->spread[i] = out->spread[i - 1];
+    if (i > 0 && shares(*tails, i) && v[i] == v[i - 1]) {
+      out->of[i] = out->of[i - 1];
       continue;
     }
+    DroppedTails::Entry e{posterior[i], std::nullopt, 0.0};
     // the stored posterior is prior l / L; the exact one, up to the same constant, (prior + dropped + r) l / L
-    const Conditioned c = condition_pmf(tails->law[i], law, v[i]);
-    if (!c.posterior || !equal(*c.posterior, posterior[i])) return std::nullopt;  // impossible, or not this one
-    const double log_l = c.log_likelihood;
-    const double spread = likelihood_sup(law, v[i]) * tails->spread[i] * std::exp(tails->law[i].log_mass() - log_l);
-    out->spread[i] = spread + static_cast<double>(posterior[i].size()) * flush_fraction;  // entries it flushed
+    const double log_l = log_likelihood[i];
+    if (!std::isfinite(log_l)) return std::nullopt;  // impossible: nothing to weigh
+    const double spread = likelihood_sup(law, v[i]) * tails->spread(i) * std::exp(tails->law(i).log_mass() - log_l);
+    e.spread = spread + static_cast<double>(posterior[i].size()) * flush_fraction;  // entries it flushed
     double located = 0.0;
-    if (const auto& x = tails->dropped[i]) {
-      const Conditioned cx = condition_pmf(*x, law, v[i]);
+    if (const auto& x = tails->dropped(i)) {
+      const Conditioned cx = condition_dropped(*x, law, v[i]);
       if (cx.posterior) {
         located = std::exp(cx.log_likelihood - log_l);
-        out->dropped[i] = Pmf(cx.posterior->lo(), cx.posterior->weights(),
-                              cx.posterior->log_scale() + cx.log_likelihood - log_l + posterior[i].log_mass());
+        e.dropped = Pmf(cx.posterior->lo(), cx.posterior->weights(),
+                        cx.posterior->log_scale() + cx.log_likelihood - log_l + posterior[i].log_mass());
       }
     }
+    out->of[i] = std::make_shared<const DroppedTails::Entry>(std::move(e));
     const double rho = located + spread;
     error = std::max(error, rho < 1.0 ? -std::log1p(-rho) : std::numeric_limits<double>::infinity());
   }
@@ -143,11 +202,12 @@ std::optional<double> follow_tails(Node& n, const DroppedTails& known, const Chi
 }  // namespace
 
 std::optional<double> condition_tails(Node& n, const std::shared_ptr<const DroppedTails>& tails, const ChildLaw& law,
-                                      const Values& y) {
+                                      const Values& y, const std::vector<double>& log_likelihood) {
   n.tails.reset();
   if (!tails || n.marginal.device || n.marginal.parameters) return std::nullopt;
+  if (log_likelihood.size() != tails->size()) return std::nullopt;
   try {
-    return follow_tails(n, *tails, law, y);
+    return follow_tails(n, *tails, law, y, log_likelihood);
   } catch (const std::exception&) {  // they cannot follow (a law too large, ...): n's bound stays the ordinary one
     n.tails.reset();
     return std::nullopt;

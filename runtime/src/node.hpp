@@ -26,7 +26,17 @@
 
 namespace tally::runtime::detail {
 
-
+/// What a family's truncated prior dropped (joint_tails.cpp): the dropped measure located outside its window, in
+/// the prior's units, and the relative mass of what is not located (spread). Computed once per kept prior.
+struct PriorTails {
+  std::optional<Pmf> dropped;
+  double spread = 0.0;
+};
+/// A prior's tails once computed: none where the family could not say (`known` false).
+struct PriorTailsOnce {
+  bool computed = false;
+  std::optional<PriorTails> known;
+};
 
 // ---- What a node is given its parents: a closed set of cases ----------------------------------------------------
 /// A discrete variable with constant parameters.
@@ -34,6 +44,8 @@ struct DiscreteRoot {
   Pmf prior;
   /// The prior's family under other truncation settings (empty where the engine gave only a Pmf): its tails.
   std::function<Pmf(const Truncation&)> family;
+  /// The tails, shared by the roots made from one kept prior (Context::kept_priors); null for another root.
+  std::shared_ptr<PriorTailsOnce> tails = nullptr;
 };
 /// A discrete child of one discrete parent (parents[0]).
 struct DiscreteChild {
@@ -120,6 +132,7 @@ struct Context : Place {
     std::type_index type;
     std::vector<std::byte> key;
     Pmf law;
+    std::shared_ptr<PriorTailsOnce> tails = std::make_shared<PriorTailsOnce>();
   };
   static constexpr std::size_t kept_priors_at_most = 8;
   std::vector<KeptPrior> kept_priors;

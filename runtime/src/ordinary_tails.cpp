@@ -14,9 +14,6 @@ using namespace joint_steps;
 
 namespace {
 
-/// The largest host graph whose ordinary path follows what truncation dropped (see follows_tails).
-constexpr std::size_t ordinary_tails_particles = 64;
-
 /// The measure a + b (each with its own log scale).
 Pmf added(const Pmf& a, const Pmf& b) {
   const std::int64_t lo = std::min(a.lo(), b.lo()), hi = std::max(a.hi(), b.hi());
@@ -38,41 +35,41 @@ double added_error(const Pmf& result, double inputs) { return std::max(0.0, resu
 }  // namespace
 
 bool follows_tails(const Context& c) {
-  // The tails are held per particle (a Pmf each, copied where particles share a law): on large host populations
-  // that costs more than the laws themselves (P = 4096: 5 times the time per particle), so they follow the ordinary
-  // path on graphs of up to ordinary_tails_particles particles, an exact run's size
-  return !c.device() && enabled(c) && c.truncation.track_dropped && c.particles <= ordinary_tails_particles;
+  // particles that hold equal laws share one entry of the tails (DroppedTails::of), so following them costs about
+  // one more pass over each distinct law, whatever the population
+  return !c.device() && enabled(c) && c.truncation.track_dropped;
 }
 
-std::shared_ptr<const DroppedTails> tails_or_spread(Node& n, const std::vector<Pmf>& laws) {
+std::shared_ptr<const DroppedTails> tails_or_spread(Node& n, const Batch<Pmf>& laws) {
   if (may_know_tails(n))
     if (auto known = known_tails(n, laws)) return known;
   // nothing located: the law's whole bound is spread
   auto out = std::make_shared<DroppedTails>();
-  out->law = laws;
-  out->dropped.assign(laws.size(), std::nullopt);
-  out->spread.resize(laws.size());
-  for (std::size_t i = 0; i < laws.size(); ++i) out->spread[i] = laws[i].error_bound();
+  out->of.resize(laws.size());
+  for (std::size_t i = 0; i < laws.size(); ++i)
+    out->of[i] = i > 0 && equal(laws[i], laws[i - 1])
+                     ? out->of[i - 1]
+                     : std::make_shared<const DroppedTails::Entry>(
+                           DroppedTails::Entry{laws[i], std::nullopt, laws[i].error_bound()});
   return out;
 }
 
 namespace {
-/// Tails for the laws `result`, particle by particle: compute(i, dropped, spread) where repeats(i) is false (always
-/// for particle 0), the previous particle's where it is true; nullptr where compute throws (tails too wide to follow,
-/// a convolution past the CPU's work limit: the bound then stays the ordinary one).
+/// Tails for the laws `result`, particle by particle: an entry made by compute(i, entry) where repeats(i) is false
+/// (always for particle 0), the previous particle's where it is true; nullptr where compute throws (tails too wide
+/// to follow, a convolution past the CPU's work limit: the bound then stays the ordinary one).
 template <class Repeats, class Compute>
-std::shared_ptr<const DroppedTails> particle_tails(const std::vector<Pmf>& result, Repeats repeats, Compute compute) {
+std::shared_ptr<const DroppedTails> particle_tails(const Batch<Pmf>& result, Repeats repeats, Compute compute) {
   auto out = std::make_shared<DroppedTails>();
-  out->law = result;
-  out->dropped.resize(result.size());
-  out->spread.resize(result.size());
+  out->of.resize(result.size());
   try {
     for (std::size_t i = 0; i < result.size(); ++i) {
       if (i > 0 && repeats(i)) {
-        out->dropped[i] = out->dropped[i - 1];
-        out->spread[i] = out->spread[i - 1];
+        out->of[i] = out->of[i - 1];
       } else {
-        compute(i, out->dropped[i], out->spread[i]);
+        DroppedTails::Entry e{result[i], std::nullopt, 0.0};
+        compute(i, e.dropped, e.spread);
+        out->of[i] = std::make_shared<const DroppedTails::Entry>(std::move(e));
       }
     }
   } catch (const std::exception&) {
@@ -83,46 +80,42 @@ std::shared_ptr<const DroppedTails> particle_tails(const std::vector<Pmf>& resul
 }  // namespace
 
 std::shared_ptr<const DroppedTails> pushed_tails(const DroppedTails& x, const ChildLaw& law,
-                                                 const std::vector<Pmf>& result) {
+                                                 const Batch<Pmf>& result) {
   // the kernels that keep mass and are tabulated exactly: the dropped measure is pushed through the same kernel
   if (!std::holds_alternative<Thinning>(law) && !std::holds_alternative<MarkovStep>(law)) return nullptr;
-  if (result.size() != x.law.size()) return nullptr;
+  if (result.size() != x.size()) return nullptr;
   return particle_tails(
-      result, [&](std::size_t i) { return equal(x.law[i], x.law[i - 1]) && same_tails(&x, i); },
+      result, [&](std::size_t i) { return shares(x, i); },
       [&](std::size_t i, std::optional<Pmf>& dropped, double& spread) {
-        if (const auto& d = x.dropped[i])
+        if (const auto& d = x.dropped(i))
           dropped = std::visit(overloaded{[&](const Thinning& k) { return marginal(*d, k); },
                                           [&](const MarkovStep& k) { return marginal(*d, k); },
                                           [&](const auto&) -> Pmf { throw std::logic_error("unreachable"); }},
                                law);
         // a Markov kernel does not increase L1 distances: the spread stays, with what the push itself added
-        spread = x.spread[i] + added_error(result[i], x.law[i].error_bound());
+        spread = x.spread(i) + added_error(result[i], x.law(i).error_bound());
       });
 }
 
 std::shared_ptr<const DroppedTails> summed_tails(const DroppedTails& x, const DroppedTails& y, int sign,
-                                                 const std::vector<Pmf>& result) {
-  if (result.size() != x.law.size() || result.size() != y.law.size()) return nullptr;
+                                                 const Batch<Pmf>& result) {
+  if (result.size() != x.size() || result.size() != y.size()) return nullptr;
   return particle_tails(
-      result,
-      [&](std::size_t i) {
-        return equal(x.law[i], x.law[i - 1]) && equal(y.law[i], y.law[i - 1]) && same_tails(&x, i) &&
-               same_tails(&y, i);
-      },
+      result, [&](std::size_t i) { return shares(x, i) && shares(y, i); },
       [&](std::size_t i, std::optional<Pmf>& dropped, double& spread) {
         // exact laws x + dx + r_x and y + dy + r_y: their convolution less x * y is dx * y + (x + dx) * dy (located)
         // plus r_x * (y + dy + r_y) + (x + dx) * r_y, of relative mass s_x (1 + |dy| + s_y) + s_y (1 + |dx|)
-        const Pmf& lx = x.law[i];
-        const Pmf ly = sign > 0 ? y.law[i] : negate(y.law[i]);
-        const std::optional<Pmf>& dx = x.dropped[i];
+        const Pmf& lx = x.law(i);
+        const Pmf ly = sign > 0 ? y.law(i) : negate(y.law(i));
+        const std::optional<Pmf>& dx = x.dropped(i);
         const std::optional<Pmf> dy =
-            y.dropped[i] ? std::optional(sign > 0 ? *y.dropped[i] : negate(*y.dropped[i])) : std::nullopt;
+            y.dropped(i) ? std::optional(sign > 0 ? *y.dropped(i) : negate(*y.dropped(i))) : std::nullopt;
         if (dx) dropped = sum(*dx, ly);
         if (dy) {
           const Pmf more = sum(dx ? added(lx, *dx) : lx, *dy);
           dropped = dropped ? added(*dropped, more) : more;
         }
-        const double sx = x.spread[i], sy = y.spread[i];
+        const double sx = x.spread(i), sy = y.spread(i);
         const double ex = lx.error_bound(), ey = ly.error_bound();
         spread = sx * (1.0 + relative_mass(dy, ly) + sy) + sy * (1.0 + relative_mass(dx, lx)) +
                  added_error(result[i], ex + ey + ex * ey);

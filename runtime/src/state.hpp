@@ -75,6 +75,9 @@ struct Laws {
   std::size_t bytes() const;
 };
 
+/// Whether x's laws are host Pmfs (x.host), neither on the device nor in parameter form.
+inline bool on_host(const Laws& x) { return !x.device && !x.parameters; }
+
 /// P integers (realized values, per-particle constants) where the graph keeps them; immutable, shared by copies.
 struct Values {
   std::shared_ptr<const gpu::Column<std::int64_t>> column;

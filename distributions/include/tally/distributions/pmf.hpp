@@ -3,6 +3,7 @@
 
 #include <Eigen/Core>
 #include <cstdint>
+#include <memory>
 #include <utility>
 
 namespace tally {
@@ -43,11 +44,19 @@ class Pmf {
   /// The point mass at k (the Delta distribution).
   static Pmf point(std::int64_t k);
 
+  /// Copies share the weights (immutable): a copy costs a reference count, not the array. A moved-from Pmf is a
+  /// copy too, so that every Pmf keeps its invariants.
+  Pmf(const Pmf&) = default;
+  Pmf& operator=(const Pmf&) = default;
+
   std::int64_t lo() const { return lo_; }
-  std::int64_t hi() const { return lo_ + (static_cast<std::int64_t>(weights_.size()) - 1); }
-  Eigen::Index size() const { return weights_.size(); }
+  std::int64_t hi() const { return lo_ + (static_cast<std::int64_t>(weights_->size()) - 1); }
+  Eigen::Index size() const { return weights_->size(); }
   /// Stored weights, largest equal to 1.
-  const Eigen::VectorXd& weights() const { return weights_; }
+  const Eigen::VectorXd& weights() const { return *weights_; }
+  /// Whether this and `other` hold one stored array of weights (a copy shares its original's): a test in O(1)
+  /// that implies equal weights.
+  bool shares_weights(const Pmf& other) const { return weights_ == other.weights_; }
   double log_scale() const { return log_scale_; }
   double error_bound() const { return error_bound_; }
 
@@ -61,10 +70,11 @@ class Pmf {
   Pmf with_error_bound(double bound) const;
 
  private:
-  void canonicalize();
+  /// Rescales w to a unit maximum, flushes and trims it (adjusting lo_, log_scale_ and error_bound_).
+  void canonicalize(Eigen::VectorXd& w);
 
   std::int64_t lo_;
-  Eigen::VectorXd weights_;
+  std::shared_ptr<const Eigen::VectorXd> weights_;  // never null; shared by copies
   double log_scale_;
   double error_bound_;
 };

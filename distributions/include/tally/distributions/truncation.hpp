@@ -24,7 +24,7 @@ struct Truncation {
   std::int64_t max_joint_bytes = std::int64_t{256} << 20;
   /// Whether joint laws keep the mass truncation cuts from them as a table where it was cut (JointPmf::dropped,
   /// and the tails of unbounded priors that enter them), so that their error bounds stay within a small factor of
-  /// the true error (see bench/RESULTS.md, "Joint laws' error bound"); on a CPU graph of up to 64 particles the tails
+  /// the true error (see bench/RESULTS.md, "Joint laws' error bound"); on a CPU graph the tails
   /// follow the ordinary path too (pushed through thinnings and Markov steps, convolved into sums, weighed by each
   /// observation's likelihood). That table goes through every joint
   /// operation with the law: about 2 to 4 times the work on the examples. false keeps only the cut mass, as a

@@ -182,10 +182,10 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// and the others throw inexact_error too).
 /// Impossible observations give that particle a log-weight of -inf; the graph stays usable.
 /// Error bounds: what truncation cuts from an unbounded prior is kept where it was cut and carried along (inside
-/// joint laws as their dropped measure; on a CPU graph of up to 64 particles along the ordinary path too: pushed
-/// through thinnings and Markov steps, convolved into sums), and each observation weighs it by its own likelihood, so
-/// the reported bound stays near the true error over long filters (Truncation::track_dropped). Larger populations
-/// and CUDA graphs keep the ordinary path's bound (sound, often far looser): the tails are held per particle.
+/// joint laws as their dropped measure; on a CPU graph along the ordinary path too: pushed through thinnings and
+/// Markov steps, convolved into sums, held once for particles with equal laws), and each observation weighs it by its
+/// own likelihood, so the reported bound stays near the true error over long filters (Truncation::track_dropped).
+/// CUDA graphs keep the ordinary path's bound (sound, often far looser).
 /// Observations in the tail that truncation cut from an unbounded prior are not -inf: where a root still holds its
 /// prior (observed itself, or through a thinning, an affine map or a Poisson(a x) child, when first grafted) and the
 /// observed values fall outside its window, the window is extended from its family (the family tabulated at a
