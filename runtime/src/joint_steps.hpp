@@ -145,6 +145,13 @@ double likelihood_sup(const SelectedChild& s, std::int64_t y);
 /// A rank-1 joint law of particle i's pmf with its known tails (the dropped measure and the spread bound), as
 /// DroppedTails gives them (joint_tails.cpp); j itself where tails is null.
 JointPmf with_tails(const JointPmf& j, const DroppedTails* tails, std::size_t i);
+/// The spread bound of a product of independent laws (an outer product, or a convolution): with exact laws
+/// a + x + r_a and b + y + r_b (x, y the located dropped measures, of masses dx, dy relative to a and b; r_a, r_b the
+/// spread parts, at most sa, sb), the product less a b is x b + (a + x) y (located) plus r_a (b + y + r_b) +
+/// (a + x) r_b, of relative mass at most \f$s_a (1 + d_y + s_b) + s_b (1 + d_x)\f$.
+inline double product_spread(double sa, double sb, double dx, double dy) {
+  return sa * (1.0 + dy + sb) + sb * (1.0 + dx);
+}
 /// Whether particle i's tails equal particle i - 1's (null: none known, equal).
 bool same_tails(const DroppedTails* tails, std::size_t i);
 /// Whether particle i's laws and tails equal particle i - 1's (i >= 1).

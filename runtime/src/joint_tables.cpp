@@ -20,11 +20,9 @@ JointPmf outer(const JointPmf& a, const JointPmf& b, const Truncation& t) {
   if (static_cast<double>(a.size()) * static_cast<double>(b.size()) > static_cast<double>(t.max_size)) throw over_budget{};
   Eigen::VectorXd w(a.size() * b.size());
   for (Eigen::Index i = 0; i < a.size(); ++i) w.segment(i * b.size(), b.size()) = a.weights()[i] * b.weights();
-  // with x, y the dropped measures and r_a, r_b the spread parts of the exact laws a + x + r_a and b + y + r_b:
-  // the product less a b is x b + (a + x) y (located) plus r_a (b + y + r_b) + (a + x) r_b (spread)
   const double sa = a.spread_error_bound(), sb = b.spread_error_bound();
   const double dx = a.error_bound() - sa, dy = b.error_bound() - sb;  // the dropped measures' relative masses
-  const double e = (1.0 + sa) * (1.0 + sb) - 1.0 + sa * dy + dx * sb;
+  const double e = product_spread(sa, sb, dx, dy);
   const JointPmf r(std::move(lo), std::move(shape), std::move(w), a.log_scale() + b.log_scale(), e);
   if (!a.dropped() && !b.dropped()) return r;
   try {

@@ -104,7 +104,7 @@ std::shared_ptr<const DroppedTails> summed_tails(const DroppedTails& x, const Dr
       result, [&](std::size_t i) { return shares(x, i) && shares(y, i); },
       [&](std::size_t i, std::optional<Pmf>& dropped, double& spread) {
         // exact laws x + dx + r_x and y + dy + r_y: their convolution less x * y is dx * y + (x + dx) * dy (located)
-        // plus r_x * (y + dy + r_y) + (x + dx) * r_y, of relative mass s_x (1 + |dy| + s_y) + s_y (1 + |dx|)
+        // plus a spread (product_spread)
         const Pmf& lx = x.law(i);
         const Pmf ly = sign > 0 ? y.law(i) : negate(y.law(i));
         const std::optional<Pmf>& dx = x.dropped(i);
@@ -117,7 +117,7 @@ std::shared_ptr<const DroppedTails> summed_tails(const DroppedTails& x, const Dr
         }
         const double sx = x.spread(i), sy = y.spread(i);
         const double ex = lx.error_bound(), ey = ly.error_bound();
-        spread = sx * (1.0 + relative_mass(dy, ly) + sy) + sy * (1.0 + relative_mass(dx, lx)) +
+        spread = product_spread(sx, sy, relative_mass(dx, lx), relative_mass(dy, ly)) +
                  added_error(result[i], ex + ey + ex * ey);
       });
 }
