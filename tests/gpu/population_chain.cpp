@@ -42,19 +42,31 @@ std::vector<double> row_major(const Eigen::MatrixXd& t) {
 }
 
 /// P random laws inside 0 .. K - 1: random lo and length, weights with zeros, log-scales in [-5, 5]; every 7th
-/// particle dead (no mass).
+/// particle dead (no mass); every 5th with zero weights past the states at its window's ends (as conditioning leaves
+/// them on the device: positive weights only count).
 gpu::PmfBatch random_laws(std::mt19937_64& gen, std::size_t p) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
   gpu::PmfBatch b;
   for (std::size_t i = 0; i < p; ++i) {
-    const auto lo = static_cast<std::int64_t>(gen() % K);
+    auto lo = static_cast<std::int64_t>(gen() % K);
     const std::size_t m = 1 + gen() % (K - std::size_t(lo));
     std::vector<double> w(m);
     for (double& x : w) x = u(gen) < 0.25 ? 0.0 : u(gen);
     w[gen() % m] = 1.0;
+    if (i % 5 == 1) {
+      const std::size_t before = 1 + gen() % 3, after = gen() % 3;
+      w.insert(w.begin(), before, 0.0);
+      w.insert(w.end(), after, 0.0);
+      lo -= static_cast<std::int64_t>(before);
+    }
     b.push_back(w, lo, i % 7 == 3 ? -inf : 10.0 * u(gen) - 5.0);
   }
   return b;
+}
+
+/// Law i of b made positive on its whole window (so that moving the window moves its support).
+void fill_positive(gpu::PmfBatch& b, std::size_t i) {
+  for (std::size_t k = 0; k < b.length(i); ++k) b.weights[std::size_t(b.offset[i]) + k] = 1.0;
 }
 
 Pmf law(const gpu::PmfBatch& b, std::size_t i) {
@@ -176,6 +188,7 @@ TEST_CASE("population Markov steps and emissions match the one-law algebra", "[p
   }
   SECTION("errors name the particle and the states") {
     gpu::PmfBatch wide = x;
+    fill_positive(wide, 5);
     wide.lo[5] = std::int64_t(K) - 1;  // law 5 now reaches past state K - 1 (its length is >= 1)
     if (wide.length(5) == 1) wide.lo[5] = -1;
     const gpu::Laws bad = gpu::Laws::from_host(wide, Backend::cpu);
@@ -238,6 +251,7 @@ TEST_CASE("population Markov steps and emissions on the device match the host", 
     REQUIRE(close(host_p[i], device_p[i], 1e-12));
   }
   gpu::PmfBatch wide = x;  // the device's errors: the same as the host's
+  fill_positive(wide, 17);
   wide.lo[17] = -1;
   CHECK_THROWS_WITH(gpu::markov_step(gpu::Laws::from_host(wide, Backend::cuda), gpu::Table::from_host(row_major(t), K, C, Backend::cuda)),
                     Catch::Contains("particle 17"));

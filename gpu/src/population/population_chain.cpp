@@ -22,12 +22,23 @@ void same_place(const Table& t, Backend where, const char* who) {
     tally::detail::fail<shape_error>(who, ": the table and the particles are in different memories (host and device)");
 }
 
-/// domain_error unless every law's support [lo_i, lo_i + m_i) lies in 0 .. K - 1 (host laws).
+/// domain_error unless every law's positive weights lie in 0 .. K - 1 (host laws; zero weights at a window's ends,
+/// as conditioning leaves them, do not count).
 void check_states(const PmfBatch& x, std::size_t k, const char* who) {
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const std::int64_t lo = x.lo[i], hi = lo + static_cast<std::int64_t>(x.length(i)) - 1;
-    if (lo < 0 || hi >= static_cast<std::int64_t>(k)) detail::fail_states(who, i, lo, hi, k);
+    const double* w = x.weights.data() + x.offset[i];
+    const auto m = static_cast<std::int64_t>(x.length(i));
+    if (!detail::within_states(w, x.lo[i], m, static_cast<std::int64_t>(k))) {
+      const detail::Span s = detail::positive_span(w, x.lo[i], m);
+      detail::fail_states(who, i, s.first, s.last, k);
+    }
   }
+}
+
+/// The entries k of law i (window [lo, lo + m)) that are states 0 .. rows - 1: [first, end); the others have weight
+/// 0 (check_states), so sums over the window may skip them.
+std::pair<std::int64_t, std::int64_t> state_entries(std::int64_t lo, std::int64_t m, std::int64_t rows) {
+  return {std::max<std::int64_t>(0, -lo), std::min<std::int64_t>(m, rows - lo)};
 }
 
 /// Host laws of length C each (lo 0), from an unnormalized row r_i(j) >= 0 per particle: max 1, log_scale_i plus
@@ -71,11 +82,12 @@ Laws markov_step(const Laws& x, const Table& t) {
   return rows_to_laws(
       a.size(), t.cols,
       [&](std::size_t i, std::vector<double>& r) {
-        const auto begin = static_cast<std::size_t>(a.offset[i]);
+        const auto begin = a.offset[i], lo = a.lo[i];
+        const auto [first, end] = state_entries(lo, static_cast<std::int64_t>(a.length(i)), static_cast<std::int64_t>(t.rows));
         for (std::size_t j = 0; j < t.cols; ++j) {
           double s = 0.0;  // \sum_k w_k T_{lo + k, j}, in increasing k (as the device sums)
-          for (std::size_t k = 0; k < a.length(i); ++k)
-            s += a.weights[begin + k] * tv[(static_cast<std::size_t>(a.lo[i]) + k) * t.cols + j];
+          for (std::int64_t k = first; k < end; ++k)
+            s += a.weights[static_cast<std::size_t>(begin + k)] * tv[static_cast<std::size_t>(lo + k) * t.cols + j];
           r[j] = s;
         }
         return a.log_scale[i];

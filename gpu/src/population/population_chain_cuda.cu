@@ -13,12 +13,14 @@ using namespace kernels;
 
 namespace {
 
-/// Flags (atomicMin) the first particle whose law's support [lo, lo + m) leaves the states 0 .. K - 1.
+/// Flags (atomicMin) the first particle whose law's positive weights leave the states 0 .. K - 1 (zero weights at
+/// its window's ends, as conditioning leaves them, do not count).
 __global__ void states_kernel(PmfBatchView x, std::int64_t k, unsigned long long* first_bad) {
   const long long i = thread_index();
   if (i >= static_cast<long long>(x.count)) return;
-  const std::int64_t lo = x.lo[i], hi = lo + (x.offset[i + 1] - x.offset[i]) - 1;
-  if (lo < 0 || hi >= k) atomicMin(first_bad, static_cast<unsigned long long>(i));
+  const std::int64_t begin = x.offset[i];
+  if (!detail::within_states(x.weights + begin, x.lo[i], x.offset[i + 1] - begin, k))
+    atomicMin(first_bad, static_cast<unsigned long long>(i));
 }
 
 void check_states(const Laws& x, std::size_t k, const char* who) {
@@ -27,7 +29,10 @@ void check_states(const Laws& x, std::size_t k, const char* who) {
   launched();
   const PmfBatchView v = x.view();
   bad.check(
-      [=] __device__(long long i) { return CheckPayload{v.lo[i], v.lo[i] + (v.offset[i + 1] - v.offset[i]) - 1}; },
+      [=] __device__(long long i) {
+        const detail::Span s = detail::positive_span(v.weights + v.offset[i], v.lo[i], v.offset[i + 1] - v.offset[i]);
+        return CheckPayload{s.first, s.last};
+      },
       [who, k](std::size_t i, long long lo, long long hi) { detail::fail_states(who, i, lo, hi, k); });
 }
 
@@ -46,16 +51,19 @@ __device__ inline void finish_row(long long i, int lane, std::int64_t c, double 
   }
 }
 
-/// One warp per law: lane j computes \sum_k w_k T_{lo + k, j} for its columns j (the CPU loop's order in k).
-__global__ void markov_step_kernel(PmfBatchView x, const double* t, std::int64_t c, MutablePmfBatchView out) {
+/// One warp per law: lane j computes \sum_k w_k T_{lo + k, j} for its columns j (the CPU loop's order in k), over
+/// the entries that are states 0 .. rows - 1 (the others have weight 0: check_states).
+__global__ void markov_step_kernel(PmfBatchView x, const double* t, std::int64_t rows, std::int64_t c,
+                                   MutablePmfBatchView out) {
   const long long i = warp_index();
   const int lane = threadIdx.x & 31;
   if (i >= static_cast<long long>(x.count)) return;
   const std::int64_t begin = x.offset[i], m = x.offset[i + 1] - begin, lo = x.lo[i];
+  const std::int64_t first = lo < 0 ? -lo : 0, end = m < rows - lo ? m : rows - lo;
   double top = 0.0;
   for (std::int64_t j = lane; j < c; j += 32) {
     double s = 0.0;
-    for (std::int64_t k = 0; k < m; ++k) s += x.weights[begin + k] * t[(lo + k) * c + j];
+    for (std::int64_t k = first; k < end; ++k) s += x.weights[begin + k] * t[(lo + k) * c + j];
     top = fmax(top, out.weights[i * c + j] = s);
   }
   finish_row(i, lane, c, top, x.log_scale[i], out);
@@ -105,7 +113,9 @@ Laws markov_step(const Laws& x, const Table& t) {
   check_states(x, t.rows, who);
   const auto c = static_cast<std::int64_t>(t.cols);
   Laws out = Laws::allocate(Backend::cuda, x.size(), x.size() * t.cols, t.cols, who);
-  if (x.size() > 0) markov_step_kernel<<<warp_blocks(x.size()), block>>>(x.view(), t.values.data(), c, out.mutable_view());
+  if (x.size() > 0)
+    markov_step_kernel<<<warp_blocks(x.size()), block>>>(x.view(), t.values.data(), static_cast<std::int64_t>(t.rows),
+                                                         c, out.mutable_view());
   launched();
   return out;
 }

@@ -12,6 +12,24 @@ namespace tally::gpu::detail {
 /// The launch shape of the per-law kernels (one warp per law) and of the elementwise ones: tuning knobs, here only.
 inline constexpr int population_block = 256;
 
+/// The values a law's positive weights span: its window [lo, lo + m) less the zero weights at both ends (which
+/// conditioning leaves there: device laws are not trimmed). {lo, lo - 1} (empty) where every weight is zero.
+struct Span {
+  std::int64_t first, last;
+};
+TALLY_HOST_DEVICE inline Span positive_span(const double* w, std::int64_t lo, std::int64_t m) {
+  std::int64_t a = 0, b = m - 1;
+  while (a < m && !(w[a] > 0.0)) ++a;
+  while (b >= a && !(w[b] > 0.0)) --b;
+  return a > b ? Span{lo, lo - 1} : Span{lo + a, lo + b};
+}
+/// Whether the law's positive weights lie in the states 0 .. k - 1 (the window is checked first: no scan inside).
+TALLY_HOST_DEVICE inline bool within_states(const double* w, std::int64_t lo, std::int64_t m, std::int64_t k) {
+  if (lo >= 0 && lo + m - 1 < k) return true;
+  const Span s = positive_span(w, lo, m);
+  return s.first > s.last || (s.first >= 0 && s.last < k);
+}
+
 /// \f$\log\binom{n}{k} = \log\Gamma(n+1) - \log\Gamma(k+1) - \log\Gamma(n-k+1)\f$, 0 <= k <= n.
 TALLY_HOST_DEVICE inline double log_choose(double n, double k) {
   return ::lgamma(n + 1.0) - ::lgamma(k + 1.0) - ::lgamma(n - k + 1.0);
