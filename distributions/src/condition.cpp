@@ -32,11 +32,11 @@ Conditioned finish(std::int64_t lo, Eigen::VectorXd v, double log_l, double rho)
   return {Pmf(lo, std::move(v), 0.0, posterior_error).normalized(), log_l, log_error};
 }
 
-/// Posterior proportional to x times a likelihood given by its logs on x's support, where the likelihood of every
-/// value (in or out of the stored support) is at most 1, so that delta <= e_x M_x.
 /// Whether x's entry i has weight (reweight reads log-likelihoods only there: the others need not be computed).
 bool weighed(const Pmf& x, Eigen::Index i) { return x.weights()[i] > 0.0; }
 
+/// Posterior proportional to x times a likelihood given by its logs on x's support, where the likelihood of every
+/// value (in or out of the stored support) is at most 1, so that delta <= e_x M_x.
 Conditioned reweight(const Pmf& x, const Eigen::VectorXd& log_lik) {
   const auto& w = x.weights();
   double top = neg_inf;

@@ -32,7 +32,7 @@ struct PriorTails {
   std::optional<Pmf> dropped;
   double spread = 0.0;
 };
-/// A prior's tails once computed: none where the family could not say (`known` false).
+/// A prior's tails once computed (`computed`): `known` empty where the family could not say.
 struct PriorTailsOnce {
   bool computed = false;
   std::optional<PriorTails> known;
