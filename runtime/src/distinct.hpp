@@ -50,8 +50,8 @@ inline bool same_law(const Pmf& a, const Pmf& b) {
   return a.lo() == b.lo() && a.size() == b.size() &&
          std::bit_cast<std::uint64_t>(a.log_scale()) == std::bit_cast<std::uint64_t>(b.log_scale()) &&
          std::bit_cast<std::uint64_t>(a.error_bound()) == std::bit_cast<std::uint64_t>(b.error_bound()) &&
-         (a.shares_weights(b) ||
-          std::memcmp(a.weights().data(), b.weights().data(), static_cast<std::size_t>(a.size()) * sizeof(double)) == 0);
+         (a.shares_weights(b) || std::memcmp(a.weights().data(), b.weights().data(),
+                                             static_cast<std::size_t>(a.size()) * sizeof(double)) == 0);
 }
 
 /// For each particle i, the first particle j <= i whose input equals i's: hash(i) the input's hash, same(i, j)

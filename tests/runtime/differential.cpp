@@ -49,7 +49,8 @@ TEST_CASE("Random programs in strict mode equal their enumeration: evidence, mar
   CHECK(tally::runtime::Graph::live_nodes() == live);
 }
 
-TEST_CASE("Programs the differential tester once found wrong equal their enumeration", "[runtime][exact][differential]") {
+TEST_CASE("Programs the differential tester once found wrong equal their enumeration",
+          "[runtime][exact][differential]") {
   // (size, seed): 389101 read a dead partner's law as never conditioned; 3000343 on a CUDA graph stepped an operand
   // conditioned on its sum (a device law whose window kept zero weights past the Markov table's states)
   const std::pair<int, std::uint64_t> found[] = {{4, 389101}, {6, 389101}, {8, 389101}, {8, 3000343}};

@@ -83,7 +83,8 @@ Laws markov_step(const Laws& x, const Table& t) {
       a.size(), t.cols,
       [&](std::size_t i, std::vector<double>& r) {
         const auto begin = a.offset[i], lo = a.lo[i];
-        const auto [first, end] = state_entries(lo, static_cast<std::int64_t>(a.length(i)), static_cast<std::int64_t>(t.rows));
+        const auto [first, end] =
+            state_entries(lo, static_cast<std::int64_t>(a.length(i)), static_cast<std::int64_t>(t.rows));
         for (std::size_t j = 0; j < t.cols; ++j) {
           double s = 0.0;  // \sum_k w_k T_{lo + k, j}, in increasing k (as the device sums)
           for (std::int64_t k = first; k < end; ++k)
