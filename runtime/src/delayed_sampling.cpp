@@ -61,7 +61,7 @@ void marginalize(Node& n) {
                    n.marginal = x.state == State::realized ? push_realized(ctx, x.value, c.law) : push(ctx, law(x), c.law);
                    // what truncation dropped from x's laws, pushed along (observations weigh it by its likelihood)
                    if (x.state == State::marginalized && !x.group && follows_tails(ctx) && on_host(n.marginal))
-                     n.tails = pushed_tails(*tails_or_spread(x, law(x).host), c.law, n.marginal.host);
+                     n.tails = pushed_tails(tails_or_spread(x, law(x).host), c.law, n.marginal.host);
                    attach(x, n, 0);
                  },
                  [&](PerParticleBinomial& b) { n.marginal = binomial_laws(ctx, n.parents[0]->value, *b.p); },
@@ -73,9 +73,8 @@ void marginalize(Node& n) {
                    n.operands = std::make_unique<std::array<Laws, 2>>(std::array<Laws, 2>{operand_law(x), operand_law(y)});
                    const auto& ops = *n.operands;
                    if (follows_tails(ctx) && !x.group && !y.group && on_host(ops[0]) && on_host(ops[1]))
-                     n.operand_tails = std::make_unique<std::array<std::shared_ptr<const DroppedTails>, 2>>(
-                         std::array<std::shared_ptr<const DroppedTails>, 2>{tails_or_spread(x, ops[0].host),
-                                                                            tails_or_spread(y, ops[1].host)});
+                     n.operand_tails = std::make_unique<std::array<Tails, 2>>(
+                         std::array<Tails, 2>{tails_or_spread(x, ops[0].host), tails_or_spread(y, ops[1].host)});
                    attach(x, n, 0);
                    attach(y, n, 1);
                  },
@@ -303,7 +302,7 @@ const Laws& law(Node& n) {
     n.marginal = sum(*n.context, (*n.operands)[0], (*n.operands)[1], std::get<Sum>(n.kind).sign);
     const auto t = std::move(n.operand_tails);
     if (t && on_host(n.marginal))  // what truncation dropped from the operands, convolved along
-      n.tails = summed_tails(*(*t)[0], *(*t)[1], std::get<Sum>(n.kind).sign, n.marginal.host);
+      n.tails = summed_tails((*t)[0], (*t)[1], std::get<Sum>(n.kind).sign, n.marginal.host);
     // with both operands gone nothing will be conditioned on the sum: their laws are not needed any more
     if (!n.mparents[0] && !n.mparents[1]) n.operands.reset();
   }
@@ -566,7 +565,7 @@ std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
         if (fresh_parent && !parent.mchild && !parent.group)
           if (auto wide = widened_prior_for_child(parent, child_law, values)) parent.marginal = prior(ctx, *wide);
         if (!ctx.device()) law(parent);  // a sum's convolution made first: it brings its operands' tails
-        const auto tails = ctx.device() || !may_know_tails(parent) ? nullptr : known_tails(parent, law(parent).host);
+        const auto tails = ctx.device() || !may_know_tails(parent) ? nullptr : later_tails(parent, law(parent).host);
         const Bound error_before = ll.error;
         std::vector<double> log_likelihood;  // this conditioning's, per particle (where tails follow)
         if (tails) log_likelihood = ll.values.host();
@@ -578,8 +577,7 @@ std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
         if (tails) {
           const std::vector<double>& after = ll.values.host();
           for (std::size_t i = 0; i < log_likelihood.size(); ++i) log_likelihood[i] = after[i] - log_likelihood[i];
-          if (const auto e = condition_tails(parent, tails, child_law, values, log_likelihood))
-            ll.error = larger(error_before, *e);
+          ll.error = condition_tails(parent, tails, child_law, values, std::move(log_likelihood), error_before, ll.error);
         }
         n.parents = {};
         set_realized(n, values);

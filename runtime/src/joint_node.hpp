@@ -7,6 +7,7 @@
 #include <optional>
 #include <vector>
 
+#include "dropped_tails.hpp"
 #include "state.hpp"
 #include "tally/distributions/joint_pmf.hpp"
 #include "tally/runtime/batch.hpp"
@@ -34,51 +35,6 @@ struct JointGroup {
   int rank() const { return static_cast<int>(members.size()); }
   std::size_t bytes() const;
 };
-
-/// What truncation dropped from a node's laws, where it is known (a prior from a family, and its posteriors by
-/// observed children on a CPU graph), for the joint laws' error bounds (tally::JointPmf::dropped): particle i's
-/// exact law is law(i) + dropped(i) + r with \f$\|r\|_1 \le spread(i) \|law(i)\|_1\f$ (up to a constant factor,
-/// the joint laws' convention). Valid only while the node's laws equal law(i) (checked where it is used).
-/// Particles that hold equal laws and tails share one entry: no copy per particle.
-struct DroppedTails {
-  struct Entry {
-    Pmf law;
-    std::optional<Pmf> dropped;  // in law's units; none where nothing is known to be dropped
-    double spread = 0.0;
-  };
-  std::vector<std::shared_ptr<const Entry>> of;  // particle i's entry
-
-  std::size_t size() const { return of.size(); }
-  const Pmf& law(std::size_t i) const { return of[i]->law; }
-  const std::optional<Pmf>& dropped(std::size_t i) const { return of[i]->dropped; }
-  double spread(std::size_t i) const { return of[i]->spread; }
-};
-/// Whether n's tails may be known (it has some, or it is a family's truncated prior, and joint laws track dropped
-/// mass): a cheap test before known_tails.
-bool may_know_tails(const Node& n);
-/// n's tails for its current laws (host Pmfs), where known; else nullptr.
-std::shared_ptr<const DroppedTails> known_tails(Node& n, const std::vector<Pmf>& laws);
-std::shared_ptr<const DroppedTails> known_tails(Node& n, const Batch<Pmf>& laws);
-/// The ordinary path conditioned the marginalized n on its observed child Y = y (n's laws had the tails `tails`,
-/// and are now their posteriors, with log-likelihoods log_likelihood[i] = log sum_x law_i(x) p(y_i | x)): the tails
-/// are conditioned likewise and kept with n. Returns the observation's
-/// error bound from them (the dropped tails weighed by their own likelihood, the rest by the largest, relative to
-/// the likelihood; the largest over the particles), or nothing where they could not follow (n keeps no tails).
-std::optional<double> condition_tails(Node& n, const std::shared_ptr<const DroppedTails>& tails, const ChildLaw& law,
-                                      const Values& y, const std::vector<double>& log_likelihood);
-/// Whether the ordinary path follows what truncation dropped (host graphs, joint laws on, Truncation::track_dropped).
-bool follows_tails(const Context& c);
-/// n's tails for its current laws where they are known, else every law's whole bound as spread (nothing located).
-std::shared_ptr<const DroppedTails> tails_or_spread(Node& n, const Batch<Pmf>& laws);
-/// The tails of a child's laws `result`, pushed from its parent's tails x through the child law (a thinning or a
-/// Markov step: exact kernels that keep mass; nullptr for any other law, whose bound stays the ordinary one).
-std::shared_ptr<const DroppedTails> pushed_tails(const DroppedTails& x, const ChildLaw& law,
-                                                 const Batch<Pmf>& result);
-/// The tails of the laws `result` of X + sign Y from its operands' tails: the dropped measure
-/// \f$d_X * \mu_Y + (\mu_X + d_X) * d_Y\f$ and the spread \f$s_X (1 + |d_Y| + s_Y) + s_Y (1 + |d_X|)\f$ (relative
-/// masses), as tally::JointPmf's outer product carries them. nullptr where they cannot be followed.
-std::shared_ptr<const DroppedTails> summed_tails(const DroppedTails& x, const DroppedTails& y, int sign,
-                                                 const Batch<Pmf>& result);
 
 /// Whether marginalizing the initialized n goes through a joint law: a parent of n is a member of one, n has
 /// several random parents (SelectedChild), or n is a sum s_x X + s_y Y with Y an initialized child of X that

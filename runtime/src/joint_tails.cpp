@@ -1,5 +1,6 @@
 // What truncation dropped from the laws that enter joint laws: the tails of a family's prior, followed through
 // the observations of its children, so that a joint law carries them as its dropped measure (tally::JointPmf).
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <limits>
@@ -84,14 +85,14 @@ Conditioned condition_dropped(const Pmf& x, const ChildLaw& law, std::int64_t y)
 /// The tails a prior of a family dropped: the family under a tolerance 2^-40 times finer, outside the prior's range
 /// (its entries inside are the prior's own exact probabilities), and what that one dropped in turn (spread).
 /// Nothing (unknown) where the family cannot say.
-std::optional<PriorTails> prior_tails(const DiscreteRoot& r, const Truncation& t) {
-  const Pmf& prior = r.prior;
+std::optional<PriorTails> prior_tails(const Pmf& prior, const std::function<Pmf(const Truncation&)>& family,
+                                      const Truncation& t) {
   if (prior.error_bound() == 0.0) return PriorTails{};
   Truncation fine = t;
   fine.tolerance = t.tolerance * 0x1p-40;
   std::optional<Pmf> f;
   try {
-    f = r.family(fine);
+    f = family(fine);
   } catch (const std::exception&) {  // too large, or no finer law: the bound stays as it was
     return std::nullopt;
   }
@@ -110,16 +111,6 @@ std::optional<PriorTails> prior_tails(const DiscreteRoot& r, const Truncation& t
   return PriorTails{tails.with_error_bound(0.0), rest};
 }
 
-/// prior_tails, computed once for the roots of one kept prior.
-std::optional<PriorTails> prior_tails_once(const DiscreteRoot& r, const Truncation& t) {
-  if (!r.tails) return prior_tails(r, t);
-  if (!r.tails->computed) {
-    r.tails->known = prior_tails(r, t);
-    r.tails->computed = true;
-  }
-  return r.tails->known;
-}
-
 }  // namespace
 
 bool may_know_tails(const Node& n) {
@@ -131,44 +122,52 @@ bool may_know_tails(const Node& n) {
 
 namespace {
 template <class Pmfs>
-std::shared_ptr<const DroppedTails> known_tails_of(Node& n, const Pmfs& laws) {
+Tails later_tails_of(Node& n, const Pmfs& laws) {
   if (!enabled(*n.context) || !n.context->truncation.track_dropped || laws.size() == 0) return nullptr;
-  const auto matches = [&](const DroppedTails& known) {
-    if (known.size() != laws.size()) return false;
-    for (std::size_t i = 0; i < laws.size(); ++i)
-      if (!equal(known.law(i), laws[i])) return false;
-    return true;
-  };
-  if (n.tails && matches(*n.tails)) return n.tails;
+  if (n.tails && n.tails->belong_to(laws)) return n.tails;
   const auto* r = std::get_if<DiscreteRoot>(&n.kind);
   if (r == nullptr || !r->family) return nullptr;
   for (std::size_t i = 0; i < laws.size(); ++i)
     // no longer the prior (conditioned where its tails were not followed)
     if (!equal(laws[i], r->prior)) return nullptr;
-  const auto t = prior_tails_once(*r, n.context->truncation);
-  if (!t) return nullptr;
-  auto out = std::make_shared<DroppedTails>();
-  using Entry = DroppedTails::Entry;
-  out->of.assign(laws.size(), std::make_shared<const Entry>(Entry{r->prior, t->dropped, t->spread}));
-  n.tails = out;
-  return out;
+  // the prior's tails, computed once for the roots of one kept prior (PriorTailsOnce), and only when read
+  auto prior = Batch<Pmf>::filled(laws.size(), r->prior);
+  n.tails = LaterTails::later(prior, 1, [r = *r, t = n.context->truncation, particles = laws.size()]()
+                                            -> LaterTails::Result {
+    std::optional<PriorTails> known;
+    if (!r.tails) {
+      known = prior_tails(r.prior, r.family, t);
+    } else {
+      if (!r.tails->computed) {
+        r.tails->known = prior_tails(r.prior, r.family, t);
+        r.tails->computed = true;
+      }
+      known = r.tails->known;
+    }
+    if (!known) return {};
+    auto out = std::make_shared<DroppedTails>();
+    using Entry = DroppedTails::Entry;
+    out->of.assign(particles, std::make_shared<const Entry>(Entry{r.prior, known->dropped, known->spread}));
+    return {out, std::nullopt};
+  });
+  return n.tails;
 }
 }  // namespace
 
+Tails later_tails(Node& n, const std::vector<Pmf>& laws) { return later_tails_of(n, laws); }
+Tails later_tails(Node& n, const Batch<Pmf>& laws) { return later_tails_of(n, laws); }
 std::shared_ptr<const DroppedTails> known_tails(Node& n, const std::vector<Pmf>& laws) {
-  return known_tails_of(n, laws);
+  const auto t = later_tails_of(n, laws);
+  return t ? t->tails() : nullptr;
 }
-std::shared_ptr<const DroppedTails> known_tails(Node& n, const Batch<Pmf>& laws) { return known_tails_of(n, laws); }
 
 namespace {
 
-/// condition_tails's work: n's posteriors (now its marginal) and their tails, from the tails before.
-std::optional<double> follow_tails(Node& n, const DroppedTails& known, const ChildLaw& law, const Values& y,
-                                   const std::vector<double>& log_likelihood) {
+/// condition_tails's work: n's posteriors and their tails, from the tails before; the observation's error bound.
+LaterTails::Result follow_tails(const DroppedTails& known, const Batch<Pmf>& posterior, const ChildLaw& law,
+                                const std::vector<std::int64_t>& v, const std::vector<double>& log_likelihood) {
   const DroppedTails* tails = &known;
   double error = 0.0;  // the observation's: located + sup(l) spread, relative to L (as for joint laws)
-  const Batch<Pmf>& posterior = n.marginal.host;
-  const std::vector<std::int64_t> v = to_vector(y);
   auto out = std::make_shared<DroppedTails>();
   out->of.resize(posterior.size());
   for (std::size_t i = 0; i < posterior.size(); ++i) {
@@ -179,7 +178,7 @@ std::optional<double> follow_tails(Node& n, const DroppedTails& known, const Chi
     DroppedTails::Entry e{posterior[i], std::nullopt, 0.0};
     // the stored posterior is prior l / L; the exact one, up to the same constant, (prior + dropped + r) l / L
     const double log_l = log_likelihood[i];
-    if (!std::isfinite(log_l)) return std::nullopt;  // impossible: nothing to weigh
+    if (!std::isfinite(log_l)) return {};  // impossible: nothing to weigh
     const double spread = likelihood_sup(law, v[i]) * tails->spread(i) * std::exp(tails->law(i).log_mass() - log_l);
     e.spread = spread + static_cast<double>(posterior[i].size()) * flush_fraction;  // entries it flushed
     double located = 0.0;
@@ -195,23 +194,30 @@ std::optional<double> follow_tails(Node& n, const DroppedTails& known, const Chi
     const double rho = located + spread;
     error = std::max(error, rho < 1.0 ? -std::log1p(-rho) : std::numeric_limits<double>::infinity());
   }
-  n.tails = std::move(out);
-  return error;
+  return {out, error};
 }
 
 }  // namespace
 
-std::optional<double> condition_tails(Node& n, const std::shared_ptr<const DroppedTails>& tails, const ChildLaw& law,
-                                      const Values& y, const std::vector<double>& log_likelihood) {
+Bound condition_tails(Node& n, const Tails& tails, const ChildLaw& law, const Values& y,
+                      std::vector<double> log_likelihood, const Bound& before, const Bound& ordinary) {
   n.tails.reset();
-  if (!tails || n.marginal.device || n.marginal.parameters) return std::nullopt;
-  if (log_likelihood.size() != tails->size()) return std::nullopt;
-  try {
-    return follow_tails(n, *tails, law, y, log_likelihood);
-  } catch (const std::exception&) {  // they cannot follow (a law too large, ...): n's bound stays the ordinary one
-    n.tails.reset();
-    return std::nullopt;
-  }
+  if (!tails || n.marginal.device || n.marginal.parameters) return ordinary;
+  if (log_likelihood.size() != tails->laws().size()) return ordinary;
+  const Batch<Pmf>& posterior = n.marginal.host;
+  n.tails = LaterTails::later(posterior, tails->depth() + 1,
+                              [tails, posterior, law, v = to_vector(y), ll = std::move(log_likelihood)] {
+                                const auto before_tails = tails->tails();
+                                if (!before_tails) return LaterTails::Result{};  // nothing followed before
+                                return follow_tails(*before_tails, posterior, law, v, ll);
+                              });
+  // the observation's bound: from the tails where they follow (read with them), else the ordinary one
+  const auto error = [t = n.tails, before, ordinary] {
+    const auto e = t->read().error;
+    return e ? std::max(before.value(), *e) : ordinary.value();
+  };
+  if (!n.tails->depth()) return Bound(error());
+  return Bound::later(before.floor(), error, std::max({before.depth(), ordinary.depth(), n.tails->depth()}) + 1);
 }
 
 }  // namespace tally::runtime::detail

@@ -176,7 +176,7 @@ class Node : public std::enable_shared_from_this<Node> {
   std::array<std::shared_ptr<Node>, 2> parents;  // owning, while initialized
   std::vector<std::shared_ptr<Node>> more_parents;  // owning, while initialized: a SelectedChild's other parents
   std::shared_ptr<JointGroup> group;             // owning: the joint law this marginalized node is an axis of
-  std::shared_ptr<const DroppedTails> tails;     // where known: what truncation dropped from `marginal`
+  Tails tails;                                   // where known: what truncation dropped from `marginal`
   std::uint64_t id = 0;                          // the order of creation in its graph (older nodes: smaller)
   std::weak_ptr<Node> operand_y;                 // JointSum only: the child operand, not owned
   std::array<Node*, 2> mparents{};               // raw, while marginalized: the parents to condition on realization
@@ -215,7 +215,7 @@ class Node : public std::enable_shared_from_this<Node> {
   /// Sum nodes only: the operands' laws when the sum was marginalized (so a dropped operand does not matter).
   std::unique_ptr<std::array<Laws, 2>> operands;
   /// Sum nodes only, where the host follows what truncation dropped: the operands' tails for those laws.
-  std::unique_ptr<std::array<std::shared_ptr<const DroppedTails>, 2>> operand_tails;
+  std::unique_ptr<std::array<Tails, 2>> operand_tails;
 
   Node* prev_live = nullptr;  // the context's intrusive list of live nodes (for resampling)
   Node* next_live = nullptr;

@@ -40,18 +40,10 @@ bool follows_tails(const Context& c) {
   return !c.device() && enabled(c) && c.truncation.track_dropped;
 }
 
-std::shared_ptr<const DroppedTails> tails_or_spread(Node& n, const Batch<Pmf>& laws) {
+Tails tails_or_spread(Node& n, const Batch<Pmf>& laws) {
   if (may_know_tails(n))
-    if (auto known = known_tails(n, laws)) return known;
-  // nothing located: the law's whole bound is spread
-  auto out = std::make_shared<DroppedTails>();
-  out->of.resize(laws.size());
-  for (std::size_t i = 0; i < laws.size(); ++i)
-    out->of[i] = i > 0 && equal(laws[i], laws[i - 1])
-                     ? out->of[i - 1]
-                     : std::make_shared<const DroppedTails::Entry>(
-                           DroppedTails::Entry{laws[i], std::nullopt, laws[i].error_bound()});
-  return out;
+    if (auto known = later_tails(n, laws)) return known;
+  return LaterTails::known(laws, {spread_tails(laws), std::nullopt});  // nothing located
 }
 
 namespace {
@@ -79,47 +71,56 @@ std::shared_ptr<const DroppedTails> particle_tails(const Batch<Pmf>& result, Rep
 }
 }  // namespace
 
-std::shared_ptr<const DroppedTails> pushed_tails(const DroppedTails& x, const ChildLaw& law,
-                                                 const Batch<Pmf>& result) {
+Tails pushed_tails(const Tails& in, const ChildLaw& law, const Batch<Pmf>& result) {
   // the kernels that keep mass and are tabulated exactly: the dropped measure is pushed through the same kernel
   if (!std::holds_alternative<Thinning>(law) && !std::holds_alternative<MarkovStep>(law)) return nullptr;
-  if (result.size() != x.size()) return nullptr;
-  return particle_tails(
-      result, [&](std::size_t i) { return shares(x, i); },
-      [&](std::size_t i, std::optional<Pmf>& dropped, double& spread) {
-        if (const auto& d = x.dropped(i))
-          dropped = std::visit(overloaded{[&](const Thinning& k) { return marginal(*d, k); },
-                                          [&](const MarkovStep& k) { return marginal(*d, k); },
-                                          [&](const auto&) -> Pmf { throw std::logic_error("unreachable"); }},
-                               law);
-        // a Markov kernel does not increase L1 distances: the spread stays, with what the push itself added
-        spread = x.spread(i) + added_error(result[i], x.law(i).error_bound());
-      });
+  if (!in || result.size() != in->laws().size()) return nullptr;
+  return LaterTails::later(result, in->depth() + 1, [in, law, result]() -> LaterTails::Result {
+    const auto tails = in->tails_or_spread();
+    const DroppedTails& x = *tails;
+    return {particle_tails(
+                result, [&](std::size_t i) { return shares(x, i); },
+                [&](std::size_t i, std::optional<Pmf>& dropped, double& spread) {
+                  if (const auto& d = x.dropped(i))
+                    dropped = std::visit(overloaded{[&](const Thinning& k) { return marginal(*d, k); },
+                                                    [&](const MarkovStep& k) { return marginal(*d, k); },
+                                                    [&](const auto&) -> Pmf { throw std::logic_error("unreachable"); }},
+                                         law);
+                  // a Markov kernel does not increase L1 distances: the spread stays, with what the push itself added
+                  spread = x.spread(i) + added_error(result[i], x.law(i).error_bound());
+                }),
+            std::nullopt};
+  });
 }
 
-std::shared_ptr<const DroppedTails> summed_tails(const DroppedTails& x, const DroppedTails& y, int sign,
-                                                 const Batch<Pmf>& result) {
-  if (result.size() != x.size() || result.size() != y.size()) return nullptr;
-  return particle_tails(
-      result, [&](std::size_t i) { return shares(x, i) && shares(y, i); },
-      [&](std::size_t i, std::optional<Pmf>& dropped, double& spread) {
-        // exact laws x + dx + r_x and y + dy + r_y: their convolution less x * y is dx * y + (x + dx) * dy (located)
-        // plus a spread (product_spread)
-        const Pmf& lx = x.law(i);
-        const Pmf ly = sign > 0 ? y.law(i) : negate(y.law(i));
-        const std::optional<Pmf>& dx = x.dropped(i);
-        const std::optional<Pmf> dy =
-            y.dropped(i) ? std::optional(sign > 0 ? *y.dropped(i) : negate(*y.dropped(i))) : std::nullopt;
-        if (dx) dropped = sum(*dx, ly);
-        if (dy) {
-          const Pmf more = sum(dx ? added(lx, *dx) : lx, *dy);
-          dropped = dropped ? added(*dropped, more) : more;
-        }
-        const double sx = x.spread(i), sy = y.spread(i);
-        const double ex = lx.error_bound(), ey = ly.error_bound();
-        spread = product_spread(sx, sy, relative_mass(dx, lx), relative_mass(dy, ly)) +
-                 added_error(result[i], ex + ey + ex * ey);
-      });
+Tails summed_tails(const Tails& in_x, const Tails& in_y, int sign, const Batch<Pmf>& result) {
+  if (!in_x || !in_y || result.size() != in_x->laws().size() || result.size() != in_y->laws().size()) return nullptr;
+  const std::size_t depth = std::max(in_x->depth(), in_y->depth()) + 1;
+  return LaterTails::later(result, depth, [in_x, in_y, sign, result]() -> LaterTails::Result {
+    const auto tx = in_x->tails_or_spread(), ty = in_y->tails_or_spread();
+    const DroppedTails &x = *tx, &y = *ty;
+    return {particle_tails(
+                result, [&](std::size_t i) { return shares(x, i) && shares(y, i); },
+                [&](std::size_t i, std::optional<Pmf>& dropped, double& spread) {
+                  // exact laws x + dx + r_x and y + dy + r_y: their convolution less x * y is dx * y + (x + dx) * dy
+                  // (located) plus a spread (product_spread)
+                  const Pmf& lx = x.law(i);
+                  const Pmf ly = sign > 0 ? y.law(i) : negate(y.law(i));
+                  const std::optional<Pmf>& dx = x.dropped(i);
+                  const std::optional<Pmf> dy =
+                      y.dropped(i) ? std::optional(sign > 0 ? *y.dropped(i) : negate(*y.dropped(i))) : std::nullopt;
+                  if (dx) dropped = sum(*dx, ly);
+                  if (dy) {
+                    const Pmf more = sum(dx ? added(lx, *dx) : lx, *dy);
+                    dropped = dropped ? added(*dropped, more) : more;
+                  }
+                  const double sx = x.spread(i), sy = y.spread(i);
+                  const double ex = lx.error_bound(), ey = ly.error_bound();
+                  spread = product_spread(sx, sy, relative_mass(dx, lx), relative_mass(dy, ly)) +
+                           added_error(result[i], ex + ey + ex * ey);
+                }),
+            std::nullopt};
+  });
 }
 
 }  // namespace tally::runtime::detail

@@ -163,6 +163,45 @@ TEST_CASE("population model, 20 seasons: the observations' bounds cover the evid
   }
 }
 
+TEST_CASE("An observation's bound is the same whenever it is read: at once, after the filter, or never before",
+          "[runtime][models][bound]") {
+  // The tails behind the bounds are computed when a bound is first read (or when a chain of pending steps grows
+  // past its depth limit, as it does here over 24 seasons); the order of reading must not change any bound.
+  const std::vector<std::int64_t> y{36, 28, 29, 29, 18, 24, 25, 22, 25, 27, 37, 24,
+                                    24, 27, 32, 32, 35, 30, 33, 20, 21, 26, 31, 28};
+  enum class Reading { at_once, at_end, second_half_only };
+  const auto run = [&](Reading reading, std::size_t particles) {
+    Truncation t;
+    t.tolerance = 1e-9;
+    Graph g(particles, 1, Device::cpu, t);
+    std::vector<Observation> kept;
+    std::vector<double> bounds(y.size(), -1.0);
+    Variable N = g.assume(Poisson(50.0));
+    for (std::size_t s = 0; s < y.size(); ++s) {
+      if (s > 0) N = g.add(g.assume(N, Thinning(0.8)), g.assume(Poisson(10.0)));
+      Observation o = g.observe(g.assume(N, Thinning(0.6)), y[s]);
+      if (reading == Reading::at_once || (reading == Reading::second_half_only && s >= y.size() / 2))
+        bounds[s] = o.exactness().truncation_error;
+      kept.push_back(std::move(o));
+    }
+    for (std::size_t s = 0; s < y.size(); ++s)
+      if (bounds[s] < 0 && reading == Reading::at_end) bounds[s] = kept[s].exactness().truncation_error;
+    return bounds;
+  };
+  for (const std::size_t particles : {std::size_t{1}, std::size_t{3}}) {
+    const auto at_once = run(Reading::at_once, particles);
+    const auto at_end = run(Reading::at_end, particles);
+    const auto second = run(Reading::second_half_only, particles);
+    for (std::size_t s = 0; s < y.size(); ++s) {
+      INFO("particles " << particles << ", season " << s);
+      CHECK(at_once[s] > 0.0);
+      CHECK(at_once[s] < 1e-6);
+      CHECK(at_end[s] == at_once[s]);
+      if (s >= y.size() / 2) CHECK(second[s] == at_once[s]);
+    }
+  }
+}
+
 TEST_CASE("HMM with Poisson emissions: delayed sampling with one particle is the forward algorithm",
           "[runtime][models]") {
   const auto live = Graph::live_nodes();

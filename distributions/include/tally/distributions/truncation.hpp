@@ -26,7 +26,8 @@ struct Truncation {
   /// and the tails of unbounded priors that enter them), so that their error bounds stay within a small factor of
   /// the true error (see bench/RESULTS.md, "Joint laws' error bound"); on a CPU graph the tails
   /// follow the ordinary path too (pushed through thinnings and Markov steps, convolved into sums, weighed by each
-  /// observation's likelihood). That table goes through every joint
+  /// observation's likelihood; computed there only when an observation's bound is read). That table goes through
+  /// every joint
   /// operation with the law: about 2 to 4 times the work on the examples. false keeps only the cut mass, as a
   /// bound that may be many orders of magnitude above the true error after a few observations. On a CUDA graph a
   /// prior's tails are followed only inside joint laws (which live on the host): conditioning a marginalized prior

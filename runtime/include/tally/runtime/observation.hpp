@@ -103,8 +103,10 @@ class Observation {
   operator std::vector<double>() const { return log_likelihoods(); }
   /// The column where it lives (for engines that keep working on the device).
   const gpu::Column<double>& column() const { return *column_; }
-  /// The exactness report. Its truncation_error may still be on the device: the first call copies it back (a wait
-  /// for the device, which, as every wait, raises a deferred error of an earlier operation first). Not thread-safe.
+  /// The exactness report. Its truncation_error may still be pending: on a CUDA graph the first call copies it back
+  /// (a wait for the device, which, as every wait, raises a deferred error of an earlier operation first); on a CPU
+  /// graph it computes the truncated tails the bound weighs (once: later reads, and later observations' bounds,
+  /// reuse them). The value does not depend on when it is read. Not thread-safe.
   const Exactness& exactness() const;
   /// Whether nothing was sampled (reads nothing from the device).
   bool exact() const { return exactness_.exact(); }
