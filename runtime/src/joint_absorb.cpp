@@ -5,6 +5,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "joint_batches.hpp"
 #include "joint_steps.hpp"
 #include "tally/error.hpp"
 
@@ -19,7 +20,37 @@ namespace {
 struct Component {
   std::vector<Node*> order;
   std::vector<std::shared_ptr<Node>> held;  // every node, alive while the component is read and committed
+  /// The elimination plan: after the node order[k] has entered the law, the axes of eliminated[k] are summed out
+  /// (nodes that nothing outside the component holds, so that they die when the law takes over, and that no later
+  /// node of the order reads), so that the table never holds more than the live nodes and the frontier of the
+  /// order, whatever the length of the chain of dead nodes between them.
+  std::vector<std::vector<Node*>> eliminated;
 };
+
+/// The elimination plan of c (Component::eliminated). A node dies when the law takes over if its only owners are
+/// the links the takeover removes: the component's hold, its marginalized parent's child link and its partner's
+/// tie (anything else, a handle, a child that is not marginalized, a caller's hold, keeps it, and sweep() sums it
+/// out later if it dies after all). Its last use is the last node of the order whose law reads its axis (a child
+/// on the M-path, a tied node), or itself.
+void plan_elimination(Component& c, const Node& keep) {
+  const std::size_t k = c.order.size();
+  c.eliminated.assign(k, {});
+  std::unordered_map<const Node*, std::size_t> index, last_use;
+  for (std::size_t i = 0; i < k; ++i) index[c.order[i]] = last_use[c.order[i]] = i;
+  std::unordered_map<const Node*, long> internal;  // owners the takeover removes
+  for (Node* u : c.order) {
+    internal[u] += 1;  // c.held
+    if (u->mchild && index.count(u->mchild.get())) internal[u->mchild.get()] += 1;
+    if (u->tied && index.count(u->tied.get())) internal[u->tied.get()] += 1;
+    for (const Node* p : u->mparents)
+      if (p && index.count(p)) last_use[p] = std::max(last_use[p], index[u]);
+    if (u->tied_to && index.count(u->tied_to)) last_use[u->tied_to] = std::max(last_use[u->tied_to], index[u]);
+  }
+  for (Node* u : c.order) {
+    if (u == &keep || u->weak_from_this().use_count() > internal[u]) continue;
+    c.eliminated[last_use[u]].push_back(u);
+  }
+}
 
 /// Whether the marginalized discrete u may be a coordinate of the joint law that takes over its component: each
 /// of its marginalized parents is discrete (a count of a marginalized conjugate parent is not: its parameter's
@@ -82,6 +113,7 @@ std::optional<Component> component_of(Node& n) {
     }
   }
   for (Node* u : c.order) c.held.push_back(u->shared_from_this());
+  plan_elimination(c, n);
   return c;
 }
 
@@ -203,22 +235,38 @@ JointPmf component_law(const Component& c, const Inputs& in, std::size_t i, std:
   axes.clear();
   auto append = [&](const JointPmf& e) { d = d ? outer(*d, e, t) : e; };
   auto conditioned = [&](Node* u) {
-    if (const auto it = in.law.find(u); it != in.law.end()) *d = reweight(*d, d->rank() - 1, it->second[i]);
+    if (const auto it = in.law.find(u); it != in.law.end()) *d = reweight(*d, position(axes, u), it->second[i]);
   };
-  for (Node* u : c.order) {
+  // node order[k] enters the law: its axis, from its parents' (an M-path child, a sum, a tie) or as a top
+  const auto add_node = [&](std::size_t step) {
+    Node* const u = c.order[step];
     if (Node* x = u->tied_to; x && u->mparents == std::array<Node*, 2>{}) {  // Y = a X + c
       d = linear_combination(*d, unit(d->rank(), position(axes, x), u->tie_a), in.constants.at(u)[i], -1, t);
       axes.push_back(u);
-      continue;
+      return;
     }
     if (is_top(*u)) {
       append(with_tails(joint(in.law.at(u)[i]), in.tails.count(u) ? in.tails.at(u).get() : nullptr, i));
       axes.push_back(u);
-      continue;
+      return;
     }
     if (const auto* child = std::get_if<DiscreteChild>(&u->kind)) {
-      d = append_child(*d, position(axes, u->mparents[0]), child->law, t);
-      axes.push_back(u);
+      Node* const p = u->mparents[0];
+      const int pa = position(axes, p);
+      const auto& now = c.eliminated[step];
+      if (std::find(now.begin(), now.end(), p) != now.end() && bounded_child(child->law)) {
+        // the parent is summed out right after: its child takes its axis in place (no table over both)
+        if (const auto* q = std::get_if<Thinning>(&child->law))
+          d = thin_in_place(*d, pa, q->keep);
+        else if (const auto* m = std::get_if<MarkovStep>(&child->law))
+          d = markov_step(*d, pa, *m, t);
+        else
+          d = affine(*d, pa, std::get<AffineLaw>(child->law).a, std::get<AffineLaw>(child->law).c, t);
+        axes[static_cast<std::size_t>(pa)] = u;
+      } else {
+        d = append_child(*d, pa, child->law, t);
+        axes.push_back(u);
+      }
     } else if (const auto* s = std::get_if<Sum>(&u->kind)) {
       Coordinates kappa(axes.size(), 0);
       int folded = 0;
@@ -259,11 +307,18 @@ JointPmf component_law(const Component& c, const Inputs& in, std::size_t i, std:
       // Y = a X + c, with a law of its own given its marginalized parents: the joint law on that event, with X's
       // marginal (which already holds what the tie's observation said) kept: p(x) p(parents | Y = a x + c)
       const int xa = position(axes, x);
-      d = restricted_to_tie(*d, d->rank() - 1, xa, u->tie_a, in.constants.at(u)[i]);
+      d = restricted_to_tie(*d, position(axes, u), xa, u->tie_a, in.constants.at(u)[i]);
       d = reweight(*d, xa, in.law.at(x)[i]);
-      continue;
+      return;
     }
     conditioned(u);
+  };
+  for (std::size_t k = 0; k < c.order.size(); ++k) {
+    add_node(k);
+    // the plan's eliminations: nodes nothing reads any more, summed out now rather than after the whole law is
+    // built (a chain of dead nodes would otherwise multiply their extents); a parent replaced in place is gone
+    for (Node* u : c.eliminated[k])
+      if (std::find(axes.begin(), axes.end(), u) != axes.end()) drop_axis(*d, axes, position(axes, u));
   }
   return *d;
 }
@@ -292,6 +347,7 @@ Absorbed absorb(Node& n) {
   g->laws = std::move(laws);
   for (Node* u : axes) g->members.push_back(u ? u->weak_from_this() : std::weak_ptr<Node>());
   std::vector<std::shared_ptr<Node>> joined;  // a JointSum's Y that became an axis
+  std::vector<std::weak_ptr<Node>> eliminated;
   for (Node* u : axes)
     if (u && std::find(c->order.begin(), c->order.end(), u) == c->order.end()) joined.push_back(u->shared_from_this());
   for (Node* u : c->order) {
@@ -304,11 +360,19 @@ Absorbed absorb(Node& n) {
     u->tie_base.clear();
     u->tails.reset();
     u->operand_y.reset();
-    become_member(*u, g);
+    if (std::find(axes.begin(), axes.end(), u) != axes.end()) {
+      become_member(*u, g);
+    } else {  // summed out by the plan: nothing else holds it, so it goes with the component's hold below
+      u->marginal.clear();
+      u->operands.reset();
+      eliminated.push_back(u->weak_from_this());
+    }
   }
   for (const auto& y : joined) become_member(*y, g);
   joined.clear();
   c->held.clear();
+  for (const auto& u : eliminated)
+    if (!u.expired()) throw std::logic_error("tally::runtime: a variable summed out of a joint law is still held");
   sweep(g, ctx);
   return Absorbed::done;
 }

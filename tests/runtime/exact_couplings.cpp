@@ -3,6 +3,8 @@
 // against a 50-digit enumeration of its joint law.
 #include <catch2/catch.hpp>
 #include <Eigen/Core>
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -279,5 +281,73 @@ TEST_CASE("A sum tied by an observation keeps what it said after its partner die
     CHECK(child[0] == Approx(0.0).margin(1e-14));
     CHECK(child.exact());
     CHECK(pdf(g.marginal(b)[1], 0) == Approx(1.0).epsilon(1e-14));
+  }
+}
+
+namespace {
+/// log P(X + sign_d D = y) for X ~ Poisson(rate), D | X ~ Binomial(X, q), summed in long double.
+double log_sum_with_thinned(double rate, double q, std::int64_t y, std::int64_t top) {
+  long double p = 0;
+  for (std::int64_t x = 0; x <= top; ++x) {
+    const std::int64_t d = y - x;
+    if (d < 0 || d > x) continue;
+    p += std::exp(static_cast<long double>(log_pdf(Poisson(rate), x) + log_pdf(Binomial(x, q), d)));
+  }
+  return static_cast<double>(std::log(p));
+}
+}  // namespace
+
+TEST_CASE("A variable plus its descendant through a chain of unheld thinnings is exact at any depth",
+          "[runtime][exact]") {
+  // X ~ Poisson(20); D = X thinned k times (no handle on the steps between); observe X + D = 30. The chain's
+  // steps are summed out as the joint law is built (their only owners are the chain's links), so the table never
+  // holds more than X, the step being added and D: it was refused past depth 3 (the product of every step's
+  // extent exceeded the budget).
+  const auto live = Graph::live_nodes();
+  for (const int depth : {1, 2, 5, 12, 40}) {
+    INFO("depth " << depth);
+    Graph g(2, 1, Device::cpu);
+    g.strict(true);
+    const Variable x = g.assume(Poisson(20.0));
+    Variable d = x;
+    for (int k = 0; k < depth; ++k) d = g.assume(d, Thinning(0.9));
+    const Observation o = g.observe(g.add(x, d), 30);
+    CHECK(o.exact());
+    const double q = std::pow(0.9, depth);
+    for (std::size_t i = 0; i < 2; ++i) CHECK(o[i] == Approx(log_sum_with_thinned(20.0, q, 30, 30)).epsilon(1e-11));
+    // X's posterior: P(X = x | X + D = 30) proportional to Poisson(x; 20) Binomial(30 - x; x, q) (a joint law
+    // cuts its axes' outer values below the tolerance, 1e-15: the margin)
+    const Pmf mx = g.marginal(x)[1];
+    for (std::int64_t v = 15; v <= 30; ++v) {
+      const double want = std::exp(log_pdf(Poisson(20.0), v) + log_pdf(Binomial(v, q), 30 - v) - o[0]);
+      CHECK(pdf(mx, v) == Approx(want).epsilon(1e-9).margin(1e-15));
+    }
+  }
+  REQUIRE(Graph::live_nodes() == live);
+}
+
+TEST_CASE("A deep diamond: two chains of unheld thinnings from one count, their sum observed, exact",
+          "[runtime][exact]") {
+  // X ~ Poisson(12); A = X thinned 6 times, B = X thinned 9 times (by 0.85); observe A + B = 7. Given X = x,
+  // A ~ Binomial(x, a), B ~ Binomial(x, b) independently: P = sum_x Poisson(x) sum_u Bin(u; x, a) Bin(7 - u; x, b).
+  const double a = std::pow(0.85, 6), b = std::pow(0.85, 9);
+  long double p = 0;
+  for (std::int64_t x = 0; x <= 90; ++x)
+    for (std::int64_t u = 0; u <= std::min<std::int64_t>(x, 7); ++u)
+      if (7 - u <= x)
+        p += std::exp(static_cast<long double>(log_pdf(Poisson(12.0), x) + log_pdf(Binomial(x, a), u) +
+                                               log_pdf(Binomial(x, b), 7 - u)));
+  for (const bool hold_x : {true, false}) {
+    INFO("x held " << hold_x);
+    Graph g(1, 1, Device::cpu);
+    g.strict(true);
+    Variable x = g.assume(Poisson(12.0));
+    Variable ca = x, cb = x;
+    for (int k = 0; k < 6; ++k) ca = g.assume(ca, Thinning(0.85));
+    for (int k = 0; k < 9; ++k) cb = g.assume(cb, Thinning(0.85));
+    if (!hold_x) x = Variable{};
+    const Observation o = g.observe(g.add(ca, cb), 7);
+    CHECK(o.exact());
+    CHECK(o[0] == Approx(static_cast<double>(std::log(p))).epsilon(1e-11));
   }
 }

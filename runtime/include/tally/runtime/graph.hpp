@@ -161,9 +161,12 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// joint law of k coordinates holds the product of their ranges per distinct particle table (particles with equal
 /// tables share one), sums and differences of coordinates included (a live sum is an axis of its own, so a program
 /// that keeps many sums of sums of one variable alive can pass the budget: 9 random programs in 1.6 million did,
-/// on the CPU and on CUDA graphs); the elimination order is the program's (a variable is summed out at the first operation after
-/// nothing can reach it). A chain of add()s grafts in time linear in its length (an operand that is its own only
-/// ancestor is answered at once by the shared-ancestor search).
+/// on the CPU and on CUDA graphs). Elimination order: a variable is summed out at the first operation after nothing
+/// can reach it; when a component is taken over, its law is built parents first and each variable that nothing
+/// outside the component holds is summed out as soon as the last node that reads it has entered (a child that is
+/// its only reader takes its coordinate in place), so that a chain of unheld steps between two held variables
+/// costs one table over those two and one step, whatever its length. A chain of add()s grafts in time linear in
+/// its length (an operand that is its own only ancestor is answered at once by the shared-ancestor search).
 /// Sampling happens only past the budget: a joint law larger than Truncation::max_joint_bytes over all particles
 /// (default 256 MiB; 0 turns joint laws off) is not formed, and the variables that would enter it are drawn from
 /// their exact posteriors first, reported as Fallback::joint_limit (refused in strict mode before anything is
