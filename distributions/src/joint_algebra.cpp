@@ -56,6 +56,36 @@ JointPmf add_independent(const JointPmf& d, int axis, const Pmf& y, const Pmf& y
   }
 }
 
+Pmf linear_form_law(const JointPmf& d, const Coordinates& coefficients, std::int64_t constant, const Truncation& t) {
+  const char* who = "tally::linear_form_law";
+  const int k = d.rank();
+  if (static_cast<int>(coefficients.size()) != k)
+    detail::fail<shape_error>(who, ": ", coefficients.size(), " coefficients for a joint law of rank ", k);
+  // the range of V over the box, in 128 bits
+  detail::int128 v_lo = constant, v_hi = constant;
+  for (int a = 0; a < k; ++a) {
+    const detail::int128 c = coefficients[static_cast<std::size_t>(a)];
+    const detail::int128 p = c * d.lo(a), q = c * d.hi(a);
+    v_lo += std::min(p, q);
+    v_hi += std::max(p, q);
+  }
+  if (v_lo < std::numeric_limits<std::int64_t>::min() || v_hi > std::numeric_limits<std::int64_t>::max())
+    detail::fail<overflow_error>(who, ": the form's range leaves the 64-bit integer range");
+  if (v_hi - v_lo + 1 > t.max_size)
+    detail::fail<overflow_error>(who, ": the law needs ", static_cast<double>(v_hi - v_lo + 1),
+                                 " entries, more than max_size = ", t.max_size);
+  Eigen::VectorXd w = Eigen::VectorXd::Zero(static_cast<Eigen::Index>(v_hi - v_lo + 1));
+  detail::for_each_index(d.shape(), [&](const Coordinates& idx, Eigen::Index flat) {
+    const double x = d.weights()[flat];
+    if (x == 0.0) return;
+    detail::int128 v = constant;
+    for (std::size_t a = 0; a < idx.size(); ++a)
+      v += static_cast<detail::int128>(coefficients[a]) * (d.lo()[a] + idx[a]);
+    w[static_cast<Eigen::Index>(v - v_lo)] += x;
+  });
+  return Pmf(static_cast<std::int64_t>(v_lo), std::move(w), d.log_scale(), d.error_bound());
+}
+
 JointPmf linear_combination(const JointPmf& d, const Coordinates& coefficients, std::int64_t constant, int replace,
                             const Truncation& t) {
   const char* who = "tally::linear_combination";

@@ -388,6 +388,8 @@ JointPmf trim_dropped(const JointPmf& x, double tolerance, double law_mass) {
   const double c = cut.size() == 0 ? 0.0 : cut.sum();
   if (c == 0.0) return x;
   const double kept_sum = kept.sum();
+  // the box left holds none of it (its mass lay on the box's far sides, around zeros): kept whole
+  if (!(kept_sum > 0.0)) return x;
   return JointPmf(x.lo(), x.shape(), std::move(kept), x.log_scale(), (x.error_bound() * (kept_sum + c) + c) / kept_sum);
 }
 }  // namespace

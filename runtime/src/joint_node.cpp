@@ -27,12 +27,84 @@ JointPmf append_child(const JointPmf& d, int axis, const ChildLaw& law, const Tr
                     law);
 }
 
+namespace {
+bool same_node(const std::weak_ptr<Node>& a, const std::weak_ptr<Node>& b) {
+  return !a.owner_before(b) && !b.owner_before(a);
+}
+}  // namespace
+
+JointGroup::LinearMember* linear_member(JointGroup& g, const Node& n) {
+  for (auto& l : g.linear)
+    if (l.node.lock().get() == &n) return &l;
+  return nullptr;
+}
+
+Coordinates coefficients_of(const JointGroup& g, const JointGroup::LinearMember& l) {
+  Coordinates k(static_cast<std::size_t>(g.rank()), 0);
+  for (const auto& [node, a] : l.terms) {
+    std::size_t at = 0;
+    while (at < g.members.size() && !same_node(g.members[at], node)) ++at;
+    if (at == g.members.size()) throw std::logic_error("tally::runtime: a linear member reads a missing axis");
+    k[at] += a;
+  }
+  return k;
+}
+
+bool read_by_linear(const JointGroup& g, int a) {
+  const auto& m = g.members[static_cast<std::size_t>(a)];
+  for (const auto& l : g.linear)
+    for (const auto& term : l.terms)
+      if (same_node(term.first, m)) return true;
+  return false;
+}
+
+void materialize(const std::shared_ptr<JointGroup>& gp, std::size_t k, Context& ctx) {
+  JointGroup& g = *gp;
+  const Truncation t = joint_truncation(ctx);
+  const JointGroup::LinearMember& l = g.linear[k];
+  const Coordinates kappa = coefficients_of(g, l);
+  if (g.members.empty())  // every axis was realized: l is its constant
+    g.laws = compute(
+        ctx, [&](std::size_t i) { return joint(Pmf(l.constant(i), Eigen::VectorXd::Ones(1))); },
+        [&](std::size_t i) { return l.constants.empty() || repeats(l.constants, i); });
+  else
+    g.laws = compute(
+      ctx, [&](std::size_t i) { return linear_combination(*g.laws[i], kappa, l.constant(i), -1, t); },
+      [&](std::size_t i) { return repeats(g.laws, i) && (l.constants.empty() || repeats(l.constants, i)); });
+  g.members.push_back(l.node);
+  g.linear.erase(g.linear.begin() + static_cast<std::ptrdiff_t>(k));
+}
+
+int member_axis(const std::shared_ptr<JointGroup>& g, Node& n) {
+  for (std::size_t k = 0; k < g->linear.size(); ++k)
+    if (g->linear[k].node.lock().get() == &n) {
+      materialize(g, k, *n.context);
+      break;
+    }
+  return axis_of(*g, n);
+}
+
 /// Sums out the axes nobody needs, and dissolves a group left with one live member (it becomes an ordinary
-/// marginalized node with its marginal).
+/// marginalized node with its marginal). A linear member nobody holds is dropped; one whose form reads an axis
+/// nobody needs becomes an axis first (where the budget allows: otherwise that axis stays for now).
 void sweep(const std::shared_ptr<JointGroup>& gp, Context& ctx) {
   JointGroup& g = *gp;
+  std::erase_if(g.linear, [](const JointGroup::LinearMember& l) { return l.node.expired(); });
   for (int a = g.rank(); a-- > 0;) {
     if (!g.members[static_cast<std::size_t>(a)].expired()) continue;
+    if (read_by_linear(g, a)) {
+      try {
+        for (std::size_t k = g.linear.size(); k-- > 0;) {
+          const auto& terms = g.linear[k].terms;
+          if (std::any_of(terms.begin(), terms.end(), [&](const auto& term) {
+                return same_node(term.first, g.members[static_cast<std::size_t>(a)]);
+              }))
+            materialize(gp, k, ctx);  // appended: axis a keeps its place
+        }
+      } catch (const over_budget&) {
+        continue;
+      }
+    }
     if (g.rank() == 1) {
       g.members.clear();
       g.laws.clear();
@@ -45,7 +117,7 @@ void sweep(const std::shared_ptr<JointGroup>& gp, Context& ctx) {
         [&](std::size_t i) { return repeats(g.laws, i); });
     g.members.erase(g.members.begin() + a);
   }
-  if (g.rank() == 1) {
+  if (g.rank() == 1 && g.linear.empty()) {
     const auto m = g.members[0].lock();
     m->marginal = place(ctx, per_particle<Pmf>(
                                  ctx.particles, [&](std::size_t i) { return marginal(*g.laws[i], 0); },
@@ -101,13 +173,22 @@ std::shared_ptr<JointGroup> couple(const std::vector<Node*>& nodes) {
     const auto from = p->group;
     Context& ctx = *p->context;
     const Truncation t = joint_truncation(ctx);
-    g->laws = compute(
-        ctx, [&](std::size_t i) { return outer(*g->laws[i], *from->laws[i], t); },
-        [&](std::size_t i) { return repeats(g->laws, i) && repeats(from->laws, i); });
+    // a group with no axis left (every one realized) holds only constant linear members: no table to multiply
+    if (from->rank() > 0 && g->rank() == 0)
+      g->laws = from->laws;
+    else if (from->rank() > 0)
+      g->laws = compute(
+          ctx, [&](std::size_t i) { return outer(*g->laws[i], *from->laws[i], t); },
+          [&](std::size_t i) { return repeats(g->laws, i) && repeats(from->laws, i); });
     for (auto& m : from->members) {
       g->members.push_back(m);
       if (auto live = m.lock()) live->group = g;
     }
+    for (auto& l : from->linear) {  // their terms name members, which keep their nodes
+      if (auto live = l.node.lock()) live->group = g;
+      g->linear.push_back(std::move(l));
+    }
+    from->linear.clear();
   }
   return g;
 }
@@ -139,12 +220,31 @@ void join_child(Node& n, const ChildLaw& law) {
   std::vector<std::shared_ptr<Node>> held{n.parents[0]};
   Node& x = *held[0];
   const auto g = x.group;
-  const int a = axis_of(*g, x);
   // x lives on when anything beyond held and n.parents holds it (a handle, another child)
   const bool live = x.weak_from_this().use_count() > 2;
+  const auto* map = std::get_if<AffineLaw>(&law);
+  if (map && (live || linear_member(*g, x))) {
+    // n = a x + c: a linear member (no axis), its form x's times a where x is one
+    JointGroup::LinearMember l{n.weak_from_this(), {{x.weak_from_this(), map->a}}, map->c, {}};
+    if (const auto* lx = linear_member(*g, x)) {
+      l.terms.clear();
+      for (const auto& [node, coefficient] : lx->terms) l.terms.emplace_back(node, map->a * coefficient);
+      l.offset = map->a * lx->offset + map->c;
+      for (const std::int64_t c : lx->constants) l.constants.push_back(map->a * c);
+    }
+    if (map->a == 0) l.terms.clear();
+    g->linear.push_back(std::move(l));
+    become_member(n, g);
+    held.clear();
+    sweep(g, ctx);
+    return;
+  }
+  const int a = member_axis(g, x);
   const bool thinning = std::holds_alternative<Thinning>(law);
-  // x is summed out at once: Y takes its place (thinning, Markov step, affine map; a Poisson child is appended)
-  const bool in_place = !live && !std::holds_alternative<ScaledPoisson>(law) && !std::holds_alternative<IndexedPoisson>(law);
+  // x is summed out at once: Y takes its place (thinning, Markov step, affine map; a Poisson child is appended),
+  // unless a linear member reads x
+  const bool in_place = !live && !std::holds_alternative<ScaledPoisson>(law) &&
+                        !std::holds_alternative<IndexedPoisson>(law) && !read_by_linear(*g, a);
   // the batch form: a bounded child; in place, a thinning appends Y before X is summed out
   const int rank_out = !bounded_child(law) ? 0 : g->rank() + (!in_place || thinning ? 1 : 0);
   bool batched_here = false;
@@ -208,6 +308,53 @@ void join_sum(Node& z, int sign) {
     }
   }
   const auto g = couple(axis_nodes);
+  // z a linear member (no axis) where nothing is convolved in and no operand's axis can simply be replaced by z's
+  // (an axis operand nobody needs afterwards, which no linear member reads)
+  bool linear = folded.empty();
+  for (int k = 0; k < 2 && linear; ++k) {
+    Node& p = *held[static_cast<std::size_t>(k)];
+    if (p.state != State::realized && !linear_member(*g, p) && !live(p) && !read_by_linear(*g, axis_of(*g, p)))
+      linear = false;
+  }
+  if (linear) {
+    JointGroup::LinearMember l{z.weak_from_this(), {}, 0, {}};
+    const auto add_term = [&](const std::weak_ptr<Node>& node, std::int64_t coefficient) {
+      for (auto& term : l.terms)
+        if (!term.first.owner_before(node) && !node.owner_before(term.first)) {
+          term.second += coefficient;
+          return;
+        }
+      l.terms.emplace_back(node, coefficient);
+    };
+    const auto add_constants = [&](const std::vector<std::int64_t>& c, std::int64_t coefficient) {
+      if (c.empty()) return;
+      if (l.constants.empty()) l.constants.assign(ctx.particles, 0);
+      for (std::size_t i = 0; i < ctx.particles; ++i) l.constants[i] += coefficient * c[i];
+    };
+    for (const auto& [v, sv] : constants) add_constants(v, sv);
+    for (int k = 0; k < 2; ++k) {
+      Node& p = *held[static_cast<std::size_t>(k)];
+      if (p.state == State::realized) continue;
+      if (const auto* lp = linear_member(*g, p)) {
+        for (const auto& [node, coefficient] : lp->terms) add_term(node, coef[k] * coefficient);
+        l.offset += coef[k] * lp->offset;
+        add_constants(lp->constants, coef[k]);
+      } else {
+        add_term(p.weak_from_this(), coef[k]);
+      }
+    }
+    std::erase_if(l.terms, [](const auto& term) { return term.second == 0; });
+    g->linear.push_back(std::move(l));
+    become_member(z, g);
+    held.clear();
+    sweep(g, ctx);
+    return;
+  }
+  // operands that are linear members become axes first
+  for (int k = 0; k < 2; ++k) {
+    Node& p = *held[static_cast<std::size_t>(k)];
+    if (p.state != State::realized && p.group) member_axis(g, p);
+  }
   Coordinates kappa(static_cast<std::size_t>(g->rank()), 0);
   int replace = -1;
   for (int k = 0; k < 2; ++k) {
@@ -215,7 +362,7 @@ void join_sum(Node& z, int sign) {
     if (p.state == State::realized || !p.group) continue;
     const int a = axis_of(*g, p);
     kappa[static_cast<std::size_t>(a)] += coef[k];
-    if (!live(p)) replace = a;
+    if (!live(p) && !read_by_linear(*g, a)) replace = a;
   }
   std::vector<std::int64_t> constant_of;  // c_i, by particle (empty: none)
   if (!constants.empty()) {
@@ -279,16 +426,53 @@ bool join_joint_sum(Node& z, const JointSum& j) {
   if (y_form == joins) held.push_back(y->parents[0]);
   const bool standalone = !x.group;  // then couple() gives X a group of its own, undone if the join fails
   const auto g = couple({&x});
-  const int a = axis_of(*g, x);
+  const int a = member_axis(g, x);
   // X's references: held, z.parents and (when Y joins) Y's parents
   const long own = 2 * static_cast<long>(held.size());
   const bool x_live = x.weak_from_this().use_count() > own;
   const auto* thinning = std::get_if<Thinning>(&j.law);
-  const bool split_in_place = y_form == joins && thinning && j.sign_x == 1 && j.sign_y == -1 && !x_live;
+  const bool split_in_place =
+      y_form == joins && thinning && j.sign_x == 1 && j.sign_y == -1 && !x_live && !read_by_linear(*g, a);
   int y_axis = -1;
-  if (y_form == member) y_axis = axis_of(*g, *y);
+  if (y_form == member) y_axis = member_axis(g, *y);
   std::vector<std::int64_t> y_values;
   if (y_form == realized) y_values = to_vector(y->value);
+  if (!split_in_place && y_form != folded) {
+    // z = s_x X + s_y Y a linear member (no axis), after Y joins as an axis where it lives on
+    if (y_form == joins) {
+      try {
+        g->laws = compute_batched(
+            ctx, g->laws, bounded_child(j.law) ? g->rank() + 1 : 0,
+            [&](std::size_t i) { return append_child(*g->laws[i], a, j.law, t); },
+            [&](const Starts& s, const BatchPlace& where) { return child_batch(g->laws, s, where, a, j.law, false); },
+            [&](std::size_t i) { return repeats(g->laws, i); });
+      } catch (...) {  // as below: X as it was
+        if (standalone && x.group == g && g->members.size() == 1 && g->linear.empty()) {
+          Laws alone = group_marginal(x);
+          x.group.reset();
+          x.marginal = std::move(alone);
+        }
+        throw;
+      }
+      g->members.push_back(y->weak_from_this());
+      become_member(*y, g);
+    }
+    JointGroup::LinearMember l{z.weak_from_this(), {{x.weak_from_this(), j.sign_x}}, 0, {}};
+    if (y_form == realized)
+      for (const std::int64_t v : y_values) l.constants.push_back(j.sign_y * v);
+    else if (y == &x)
+      l.terms[0].second += j.sign_y;
+    else
+      l.terms.emplace_back(y->weak_from_this(), j.sign_y);
+    std::erase_if(l.terms, [](const auto& term) { return term.second == 0; });
+    g->linear.push_back(std::move(l));
+    become_member(z, g);
+    z.operand_y.reset();
+    yp.reset();
+    held.clear();
+    sweep(g, ctx);
+    return true;
+  }
   // A failure (a table past max_size in some particle: over_budget, then the ordinary JointSum) leaves X as it
   // was: a group of its own left behind would hold X's law, and the ordinary JointSum's conditioning of X (which
   // sets X.marginal) would be lost (fuzz/corpus/engine/regress-p1p8-jointsum-408018b8d4)
@@ -363,6 +547,8 @@ SelectedFrame selected_frame(Node& n) {
   f.parents.push_back(n.parents[0].get());
   for (const auto& p : n.more_parents) f.parents.push_back(p.get());
   f.g = couple(f.parents);
+  for (Node* p : f.parents)
+    if (p->state != State::realized) member_axis(f.g, *p);  // a linear member becomes an axis
   for (Node* p : f.parents) {
     if (p->state == State::realized) {
       f.values.push_back(to_vector(p->value));

@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "dropped_tails.hpp"
@@ -32,6 +34,20 @@ struct JointGroup {
   using Laws = Batch<std::shared_ptr<const JointPmf>>;
   Laws laws;
   std::vector<std::weak_ptr<Node>> members;  // an empty or expired entry is an axis nobody needs: summed out
+  /// A member that is a linear form of axes, $V = c_i + \sum_k a_k X_k$ (a sum, a difference or an affine map
+  /// of members, with realized operands in c): a derived coordinate, kept out of the table. Its law is read from the
+  /// table's hyperplanes, its realization conditions the table on one, and it becomes an axis only where an
+  /// operation needs one (a child of it; an axis of its form summed out), so that live sums of coupled variables
+  /// do not multiply the table's size. terms name the axes by their member (never an empty one); coefficients are
+  /// nonzero; no terms: V is the constant c_i.
+  struct LinearMember {
+    std::weak_ptr<Node> node;
+    std::vector<std::pair<std::weak_ptr<Node>, std::int64_t>> terms;
+    std::int64_t offset = 0;
+    std::vector<std::int64_t> constants;  // c_i = offset + constants[i] (empty: offset)
+    std::int64_t constant(std::size_t i) const { return offset + (constants.empty() ? 0 : constants[i]); }
+  };
+  std::vector<LinearMember> linear;
   int rank() const { return static_cast<int>(members.size()); }
   std::size_t bytes() const;
 };
@@ -79,7 +95,12 @@ JointPmf thin_in_place(const JointPmf& d, int axis, double q);
 JointPmf split_in_place(const JointPmf& d, int axis, double q);
 /// Resampling: the groups of the live nodes, each gathered once (aside: commit with the returned function).
 struct GroupGather {
-  std::vector<std::pair<JointGroup*, JointGroup::Laws>> gathered;
+  struct Gathered {
+    JointGroup* group;
+    JointGroup::Laws laws;
+    std::vector<std::vector<std::int64_t>> constants;  // its linear members' c_i, in order
+  };
+  std::vector<Gathered> gathered;
   void commit();
 };
 GroupGather gather_groups(Node* first_live, const std::vector<std::size_t>& ancestors);

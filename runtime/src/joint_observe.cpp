@@ -35,7 +35,21 @@ JointConditioned condition_selected(const JointPmf& d, const SelectedChild& s, i
 using namespace joint_steps;
 
 Laws group_marginal(Node& n) {
-  const JointGroup& g = *n.group;
+  JointGroup& g = *n.group;
+  if (const auto* l = linear_member(g, n)) {  // the law of c_i + kappa . x, read from the table
+    const Coordinates kappa = l->terms.empty() ? Coordinates{} : coefficients_of(g, *l);
+    const Truncation& t = n.context->truncation;  // a Pmf's limits
+    return place(*n.context, per_particle<Pmf>(
+                                 n.context->particles,
+                                 [&](std::size_t i) {
+                                   if (kappa.empty()) return Pmf(l->constant(i), Eigen::VectorXd::Ones(1));
+                                   return linear_form_law(*g.laws[i], kappa, l->constant(i), t);
+                                 },
+                                 [&](std::size_t i) {
+                                   return (kappa.empty() || repeats(g.laws, i)) &&
+                                          (l->constants.empty() || repeats(l->constants, i));
+                                 }));
+  }
   const int a = axis_of(g, n);
   return place(*n.context, per_particle<Pmf>(
                                n.context->particles, [&](std::size_t i) { return marginal(*g.laws[i], a); },
@@ -45,7 +59,41 @@ Laws group_marginal(Node& n) {
 void group_realize(Node& n, const Values& values) {
   const auto g = n.group;
   Context& ctx = *n.context;
+  if (auto* l = linear_member(*g, n)) {  // the table conditioned on its hyperplane c_i + kappa . x = v_i
+    const std::vector<std::int64_t> v = to_vector(values);
+    if (!l->terms.empty()) {
+      const Coordinates kappa = coefficients_of(*g, *l);
+      g->laws = shared_per_particle(
+          ctx.particles,
+          [&](std::size_t i) {
+            const JointConditioned c = condition_on_linear(*g->laws[i], kappa, v[i] - l->constant(i));
+            // no mass there: that particle is dead, any law will do
+            return c.posterior ? c.posterior->normalized() : *g->laws[i];
+          },
+          [&](std::size_t i) {
+            return repeats(g->laws, i) && repeats(v, i) && (l->constants.empty() || repeats(l->constants, i));
+          });
+    }
+    g->linear.erase(g->linear.begin() + (l - g->linear.data()));
+    n.group.reset();
+    n.marginal.clear();
+    sweep(g, ctx);
+    return;
+  }
   const int a = axis_of(*g, n);
+  {  // the linear members that read n's axis read its value instead
+    const std::vector<std::int64_t> v = to_vector(values);
+    const auto& me = g->members[static_cast<std::size_t>(a)];
+    for (auto& l : g->linear)
+      for (auto it = l.terms.begin(); it != l.terms.end();)
+        if (!it->first.owner_before(me) && !me.owner_before(it->first)) {
+          if (l.constants.empty()) l.constants.assign(ctx.particles, 0);
+          for (std::size_t i = 0; i < ctx.particles; ++i) l.constants[i] += it->second * v[i];
+          it = l.terms.erase(it);
+        } else {
+          ++it;
+        }
+  }
   if (g->rank() == 1) {
     g->members.clear();
     g->laws.clear();
@@ -99,7 +147,15 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
     Node* x = child.parents[0].get();
     if (x == nullptr || !x->group) return false;
     g = x->group;
-    const int a = axis_of(*g, *x);
+    int a = 0;
+    try {
+      a = member_axis(g, *x);  // a linear member becomes an axis
+    } catch (const over_budget&) {  // past the budget: x is drawn (reported), and the child observed as usual
+      const auto hold = x->shared_from_this();
+      fallback(*x, Fallback::joint_limit);
+      sample(*x);
+      return false;
+    }
     // the distinct (table, y) pairs, then each particle's result from its run's first particle
     const RunStarts runs(ctx.particles, [&](std::size_t i) { return repeats(g->laws, i) && repeats(y, i); });
     std::vector<JointConditioned> made;  // the batch's results, one per start (empty: the host's formulas)
@@ -153,7 +209,10 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
 }
 
 void GroupGather::commit() {
-  for (auto& [g, laws] : gathered) g->laws = std::move(laws);
+  for (auto& [g, laws, constants] : gathered) {
+    g->laws = std::move(laws);
+    for (std::size_t k = 0; k < constants.size(); ++k) g->linear[k].constants = std::move(constants[k]);
+  }
 }
 
 GroupGather gather_groups(Node* first_live, const std::vector<std::size_t>& ancestors) {
@@ -165,7 +224,14 @@ GroupGather gather_groups(Node* first_live, const std::vector<std::size_t>& ance
     seen.push_back(g);
     JointGroup::Laws laws = g->laws;
     laws.select(ancestors);
-    out.gathered.emplace_back(g, std::move(laws));
+    std::vector<std::vector<std::int64_t>> constants;
+    for (const auto& l : g->linear) {
+      std::vector<std::int64_t> c;
+      if (!l.constants.empty())
+        for (const std::size_t a : ancestors) c.push_back(l.constants[a]);
+      constants.push_back(std::move(c));
+    }
+    out.gathered.push_back({g, std::move(laws), std::move(constants)});
   }
   return out;
 }

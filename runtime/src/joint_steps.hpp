@@ -124,6 +124,18 @@ inline int axis_of(const JointGroup& g, const Node& n) {
   throw std::logic_error("tally::runtime: a joint node's member is missing from its law");
 }
 
+// ---- linear members (JointGroup::LinearMember) -------------------------------------------------------------------
+/// n's entry among g's linear members, or nullptr.
+JointGroup::LinearMember* linear_member(JointGroup& g, const Node& n);
+/// The coefficients of l's form over g's axes (logic_error where an axis it reads is missing).
+Coordinates coefficients_of(const JointGroup& g, const JointGroup::LinearMember& l);
+/// Whether a linear member's form reads axis a (then a is not summed out or replaced before it becomes an axis).
+bool read_by_linear(const JointGroup& g, int a);
+/// Linear member k becomes an axis of g (appended): over_budget past the budget, and nothing changed.
+void materialize(const std::shared_ptr<JointGroup>& g, std::size_t k, Context& ctx);
+/// n's axis in g, n made an axis first where it is a linear member (over_budget past the budget).
+int member_axis(const std::shared_ptr<JointGroup>& g, Node& n);
+
 inline Coordinates unit(int rank, int axis, std::int64_t coefficient) {
   Coordinates k(static_cast<std::size_t>(rank), 0);
   k[static_cast<std::size_t>(axis)] = coefficient;

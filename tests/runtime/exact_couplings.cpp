@@ -351,3 +351,42 @@ TEST_CASE("A deep diamond: two chains of unheld thinnings from one count, their 
     CHECK(o[0] == Approx(static_cast<double>(std::log(p))).epsilon(1e-11));
   }
 }
+
+TEST_CASE("Live sums of sums of coupled variables are read from one small table (linear members)",
+          "[runtime][exact]") {
+  // x ~ Poisson(10); a = Binomial(x, .5); s1 = x + a; s2 = s1 + a; s3 = s2 - x (= 2a); s4 = s3 + s1 (= x + 3a),
+  // every handle alive. The sums are linear forms of x and a, kept out of the table: under a budget of 64 KiB
+  // (a table over x and a takes about 20 KiB; one more axis for each live sum would need megabytes) the program
+  // is exact, observations and marginals alike.
+  const Joint joint = enumerate({poisson_kernel(10), thinning_kernel(0, .5)});
+  const Event first = [](const Assignment& v) { return v[0] + 3 * v[1] == 14; };
+  const Event both = [](const Assignment& v) { return v[0] + 3 * v[1] == 14 && v[0] + v[1] == 8; };
+  const auto live = Graph::live_nodes();
+  for (const std::size_t particles : {std::size_t{1}, std::size_t{3}}) {
+    Truncation t;
+    t.max_joint_bytes = 64 << 10;
+    Graph g(particles, 1, Device::cpu, t);
+    g.strict(true);
+    const Variable x = g.assume(Poisson(10.0));
+    const Variable a = g.assume(x, Thinning(.5));
+    const Variable s1 = g.add(x, a);
+    const Variable s2 = g.add(s1, a);
+    const Variable s3 = g.subtract(s2, x);
+    const Variable s4 = g.add(s3, s1);
+    const Observation o = g.observe(s4, 14);
+    CHECK(o.exact());
+    for (std::size_t i = 0; i < particles; ++i) require_log_prob(o[i], probability(joint, first), 1e-9);
+    require_law_close(g.marginal(x)[0], posterior(joint, 0, first), 1e-9, 1e-13);
+    require_law_close(g.marginal(s1)[particles - 1],
+                      posterior(joint, [](const Assignment& v) { return v[0] + v[1]; }, first), 1e-9, 1e-13);
+    require_law_close(g.marginal(s3)[0], posterior(joint, [](const Assignment& v) { return 2 * v[1]; }, first), 1e-9,
+                      1e-13);
+    // s1 = 8 then fixes both: a = 3, x = 5
+    const Observation o2 = g.observe(s1, 8);
+    CHECK(o2.exact());
+    require_log_prob(o[0] + o2[0], probability(joint, both), 1e-9);
+    CHECK(g.value(x)[0] == 5);
+    CHECK(g.value(s2)[0] == 11);
+  }
+  REQUIRE(Graph::live_nodes() == live);
+}

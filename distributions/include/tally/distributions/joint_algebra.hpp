@@ -36,6 +36,13 @@ JointPmf add_independent(const JointPmf& d, int axis, const Pmf& y, const Pmf& y
 JointPmf linear_combination(const JointPmf& d, const Coordinates& coefficients, std::int64_t constant,
                             int replace = -1, const Truncation& t = {});
 
+/// The law of the linear form \f$V = c + \sum_a \kappa_a X_a\f$, \f$P(V = v) = \sum_{c + \kappa \cdot x = v}
+/// \mu(x)\f$, read from the table without the (X, V) table of linear_combination: one pass over the entries. Error
+/// bound: d's (a deterministic map). shape_error when coefficients has not rank() entries; overflow_error when V's
+/// range leaves int64 or exceeds t.max_size entries.
+Pmf linear_form_law(const JointPmf& d, const Coordinates& coefficients, std::int64_t constant,
+                    const Truncation& t = {});
+
 /// Appends X_a + X_b as a new axis (replace = -1) or puts it in place of X_a (replace = a); a == b gives 2 X_a.
 JointPmf sum_of_coordinates(const JointPmf& d, int a, int b, int replace = -1, const Truncation& t = {});
 
