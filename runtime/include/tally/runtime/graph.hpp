@@ -159,9 +159,10 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// the new child joins that law as a coordinate (elimination on the fly, as above). Which handles are alive changes
 /// which coordinates stay in a table (memory), never whether the answer is exact, within the budget below. Cost: a
 /// joint law of k coordinates holds the product of their ranges per distinct particle table (particles with equal
-/// tables share one), sums and differences of coordinates included (a live sum is an axis of its own, so a program
-/// that keeps many sums of sums of one variable alive can pass the budget: 9 random programs in 1.6 million did,
-/// on the CPU and on CUDA graphs). Elimination order: a variable is summed out at the first operation after nothing
+/// tables share one). Sums, differences and affine maps of coupled variables are not coordinates: each is a linear
+/// form of them (a derived member), its law read from the table's hyperplanes and its observation conditioning the
+/// table on one, so live sums of sums of one variable cost no memory; such a form becomes a coordinate only where
+/// an operation needs one (a child of it, or a variable of its form summed out). Elimination order: a variable is summed out at the first operation after nothing
 /// can reach it; when a component is taken over, its law is built parents first and each variable that nothing
 /// outside the component holds is summed out as soon as the last node that reads it has entered (a child that is
 /// its only reader takes its coordinate in place), so that a chain of unheld steps between two held variables
