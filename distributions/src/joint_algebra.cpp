@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "joint_detail.hpp"
 #include "tally/distributions/joint_child_laws.hpp"
@@ -56,21 +57,30 @@ JointPmf add_independent(const JointPmf& d, int axis, const Pmf& y, const Pmf& y
   }
 }
 
-Pmf linear_form_law(const JointPmf& d, const Coordinates& coefficients, std::int64_t constant, const Truncation& t) {
-  const char* who = "tally::linear_form_law";
-  const int k = d.rank();
-  if (static_cast<int>(coefficients.size()) != k)
-    detail::fail<shape_error>(who, ": ", coefficients.size(), " coefficients for a joint law of rank ", k);
-  // the range of V over the box, in 128 bits
+namespace {
+/// The range [lo, hi] of \f$c + \kappa \cdot x\f$ over d's box (each term at its smaller and its larger end), in
+/// 128 bits; overflow_error where it leaves int64.
+std::pair<detail::int128, detail::int128> form_range(const JointPmf& d, const Coordinates& coefficients,
+                                                     std::int64_t constant, const char* who) {
   detail::int128 v_lo = constant, v_hi = constant;
-  for (int a = 0; a < k; ++a) {
+  for (int a = 0; a < d.rank(); ++a) {
     const detail::int128 c = coefficients[static_cast<std::size_t>(a)];
     const detail::int128 p = c * d.lo(a), q = c * d.hi(a);
     v_lo += std::min(p, q);
     v_hi += std::max(p, q);
   }
   if (v_lo < std::numeric_limits<std::int64_t>::min() || v_hi > std::numeric_limits<std::int64_t>::max())
-    detail::fail<overflow_error>(who, ": the form's range leaves the 64-bit integer range");
+    detail::fail<overflow_error>(who, ": the linear form's range leaves the 64-bit integer range");
+  return {v_lo, v_hi};
+}
+}  // namespace
+
+Pmf linear_form_law(const JointPmf& d, const Coordinates& coefficients, std::int64_t constant, const Truncation& t) {
+  const char* who = "tally::linear_form_law";
+  const int k = d.rank();
+  if (static_cast<int>(coefficients.size()) != k)
+    detail::fail<shape_error>(who, ": ", coefficients.size(), " coefficients for a joint law of rank ", k);
+  const auto [v_lo, v_hi] = form_range(d, coefficients, constant, who);
   if (v_hi - v_lo + 1 > t.max_size)
     detail::fail<overflow_error>(who, ": the law needs ", static_cast<double>(v_hi - v_lo + 1),
                                  " entries, more than max_size = ", t.max_size);
@@ -93,18 +103,7 @@ JointPmf linear_combination(const JointPmf& d, const Coordinates& coefficients, 
   if (static_cast<int>(coefficients.size()) != k)
     detail::fail<shape_error>(who, ": ", coefficients.size(), " coefficients for a joint law of rank ", k);
   if (replace < -1 || replace >= k) detail::fail<shape_error>(who, ": replace = ", replace, " is not in [-1, ", k, ")");
-  // the range of V over the box, in 128 bits
-  detail::int128 v_lo = constant, v_hi = constant;
-  for (int a = 0; a < k; ++a) {
-    const detail::int128 c = coefficients[static_cast<std::size_t>(a)];
-    const detail::int128 p = c * d.lo(a), q = c * d.hi(a);
-    v_lo += std::min(p, q);
-    v_hi += std::max(p, q);
-  }
-  constexpr detail::int128 int64_lo = std::numeric_limits<std::int64_t>::min(),
-                           int64_hi = std::numeric_limits<std::int64_t>::max();
-  if (v_lo < int64_lo || v_hi > int64_hi)
-    detail::fail<overflow_error>(who, ": the new coordinate's range leaves the 64-bit integer range");
+  const auto [v_lo, v_hi] = form_range(d, coefficients, constant, who);
   Coordinates lo = d.lo(), shape = d.shape();
   const std::size_t target = replace < 0 ? shape.size() : static_cast<std::size_t>(replace);
   if (replace < 0) {

@@ -95,6 +95,31 @@ TEST_CASE("joint: sums, differences and affine maps of coordinates", "[joint][al
   REQUIRE_THROWS_WITH(affine(d, 0, 1000, 0, small), Catch::Contains("max_size"));
 }
 
+TEST_CASE("joint: the law of a linear form, read without its table", "[joint][algebra][linear]") {
+  // linear_form_law(d, kappa, c) is the last marginal of linear_combination(d, kappa, c), for fresh random tables
+  // and forms (zero, negative and repeated coefficients), with d's error bound
+  std::mt19937_64 gen(204);
+  std::uniform_int_distribution<std::int64_t> coefficient(-3, 3), constant(-9, 9);
+  for (int trial = 0; trial < 40; ++trial) {
+    const JointPmf d = test::random_joint(gen, {1, -4, 0}, {5, 4, 3}, 250.0, 300.0).with_error_bound(1e-13);
+    const Coordinates kappa{coefficient(gen), coefficient(gen), coefficient(gen)};
+    const std::int64_t c = constant(gen);
+    CAPTURE(trial, kappa[0], kappa[1], kappa[2], c);
+    const Pmf got = linear_form_law(d, kappa, c);
+    const JointPmf full = linear_combination(d, kappa, c);
+    const Pmf want = marginal(full, full.rank() - 1);
+    REQUIRE(got.error_bound() == d.error_bound());
+    REQUIRE(got.log_mass() == Approx(want.log_mass()).epsilon(1e-13));
+    for (std::int64_t v = std::min(got.lo(), want.lo()); v <= std::max(got.hi(), want.hi()); ++v)
+      REQUIRE(pdf(got, v) == Approx(pdf(want, v)).epsilon(1e-13).margin(1e-300));
+  }
+  REQUIRE_THROWS_AS(linear_form_law(test::random_joint(gen, {0, 0}, {2, 2}, 1.0, 0.0), {1}, 0), shape_error);
+  Truncation small;
+  small.max_size = 10;
+  REQUIRE_THROWS_AS(linear_form_law(test::random_joint(gen, {0, 0}, {5, 5}, 1.0, 0.0), {10, 1}, 0, small),
+                    overflow_error);
+}
+
 TEST_CASE("joint: a Markov step of one coordinate", "[joint][algebra][markov]") {
   Eigen::MatrixXd T(4, 3);
   T << 0.5, 0.25, 0.25,  //
