@@ -42,8 +42,10 @@ std::shared_ptr<const DroppedTails> spread_tails(const Batch<Pmf>& laws);
 /// A node's tails, computed when first read. Which laws they belong to is known at once, so that matching them
 /// against a node's laws costs nothing; the dropped measures themselves (DroppedTails) are computed only when an
 /// observation's bound is read or a joint law takes the node over. An engine that never reads a bound does not pay
-/// for following the tails, and one that does pays once per law. A chain of pending tails deeper than max_depth
-/// is computed at once, so that what the chain holds (the laws of each step) stays bounded over a long filter.
+/// for following the tails, and one that does pays once per law. A chain of pending tails deeper than max_depth,
+/// or holding more than max_pending particle laws (depth times particles), is computed at once, so that what the
+/// chain holds (the laws of each step) stays bounded over a long filter and a large population (whose particles
+/// share their tails' work anyway).
 class LaterTails {
  public:
   /// What the computation gives: the tails (nullptr where they could not follow: a law too wide, a family that
@@ -54,9 +56,10 @@ class LaterTails {
   };
   using Compute = std::function<Result()>;
   static constexpr std::size_t max_depth = 32;
+  static constexpr std::size_t max_pending = std::size_t{1} << 16;
 
-  /// The tails of the laws `laws`, computed by f() when first read (at once where depth > max_depth). depth: one
-  /// more than the deepest pending input f reads.
+  /// The tails of the laws `laws`, computed by f() when first read (at once where depth > max_depth or depth times
+  /// the particles > max_pending). depth: one more than the deepest pending input f reads.
   static std::shared_ptr<const LaterTails> later(Batch<Pmf> laws, std::size_t depth, Compute f);
   /// Tails known now.
   static std::shared_ptr<const LaterTails> known(Batch<Pmf> laws, Result r);

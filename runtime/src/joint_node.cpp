@@ -69,8 +69,8 @@ void materialize(const std::shared_ptr<JointGroup>& gp, std::size_t k, Context& 
         [&](std::size_t i) { return l.constants.empty() || repeats(l.constants, i); });
   else
     g.laws = compute(
-      ctx, [&](std::size_t i) { return linear_combination(*g.laws[i], kappa, l.constant(i), -1, t); },
-      [&](std::size_t i) { return repeats(g.laws, i) && (l.constants.empty() || repeats(l.constants, i)); });
+        ctx, [&](std::size_t i) { return linear_combination(*g.laws[i], kappa, l.constant(i), -1, t); },
+        [&](std::size_t i) { return repeats(g.laws, i) && (l.constants.empty() || repeats(l.constants, i)); });
   g.members.push_back(l.node);
   g.linear.erase(g.linear.begin() + static_cast<std::ptrdiff_t>(k));
 }

@@ -21,7 +21,7 @@ std::shared_ptr<const DroppedTails> spread_tails(const Batch<Pmf>& laws) {
 
 Tails LaterTails::later(Batch<Pmf> laws, std::size_t depth, Compute f) {
   std::shared_ptr<LaterTails> t(new LaterTails(std::move(laws), depth, std::move(f)));
-  if (depth > max_depth) t->read();  // what the chain holds is released now
+  if (depth > max_depth || depth * t->laws_.size() > max_pending) t->read();  // what the chain holds goes now
   return t;
 }
 

@@ -190,10 +190,10 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// Markov steps, convolved into sums, held once for particles with equal laws), and each observation weighs it by its
 /// own likelihood, so the reported bound stays near the true error over long filters (Truncation::track_dropped).
 /// The tails are computed when a bound is first read (Observation::exactness) or a joint law takes them over, at
-/// the latest every 32 pending steps of a chain: an engine that reads no bound pays almost nothing for them; one
-/// that reads every bound pays one more pass over each distinct law (about 1.4 times the work of a single
-/// particle's filter; little on large populations, whose particles share laws). The bound is the same whenever it
-/// is read. CUDA graphs keep the ordinary path's bound (sound, often far looser).
+/// the latest every 32 pending steps of a chain (fewer in large populations: 2^16 particle laws pending at most):
+/// an engine that reads no bound pays almost nothing for them; one that reads every bound pays one more pass over
+/// each distinct law (about 1.4 times the work of a single particle's filter; little on large populations, whose
+/// particles share laws). The bound is the same whenever it is read. CUDA graphs keep the ordinary path's bound (sound, often far looser).
 /// Observations in the tail that truncation cut from an unbounded prior are not -inf: where a root still holds its
 /// prior (observed itself, or through a thinning, an affine map or a Poisson(a x) child, when first grafted) and the
 /// observed values fall outside its window, the window is extended from its family (the family tabulated at a
