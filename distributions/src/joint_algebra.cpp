@@ -80,7 +80,8 @@ Pmf linear_form_law(const JointPmf& d, const Coordinates& coefficients, std::int
   const int k = d.rank();
   if (static_cast<int>(coefficients.size()) != k)
     detail::fail<shape_error>(who, ": ", coefficients.size(), " coefficients for a joint law of rank ", k);
-  const auto [v_lo, v_hi] = form_range(d, coefficients, constant, who);
+  const auto range = form_range(d, coefficients, constant, who);  // (no structured binding: lambdas capture it)
+  const detail::int128 v_lo = range.first, v_hi = range.second;
   if (v_hi - v_lo + 1 > t.max_size)
     detail::fail<overflow_error>(who, ": the law needs ", static_cast<double>(v_hi - v_lo + 1),
                                  " entries, more than max_size = ", t.max_size);
@@ -103,7 +104,8 @@ JointPmf linear_combination(const JointPmf& d, const Coordinates& coefficients, 
   if (static_cast<int>(coefficients.size()) != k)
     detail::fail<shape_error>(who, ": ", coefficients.size(), " coefficients for a joint law of rank ", k);
   if (replace < -1 || replace >= k) detail::fail<shape_error>(who, ": replace = ", replace, " is not in [-1, ", k, ")");
-  const auto [v_lo, v_hi] = form_range(d, coefficients, constant, who);
+  const auto range = form_range(d, coefficients, constant, who);  // (no structured binding: lambdas capture it)
+  const detail::int128 v_lo = range.first, v_hi = range.second;
   Coordinates lo = d.lo(), shape = d.shape();
   const std::size_t target = replace < 0 ? shape.size() : static_cast<std::size_t>(replace);
   if (replace < 0) {
