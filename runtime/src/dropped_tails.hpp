@@ -54,11 +54,12 @@ class LaterTails {
     std::shared_ptr<const DroppedTails> tails;
     std::optional<double> error;
   };
-  using Compute = std::function<Result()>;
+  /// Computes them from the laws they belong to (laws()).
+  using Compute = std::function<Result(const Batch<Pmf>& laws)>;
   static constexpr std::size_t max_depth = 32;
   static constexpr std::size_t max_pending = std::size_t{1} << 16;
 
-  /// The tails of the laws `laws`, computed by f() when first read (at once where depth > max_depth or depth times
+  /// The tails of the laws `laws`, computed by f(laws) when first read (at once where depth > max_depth or depth times
   /// the particles > max_pending). depth: one more than the deepest pending input f reads.
   static std::shared_ptr<const LaterTails> later(Batch<Pmf> laws, std::size_t depth, Compute f);
   /// Tails known now.

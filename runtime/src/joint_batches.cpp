@@ -220,7 +220,7 @@ std::optional<Made> linear_batch(const Tables& in, const Starts& s, const BatchP
 }
 
 std::optional<Made> child_sum_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, const ChildLaw& law,
-                                    std::int64_t sign_x, std::int64_t sign_y, bool y_joins) {
+                                    std::int64_t sign_x, std::int64_t sign_y) {
   BatchIn b = to_batch(in, s, at.where);
   const int rank = b.laws.rank();
   gpu::JointLaws e;  // Y appended at axis `rank`
@@ -232,8 +232,8 @@ std::optional<Made> child_sum_batch(const Tables& in, const Starts& s, const Bat
   Coordinates k(static_cast<std::size_t>(rank + 1), 0);
   k[static_cast<std::size_t>(axis)] = sign_x;
   k.back() = sign_y;
-  require_linear(e, at.max_size, k, y_joins ? -1 : rank);
-  return from_batch(gpu::joint_linear_combination(e, k, 0, y_joins ? -1 : rank), b.bounds);
+  require_linear(e, at.max_size, k, rank);
+  return from_batch(gpu::joint_linear_combination(e, k, 0, rank), b.bounds);
 }
 
 std::optional<Made> split_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, double q) {

@@ -73,10 +73,11 @@ std::optional<Made> child_batch(const Tables& in, const Starts& s, const BatchPl
 std::optional<Made> linear_batch(const Tables& in, const Starts& s, const BatchPlace& at, const Coordinates& kappa,
                                  const std::vector<std::int64_t>& constants, int replace,
                                  const std::vector<FoldedOperand>& folded);
-/// \f$Z = s_x X_{axis} + s_y Y\f$ with the child Y | X_axis ~ law (a thinning, Markov step or affine map):
-/// y_joins appends Y and Z (Y lives on), otherwise Z alone (Y summed out), as join_joint_sum's host form does.
+/// \f$Z = s_x X_{axis} + s_y Y\f$ with the child Y | X_axis ~ law (a thinning, Markov step or affine map), Y
+/// summed out: Z appended alone, as join_joint_sum's host form does where Y does not live on (where it does, Y
+/// joins as an axis and Z is a linear member).
 std::optional<Made> child_sum_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, const ChildLaw& law,
-                                    std::int64_t sign_x, std::int64_t sign_y, bool y_joins);
+                                    std::int64_t sign_x, std::int64_t sign_y);
 /// The binomial split X_axis -> (X - Y, Y), Y ~ Binomial(X, q): X - Y in place of X, Y appended (split_in_place).
 std::optional<Made> split_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, double q);
 /// X_axis summed out.

@@ -27,12 +27,6 @@ JointPmf append_child(const JointPmf& d, int axis, const ChildLaw& law, const Tr
                     law);
 }
 
-namespace {
-bool same_node(const std::weak_ptr<Node>& a, const std::weak_ptr<Node>& b) {
-  return !a.owner_before(b) && !b.owner_before(a);
-}
-}  // namespace
-
 JointGroup::LinearMember* linear_member(JointGroup& g, const Node& n) {
   for (auto& l : g.linear)
     if (l.node.lock().get() == &n) return &l;
@@ -48,6 +42,11 @@ Coordinates coefficients_of(const JointGroup& g, const JointGroup::LinearMember&
     k[at] += a;
   }
   return k;
+}
+
+void add_linear_member(JointGroup& g, JointGroup::LinearMember l) {
+  std::erase_if(l.terms, [](const auto& term) { return term.second == 0; });
+  g.linear.push_back(std::move(l));
 }
 
 bool read_by_linear(const JointGroup& g, int a) {
@@ -232,8 +231,7 @@ void join_child(Node& n, const ChildLaw& law) {
       l.offset = map->a * lx->offset + map->c;
       for (const std::int64_t c : lx->constants) l.constants.push_back(map->a * c);
     }
-    if (map->a == 0) l.terms.clear();
-    g->linear.push_back(std::move(l));
+    add_linear_member(*g, std::move(l));
     become_member(n, g);
     held.clear();
     sweep(g, ctx);
@@ -320,7 +318,7 @@ void join_sum(Node& z, int sign) {
     JointGroup::LinearMember l{z.weak_from_this(), {}, 0, {}};
     const auto add_term = [&](const std::weak_ptr<Node>& node, std::int64_t coefficient) {
       for (auto& term : l.terms)
-        if (!term.first.owner_before(node) && !node.owner_before(term.first)) {
+        if (same_node(term.first, node)) {
           term.second += coefficient;
           return;
         }
@@ -343,8 +341,7 @@ void join_sum(Node& z, int sign) {
         add_term(p.weak_from_this(), coef[k]);
       }
     }
-    std::erase_if(l.terms, [](const auto& term) { return term.second == 0; });
-    g->linear.push_back(std::move(l));
+    add_linear_member(*g, std::move(l));
     become_member(z, g);
     held.clear();
     sweep(g, ctx);
@@ -433,10 +430,17 @@ bool join_joint_sum(Node& z, const JointSum& j) {
   const auto* thinning = std::get_if<Thinning>(&j.law);
   const bool split_in_place =
       y_form == joins && thinning && j.sign_x == 1 && j.sign_y == -1 && !x_live && !read_by_linear(*g, a);
-  int y_axis = -1;
-  if (y_form == member) y_axis = member_axis(g, *y);
-  std::vector<std::int64_t> y_values;
-  if (y_form == realized) y_values = to_vector(y->value);
+  if (y_form == member) member_axis(g, *y);  // a linear Y becomes an axis: z's form names it
+  // A failure (a table past max_size in some particle: over_budget, then the ordinary JointSum) leaves X as it
+  // was: a group of its own left behind would hold X's law, and the ordinary JointSum's conditioning of X (which
+  // sets X.marginal) would be lost (fuzz/corpus/engine/regress-p1p8-jointsum-408018b8d4)
+  const auto x_as_it_was = [&] {
+    if (standalone && x.group == g && g->members.size() == 1 && g->linear.empty()) {
+      Laws alone = group_marginal(x);
+      x.group.reset();
+      x.marginal = std::move(alone);
+    }
+  };
   if (!split_in_place && y_form != folded) {
     // z = s_x X + s_y Y a linear member (no axis), after Y joins as an axis where it lives on
     if (y_form == joins) {
@@ -446,12 +450,8 @@ bool join_joint_sum(Node& z, const JointSum& j) {
             [&](std::size_t i) { return append_child(*g->laws[i], a, j.law, t); },
             [&](const Starts& s, const BatchPlace& where) { return child_batch(g->laws, s, where, a, j.law, false); },
             [&](std::size_t i) { return repeats(g->laws, i); });
-      } catch (...) {  // as below: X as it was
-        if (standalone && x.group == g && g->members.size() == 1 && g->linear.empty()) {
-          Laws alone = group_marginal(x);
-          x.group.reset();
-          x.marginal = std::move(alone);
-        }
+      } catch (...) {
+        x_as_it_was();
         throw;
       }
       g->members.push_back(y->weak_from_this());
@@ -459,81 +459,44 @@ bool join_joint_sum(Node& z, const JointSum& j) {
     }
     JointGroup::LinearMember l{z.weak_from_this(), {{x.weak_from_this(), j.sign_x}}, 0, {}};
     if (y_form == realized)
-      for (const std::int64_t v : y_values) l.constants.push_back(j.sign_y * v);
-    else if (y == &x)
-      l.terms[0].second += j.sign_y;
-    else
+      for (const std::int64_t v : to_vector(y->value)) l.constants.push_back(j.sign_y * v);
+    else  // Y, X's child, is another axis
       l.terms.emplace_back(y->weak_from_this(), j.sign_y);
-    std::erase_if(l.terms, [](const auto& term) { return term.second == 0; });
-    g->linear.push_back(std::move(l));
-    become_member(z, g);
-    z.operand_y.reset();
-    yp.reset();
-    held.clear();
-    sweep(g, ctx);
-    return true;
-  }
-  // A failure (a table past max_size in some particle: over_budget, then the ordinary JointSum) leaves X as it
-  // was: a group of its own left behind would hold X's law, and the ordinary JointSum's conditioning of X (which
-  // sets X.marginal) would be lost (fuzz/corpus/engine/regress-p1p8-jointsum-408018b8d4)
-  auto laws = [&] {
+    add_linear_member(*g, std::move(l));
+  } else {
+    // X split in place into (X - Y, Y), or Y nobody needs afterwards: Z takes Y's axis
     try {
-      const int rank = g->rank();
-      int rank_out = rank + 1;
-      if (!split_in_place && y_form != member && y_form != realized)
-        rank_out = bounded_child(j.law) ? rank + (y_form == joins ? 2 : 1) : 0;
-      std::vector<std::int64_t> y_constants;  // sign_y y_i, by particle
-      for (const std::int64_t v : y_values) y_constants.push_back(j.sign_y * v);
-      const auto batch = [&](const Starts& s, const BatchPlace& where) -> std::optional<Made> {
-        if (split_in_place) return split_batch(g->laws, s, where, a, thinning->keep);
-        if (y_form == member) {
-          Coordinates k(static_cast<std::size_t>(rank), 0);
-          k[static_cast<std::size_t>(a)] += j.sign_x;
-          k[static_cast<std::size_t>(y_axis)] += j.sign_y;
-          return linear_batch(g->laws, s, where, k, {}, -1, {});
-        }
-        if (y_form == realized) return linear_batch(g->laws, s, where, unit(rank, a, j.sign_x), y_constants, -1, {});
-        return child_sum_batch(g->laws, s, where, a, j.law, j.sign_x, j.sign_y, y_form == joins);
-      };
-      return compute_batched(ctx, g->laws, rank_out, [&](std::size_t i) {
-        const JointPmf& d = *g->laws[i];
-        if (split_in_place) {  // X - Y in place of X, Y appended
-          if (double(d.size()) * double(d.hi(a) + 1) > double(t.max_size)) throw over_budget{};
-          return detail::split_in_place(d, a, thinning->keep);
-        }
-        if (y_form == member) {
-          Coordinates k(static_cast<std::size_t>(d.rank()), 0);
-          k[static_cast<std::size_t>(a)] += j.sign_x;
-          k[static_cast<std::size_t>(y_axis)] += j.sign_y;
-          return linear_combination(d, k, 0, -1, t);
-        }
-        if (y_form == realized) return linear_combination(d, unit(d.rank(), a, j.sign_x), y_constants[i], -1, t);
-        JointPmf e = append_child(d, a, j.law, t);  // Y at the last axis
-        Coordinates k(static_cast<std::size_t>(e.rank()), 0);
-        k[static_cast<std::size_t>(a)] = j.sign_x;
-        k.back() = j.sign_y;
-        return linear_combination(e, k, 0, y_form == joins ? -1 : e.rank() - 1, t);
-      }, batch, [&](std::size_t i) { return repeats(g->laws, i) && (y_values.empty() || repeats(y_values, i)); });
+      g->laws = compute_batched(
+          ctx, g->laws, split_in_place || bounded_child(j.law) ? g->rank() + 1 : 0,
+          [&](std::size_t i) {
+            const JointPmf& d = *g->laws[i];
+            if (split_in_place) {  // X - Y in place of X, Y appended
+              if (double(d.size()) * double(d.hi(a) + 1) > double(t.max_size)) throw over_budget{};
+              return detail::split_in_place(d, a, thinning->keep);
+            }
+            JointPmf e = append_child(d, a, j.law, t);  // Y at the last axis
+            Coordinates k(static_cast<std::size_t>(e.rank()), 0);
+            k[static_cast<std::size_t>(a)] = j.sign_x;
+            k.back() = j.sign_y;
+            return linear_combination(e, k, 0, e.rank() - 1, t);
+          },
+          [&](const Starts& s, const BatchPlace& where) -> std::optional<Made> {
+            if (split_in_place) return split_batch(g->laws, s, where, a, thinning->keep);
+            return child_sum_batch(g->laws, s, where, a, j.law, j.sign_x, j.sign_y);
+          },
+          [&](std::size_t i) { return repeats(g->laws, i); });
     } catch (...) {
-      if (standalone && x.group == g && g->members.size() == 1) {
-        Laws alone = group_marginal(x);
-        x.group.reset();
-        x.marginal = std::move(alone);
-      }
+      x_as_it_was();
       throw;
     }
-  }();
-  g->laws = std::move(laws);
-  if (split_in_place) {
-    g->members[static_cast<std::size_t>(a)] = z.weak_from_this();
-    g->members.push_back(y->weak_from_this());
-  } else if (y_form == joins) {
-    g->members.push_back(y->weak_from_this());
-    g->members.push_back(z.weak_from_this());
-  } else {
-    g->members.push_back(z.weak_from_this());
+    if (split_in_place) {
+      g->members[static_cast<std::size_t>(a)] = z.weak_from_this();
+      g->members.push_back(y->weak_from_this());
+      become_member(*y, g);
+    } else {
+      g->members.push_back(z.weak_from_this());
+    }
   }
-  if (y_form == joins) become_member(*y, g);
   become_member(z, g);
   z.operand_y.reset();
   yp.reset();

@@ -81,12 +81,12 @@ void group_realize(Node& n, const Values& values) {
     return;
   }
   const int a = axis_of(*g, n);
+  const std::vector<std::int64_t> v = to_vector(values);
   {  // the linear members that read n's axis read its value instead
-    const std::vector<std::int64_t> v = to_vector(values);
     const auto& me = g->members[static_cast<std::size_t>(a)];
     for (auto& l : g->linear)
       for (auto it = l.terms.begin(); it != l.terms.end();)
-        if (!it->first.owner_before(me) && !me.owner_before(it->first)) {
+        if (same_node(it->first, me)) {
           if (l.constants.empty()) l.constants.assign(ctx.particles, 0);
           for (std::size_t i = 0; i < ctx.particles; ++i) l.constants[i] += it->second * v[i];
           it = l.terms.erase(it);
@@ -98,7 +98,6 @@ void group_realize(Node& n, const Values& values) {
     g->members.clear();
     g->laws.clear();
   } else {
-    const std::vector<std::int64_t> v = to_vector(values);
     g->laws = shared_per_particle(
         ctx.particles,
         [&](std::size_t i) {

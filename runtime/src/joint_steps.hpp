@@ -125,6 +125,12 @@ inline int axis_of(const JointGroup& g, const Node& n) {
 }
 
 // ---- linear members (JointGroup::LinearMember) -------------------------------------------------------------------
+/// Whether two member entries name the same node (expired ones included: compared by owner, not by address).
+inline bool same_node(const std::weak_ptr<Node>& a, const std::weak_ptr<Node>& b) {
+  return !a.owner_before(b) && !b.owner_before(a);
+}
+/// l joins g's linear members, its zero coefficients dropped.
+void add_linear_member(JointGroup& g, JointGroup::LinearMember l);
 /// n's entry among g's linear members, or nullptr.
 JointGroup::LinearMember* linear_member(JointGroup& g, const Node& n);
 /// The coefficients of l's form over g's axes (logic_error where an axis it reads is missing).

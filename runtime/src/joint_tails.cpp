@@ -132,7 +132,7 @@ Tails later_tails_of(Node& n, const Pmfs& laws) {
     if (!equal(laws[i], r->prior)) return nullptr;
   // the prior's tails, computed once for the roots of one kept prior (PriorTailsOnce), and only when read
   auto prior = Batch<Pmf>::filled(laws.size(), r->prior);
-  n.tails = LaterTails::later(prior, 1, [r = *r, t = n.context->truncation, particles = laws.size()]()
+  n.tails = LaterTails::later(prior, 1, [r = *r, t = n.context->truncation](const Batch<Pmf>& priors)
                                             -> LaterTails::Result {
     std::optional<PriorTails> known;
     if (!r.tails) {
@@ -147,7 +147,7 @@ Tails later_tails_of(Node& n, const Pmfs& laws) {
     if (!known) return {};
     auto out = std::make_shared<DroppedTails>();
     using Entry = DroppedTails::Entry;
-    out->of.assign(particles, std::make_shared<const Entry>(Entry{r.prior, known->dropped, known->spread}));
+    out->of.assign(priors.size(), std::make_shared<const Entry>(Entry{r.prior, known->dropped, known->spread}));
     return {out, std::nullopt};
   });
   return n.tails;
@@ -204,9 +204,9 @@ Bound condition_tails(Node& n, const Tails& tails, const ChildLaw& law, const Va
   n.tails.reset();
   if (!tails || n.marginal.device || n.marginal.parameters) return ordinary;
   if (log_likelihood.size() != tails->laws().size()) return ordinary;
-  const Batch<Pmf>& posterior = n.marginal.host;
-  n.tails = LaterTails::later(posterior, tails->depth() + 1,
-                              [tails, posterior, law, v = to_vector(y), ll = std::move(log_likelihood)] {
+  n.tails = LaterTails::later(n.marginal.host, tails->depth() + 1,
+                              [tails, law, v = to_vector(y), ll = std::move(log_likelihood)](
+                                  const Batch<Pmf>& posterior) {
                                 const auto before_tails = tails->tails();
                                 if (!before_tails) return LaterTails::Result{};  // nothing followed before
                                 return follow_tails(*before_tails, posterior, law, v, ll);

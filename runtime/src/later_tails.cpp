@@ -51,7 +51,7 @@ const LaterTails::Result& LaterTails::read() const {
     f_ = nullptr;  // what it held (the inputs' tails, the laws of each step) goes with it
     done_ = true;  // also while computing: a failure below is final
     try {
-      result_ = f();
+      result_ = f(laws_);
     } catch (const std::exception&) {  // they cannot follow (a law too wide, ...): the bound stays the ordinary one
       result_ = Result{};
     }

@@ -75,11 +75,11 @@ Tails pushed_tails(const Tails& in, const ChildLaw& law, const Batch<Pmf>& resul
   // the kernels that keep mass and are tabulated exactly: the dropped measure is pushed through the same kernel
   if (!std::holds_alternative<Thinning>(law) && !std::holds_alternative<MarkovStep>(law)) return nullptr;
   if (!in || result.size() != in->laws().size()) return nullptr;
-  return LaterTails::later(result, in->depth() + 1, [in, law, result]() -> LaterTails::Result {
+  return LaterTails::later(result, in->depth() + 1, [in, law](const Batch<Pmf>& laws) -> LaterTails::Result {
     const auto tails = in->tails_or_spread();
     const DroppedTails& x = *tails;
     return {particle_tails(
-                result, [&](std::size_t i) { return shares(x, i); },
+                laws, [&](std::size_t i) { return shares(x, i); },
                 [&](std::size_t i, std::optional<Pmf>& dropped, double& spread) {
                   if (const auto& d = x.dropped(i))
                     dropped = std::visit(overloaded{[&](const Thinning& k) { return marginal(*d, k); },
@@ -87,7 +87,7 @@ Tails pushed_tails(const Tails& in, const ChildLaw& law, const Batch<Pmf>& resul
                                                     [&](const auto&) -> Pmf { throw std::logic_error("unreachable"); }},
                                          law);
                   // a Markov kernel does not increase L1 distances: the spread stays, with what the push itself added
-                  spread = x.spread(i) + added_error(result[i], x.law(i).error_bound());
+                  spread = x.spread(i) + added_error(laws[i], x.law(i).error_bound());
                 }),
             std::nullopt};
   });
@@ -96,11 +96,11 @@ Tails pushed_tails(const Tails& in, const ChildLaw& law, const Batch<Pmf>& resul
 Tails summed_tails(const Tails& in_x, const Tails& in_y, int sign, const Batch<Pmf>& result) {
   if (!in_x || !in_y || result.size() != in_x->laws().size() || result.size() != in_y->laws().size()) return nullptr;
   const std::size_t depth = std::max(in_x->depth(), in_y->depth()) + 1;
-  return LaterTails::later(result, depth, [in_x, in_y, sign, result]() -> LaterTails::Result {
+  return LaterTails::later(result, depth, [in_x, in_y, sign](const Batch<Pmf>& laws) -> LaterTails::Result {
     const auto tx = in_x->tails_or_spread(), ty = in_y->tails_or_spread();
     const DroppedTails &x = *tx, &y = *ty;
     return {particle_tails(
-                result, [&](std::size_t i) { return shares(x, i) && shares(y, i); },
+                laws, [&](std::size_t i) { return shares(x, i) && shares(y, i); },
                 [&](std::size_t i, std::optional<Pmf>& dropped, double& spread) {
                   // exact laws x + dx + r_x and y + dy + r_y: their convolution less x * y is dx * y + (x + dx) * dy
                   // (located) plus a spread (product_spread)
@@ -117,7 +117,7 @@ Tails summed_tails(const Tails& in_x, const Tails& in_y, int sign, const Batch<P
                   const double sx = x.spread(i), sy = y.spread(i);
                   const double ex = lx.error_bound(), ey = ly.error_bound();
                   spread = product_spread(sx, sy, relative_mass(dx, lx), relative_mass(dy, ly)) +
-                           added_error(result[i], ex + ey + ex * ey);
+                           added_error(laws[i], ex + ey + ex * ey);
                 }),
             std::nullopt};
   });
