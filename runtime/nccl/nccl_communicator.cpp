@@ -5,6 +5,7 @@
 #include <nccl.h>
 
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <vector>
@@ -22,23 +23,36 @@ void check(cudaError_t r, const char* what) {
   if (r != cudaSuccess)
     throw communicator_error(tally::detail::message("tally::runtime::NcclCommunicator: ", what, ": ", cudaGetErrorString(r)));
 }
-/// Device memory for staging host buffers, freed with it.
+/// Device memory for staging host buffers, kept and grown as needed (cudaMalloc and cudaFree wait for the whole
+/// device: a host collective a step would pay that each time).
 struct Staging {
-  explicit Staging(std::size_t bytes) {
-    if (bytes > 0) check(cudaMalloc(&p, bytes), "cudaMalloc (staging)");
-  }
+  Staging() = default;
   ~Staging() {
     if (p != nullptr) cudaFree(p);
   }
   Staging(const Staging&) = delete;
   Staging& operator=(const Staging&) = delete;
+  char* at_least(std::size_t size) {
+    if (size > bytes) {
+      if (p != nullptr) cudaFree(p);
+      p = nullptr;
+      bytes = 0;
+      void* q = nullptr;
+      check(cudaMalloc(&q, size), "cudaMalloc (staging)");
+      p = q;
+      bytes = size;
+    }
+    return static_cast<char*>(p);
+  }
   void* p = nullptr;
+  std::size_t bytes = 0;
 };
 }  // namespace
 
 struct NcclCommunicator::State {
   ncclComm_t comm = nullptr;
-  cudaStream_t stream = nullptr;
+  cudaStream_t stream = nullptr;  // blocking: ordered with the default stream both ways
+  Staging staging;                // host collectives: what is sent, then what is received
 };
 
 int detail::device_of_local_rank(std::size_t local_rank, const char* who) {
@@ -89,18 +103,17 @@ void NcclCommunicator::all_gather(const void* in, void* out, std::size_t bytes, 
   check(cudaSetDevice(device_), "cudaSetDevice");
   if (bytes == 0) return;
   const bool host = where == gpu::Backend::cpu;
-  Staging staged_in(host ? bytes : 0), staged_out(host ? bytes * size_ : 0);
   const void* send = in;
   void* recv = out;
   if (host) {
-    check(cudaMemcpy(staged_in.p, in, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
-    send = staged_in.p;
-    recv = staged_out.p;
+    char* staged = state_->staging.at_least(bytes * (size_ + 1));
+    check(cudaMemcpy(staged, in, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
+    send = staged;
+    recv = staged + bytes;
   }
-  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // the graph's work that wrote `in`
+  // in the default stream's order: after the work that wrote `in`, before the work that reads `out`
   check(ncclAllGather(send, recv, bytes, ncclChar, state_->comm, state_->stream), "ncclAllGather");
-  check(cudaStreamSynchronize(state_->stream), "cudaStreamSynchronize");
-  if (host) check(cudaMemcpy(out, staged_out.p, bytes * size_, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  if (host) check(cudaMemcpy(out, recv, bytes * size_, cudaMemcpyDeviceToHost), "cudaMemcpy");  // (waits for it)
 }
 
 void NcclCommunicator::all_to_all(const void* send, std::span<const std::size_t> send_bytes, void* recv,
@@ -112,15 +125,15 @@ void NcclCommunicator::all_to_all(const void* send, std::span<const std::size_t>
   const std::size_t sent = std::accumulate(send_bytes.begin(), send_bytes.end(), std::size_t{0});
   const std::size_t received = std::accumulate(recv_bytes.begin(), recv_bytes.end(), std::size_t{0});
   const bool host = where == gpu::Backend::cpu;
-  Staging staged_send(host ? sent : 0), staged_recv(host ? received : 0);
   const char* from = static_cast<const char*>(send);
   char* to = static_cast<char*>(recv);
   if (host) {
-    if (sent > 0) check(cudaMemcpy(staged_send.p, send, sent, cudaMemcpyHostToDevice), "cudaMemcpy");
-    from = static_cast<const char*>(staged_send.p);
-    to = static_cast<char*>(staged_recv.p);
+    char* staged = state_->staging.at_least(std::max<std::size_t>(sent + received, 1));
+    if (sent > 0) check(cudaMemcpy(staged, send, sent, cudaMemcpyHostToDevice), "cudaMemcpy");
+    from = staged;
+    to = staged + sent;
   }
-  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  // in the default stream's order, as all_gather
   check(ncclGroupStart(), "ncclGroupStart");
   std::size_t at_send = 0, at_recv = 0;
   for (std::size_t q = 0; q < size_; ++q) {
@@ -132,8 +145,7 @@ void NcclCommunicator::all_to_all(const void* send, std::span<const std::size_t>
     at_recv += recv_bytes[q];
   }
   check(ncclGroupEnd(), "ncclGroupEnd");
-  check(cudaStreamSynchronize(state_->stream), "cudaStreamSynchronize");
-  if (host && received > 0) check(cudaMemcpy(recv, staged_recv.p, received, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  if (host && received > 0) check(cudaMemcpy(recv, to, received, cudaMemcpyDeviceToHost), "cudaMemcpy");
 }
 
 }  // namespace tally::runtime

@@ -741,9 +741,26 @@ Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kin
 Graph::Resampling Graph::sharded_resample_by_weight(double threshold, gpu::Resampler kind) {
   // the same steps as the unsharded resampler, collectively: the counter advances on every shard alike
   const std::uint64_t counter = context_->resamplings++;
+  const double total = static_cast<double>(context_->shard.total);
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  if (kind == gpu::Resampler::systematic && detail::tile_aligned(*context_)) {
+    // each shard passes over its own particles only: its tiles' totals, shared; the plan, on every shard alike
+    const std::optional<gpu::WeightSummary> known = context_->known_weights();  // a whole summary's, if any
+    if (known && !(known->max_log_weight > -inf)) return {-inf, 0.0, {}};
+    if (known && threshold < 1.0 && !(known->ess < threshold * total))
+      return {known->log_sum - std::log(total), known->ess, {}};
+    detail::TiledPlan tiled = detail::tiled_plan(*context_, context_->seed ^ resampling_key, counter);
+    const gpu::WeightSummary& summary = tiled.plan.summary;
+    if (!(tiled.plan.largest > -inf)) return {-inf, 0.0, {}};
+    const double log_mean = summary.log_sum - std::log(total);
+    if (threshold < 1.0 && !(summary.ess < threshold * total)) return {log_mean, summary.ess, {}};
+    auto zero = gpu::filled(0.0, particles(), context_->where);
+    auto mine = detail::tiled_gather(*context_, tiled);
+    context_->changing_log_weight() = std::move(zero);
+    return {log_mean, summary.ess, std::move(mine), true};
+  }
   if (detail::whole_on_device(*context_)) return whole_resample_by_weight(threshold, kind, counter);
   const detail::ShardedResampling weights = detail::sharded_summary(*context_);
-  const double total = static_cast<double>(context_->shard.total);
   if (weights.impossible) return {-std::numeric_limits<double>::infinity(), 0.0, {}};
   const double log_mean = weights.summary.log_sum - std::log(total);
   if (threshold < 1.0 && !(weights.summary.ess < threshold * total)) return {log_mean, weights.summary.ess, {}};

@@ -1,5 +1,6 @@
 // Moving particles between shards: every live variable's laws and values sent to the shards whose particles need them.
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -74,27 +75,27 @@ Exchange plan_exchange(Context& ctx, const std::vector<std::size_t>& ancestors) 
   return x;
 }
 
-/// The exchange of a resampling whose ancestors `whole` (the whole population's, the same on every shard, where the
-/// graph keeps its state) are nondecreasing, as systematic resampling's are: shard r's positions bounds[r] ..
-/// bounds[r + 1] - 1 take the particles of one range [lo_r, hi_r] = [whole[bounds[r]], whole[bounds[r + 1] - 1]],
-/// each other holder sends its part of it in order, and shard r places its positions from its own particles and
-/// those received (kept_first: one gather, as the unsharded resampling's). The host reads 2 G numbers; the index
-/// columns are made on the device. Only the ends are read: the caller vouches for the rest (systematic ancestors
-/// are nondecreasing by construction); empty (no plan) where the ends are out of order.
-std::optional<Exchange> plan_sorted_exchange(Context& ctx, const gpu::Column<std::size_t>& whole) {
+/// Entry i of an index column (host or device; a device read waits for the device).
+std::size_t entry(const gpu::Column<std::size_t>& x, std::size_t i) {
+  if (x.where() == gpu::Backend::cpu) return x.host()[i];
+  std::size_t v = 0;
+  gpu::detail::device_copy(&v, x.data() + i, sizeof v, 1);
+  return v;
+}
+
+/// The exchange of a resampling whose ancestors are nondecreasing, as systematic resampling's are: shard r's
+/// positions bounds[r] .. bounds[r + 1] - 1 take the particles of one range [lo_r, hi_r] (their first and last
+/// ancestors), each other holder sends its part of it in order, and shard r places its positions from its own
+/// particles and those received (kept_first: one gather, as the unsharded resampling's). `x` holds this shard's
+/// ancestors from entry `at` on (the population's column, at = bounds[me], or its own, at = 0); the index columns
+/// are made where the graph keeps its state. Only the ends are read: the caller vouches for the rest (systematic
+/// ancestors are nondecreasing by construction); empty (no plan) where the ends are out of order.
+std::optional<Exchange> ranges_exchange(Context& ctx, const std::vector<std::size_t>& lo,
+                                        const std::vector<std::size_t>& hi, const gpu::Column<std::size_t>& x,
+                                        std::size_t at) {
   Communicator& c = comm_of(ctx);
   const auto& bounds = shard_bounds(ctx);
   const std::size_t g = c.size(), me = c.rank();
-  std::vector<std::size_t> lo(g), hi(g);
-  for (std::size_t r = 0; r < g; ++r) {  // (each shard holds one particle at least: shard_bounds)
-    if (whole.where() == gpu::Backend::cpu) {
-      lo[r] = whole.host()[bounds[r]];
-      hi[r] = whole.host()[bounds[r + 1] - 1];
-    } else {
-      gpu::detail::device_copy(&lo[r], whole.data() + bounds[r], sizeof(std::size_t), 1);
-      gpu::detail::device_copy(&hi[r], whole.data() + bounds[r + 1] - 1, sizeof(std::size_t), 1);
-    }
-  }
   for (std::size_t r = 0; r < g; ++r)
     if (lo[r] > hi[r] || hi[r] >= bounds.back() || (r + 1 < g && hi[r] > lo[r + 1])) return std::nullopt;
   // the overlap of [a, b] and [first, last] (inclusive), as a range
@@ -102,21 +103,33 @@ std::optional<Exchange> plan_sorted_exchange(Context& ctx, const gpu::Column<std
     const std::size_t from = std::max(a, first), to = std::min(b, last);
     return from <= to ? gpu::detail::IndexRange{from, to - from + 1} : gpu::detail::IndexRange{from, 0};
   };
-  Exchange x;
-  x.send.assign(g, 0);
-  x.recv.assign(g, 0);
+  Exchange out;
+  out.send.assign(g, 0);
+  out.recv.assign(g, 0);
   std::vector<gpu::detail::IndexRange> outgoing(g);
   for (std::size_t q = 0; q < g; ++q) {
     if (q == me) continue;  // (kept: gathered from this shard's state, not sent)
     outgoing[q] = overlap(lo[q], hi[q], bounds[me], bounds[me + 1] - 1);
     outgoing[q].first -= bounds[me];  // (local indices)
-    x.send[q] = outgoing[q].count;
-    x.recv[q] = overlap(lo[me], hi[me], bounds[q], bounds[q + 1] - 1).count;
+    out.send[q] = outgoing[q].count;
+    out.recv[q] = overlap(lo[me], hi[me], bounds[q], bounds[q + 1] - 1).count;
   }
-  x.outgoing_column = gpu::detail::index_ranges(outgoing, ctx.where);
-  x.placement_column = gpu::detail::kept_first_placement(whole, bounds[me], bounds[me + 1] - bounds[me], lo[me]);
-  x.kept_first = true;
-  return x;
+  out.outgoing_column = gpu::detail::index_ranges(outgoing, ctx.where);
+  out.placement_column = gpu::detail::kept_first_placement(x, at, bounds[me], bounds[me + 1] - bounds[me], lo[me]);
+  out.kept_first = true;
+  return out;
+}
+
+/// ranges_exchange for the population's ancestors `whole` (the same on every shard): the host reads 2 G entries.
+std::optional<Exchange> plan_sorted_exchange(Context& ctx, const gpu::Column<std::size_t>& whole) {
+  const auto& bounds = shard_bounds(ctx);
+  const std::size_t g = bounds.size() - 1;
+  std::vector<std::size_t> lo(g), hi(g);
+  for (std::size_t r = 0; r < g; ++r) {  // (each shard holds one particle at least: shard_bounds)
+    lo[r] = entry(whole, bounds[r]);
+    hi[r] = entry(whole, bounds[r + 1] - 1);
+  }
+  return ranges_exchange(ctx, lo, hi, whole, bounds[comm_of(ctx).rank()]);
 }
 
 /// A column's values at the outgoing particles, sent; the received ones, placed.
@@ -410,6 +423,39 @@ void gather_items(Context& ctx, const std::function<Exchange()>& plan, gpu::Colu
 
 void sharded_gather(Context& ctx, const std::vector<std::size_t>& ancestors, gpu::Column<double>* log_weights) {
   gather_items(ctx, [&] { return plan_exchange(ctx, ancestors); }, log_weights);
+}
+
+gpu::Column<std::size_t> tiled_gather(Context& ctx, TiledPlan& tiled) {
+  Communicator& c = comm_of(ctx);
+  const auto& bounds = shard_bounds(ctx);
+  const std::vector<std::size_t>& start = tiled.plan.start;
+  const std::size_t me = c.rank(), g = c.size(), count = bounds[me + 1] - bounds[me];
+  // pass 3 writes the ancestors of the positions this shard's particles fill, [start[me], start[me + 1]); each
+  // goes to the shard that holds its position (both cuts known on every shard: no counts to exchange)
+  const gpu::Column<std::size_t> written = tiled.resampler.ancestors(ctx.log_weight());
+  auto overlap = [](std::size_t a0, std::size_t a1, std::size_t b0, std::size_t b1) {
+    const std::size_t from = std::max(a0, b0), to = std::min(a1, b1);
+    return (to > from ? to - from : 0) * sizeof(std::size_t);
+  };
+  std::vector<std::size_t> send(g), recv(g);
+  for (std::size_t q = 0; q < g; ++q) {
+    send[q] = overlap(start[me], start[me + 1], bounds[q], bounds[q + 1]);
+    recv[q] = overlap(start[q], start[q + 1], bounds[me], bounds[me + 1]);
+  }
+  auto mine = gpu::Column<std::size_t>::allocate(ctx.where, count, "tally::runtime::Graph (a shard's ancestors)");
+  c.all_to_all(written.data(), send, mine.data(), recv, ctx.where);
+  // every shard's first and last ancestor: the ranges each sends and receives
+  const auto ends = gather_all(c, std::array<std::size_t, 2>{entry(mine, 0), entry(mine, count - 1)});
+  std::vector<std::size_t> lo(g), hi(g);
+  for (std::size_t q = 0; q < g; ++q) {
+    lo[q] = ends[q][0];
+    hi[q] = ends[q][1];
+  }
+  std::optional<Exchange> ranges = ranges_exchange(ctx, lo, hi, mine, 0);
+  if (!ranges) throw communicator_error("tally::runtime::Graph: a sharded systematic resampling's ancestors are "
+                                        "out of order (the shards' plans differ)");
+  gather_items(ctx, [&] { return std::move(*ranges); }, nullptr);
+  return mine;
 }
 
 gpu::Column<std::size_t> sharded_gather_whole(Context& ctx, const gpu::Column<std::size_t>& whole, bool sorted) {

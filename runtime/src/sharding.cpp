@@ -11,6 +11,7 @@
 #include "tally/gpu/philox.hpp"
 #include "tally/runtime/graph.hpp"
 #include "tally/gpu/population_ops.hpp"
+#include "tally/gpu/resample_shards.hpp"
 #include "tally/gpu/resample_tiles.hpp"
 
 namespace tally::runtime::detail {
@@ -46,6 +47,34 @@ const std::vector<std::size_t>& shard_bounds(Context& ctx) {
                                       " particles of ", all[0].total);
   ctx.shard_bounds = std::move(bounds);
   return ctx.shard_bounds;
+}
+
+bool tile_aligned(Context& ctx) {
+  const auto& bounds = shard_bounds(ctx);
+  const std::size_t s = bounds[1] - bounds[0];
+  if (s % tile != 0) return false;
+  for (std::size_t r = 1; r + 1 < bounds.size(); ++r)
+    if (bounds[r + 1] - bounds[r] != s) return false;
+  return true;
+}
+
+TiledPlan tiled_plan(Context& ctx, std::uint64_t seed, std::uint64_t counter) {
+  Communicator& c = comm_of(ctx);
+  const auto& bounds = shard_bounds(ctx);
+  gpu::ShardedSystematic resampler(ctx.where, c.size(), c.rank(), bounds[1] - bounds[0],
+                                   gpu::philox_uniform(seed, 0, counter));
+  const gpu::Column<double> report = resampler.report(ctx.log_weight());
+  auto reports = gpu::Column<double>::allocate(ctx.where, c.size() * report.size(),
+                                               "tally::runtime::Graph (a sharded resampling's tile totals)");
+  c.all_gather(report.data(), reports.data(), report.bytes(), ctx.where);
+  TiledPlan out{std::move(resampler), {}};
+  out.plan = out.resampler.plan(reports);
+  if (out.plan.largest == inf) {  // (on every shard: each names its first bad particle, the first of them is told)
+    checked_log_weights(ctx, "tally::runtime::Graph::resample_by_weight");
+    throw communicator_error("tally::runtime::Graph::resample_by_weight: the shards' reports of their log-weights "
+                             "disagree with the log-weights");
+  }
+  return out;
 }
 
 bool whole_on_device(Context& ctx) {

@@ -8,6 +8,7 @@
 
 #include "node.hpp"
 #include "tally/gpu/resample.hpp"
+#include "tally/gpu/resample_shards.hpp"
 #include "tally/gpu/resample_tiles.hpp"
 #include "tally/gpu/summaries.hpp"
 
@@ -38,6 +39,26 @@ struct ShardedResampling {
 ShardedResampling sharded_summary(Context& ctx);
 std::vector<std::size_t> sharded_ancestors(Context& ctx, const ShardedResampling& weights, gpu::Resampler kind,
                                            std::uint64_t seed, std::uint64_t counter);
+
+/// Whether every shard holds the same number S of particles, a multiple of the resampling tile (4096): then a
+/// systematic resampling passes over each shard's own particles only (tiled_plan, tiled_gather). Collective the
+/// first time (shard_bounds).
+bool tile_aligned(Context& ctx);
+/// The plan of a systematic resampling of tile-aligned shards (gpu::ShardedSystematic, uniform philox_uniform(seed,
+/// 0, counter)): the tiles' pass 1 on each shard's own log-weights, one all-gather of the G reports (3 S / 4096 + 1
+/// doubles each), pass 2 on every shard alike: the unsharded resampler's summary and plan, bit for bit (the same on
+/// every shard). plan.largest = -inf: every log-weight is -inf. Collective; tally::domain_error on every shard,
+/// naming the particle, for a NaN or +inf log-weight on any.
+struct TiledPlan {
+  gpu::ShardedSystematic resampler;
+  gpu::ShardedSystematic::Plan plan;
+};
+TiledPlan tiled_plan(Context& ctx, std::uint64_t seed, std::uint64_t counter);
+/// Its pass 3 on each shard's own tiles, the ancestors sent to the shards holding their positions (one exchange of
+/// about 8 S bytes a shard), and every live variable's state moved as sharded_gather moves it, by ranges (the
+/// ancestors are nondecreasing: only the particles that change shards travel). Returns this shard's ancestors
+/// (population indices), where the graph keeps its state. Collective.
+gpu::Column<std::size_t> tiled_gather(Context& ctx, TiledPlan& tiled);
 
 /// Every live variable's state (the state Graph::gather moves: laws, values, conjugate parameters, per-particle
 /// probabilities) and, when log_weights is given, the log-weights: particle i of this shard becomes a copy of the

@@ -206,7 +206,12 @@ TEST_CASE("gather_two and kept_first_placement: a shard's kept and received part
       INFO((where == Backend::cpu ? "cpu" : "cuda") << ", trial " << trial << ": " << total << " particles, shard "
                                                     << first << " + " << count << ", ancestors " << lo << " .. " << hi);
       const auto placement =
-          gpu::detail::kept_first_placement(Column<std::size_t>::from_host(whole, where), first, count, lo);
+          gpu::detail::kept_first_placement(Column<std::size_t>::from_host(whole, where), first, first, count, lo);
+      // the same from the shard's own ancestors alone (at = 0)
+      const std::vector<std::size_t> own_ancestors(whole.begin() + static_cast<std::ptrdiff_t>(first),
+                                                   whole.begin() + static_cast<std::ptrdiff_t>(first + count));
+      REQUIRE(gpu::detail::kept_first_placement(Column<std::size_t>::from_host(own_ancestors, where), 0, first, count,
+                                                lo).to_host() == placement.to_host());
       const auto values = gpu::detail::gather_two(Column<std::int64_t>::from_host(own, where),
                                                   Column<std::int64_t>::from_host(received, where), placement)
                               .to_host();
@@ -226,6 +231,6 @@ TEST_CASE("gather_two and kept_first_placement: a shard's kept and received part
   const auto small = Column<std::int64_t>::from_host({1, 2}, Backend::cpu);
   CHECK_THROWS_AS(gpu::detail::gather_two(small, small, Column<std::size_t>::from_host({4}, Backend::cpu)),
                   shape_error);
-  CHECK_THROWS_AS(gpu::detail::kept_first_placement(Column<std::size_t>::from_host({3, 4}, Backend::cpu), 0, 2, 4),
+  CHECK_THROWS_AS(gpu::detail::kept_first_placement(Column<std::size_t>::from_host({3, 4}, Backend::cpu), 0, 0, 2, 4),
                   domain_error);
 }

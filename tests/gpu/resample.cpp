@@ -8,6 +8,7 @@
 #include <span>
 #include <vector>
 
+#include "gpu/log_weights.hpp"
 #include "gpu/statistics.hpp"
 #include "reference.hpp"
 #include "tally/error.hpp"
@@ -16,6 +17,7 @@
 
 using namespace tally::gpu;
 using tally::test::chi_square;
+using tally::test::population;
 
 namespace {
 constexpr double inf = std::numeric_limits<double>::infinity();
@@ -77,29 +79,6 @@ TEST_CASE("systematic resampling gives each particle within 1 of P w offspring; 
 }
 
 namespace {
-/// Log-weights of P particles. kind 0: U[-30, 0], every 7th -inf; 1: U[-700, 0] (300 decades); 2: one at 0, the
-/// rest -40 (one particle holds almost all the weight); 3: one at 0, the rest -inf; 4: the first half -inf; 5: all
-/// but 3 -inf; 6: 0 or -inf at random (every sum exact); 7: tiles 1 to 3 all -inf; 8: one live particle every
-/// 20000 (tiles owning many times T positions); 9: one live particle per tile, in every other tile.
-std::vector<double> population(std::mt19937_64& gen, std::size_t p, int kind) {
-  constexpr std::size_t t = 4096;
-  std::uniform_real_distribution<double> u(-30.0, 0.0);
-  std::vector<double> l(p, -inf);
-  for (std::size_t i = 0; i < p; ++i) {
-    const bool live = kind == 0   ? i % 7 != 3
-                      : kind == 4 ? i >= p / 2
-                      : kind == 6 ? gen() % 2 == 0
-                      : kind == 7 ? i < t || i >= 4 * t
-                      : kind == 8 ? i % 20000 == 19
-                      : kind == 9 ? i % t == 1000 && i / t % 2 == 0
-                                  : kind == 1 || kind == 2;
-    if (live) l[i] = kind == 1 ? 700.0 / 30.0 * u(gen) : kind == 2 ? -40.0 : kind == 6 ? 0.0 : u(gen);
-  }
-  if (kind == 2 || kind == 3) l[gen() % p] = 0.0;
-  for (int k = 0; kind == 5 && k < 3; ++k) l[gen() % p] = u(gen);
-  if (std::all_of(l.begin(), l.end(), [](double x) { return x == -inf; })) l[gen() % p] = 0.0;
-  return l;
-}
 
 /// What every systematic draw satisfies: P ancestors, nondecreasing and in range (each position written once, in
 /// order), none of weight 0, and counts within 1 of P w_i (w_i from summarize_log_weights; slack: rounding).

@@ -205,6 +205,59 @@ TEST_CASE("Shards of a population of many tiles (40009 particles, 10 tiles) give
   }
 }
 
+/// Shards of one size, a multiple of the tile (4096): a systematic resampling passes over each shard's own tiles
+/// (gpu::ShardedSystematic), the others as before; every result equals the unsharded population's.
+static void check_tile_aligned(Device device) {
+  const std::uint64_t seed = 31;
+  const std::size_t total = 8 * 4096;
+  Graph whole_graph(total, seed, device);
+  const Record whole = population_program(whole_graph);
+  for (const std::size_t shards : {std::size_t{1}, std::size_t{2}, std::size_t{4}, std::size_t{8}}) {
+    INFO("shards: " << shards);
+    require_same(run_sharded(std::vector<std::size_t>(shards, total / shards), seed, device), whole);
+  }
+}
+
+/// The weight in a few particles (survivors[k]: the population's particle indices; every other particle's
+/// log-weight is -inf), resampled systematically on tile-aligned shards: the ancestors and the moved values are the
+/// unsharded population's. One survivor: a tile owning every position (the device's spread pass).
+static void check_concentrated(Device device, const std::vector<std::size_t>& survivors, std::size_t shards) {
+  const std::size_t total = 4 * 4096;
+  const std::uint64_t seed = 7;
+  auto program = [&](Graph& g) {
+    const std::size_t first = g.shard().first, n = g.particles();
+    const Variable x = g.assume(Binomial(3, 0.5));
+    std::vector<std::int64_t> obs(n, 5);  // impossible, but for the survivors
+    for (std::size_t k = 0; k < survivors.size(); ++k)
+      if (survivors[k] >= first && survivors[k] < first + n) obs[survivors[k] - first] = static_cast<std::int64_t>(k % 4);
+    g.observe(x, obs);
+    const auto step = g.resample_by_weight();
+    return std::make_pair(step.ancestors.to_host(), std::vector<double>{step.log_mean_weight, step.ess});
+  };
+  Graph whole_graph(total, seed, device);
+  const auto whole = program(whole_graph);
+  std::vector<std::size_t> ancestors;
+  std::vector<std::vector<double>> summaries(shards);
+  std::vector<std::vector<std::size_t>> parts(shards);
+  InProcessGroup::run(shards, [&](std::shared_ptr<Communicator> comm) {
+    Graph g(Shard::even(total, shards, comm->rank()), comm, seed, device);
+    auto [a, s] = program(g);
+    parts[comm->rank()] = std::move(a);
+    summaries[comm->rank()] = std::move(s);
+  });
+  for (const auto& p : parts) ancestors.insert(ancestors.end(), p.begin(), p.end());
+  REQUIRE(ancestors == whole.first);
+  for (const auto& s : summaries) REQUIRE(s == whole.second);
+}
+
+TEST_CASE("Shards of one size at tile borders resample over their own tiles, as the unsharded population",
+          "[runtime][sharding]") {
+  check_tile_aligned(Device::cpu);
+  check_concentrated(Device::cpu, {5000}, 4);
+  check_concentrated(Device::cpu, {3, 4096 * 3 + 17}, 2);
+  check_concentrated(Device::cpu, {1, 4095, 4096, 8191, 9000, 16383}, 4);
+}
+
 TEST_CASE("A small population on more shards than tiles, every split", "[runtime][sharding]") {
   const std::uint64_t seed = 5;
   Graph whole_graph(7, seed, Device::cpu);
@@ -239,6 +292,18 @@ TEST_CASE("Shards of one size on one GPU (whole log-weights gathered, summaries 
     INFO("shards: " << counts.size());
     require_same(run_sharded(counts, seed, Device::cuda), whole);
   }
+}
+
+TEST_CASE("Shards of one size at tile borders on one GPU resample over their own tiles, as the unsharded population",
+          "[runtime][sharding][device]") {
+  if (!gpu::cuda_available()) {
+    WARN("device test skipped: " << gpu::device_description());
+    return;
+  }
+  check_tile_aligned(Device::cuda);
+  check_concentrated(Device::cuda, {5000}, 4);
+  check_concentrated(Device::cuda, {3, 4096 * 3 + 17}, 2);
+  check_concentrated(Device::cuda, {1, 4095, 4096, 8191, 9000, 16383}, 4);
 }
 
 TEST_CASE("Sharded resampling of an impossible population, explicit ancestors, and bad input", "[runtime][sharding]") {
@@ -411,7 +476,8 @@ TEST_CASE("The NCCL communicator across launched ranks, one GPU each, gives each
   auto comm = launch.nccl();
   REQUIRE(comm->size() == launch.size());
   const std::uint64_t seed = 17;
-  for (const std::size_t total : {std::size_t{5000}, std::size_t{100003}}) {
+  // 49152 = 12 tiles: shards of one size at tile borders for 1, 2, 3 and 4 ranks (each over its own tiles)
+  for (const std::size_t total : {std::size_t{5000}, std::size_t{100003}, std::size_t{49152}}) {
     INFO("rank " << comm->rank() << " of " << comm->size() << " on device " << comm->device() << ", " << total
                  << " particles");
     Graph whole_graph(total, seed, Device::cuda);  // every rank computes the whole population on its own GPU

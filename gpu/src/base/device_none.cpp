@@ -125,6 +125,23 @@ WeightSummary weight_summary_of(const void*) {
 }
 }  // namespace tally::gpu::cuda
 
+#include "tally/gpu/resample_shards.hpp"
+
+namespace tally::gpu::cuda {
+std::size_t shard_bytes(std::size_t, std::size_t) {
+  throw cuda_error("tally::gpu::cuda::shard_bytes: tally was built without CUDA");
+}
+void shard_report(void*, std::size_t, std::size_t, std::size_t, const double*, double*) {
+  throw cuda_error("tally::gpu::cuda::shard_report: tally was built without CUDA");
+}
+double shard_plan(void*, std::size_t, std::size_t, const double*, double, WeightSummary&, std::vector<std::size_t>&) {
+  throw cuda_error("tally::gpu::cuda::shard_plan: tally was built without CUDA");
+}
+void shard_ancestors(void*, std::size_t, std::size_t, std::size_t, std::size_t, const double*, double, std::size_t*) {
+  throw cuda_error("tally::gpu::cuda::shard_ancestors: tally was built without CUDA");
+}
+}  // namespace tally::gpu::cuda
+
 #include "tally/gpu/transitive_closure.hpp"
 
 namespace tally::gpu::cuda {

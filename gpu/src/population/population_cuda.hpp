@@ -60,8 +60,8 @@ Column<std::int64_t> gather_two(const Column<std::int64_t>& x, const Column<std:
                                 const Column<std::size_t>& a);
 Column<double> gather_two(const Column<double>& x, const Column<double>& y, const Column<std::size_t>& a);
 Laws gather_two(const Laws& x, const Laws& y, const Column<std::size_t>& a, std::size_t max_length);
-Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size_t first, std::size_t count,
-                                         std::size_t lo);
+Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size_t at, std::size_t first,
+                                         std::size_t count, std::size_t lo);
 Column<std::int64_t> law_lengths(const Laws& x);
 Laws laws_of_lengths(const Column<std::int64_t>& lengths, std::size_t total, std::size_t max_length, const char* who);
 Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::size_t>& ancestors);

@@ -101,7 +101,8 @@ Column<double> gather_two(const Column<double>&, const Column<double>&, const Co
   none("gather_two");
 }
 Laws gather_two(const Laws&, const Laws&, const Column<std::size_t>&, std::size_t) { none("gather_two"); }
-Column<std::size_t> kept_first_placement(const Column<std::size_t>&, std::size_t, std::size_t, std::size_t) {
+Column<std::size_t> kept_first_placement(const Column<std::size_t>&, std::size_t, std::size_t, std::size_t,
+                                         std::size_t) {
   none("kept_first_placement");
 }
 Column<std::int64_t> law_lengths(const Laws&) { none("law_lengths"); }

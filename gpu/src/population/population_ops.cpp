@@ -542,19 +542,19 @@ Laws gather_two(const Laws& x, const Laws& y, const Column<std::size_t>& a) {
   return gathered_laws(x.host(), &y.host(), a, max_length, who, bad_index);
 }
 
-Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size_t first, std::size_t count,
-                                         std::size_t lo) {
+Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size_t at, std::size_t first,
+                                         std::size_t count, std::size_t lo) {
   constexpr const char* who = "tally::gpu::detail::kept_first_placement";
-  if (first > x.size() || count > x.size() - first)
-    tally::detail::fail<shape_error>(who, ": entries ", first, " .. ", first + count, " of ", x.size());
-  if (on_device(x.where())) return population_cuda::kept_first_placement(x, first, count, lo);
+  if (at > x.size() || count > x.size() - at)
+    tally::detail::fail<shape_error>(who, ": entries ", at, " .. ", at + count, " of ", x.size());
+  if (on_device(x.where())) return population_cuda::kept_first_placement(x, at, first, count, lo);
   // received: lo .. first - 1 (below = first - lo of them, none when lo >= first), then from above = max(first +
   // count, lo) on
   const std::size_t below = lo < first ? first - lo : 0, above = std::max(first + count, lo);
   std::vector<std::size_t> out(count);
   for (std::size_t i = 0; i < count; ++i) {
-    const std::size_t v = x.host()[first + i];
-    if (v < lo) tally::detail::fail<domain_error>(who, ": entry ", first + i, " is ", v, ", below ", lo);
+    const std::size_t v = x.host()[at + i];
+    if (v < lo) tally::detail::fail<domain_error>(who, ": entry ", at + i, " is ", v, ", below ", lo);
     out[i] = v >= first && v < first + count ? v - first
              : v < first                     ? count + (v - lo)
                                              : count + below + (v - above);

@@ -821,10 +821,10 @@ Laws gather_two(const Laws& x, const Laws& y, const Column<std::size_t>& a, std:
   return out;
 }
 
-Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size_t first, std::size_t count,
-                                         std::size_t lo) {
+Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size_t at, std::size_t first,
+                                         std::size_t count, std::size_t lo) {
   auto out = Column<std::size_t>::allocate(Backend::cuda, count, "tally::gpu::detail::kept_first_placement");
-  const std::size_t* xp = x.data() + first;
+  const std::size_t* xp = x.data() + at;
   std::size_t* o = out.data();
   const std::size_t below = lo < first ? first - lo : 0, above = std::max(first + count, lo);  // (the host's rule)
   each(count, [=] __device__(long long i) {

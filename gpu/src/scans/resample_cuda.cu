@@ -14,6 +14,8 @@
 #include "tally/gpu/deferred_checks.hpp"
 #include "tally/gpu/philox.hpp"
 #include "tally/gpu/resample.hpp"
+#include "tally/gpu/resample_shards.hpp"
+#include "tally/gpu/population_arrays.hpp"
 
 namespace tally::gpu::cuda {
 namespace kernels {
@@ -144,6 +146,7 @@ fused::Plan carve_plan(Carve& carve, std::size_t p, double u, bool scratch) {
   plan.p = p;
   plan.n = (p + fused::tile - 1) / fused::tile;
   plan.u = u;
+  plan.end_tile = plan.n;
   const std::size_t heavy = std::min<std::size_t>(plan.n, p / (fused::spread_min + 1));
   plan.totals = carve.take<fused::Totals>(1);
   plan.m = carve.take<double>(plan.n);
@@ -293,6 +296,143 @@ WeightSummary weight_summary_of(const void* host_report) {
   fused::Totals t{};
   std::memcpy(&t, host_report, sizeof t);
   return to_summary(t);
+}
+
+// ---- a shard's part (resample_shards.hpp) ----------------------------------------------------------------------------
+
+namespace kernels {
+/// A log-weight for the shard's largest: NaN counts as +inf.
+struct NanAsInfinity {
+  __device__ double operator()(double l) const { return isnan(l) ? INFINITY : l; }
+};
+struct Larger {
+  __device__ double operator()(double a, double b) const { return a < b ? b : a; }
+};
+
+/// The G reports (3 t + 1 doubles each: m, s, q of the shard's t tiles, then its largest) into the whole plan's
+/// arrays, tile after tile in rank order; the population's largest into *largest.
+__global__ void unpack_reports(fused::Plan plan, const double* reports, std::size_t t, double* largest) {
+  const std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t size = 3 * t + 1, shards = plan.n / t;
+  if (i < plan.n) {
+    const double* r = reports + (i / t) * size;
+    const std::size_t j = i % t;
+    plan.m[i] = r[j];
+    plan.s[i] = r[t + j];
+    plan.q[i] = r[2 * t + j];
+  }
+  if (i == 0) {
+    double top = -INFINITY;
+    for (std::size_t q = 0; q < shards; ++q) top = fmax(top, reports[q * size + 3 * t]);  // (+inf stays +inf)
+    *largest = top;
+  }
+}
+
+/// What the host reads of pass 2: the totals, the largest, and the G + 1 starts K_{r t} (valid where the largest
+/// is finite: pass 2 ran).
+struct ShardReport {
+  fused::Totals totals;
+  double largest;
+};
+__global__ void collect_starts(fused::Plan plan, std::size_t t, const double* largest, ShardReport* report,
+                               unsigned long long* starts) {
+  const double top = *largest;
+  if (threadIdx.x == 0) report->largest = top;
+  if (!isfinite(top)) return;  // (pass 2 did not run)
+  const std::size_t shards = plan.n / t;
+  for (std::size_t q = threadIdx.x; q <= shards; q += blockDim.x) starts[q] = plan.k[q * t];
+  if (threadIdx.x == 0) report->totals = *plan.totals;
+}
+}  // namespace kernels
+
+namespace {
+/// The shard's device layout: the whole population's plan (carve_plan, scratch included), the largest, the host's
+/// report, the starts, then cub's space for the shard's largest.
+struct ShardLayout {
+  fused::Plan plan;
+  double* largest;
+  kernels::ShardReport* report;
+  unsigned long long* starts;
+  void* cub_temp;
+  std::size_t cub_bytes;
+  std::size_t bytes;
+};
+ShardLayout shard_layout(void* temp, std::size_t p, std::size_t s, double u) {
+  Carve carve(temp);
+  ShardLayout out{};
+  out.plan = carve_plan(carve, p, u, true);
+  out.largest = carve.take<double>(1);
+  out.report = carve.take<kernels::ShardReport>(1);
+  out.starts = carve.take<unsigned long long>(p / s + 1);
+  const auto guarded = thrust::make_transform_iterator(static_cast<const double*>(nullptr), kernels::NanAsInfinity{});
+  TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, out.cub_bytes, guarded, static_cast<double*>(nullptr),
+                                             static_cast<long long>(s), kernels::Larger{}, -INFINITY));
+  out.cub_temp = carve.take<char>(out.cub_bytes);
+  out.bytes = carve.used();
+  return out;
+}
+}  // namespace
+
+std::size_t shard_bytes(std::size_t p, std::size_t s) { return shard_layout(nullptr, p, s, 0.0).bytes; }
+
+void shard_report(void* temp, std::size_t p, std::size_t s, std::size_t first_tile, const double* log_w,
+                  double* report) {
+  ShardLayout at = shard_layout(temp, p, s, 0.0);
+  const std::size_t t = s / fused::tile;
+  fused::Plan part = at.plan;  // pass 1 of this shard's tiles, written into its report
+  part.first_tile = first_tile;
+  part.end_tile = first_tile + t;
+  part.m = report;
+  part.s = report + t;
+  part.q = report + 2 * t;
+  fused::tile_totals<<<static_cast<unsigned>(t), fused::threads>>>(log_w, part);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+  const auto guarded = thrust::make_transform_iterator(log_w, kernels::NanAsInfinity{});
+  TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(at.cub_temp, at.cub_bytes, guarded, report + 3 * t,
+                                             static_cast<long long>(s), kernels::Larger{}, -INFINITY));
+}
+
+double shard_plan(void* temp, std::size_t p, std::size_t s, const double* reports, double u, WeightSummary& summary,
+                  std::vector<std::size_t>& start) {
+  ShardLayout at = shard_layout(temp, p, s, u);
+  const std::size_t t = s / fused::tile;
+  fused::Plan plan = at.plan;
+  plan.guard = at.largest;  // pass 2 runs only where every weight is finite and one is not 0
+  kernels::unpack_reports<<<static_cast<unsigned>((plan.n + 255) / 256), 256>>>(plan, reports, t, at.largest);
+  if (plan.n <= std::size_t{fused::combine_threads} * fused::combine_items) {
+    fused::combine_tiles<<<1, fused::combine_threads>>>(plan);
+  } else {
+    fused::combine_tiles_generic<<<1, fused::combine_threads>>>(plan);
+  }
+  const std::size_t shards = p / s;
+  kernels::collect_starts<<<1, 128>>>(plan, t, at.largest, at.report, at.starts);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+  kernels::ShardReport back{};
+  std::vector<unsigned long long> starts(shards + 1);
+  gpu::detail::device_copy(&back, at.report, sizeof back, 1);  // (waits: the one wait of a resampling)
+  if (!std::isfinite(back.largest)) return back.largest;
+  gpu::detail::device_copy(starts.data(), at.starts, starts.size() * sizeof(unsigned long long), 1);
+  summary = to_summary(back.totals);
+  start.assign(starts.begin(), starts.end());
+  return back.largest;
+}
+
+void shard_ancestors(void* temp, std::size_t p, std::size_t s, std::size_t first_tile, std::size_t first_position,
+                     const double* log_w, double u, std::size_t* out) {
+  ShardLayout at = shard_layout(temp, p, s, u);
+  const std::size_t t = s / fused::tile;
+  fused::Plan plan = at.plan;
+  plan.first_tile = first_tile;
+  plan.end_tile = first_tile + t;
+  plan.first_position = first_position;
+  auto* written = reinterpret_cast<unsigned long long*>(out);
+  constexpr std::size_t block_window = std::size_t{fused::spread_threads} * fused::spread_items;
+  const std::size_t windows = (s + block_window - 1) / block_window;  // (a shard's heavy positions: at most P)
+  const auto spread_blocks = static_cast<unsigned>(std::max<std::size_t>(
+      1, std::min<std::size_t>(windows * (p / s), std::size_t(multiprocessors()) * fused::spread_blocks_per_sm)));
+  fused::write_ancestors<<<static_cast<unsigned>(t), fused::threads>>>(log_w, plan, written);
+  fused::spread_heavy<<<spread_blocks, fused::spread_threads>>>(plan, written);
+  TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
 std::vector<std::size_t> resample(std::span<const double> log_w, Resampler kind, std::uint64_t seed,

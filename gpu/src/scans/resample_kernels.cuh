@@ -92,6 +92,14 @@ struct Plan {
   Totals* totals = nullptr;
   const double* guard = nullptr;  // where set: the kernels run only if *guard is finite (the caller's weight check)
   double ess_limit = INFINITY;    // finite: the ancestors are written only where ESS = W^2 / Q < ess_limit
+  // A shard's part (resample_shards): passes 1 and 3 and the spread pass cover the tiles [first_tile, end_tile),
+  // block b taking tile first_tile + b, whose log-weights start at l[b T] (l holds the tiles from first_tile on);
+  // pass 1 writes that tile's totals at m[b], s[b], q[b] (so m, s, q are this part's own); pass 3 reads the whole
+  // plan (m[t] of every tile t), and the array it writes, out, begins at position first_position. The whole
+  // population: first_tile = 0, end_tile = n, first_position = 0 (carve_plan's).
+  std::size_t first_tile = 0;
+  std::size_t end_tile = 0;
+  unsigned long long first_position = 0;
 };
 
 /// False where the plan's guard says the weights must not be read (the block returns at once, as one).
@@ -175,15 +183,17 @@ __device__ double block_order_scan(double a, double* shared, double& total) {
 }
 
 /// Thread j's log-weights of tile t in the warp-striped arrangement: lane l of warp w gets item r =
-/// l_{T t + 512 w + 32 r + l} (-inf past P): each load of a warp reads 32 consecutive doubles.
-__device__ inline void fetch_striped(const double* l, std::size_t p, std::size_t t, double (&raw)[items]) {
-  const std::size_t base = t * tile, first = base + (threadIdx.x / 32) * (32 * items) + threadIdx.x % 32;
-  if (base + tile <= p) {  // a whole tile: no bounds
+/// l_{T t + 512 w + 32 r + l} (-inf past P): each load of a warp reads 32 consecutive doubles. l holds the
+/// log-weights from tile plan.first_tile on (all of them for the whole population).
+__device__ inline void fetch_striped(const double* l, const Plan& plan, std::size_t t, double (&raw)[items]) {
+  const std::size_t base = t * tile, first = (threadIdx.x / 32) * (32 * items) + threadIdx.x % 32;
+  const double* at = l + (t - plan.first_tile) * tile;
+  if (base + tile <= plan.p) {  // a whole tile: no bounds
 #pragma unroll
-    for (int r = 0; r < items; ++r) raw[r] = __ldg(l + first + 32 * r);
+    for (int r = 0; r < items; ++r) raw[r] = __ldg(at + first + 32 * r);
   } else {
 #pragma unroll
-    for (int r = 0; r < items; ++r) raw[r] = first + 32 * r < p ? __ldg(l + first + 32 * r) : -INFINITY;
+    for (int r = 0; r < items; ++r) raw[r] = base + first + 32 * r < plan.p ? __ldg(at + first + 32 * r) : -INFINITY;
   }
 }
 
@@ -218,9 +228,9 @@ __device__ inline void relative_weights(double (&x)[items], double m) {
 __global__ void __launch_bounds__(threads, totals_blocks_per_sm) tile_totals(const double* l, Plan plan) {
   if (!guard_passes(plan)) return;
   __shared__ double shared[3][32];
-  const std::size_t t = blockIdx.x;
+  const std::size_t t = plan.first_tile + blockIdx.x;
   double x[items];
-  fetch_striped(l, plan.p, t, x);
+  fetch_striped(l, plan, t, x);
   double mx = x[0];
 #pragma unroll
   for (int r = 1; r < items; ++r) mx = fmax(mx, x[r]);
@@ -236,9 +246,9 @@ __global__ void __launch_bounds__(threads, totals_blocks_per_sm) tile_totals(con
   block_order_scan<threads>(a, shared[1], s_t);
   block_order_scan<threads>(b, shared[2], q_t);
   if (threadIdx.x == 0) {
-    plan.m[t] = mx;
-    plan.s[t] = s_t;
-    plan.q[t] = q_t;
+    plan.m[blockIdx.x] = mx;
+    plan.s[blockIdx.x] = s_t;
+    plan.q[blockIdx.x] = q_t;
   }
 }
 
@@ -257,11 +267,12 @@ __global__ void __launch_bounds__(threads, ancestors_blocks_per_sm)
   __shared__ double shared[3][32];
   __shared__ unsigned warp_last[warps];
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const std::size_t t = blockIdx.x;
+  const std::size_t t = plan.first_tile + blockIdx.x;
   const unsigned long long k_lo = plan.k[t], k_hi = plan.k[t + 1];
   if (k_lo == k_hi) return;  // no positions: the whole block leaves (else S_t > 0, so L >= 0)
+  out -= plan.first_position;  // (out[k] for the positions k this launch writes, k >= first_position)
   double x[items];
-  fetch_striped(l, plan.p, t, x);
+  fetch_striped(l, plan, t, x);
   striped_to_blocked(x, storage.exchange[warp]);  // item r: particle 16 j + r
   const double m_t = plan.m[t], f = exp(m_t - plan.totals->max_log_weight);
   relative_weights(x, m_t);
@@ -334,10 +345,11 @@ struct Owner {
   unsigned long long ancestor, position;
 };
 
-/// The owner of heavy position h < heavy_positions: slot s = the last with heavy_start[s] <= h, then the first
-/// particle of that tile with k(C_i) > its position.
-__device__ inline Owner heavy_owner(const Plan& plan, unsigned long long count, unsigned long long h) {
-  unsigned long long lo = 0, hi = count;  // heavy_start[lo] <= h < heavy_start[hi]
+/// The owner of heavy position h, heavy_start[first] <= h < heavy_start[end]: slot s = the last with
+/// heavy_start[s] <= h, then the first particle of that tile with k(C_i) > its position.
+__device__ inline Owner heavy_owner(const Plan& plan, unsigned long long first, unsigned long long end,
+                                    unsigned long long h) {
+  unsigned long long lo = first, hi = end;  // heavy_start[lo] <= h < heavy_start[hi]
   while (hi - lo > 1) {
     const unsigned long long mid = lo + (hi - lo) / 2;
     if (plan.heavy_start[mid] <= h) lo = mid; else hi = mid;
@@ -352,12 +364,28 @@ __device__ inline Owner heavy_owner(const Plan& plan, unsigned long long count, 
   return {t * tile + i, pos};
 }
 
-/// The spread pass: the heavy tiles' positions, laid end to end, in windows of 256 per warp (grid-stride).
+/// The first heavy slot whose tile is t or later (the heavy tiles are listed in increasing order).
+__device__ inline unsigned long long first_heavy_slot(const Plan& plan, unsigned long long count, std::size_t t) {
+  unsigned long long lo = 0, hi = count;
+  while (lo < hi) {
+    const unsigned long long mid = lo + (hi - lo) / 2;
+    if (plan.heavy_tile[mid] < t) lo = mid + 1; else hi = mid;
+  }
+  return lo;
+}
+
+/// The spread pass: the heavy tiles' positions (those of the tiles [first_tile, end_tile)), laid end to end, in
+/// windows of 256 per warp (grid-stride).
 __global__ void __launch_bounds__(spread_threads) spread_heavy(Plan plan, unsigned long long* out) {
   if (!guard_passes(plan) || !resampling(plan)) return;
-  const unsigned long long count = plan.totals->heavy_count;
-  if (count == 0) return;
-  const unsigned long long total = plan.totals->heavy_positions;
+  const unsigned long long all = plan.totals->heavy_count;
+  if (all == 0) return;
+  out -= plan.first_position;
+  const unsigned long long first_slot = first_heavy_slot(plan, all, plan.first_tile);
+  const unsigned long long end_slot = first_heavy_slot(plan, all, plan.end_tile);
+  if (first_slot == end_slot) return;
+  const unsigned long long h_begin = plan.heavy_start[first_slot];
+  const unsigned long long total = plan.heavy_start[end_slot] - h_begin;
   constexpr unsigned long long window = 32ull * spread_items;
   const unsigned long long lane = threadIdx.x % 32;
   const unsigned long long warp = (static_cast<unsigned long long>(blockIdx.x) * spread_threads + threadIdx.x) / 32;
@@ -366,13 +394,14 @@ __global__ void __launch_bounds__(spread_threads) spread_heavy(Plan plan, unsign
     // this thread's positions h0 + 32 j, j <= j_last: the ones below total (h0 + 32 j_last <= total - 1)
     const unsigned long long below = (total - 1 - h0) / 32;
     const unsigned long long j_last = below < spread_items - 1 ? below : spread_items - 1;
-    const Owner first = heavy_owner(plan, count, h0), final = heavy_owner(plan, count, h0 + 32 * j_last);
+    const auto owner = [&](unsigned long long h) { return heavy_owner(plan, first_slot, end_slot, h_begin + h); };
+    const Owner first = owner(h0), final = owner(h0 + 32 * j_last);
     if (first.ancestor == final.ancestor) {  // one particle, so one tile: positions follow h one to one
       for (unsigned long long j = 0; j <= j_last; ++j) out[first.position + 32 * j] = first.ancestor;
     } else {
       out[first.position] = first.ancestor;
       for (unsigned long long j = 1; j < j_last; ++j) {
-        const Owner o = heavy_owner(plan, count, h0 + 32 * j);
+        const Owner o = owner(h0 + 32 * j);
         out[o.position] = o.ancestor;
       }
       out[final.position] = final.ancestor;

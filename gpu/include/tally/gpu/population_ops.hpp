@@ -168,12 +168,13 @@ Laws gather_two(const Laws& x, const Laws& y, const Column<std::size_t>& a);
 /// Where each of a shard's positions finds its particle among its own `count` particles (the population's first ..
 /// first + count - 1) followed by those it received, in order: lo .. first - 1 (b = first - lo of them from the
 /// shards before it; none when lo >= first), then those from s = max(first + count, lo) on (from the shards after
-/// it); for the entries v = x_{first + i}, i < count, of the population's nondecreasing ancestors x (lo <= every v):
+/// it); for the entries v = x_{at + i}, i < count, of nondecreasing ancestors x (lo <= every v): x is the
+/// population's (at = first) or this shard's own (at = 0).
 /// out_i = v - first where first <= v < first + count, count + v - lo where v < first, else count + b + v - s.
 /// The index gather_two takes with its own particles as x and those received as y (tally::shape_error where
-/// first + count > x.size(), tally::domain_error on the host where some v < lo).
-Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size_t first, std::size_t count,
-                                         std::size_t lo);
+/// at + count > x.size(), tally::domain_error on the host where some v < lo).
+Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size_t at, std::size_t first,
+                                         std::size_t count, std::size_t lo);
 /// Law i's length offset_{i+1} - offset_i, where the laws live (a sharded resampling sends them before the
 /// weights, so that the receiver lays its laws out without the host).
 Column<std::int64_t> law_lengths(const Laws& x);

@@ -35,9 +35,12 @@ struct communicator_error : std::runtime_error {
 };
 
 /// The collectives a sharded population needs, between size() ranks, each holding one shard. Every rank calls the
-/// same collectives in the same order (the program is the same on every shard); each call returns when this rank's
-/// part is done (its output written). `where` says where both buffers live: host memory (Backend::cpu) or device
-/// memory (Backend::cuda, on the rank's device). Implementations: InProcessGroup (G shards in one process, for the
+/// same collectives in the same order (the program is the same on every shard). `where` says where both buffers
+/// live: host memory (Backend::cpu), and the call returns with this rank's output written; or device memory
+/// (Backend::cuda, on the rank's device), and the output is written in the order of the device's default stream:
+/// the work enqueued there after the call sees it, and the input may be freed (device_free is stream-ordered) or
+/// rewritten by such work after the call returns; a host reading it waits for the device first, as for any device
+/// result. Implementations: InProcessGroup (G shards in one process, for the
 /// tests and for simulated shards) and, when tally is built with NCCL, NcclCommunicator (nccl_communicator.hpp).
 class Communicator {
  public:

@@ -18,8 +18,11 @@ namespace tally::runtime {
 /// MPI, MpiBootstrap below, or any other way), so the same code runs on one host or across hosts.
 /// NVLink multicast (NVLS) is left off: the constructor sets NCCL_NVLS_ENABLE=0 in the environment before
 /// ncclCommInitRank unless the user set it, and tally never calls cuMulticastCreate.
-/// The collectives run on a stream of the rank's device (blocking: ordered after the graph's work on the default
-/// stream) and return once it has finished. Host buffers (Backend::cpu) are staged through device memory.
+/// The collectives run on a blocking stream of the rank's device, so in the default stream's order both ways (the
+/// graph's work): on device buffers (Backend::cuda) a collective starts after the work enqueued before it, the work
+/// enqueued after it waits for it, and the call returns without waiting (the host that reads its output waits, as
+/// for any device result). Host buffers (Backend::cpu) go through device memory kept for that, and the call returns
+/// once the output is written.
 /// NCCL cannot hold two ranks on one device: simulated shards on one GPU use InProcessGroup instead.
 /// Errors: communicator_error with NCCL's message. A failed collective leaves the communicator unusable (NCCL's
 /// own rule); the ranks should then stop.
