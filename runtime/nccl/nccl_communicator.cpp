@@ -116,36 +116,73 @@ void NcclCommunicator::all_gather(const void* in, void* out, std::size_t bytes, 
   if (host) check(cudaMemcpy(out, recv, bytes * size_, cudaMemcpyDeviceToHost), "cudaMemcpy");  // (waits for it)
 }
 
+namespace {
+/// Whether a rank's counts are bytes for every rank; shape_error naming `who` otherwise.
+void check_counts(std::span<const std::size_t> send_bytes, std::span<const std::size_t> recv_bytes, std::size_t ranks,
+                  const char* who) {
+  if (send_bytes.size() != ranks || recv_bytes.size() != ranks)
+    tally::detail::fail<shape_error>("tally::runtime::NcclCommunicator::", who, ": counts for ", send_bytes.size(),
+                                     " and ", recv_bytes.size(), " ranks, not ", ranks);
+}
+}  // namespace
+
+void NcclCommunicator::enqueue_pairs(const char* from, std::span<const std::size_t> send_bytes, char* to,
+                                     std::span<const std::size_t> recv_bytes) {
+  std::size_t at_send = 0, at_recv = 0;
+  for (std::size_t q = 0; q < size_; ++q) {
+    if (send_bytes[q] > 0)
+      check(ncclSend(from + at_send, send_bytes[q], ncclChar, static_cast<int>(q), state_->comm, state_->stream),
+            "ncclSend");
+    if (recv_bytes[q] > 0)
+      check(ncclRecv(to + at_recv, recv_bytes[q], ncclChar, static_cast<int>(q), state_->comm, state_->stream),
+            "ncclRecv");
+    at_send += send_bytes[q];
+    at_recv += recv_bytes[q];
+  }
+}
+
 void NcclCommunicator::all_to_all(const void* send, std::span<const std::size_t> send_bytes, void* recv,
                                   std::span<const std::size_t> recv_bytes, gpu::Backend where) {
-  if (send_bytes.size() != size_ || recv_bytes.size() != size_)
-    tally::detail::fail<shape_error>("tally::runtime::NcclCommunicator::all_to_all: counts for ", send_bytes.size(),
-                                     " and ", recv_bytes.size(), " ranks, not ", size_);
+  check_counts(send_bytes, recv_bytes, size_, "all_to_all");
   check(cudaSetDevice(device_), "cudaSetDevice");
   const std::size_t sent = std::accumulate(send_bytes.begin(), send_bytes.end(), std::size_t{0});
   const std::size_t received = std::accumulate(recv_bytes.begin(), recv_bytes.end(), std::size_t{0});
+  if (sent == 0 && received == 0) return;  // (nothing to enqueue: one rank, or a shard that keeps its particles)
   const bool host = where == gpu::Backend::cpu;
   const char* from = static_cast<const char*>(send);
   char* to = static_cast<char*>(recv);
   if (host) {
-    char* staged = state_->staging.at_least(std::max<std::size_t>(sent + received, 1));
+    char* staged = state_->staging.at_least(sent + received);
     if (sent > 0) check(cudaMemcpy(staged, send, sent, cudaMemcpyHostToDevice), "cudaMemcpy");
     from = staged;
     to = staged + sent;
   }
   // in the default stream's order, as all_gather
   check(ncclGroupStart(), "ncclGroupStart");
-  std::size_t at_send = 0, at_recv = 0;
-  for (std::size_t q = 0; q < size_; ++q) {
-    if (send_bytes[q] > 0)
-      check(ncclSend(from + at_send, send_bytes[q], ncclChar, static_cast<int>(q), state_->comm, state_->stream), "ncclSend");
-    if (recv_bytes[q] > 0)
-      check(ncclRecv(to + at_recv, recv_bytes[q], ncclChar, static_cast<int>(q), state_->comm, state_->stream), "ncclRecv");
-    at_send += send_bytes[q];
-    at_recv += recv_bytes[q];
-  }
+  enqueue_pairs(from, send_bytes, to, recv_bytes);
   check(ncclGroupEnd(), "ncclGroupEnd");
   if (host && received > 0) check(cudaMemcpy(recv, to, received, cudaMemcpyDeviceToHost), "cudaMemcpy");
+}
+
+void NcclCommunicator::all_to_all_many(std::span<const void* const> sends, std::span<const std::size_t> send_bytes,
+                                       std::span<void* const> recvs, std::span<const std::size_t> recv_bytes,
+                                       gpu::Backend where) {
+  if (where == gpu::Backend::cpu) {
+    Communicator::all_to_all_many(sends, send_bytes, recvs, recv_bytes, where);
+    return;
+  }
+  check_counts(send_bytes, recv_bytes, size_, "all_to_all_many");
+  if (sends.size() != recvs.size())
+    tally::detail::fail<shape_error>("tally::runtime::NcclCommunicator::all_to_all_many: ", sends.size(),
+                                     " sends and ", recvs.size(), " receives");
+  check(cudaSetDevice(device_), "cudaSetDevice");
+  const std::size_t sent = std::accumulate(send_bytes.begin(), send_bytes.end(), std::size_t{0});
+  const std::size_t received = std::accumulate(recv_bytes.begin(), recv_bytes.end(), std::size_t{0});
+  if (sends.empty() || (sent == 0 && received == 0)) return;
+  check(ncclGroupStart(), "ncclGroupStart");  // every buffer's sends and receives: one launch
+  for (std::size_t k = 0; k < sends.size(); ++k)
+    enqueue_pairs(static_cast<const char*>(sends[k]), send_bytes, static_cast<char*>(recvs[k]), recv_bytes);
+  check(ncclGroupEnd(), "ncclGroupEnd");
 }
 
 }  // namespace tally::runtime

@@ -190,6 +190,15 @@ class InProcessCommunicator final : public Communicator {
 
 }  // namespace
 
+void Communicator::all_to_all_many(std::span<const void* const> sends, std::span<const std::size_t> send_bytes,
+                                   std::span<void* const> recvs, std::span<const std::size_t> recv_bytes,
+                                   gpu::Backend where) {
+  if (sends.size() != recvs.size())
+    tally::detail::fail<shape_error>("tally::runtime::Communicator::all_to_all_many: ", sends.size(), " sends and ",
+                                     recvs.size(), " receives");
+  for (std::size_t k = 0; k < sends.size(); ++k) all_to_all(sends[k], send_bytes, recvs[k], recv_bytes, where);
+}
+
 void InProcessGroup::run(std::size_t ranks, const std::function<void(std::shared_ptr<Communicator>)>& program) {
   if (ranks == 0) tally::detail::fail<domain_error>("tally::runtime::InProcessGroup::run: no ranks");
   Group group(ranks);

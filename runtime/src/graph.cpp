@@ -165,6 +165,7 @@ Graph::Graph(Shard shard, std::shared_ptr<Communicator> communicator, std::uint6
   context_->shard = shard;
   context_->first_particle = shard.first;
   context_->comm = std::move(communicator);
+  detail::ShardPhase::new_graph();
 }
 
 std::size_t Graph::particles() const { return context_->particles; }
@@ -551,6 +552,8 @@ std::vector<gpu::WeightedSummary> Graph::summarize(std::span<const Variable> xs,
     std::vector<const gpu::Column<std::int64_t>*> columns;
     columns.reserve(nodes.size());
     for (const auto& n : nodes) columns.push_back(realized(*n).column.get());
+    std::optional<detail::ShardPhase> phase;
+    if (sharded()) phase.emplace(*context_, "summarize");
     if (sharded() && context_->where == gpu::Backend::cuda) {
       // each shard's sums and histograms, added: O(P / G) a shard
       const std::span<const gpu::Column<std::int64_t>* const> mine(columns);
@@ -759,7 +762,10 @@ Graph::Resampling Graph::sharded_resample_by_weight(double threshold, gpu::Resam
     context_->changing_log_weight() = std::move(zero);
     return {log_mean, summary.ess, std::move(mine), true};
   }
-  if (detail::whole_on_device(*context_)) return whole_resample_by_weight(threshold, kind, counter);
+  if (detail::whole_on_device(*context_)) {
+    const detail::ShardPhase phase(*context_, "resample: whole");
+    return whole_resample_by_weight(threshold, kind, counter);
+  }
   const detail::ShardedResampling weights = detail::sharded_summary(*context_);
   if (weights.impossible) return {-std::numeric_limits<double>::infinity(), 0.0, {}};
   const double log_mean = weights.summary.log_sum - std::log(total);

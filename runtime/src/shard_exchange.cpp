@@ -5,6 +5,8 @@
 #include <map>
 #include <numeric>
 #include <optional>
+#include <type_traits>
+#include <variant>
 
 #include "shard_collectives.hpp"
 #include "sharding.hpp"
@@ -132,15 +134,57 @@ std::optional<Exchange> plan_sorted_exchange(Context& ctx, const gpu::Column<std
   return ranges_exchange(ctx, lo, hi, whole, bounds[comm_of(ctx).rank()]);
 }
 
-/// A column's values at the outgoing particles, sent; the received ones, placed.
-template <class T>
-gpu::Column<T> exchange_column(Communicator& c, const Exchange& x, const gpu::Column<T>& column) {
-  const gpu::Backend where = column.where();
-  gpu::Column<T> out = x.sent() > 0 ? gpu::gather(column, x.outgoing_column) : gpu::Column<T>::allocate(where, 0, "");
-  auto in = gpu::Column<T>::allocate(where, x.received(), "tally::runtime::Graph (moving particles)");
-  c.all_to_all(out.data(), times(x.send, sizeof(T)), in.data(), times(x.recv, sizeof(T)), where);
-  return x.kept_first ? gpu::detail::gather_two(column, in, x.placement_column) : gpu::gather(in, x.placement_column);
-}
+/// The columns of a move (values, doubles: 8 bytes a particle each), sent together: each one's outgoing particles
+/// gathered (add), then every column in one exchange (Communicator::all_to_all_many: one NCCL launch), then each
+/// one's received particles placed (placed).
+class ColumnMoves {
+ public:
+  explicit ColumnMoves(const Exchange& x) : x_(x) {}
+  /// Queues a column; returns its index for placed().
+  template <class T>
+  std::size_t add(const gpu::Column<T>& column) {
+    static_assert(sizeof(T) == 8);
+    Move m;
+    m.where = column.where();
+    if constexpr (std::is_same_v<T, std::int64_t>) m.int_column = &column;
+    else m.double_column = &column;
+    m.out = x_.sent() > 0 ? gpu::gather(column, x_.outgoing_column) : gpu::Column<T>::allocate(m.where, 0, "");
+    m.in = gpu::Column<T>::allocate(m.where, x_.received(), "tally::runtime::Graph (moving particles)");
+    moves_.push_back(std::move(m));
+    return moves_.size() - 1;
+  }
+  /// Every queued column's exchange at once.
+  void exchange(Communicator& c) {
+    if (moves_.empty()) return;
+    std::vector<const void*> sends;
+    std::vector<void*> recvs;
+    for (Move& m : moves_) {
+      sends.push_back(std::visit([](auto& col) -> const void* { return col.data(); }, m.out));
+      recvs.push_back(std::visit([](auto& col) -> void* { return col.data(); }, m.in));
+    }
+    c.all_to_all_many(sends, times(x_.send, 8), recvs, times(x_.recv, 8), moves_.front().where);
+  }
+  /// The k-th column placed: this shard's kept particles and those received, in position order.
+  template <class T>
+  gpu::Column<T> placed(std::size_t k) {
+    Move& m = moves_[k];
+    const gpu::Column<T>* column = nullptr;
+    if constexpr (std::is_same_v<T, std::int64_t>) column = m.int_column;
+    else column = m.double_column;
+    auto& in = std::get<gpu::Column<T>>(m.in);
+    return x_.kept_first ? gpu::detail::gather_two(*column, in, x_.placement_column) : gpu::gather(in, x_.placement_column);
+  }
+
+ private:
+  struct Move {
+    gpu::Backend where = gpu::Backend::cpu;
+    const gpu::Column<std::int64_t>* int_column = nullptr;
+    const gpu::Column<double>* double_column = nullptr;
+    std::variant<gpu::Column<std::int64_t>, gpu::Column<double>> out, in;
+  };
+  const Exchange& x_;
+  std::vector<Move> moves_;
+};
 
 /// gpu::Laws (host or device): the outgoing laws' lengths, lower ends, log-scales and weights sent; placed. The
 /// host reads G + 1 of the gathered laws' offsets (where each destination's weights begin) and exchanges G byte
@@ -246,7 +290,11 @@ struct Header {
 };
 
 /// sharded_gather's work, with the plan made by `plan` (a collective, once every shard has checked the items).
-void gather_items(Context& ctx, const std::function<Exchange()>& plan, gpu::Column<double>* log_weights) {
+/// Two numbers of each shard that travel with the items' headers (a plan's ends), in rank order.
+using ShardEnds = std::vector<std::array<std::size_t, 2>>;
+
+void gather_items(Context& ctx, const std::function<Exchange(const ShardEnds&)>& plan, gpu::Column<double>* log_weights,
+                  std::array<std::size_t, 2> my_ends = {0, 0}) {
   Communicator& c = comm_of(ctx);
   // the items, in the order of the live nodes; shared laws and values once (as Graph::gather)
   std::vector<Item> items;
@@ -305,11 +353,6 @@ void gather_items(Context& ctx, const std::function<Exchange()>& plan, gpu::Colu
       items.push_back(it);
     }
   }
-  // the same items on every shard, or an error on every shard
-  const auto counts = gather_all(c, static_cast<std::uint64_t>(items.size()));
-  if (!std::all_of(counts.begin(), counts.end(), [&](std::uint64_t k) { return k == counts[0]; }))
-    throw communicator_error("tally::runtime::Graph: the shards hold different live variables (the program must be "
-                             "the same on every shard)");
   std::vector<Header> mine(items.size()), all(items.size() * c.size());
   for (std::size_t k = 0; k < items.size(); ++k) {
     const Item& it = items[k];
@@ -323,7 +366,33 @@ void gather_items(Context& ctx, const std::function<Exchange()>& plan, gpu::Colu
     }
     if (it.value != nullptr) h.nonnegative = it.value->nonnegative;
   }
-  c.all_gather(mine.data(), all.data(), items.size() * sizeof(Header), gpu::Backend::cpu);
+  // the same items on every shard, or an error on every shard: the count, the ends and the first headers in one
+  // host collective (a second for the headers past the first 32)
+  constexpr std::size_t inline_headers = 32;
+  struct Block {
+    std::uint64_t count;
+    std::array<std::size_t, 2> ends;
+    std::array<Header, inline_headers> headers;
+  };
+  Block block{items.size(), my_ends, {}};
+  std::copy_n(mine.begin(), std::min(items.size(), inline_headers), block.headers.begin());
+  const std::vector<Block> blocks = gather_all(c, block);
+  ShardEnds ends;
+  for (const Block& b : blocks) {
+    if (b.count != items.size())
+      throw communicator_error("tally::runtime::Graph: the shards hold different live variables (the program must be "
+                               "the same on every shard)");
+    ends.push_back(b.ends);
+  }
+  for (std::size_t r = 0; r < c.size(); ++r)
+    std::copy_n(blocks[r].headers.begin(), std::min(items.size(), inline_headers), all.begin() + r * items.size());
+  if (items.size() > inline_headers) {
+    const std::size_t rest = items.size() - inline_headers;
+    std::vector<Header> more(rest * c.size());
+    c.all_gather(mine.data() + inline_headers, more.data(), rest * sizeof(Header), gpu::Backend::cpu);
+    for (std::size_t r = 0; r < c.size(); ++r)
+      std::copy_n(more.begin() + r * rest, rest, all.begin() + r * items.size() + inline_headers);
+  }
   std::vector<Header> combined = mine;
   for (std::size_t r = 0; r < c.size(); ++r)
     for (std::size_t k = 0; k < items.size(); ++k) {
@@ -346,11 +415,31 @@ void gather_items(Context& ctx, const std::function<Exchange()>& plan, gpu::Colu
                                        "between shards yet (resample a Dirichlet program unsharded)");
 
   // every item's moved state, computed aside
-  const Exchange x = plan();
+  const Exchange x = plan(ends);
   std::vector<Laws> new_laws(items.size());
   std::vector<Values> new_values(items.size());
   std::vector<gpu::Column<double>> new_columns(items.size());
   std::vector<std::shared_ptr<const gpu::Column<double>>> new_p(items.size());
+  // the columns first, all in one exchange (the laws, of varying lengths, each in their own below)
+  ColumnMoves columns(x);
+  std::vector<std::array<std::size_t, 3>> queued(items.size());
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const Item& it = items[k];
+    if (it.same_as != 0) continue;
+    switch (it.kind) {
+      case Item::parameter_laws: {
+        const ParameterForm& from = *it.laws->parameters;
+        queued[k] = {columns.add(*from.n), columns.add(from.a), from.b.size() > 0 ? columns.add(from.b) : 0};
+        break;
+      }
+      case Item::values: queued[k][0] = columns.add(*it.value->column); break;
+      case Item::column: queued[k][0] = columns.add(*it.doubles); break;
+      case Item::probabilities: queued[k][0] = columns.add(**it.p); break;
+      default: break;
+    }
+  }
+  const std::size_t weights_move = log_weights != nullptr ? columns.add(*log_weights) : 0;
+  columns.exchange(c);
   for (std::size_t k = 0; k < items.size(); ++k) {
     const Item& it = items[k];
     const Header& h = combined[k];
@@ -368,29 +457,29 @@ void gather_items(Context& ctx, const std::function<Exchange()>& plan, gpu::Colu
         const ParameterForm& from = *it.laws->parameters;
         auto form = std::make_shared<ParameterForm>();
         form->family = from.family;
-        form->n = make_values(exchange_column(c, x, *from.n), from.n.nonnegative);
-        form->a = exchange_column(c, x, from.a);
-        if (from.b.size() > 0) form->b = exchange_column(c, x, from.b);
+        form->n = make_values(columns.placed<std::int64_t>(queued[k][0]), from.n.nonnegative);
+        form->a = columns.placed<double>(queued[k][1]);
+        if (from.b.size() > 0) form->b = columns.placed<double>(queued[k][2]);
         new_laws[k].parameters = std::move(form);
         new_laws[k].device_error = h.error;
         new_laws[k].device_nonnegative = h.nonnegative != 0;
         break;
       }
       case Item::values:
-        new_values[k] = make_values(exchange_column(c, x, *it.value->column), h.nonnegative != 0);
+        new_values[k] = make_values(columns.placed<std::int64_t>(queued[k][0]), h.nonnegative != 0);
         break;
       case Item::column:
-        new_columns[k] = exchange_column(c, x, *it.doubles);
+        new_columns[k] = columns.placed<double>(queued[k][0]);
         break;
       case Item::probabilities:
-        new_p[k] = std::make_shared<const gpu::Column<double>>(exchange_column(c, x, **it.p));
+        new_p[k] = std::make_shared<const gpu::Column<double>>(columns.placed<double>(queued[k][0]));
         break;
       case Item::dirichlet:
         break;
     }
   }
   gpu::Column<double> weights;
-  if (log_weights != nullptr) weights = exchange_column(c, x, *log_weights);
+  if (log_weights != nullptr) weights = columns.placed<double>(weights_move);
   // commit: moves and shared_ptr copies only
   for (std::size_t k = 0; k < items.size(); ++k) {
     const Item& it = items[k];
@@ -422,7 +511,7 @@ void gather_items(Context& ctx, const std::function<Exchange()>& plan, gpu::Colu
 }  // namespace
 
 void sharded_gather(Context& ctx, const std::vector<std::size_t>& ancestors, gpu::Column<double>* log_weights) {
-  gather_items(ctx, [&] { return plan_exchange(ctx, ancestors); }, log_weights);
+  gather_items(ctx, [&](const ShardEnds&) { return plan_exchange(ctx, ancestors); }, log_weights);
 }
 
 gpu::Column<std::size_t> tiled_gather(Context& ctx, TiledPlan& tiled) {
@@ -432,6 +521,7 @@ gpu::Column<std::size_t> tiled_gather(Context& ctx, TiledPlan& tiled) {
   const std::size_t me = c.rank(), g = c.size(), count = bounds[me + 1] - bounds[me];
   // pass 3 writes the ancestors of the positions this shard's particles fill, [start[me], start[me + 1]); each
   // goes to the shard that holds its position (both cuts known on every shard: no counts to exchange)
+  std::optional<ShardPhase> phase(std::in_place, ctx, "resample: ancestors");
   const gpu::Column<std::size_t> written = tiled.resampler.ancestors(ctx.log_weight());
   auto overlap = [](std::size_t a0, std::size_t a1, std::size_t b0, std::size_t b1) {
     const std::size_t from = std::max(a0, b0), to = std::min(a1, b1);
@@ -444,17 +534,24 @@ gpu::Column<std::size_t> tiled_gather(Context& ctx, TiledPlan& tiled) {
   }
   auto mine = gpu::Column<std::size_t>::allocate(ctx.where, count, "tally::runtime::Graph (a shard's ancestors)");
   c.all_to_all(written.data(), send, mine.data(), recv, ctx.where);
-  // every shard's first and last ancestor: the ranges each sends and receives
-  const auto ends = gather_all(c, std::array<std::size_t, 2>{entry(mine, 0), entry(mine, count - 1)});
-  std::vector<std::size_t> lo(g), hi(g);
-  for (std::size_t q = 0; q < g; ++q) {
-    lo[q] = ends[q][0];
-    hi[q] = ends[q][1];
-  }
-  std::optional<Exchange> ranges = ranges_exchange(ctx, lo, hi, mine, 0);
-  if (!ranges) throw communicator_error("tally::runtime::Graph: a sharded systematic resampling's ancestors are "
-                                        "out of order (the shards' plans differ)");
-  gather_items(ctx, [&] { return std::move(*ranges); }, nullptr);
+  // every shard's first and last ancestor (gathered with the items' headers): the ranges each sends and receives
+  const std::array<std::size_t, 2> my_ends{entry(mine, 0), entry(mine, count - 1)};
+  phase.emplace(ctx, "resample: move");
+  gather_items(
+      ctx,
+      [&](const ShardEnds& ends) {
+        std::vector<std::size_t> lo(g), hi(g);
+        for (std::size_t q = 0; q < g; ++q) {
+          lo[q] = ends[q][0];
+          hi[q] = ends[q][1];
+        }
+        std::optional<Exchange> ranges = ranges_exchange(ctx, lo, hi, mine, 0);
+        if (!ranges)
+          throw communicator_error("tally::runtime::Graph: a sharded systematic resampling's ancestors are out of "
+                                   "order (the shards' plans differ)");
+        return std::move(*ranges);
+      },
+      nullptr, my_ends);
   return mine;
 }
 
@@ -466,10 +563,10 @@ gpu::Column<std::size_t> sharded_gather_whole(Context& ctx, const gpu::Column<st
   std::optional<Exchange> ranges;
   if (sorted) ranges = plan_sorted_exchange(ctx, whole);
   if (ranges) {
-    gather_items(ctx, [&] { return std::move(*ranges); }, nullptr);
+    gather_items(ctx, [&](const ShardEnds&) { return std::move(*ranges); }, nullptr);
   } else {
     const std::vector<std::size_t> ancestors = mine.to_host();
-    gather_items(ctx, [&] { return plan_exchange(ctx, ancestors); }, nullptr);
+    gather_items(ctx, [&](const ShardEnds&) { return plan_exchange(ctx, ancestors); }, nullptr);
   }
   return mine;
 }

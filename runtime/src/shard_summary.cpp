@@ -1,6 +1,7 @@
 // Summaries over the shards: the population's weighted mean, ESS and quantiles from the shards' statistics.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <optional>
 
@@ -121,24 +122,43 @@ std::optional<std::vector<gpu::WeightedSummary>> sharded_summarize_parts(
   const std::size_t k = columns.size(), g = c.size(), me = c.rank();
   bool good = true;
   for (const double p : probabilities) good = good && p >= 0.0 && p <= 1.0;
-  if (!on_every_shard(ctx, good))
-    tally::detail::fail<domain_error>(who, ": a probability is not in [0, 1] (on this shard or another)");
-  if (k == 0) return std::vector<gpu::WeightedSummary>{};
-  // part 1 on each shard; the largest log-weight, the first bad one and each column's range over the population
+  if (k == 0) {
+    if (!on_every_shard(ctx, good))
+      tally::detail::fail<domain_error>(who, ": a probability is not in [0, 1] (on this shard or another)");
+    return std::vector<gpu::WeightedSummary>{};
+  }
+  // part 1 on each shard; in one host collective, whether its probabilities are good, its largest log-weight, its
+  // first bad one and each column's range: the population's
   const std::vector<gpu::detail::SummaryRange> ranges = gpu::detail::summary_ranges(columns, ctx.log_weight());
   struct Weights {
+    std::uint64_t good;
     double top;
     std::uint64_t first_bad;  // the population's index; total: none
     double bad_value;
   };
-  Weights mine{ranges[0].top, bounds.back(), 0.0};
+  Weights mine{good ? 1u : 0u, ranges[0].top, bounds.back(), 0.0};
   if (ranges[0].first_bad < ctx.particles) {
     mine.first_bad = bounds[me] + ranges[0].first_bad;
     const gpu::Column<double>& l = ctx.log_weight();
     if (l.where() == gpu::Backend::cpu) mine.bad_value = l.host()[ranges[0].first_bad];
     else gpu::detail::device_copy(&mine.bad_value, l.data() + ranges[0].first_bad, sizeof(double), 1);
   }
-  const auto all = gather_all(c, mine);
+  // the shard's part: its Weights, then the 2 k ends (8 bytes each)
+  constexpr std::size_t head = sizeof(Weights) / sizeof(std::int64_t);
+  static_assert(sizeof(Weights) == head * sizeof(std::int64_t));
+  std::vector<std::int64_t> part(head + 2 * k), parts(part.size() * g);
+  std::memcpy(part.data(), &mine, sizeof mine);
+  for (std::size_t j = 0; j < k; ++j) part[head + 2 * j] = ranges[j].lo, part[head + 2 * j + 1] = ranges[j].hi;
+  c.all_gather(part.data(), parts.data(), part.size() * sizeof(std::int64_t), gpu::Backend::cpu);
+  std::vector<Weights> all(g);
+  std::vector<std::int64_t> all_ends(2 * k * g);
+  for (std::size_t r = 0; r < g; ++r) {
+    std::memcpy(&all[r], parts.data() + r * part.size(), sizeof(Weights));
+    std::copy_n(parts.begin() + static_cast<std::ptrdiff_t>(r * part.size() + head), 2 * k,
+                all_ends.begin() + static_cast<std::ptrdiff_t>(r * 2 * k));
+  }
+  if (!std::all_of(all.begin(), all.end(), [](const Weights& w) { return w.good == 1; }))
+    tally::detail::fail<domain_error>(who, ": a probability is not in [0, 1] (on this shard or another)");
   Weights population = all[0];
   for (const Weights& w : all) {
     population.top = std::max(population.top, w.top);
@@ -147,9 +167,6 @@ std::optional<std::vector<gpu::WeightedSummary>> sharded_summarize_parts(
   if (population.first_bad < bounds.back())
     tally::detail::fail<domain_error>(who, ": log-weight ", population.bad_value, " of particle ",
                                       population.first_bad);
-  std::vector<std::int64_t> ends(2 * k), all_ends(2 * k * g);
-  for (std::size_t j = 0; j < k; ++j) ends[2 * j] = ranges[j].lo, ends[2 * j + 1] = ranges[j].hi;
-  c.all_gather(ends.data(), all_ends.data(), ends.size() * sizeof(std::int64_t), gpu::Backend::cpu);
   std::vector<std::pair<std::int64_t, std::int64_t>> span(k, {std::numeric_limits<std::int64_t>::max(),
                                                               std::numeric_limits<std::int64_t>::min()});
   for (std::size_t r = 0; r < g; ++r)

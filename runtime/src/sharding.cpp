@@ -2,9 +2,14 @@
 #include "sharding.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
+#include <map>
 #include <numeric>
+#include <string>
 
 #include "shard_collectives.hpp"
 #include "tally/error.hpp"
@@ -49,6 +54,58 @@ const std::vector<std::size_t>& shard_bounds(Context& ctx) {
   return ctx.shard_bounds;
 }
 
+namespace {
+/// The profile's totals: seconds and calls by phase, printed when the program ends.
+struct PhaseTotals {
+  std::map<std::string, std::pair<double, std::size_t>> by_name;
+  std::size_t graph = 0;  // the sharded graphs made so far: each prints its own totals
+  void flush() {
+    for (const auto& [name, t] : by_name)
+      std::fprintf(stderr, "shard phase, graph %zu: %-22s %10.6f s in %4zu calls (%.1f us each)\n", graph,
+                   name.c_str(), t.first, t.second, 1e6 * t.first / static_cast<double>(t.second));
+    by_name.clear();
+  }
+  ~PhaseTotals() { flush(); }
+};
+PhaseTotals& phase_totals() {
+  static PhaseTotals totals;
+  return totals;
+}
+bool profiling() {
+  static const bool on = std::getenv("TALLY_SHARD_PROFILE") != nullptr;
+  return on;
+}
+/// Waits for the device's work so far (a read of one log-weight), and returns the time.
+double settled(Context& ctx) {
+  if (ctx.where == gpu::Backend::cuda && ctx.particles > 0) {
+    double v = 0;
+    gpu::detail::device_copy(&v, ctx.log_weight().data(), sizeof v, 1);
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+}  // namespace
+
+void ShardPhase::new_graph() {
+  if (!profiling()) return;
+  PhaseTotals& totals = phase_totals();
+  totals.flush();
+  ++totals.graph;
+}
+
+ShardPhase::ShardPhase(Context& ctx, const char* name) {
+  if (!profiling()) return;
+  ctx_ = &ctx;
+  name_ = name;
+  start_ = settled(ctx);
+}
+
+ShardPhase::~ShardPhase() {
+  if (ctx_ == nullptr) return;
+  auto& t = phase_totals().by_name[name_];
+  t.first += settled(*ctx_) - start_;
+  ++t.second;
+}
+
 bool tile_aligned(Context& ctx) {
   const auto& bounds = shard_bounds(ctx);
   const std::size_t s = bounds[1] - bounds[0];
@@ -59,6 +116,7 @@ bool tile_aligned(Context& ctx) {
 }
 
 TiledPlan tiled_plan(Context& ctx, std::uint64_t seed, std::uint64_t counter) {
+  const ShardPhase phase(ctx, "resample: plan");
   Communicator& c = comm_of(ctx);
   const auto& bounds = shard_bounds(ctx);
   gpu::ShardedSystematic resampler(ctx.where, c.size(), c.rank(), bounds[1] - bounds[0],

@@ -40,6 +40,24 @@ ShardedResampling sharded_summary(Context& ctx);
 std::vector<std::size_t> sharded_ancestors(Context& ctx, const ShardedResampling& weights, gpu::Resampler kind,
                                            std::uint64_t seed, std::uint64_t counter);
 
+/// Where a sharded population's time goes, for tuning (TALLY_SHARD_PROFILE=1): a phase waits for the device when
+/// it begins and ends and adds its wall time to its name's total; the totals go to stderr when the program ends.
+/// Unset, a phase costs a flag's test and waits for nothing.
+class ShardPhase {
+ public:
+  ShardPhase(Context& ctx, const char* name);
+  ~ShardPhase();
+  /// A sharded graph begins: the totals so far are printed (as the previous graph's) and start again.
+  static void new_graph();
+  ShardPhase(const ShardPhase&) = delete;
+  ShardPhase& operator=(const ShardPhase&) = delete;
+
+ private:
+  Context* ctx_ = nullptr;  // null: off
+  const char* name_ = nullptr;
+  double start_ = 0;
+};
+
 /// Whether every shard holds the same number S of particles, a multiple of the resampling tile (4096): then a
 /// systematic resampling passes over each shard's own particles only (tiled_plan, tiled_gather). Collective the
 /// first time (shard_bounds).

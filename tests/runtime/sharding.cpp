@@ -333,9 +333,16 @@ TEST_CASE("Sharded resampling of an impossible population, explicit ancestors, a
       for (std::size_t i = 0; i < s.count; ++i) v[i] = static_cast<std::int64_t>(s.first + i);
       return v;
     }());
+    // more live variables than the first collective's headers hold (32): the rest travel in a second
+    std::vector<Variable> many;
+    for (std::int64_t k = 0; k < 40; ++k) many.push_back(g.add(w, g.constant(k)));
     g.resample(reversed);
     const auto moved = g.value(w);
     for (std::size_t i = 0; i < s.count; ++i) CHECK(moved[i] == static_cast<std::int64_t>(9 - (s.first + i)));
+    for (std::int64_t k = 0; k < 40; ++k) {
+      const auto v = g.value(many[static_cast<std::size_t>(k)]);
+      for (std::size_t i = 0; i < s.count; ++i) CHECK(v[i] == moved[i] + k);
+    }
     std::vector<std::size_t> bad = reversed;
     if (s.index == 2) bad[0] = 10;
     CHECK_THROWS_AS(g.resample(bad), tally::domain_error);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <vector>
 
@@ -328,20 +329,25 @@ __global__ void unpack_reports(fused::Plan plan, const double* reports, std::siz
   }
 }
 
-/// What the host reads of pass 2: the totals, the largest, and the G + 1 starts K_{r t} (valid where the largest
-/// is finite: pass 2 ran).
+/// What the host reads of pass 2, in one copy: the totals, the largest, then the G + 1 starts K_{r t} (valid where
+/// the largest is finite: pass 2 ran).
 struct ShardReport {
   fused::Totals totals;
   double largest;
+  unsigned long long starts[1];  // (G + 1 of them: the carve leaves room)
 };
-__global__ void collect_starts(fused::Plan plan, std::size_t t, const double* largest, ShardReport* report,
-                               unsigned long long* starts) {
+__global__ void collect_starts(fused::Plan plan, std::size_t t, const double* largest, ShardReport* report) {
   const double top = *largest;
   if (threadIdx.x == 0) report->largest = top;
   if (!isfinite(top)) return;  // (pass 2 did not run)
   const std::size_t shards = plan.n / t;
-  for (std::size_t q = threadIdx.x; q <= shards; q += blockDim.x) starts[q] = plan.k[q * t];
+  for (std::size_t q = threadIdx.x; q <= shards; q += blockDim.x) report->starts[q] = plan.k[q * t];
   if (threadIdx.x == 0) report->totals = *plan.totals;
+}
+
+/// The bytes of a ShardReport with G + 1 starts.
+constexpr std::size_t report_bytes(std::size_t shards) {
+  return offsetof(ShardReport, starts) + (shards + 1) * sizeof(unsigned long long);
 }
 }  // namespace kernels
 
@@ -352,7 +358,6 @@ struct ShardLayout {
   fused::Plan plan;
   double* largest;
   kernels::ShardReport* report;
-  unsigned long long* starts;
   void* cub_temp;
   std::size_t cub_bytes;
   std::size_t bytes;
@@ -362,8 +367,7 @@ ShardLayout shard_layout(void* temp, std::size_t p, std::size_t s, double u) {
   ShardLayout out{};
   out.plan = carve_plan(carve, p, u, true);
   out.largest = carve.take<double>(1);
-  out.report = carve.take<kernels::ShardReport>(1);
-  out.starts = carve.take<unsigned long long>(p / s + 1);
+  out.report = reinterpret_cast<kernels::ShardReport*>(carve.take<char>(kernels::report_bytes(p / s)));
   const auto guarded = thrust::make_transform_iterator(static_cast<const double*>(nullptr), kernels::NanAsInfinity{});
   TALLY_CUDA_CHECK(cub::DeviceReduce::Reduce(nullptr, out.cub_bytes, guarded, static_cast<double*>(nullptr),
                                              static_cast<long long>(s), kernels::Larger{}, -INFINITY));
@@ -405,15 +409,20 @@ double shard_plan(void* temp, std::size_t p, std::size_t s, const double* report
     fused::combine_tiles_generic<<<1, fused::combine_threads>>>(plan);
   }
   const std::size_t shards = p / s;
-  kernels::collect_starts<<<1, 128>>>(plan, t, at.largest, at.report, at.starts);
+  kernels::collect_starts<<<1, 128>>>(plan, t, at.largest, at.report);
   TALLY_CUDA_CHECK(cudaGetLastError());
+  std::vector<unsigned char> bytes(kernels::report_bytes(shards));
+  gpu::detail::device_copy(bytes.data(), at.report, bytes.size(), 1);  // (waits: the one wait of the plan)
   kernels::ShardReport back{};
-  std::vector<unsigned long long> starts(shards + 1);
-  gpu::detail::device_copy(&back, at.report, sizeof back, 1);  // (waits: the one wait of a resampling)
+  std::memcpy(&back, bytes.data(), offsetof(kernels::ShardReport, starts));
   if (!std::isfinite(back.largest)) return back.largest;
-  gpu::detail::device_copy(starts.data(), at.starts, starts.size() * sizeof(unsigned long long), 1);
   summary = to_summary(back.totals);
-  start.assign(starts.begin(), starts.end());
+  start.resize(shards + 1);
+  for (std::size_t q = 0; q <= shards; ++q) {
+    unsigned long long k = 0;
+    std::memcpy(&k, bytes.data() + offsetof(kernels::ShardReport, starts) + q * sizeof k, sizeof k);
+    start[q] = k;
+  }
   return back.largest;
 }
 

@@ -55,6 +55,12 @@ class Communicator {
   /// counts first, with a host exchange of one size_t per rank). Both spans have size() entries.
   virtual void all_to_all(const void* send, std::span<const std::size_t> send_bytes, void* recv,
                           std::span<const std::size_t> recv_bytes, gpu::Backend where) = 0;
+  /// Several pairwise exchanges with the same counts: buffer k sends from sends[k] and receives into recvs[k], each
+  /// as all_to_all(sends[k], send_bytes, recvs[k], recv_bytes, where). Moving particles sends every column of
+  /// their state so; NCCL groups them into one launch. This default calls all_to_all for each.
+  virtual void all_to_all_many(std::span<const void* const> sends, std::span<const std::size_t> send_bytes,
+                               std::span<void* const> recvs, std::span<const std::size_t> recv_bytes,
+                               gpu::Backend where);
   /// What it is, for messages ("in-process shard 2 of 4", "NCCL rank 1 of 8 on device 1").
   virtual std::string description() const = 0;
 };

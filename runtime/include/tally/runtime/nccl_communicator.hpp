@@ -45,9 +45,16 @@ class NcclCommunicator final : public Communicator {
   void all_gather(const void* in, void* out, std::size_t bytes, gpu::Backend where) override;
   void all_to_all(const void* send, std::span<const std::size_t> send_bytes, void* recv,
                   std::span<const std::size_t> recv_bytes, gpu::Backend where) override;
+  /// On device buffers: every send and receive in one NCCL group (one launch).
+  void all_to_all_many(std::span<const void* const> sends, std::span<const std::size_t> send_bytes,
+                       std::span<void* const> recvs, std::span<const std::size_t> recv_bytes,
+                       gpu::Backend where) override;
   std::string description() const override;
 
  private:
+  /// One rank's sends and receives of a pairwise exchange, enqueued (inside the caller's NCCL group).
+  void enqueue_pairs(const char* from, std::span<const std::size_t> send_bytes, char* to,
+                     std::span<const std::size_t> recv_bytes);
   struct State;
   std::unique_ptr<State> state_;
   std::size_t rank_, size_;
