@@ -35,23 +35,35 @@ inline std::vector<std::size_t> exchange_counts(Communicator& c, const std::vect
   return recv;
 }
 
-/// Host items of a repartition: this rank holds the items [from[me], from[me + 1]) of a global array cut at `from`,
-/// and gets those of [to[me], to[me + 1]) (the cuts are rank-ordered, from 0 to the same end).
-template <class T>
-std::vector<T> repartition(Communicator& c, const std::vector<T>& mine, const std::vector<std::size_t>& from,
-                           const std::vector<std::size_t>& to) {
-  const std::size_t me = c.rank(), g = c.size();
-  std::vector<std::size_t> send(g), recv(g);
+/// The byte counts of a repartition of items of `size` bytes: this rank holds the items [from[me], from[me + 1]) of
+/// a global array cut at `from`, and gets those of [to[me], to[me + 1]) (the cuts are rank-ordered, from 0 to the
+/// same end): send[q] and recv[q] are the overlaps with rank q's.
+struct RepartitionCounts {
+  std::vector<std::size_t> send, recv;
+};
+inline RepartitionCounts repartition_counts(const std::vector<std::size_t>& from, const std::vector<std::size_t>& to,
+                                            std::size_t me, std::size_t size) {
+  const std::size_t g = from.size() - 1;
+  RepartitionCounts out{std::vector<std::size_t>(g), std::vector<std::size_t>(g)};
   const auto overlap = [](std::size_t a0, std::size_t a1, std::size_t b0, std::size_t b1) {
     const std::size_t lo = std::max(a0, b0), hi = std::min(a1, b1);
     return hi > lo ? hi - lo : 0;
   };
   for (std::size_t q = 0; q < g; ++q) {
-    send[q] = overlap(from[me], from[me + 1], to[q], to[q + 1]) * sizeof(T);
-    recv[q] = overlap(from[q], from[q + 1], to[me], to[me + 1]) * sizeof(T);
+    out.send[q] = overlap(from[me], from[me + 1], to[q], to[q + 1]) * size;
+    out.recv[q] = overlap(from[q], from[q + 1], to[me], to[me + 1]) * size;
   }
+  return out;
+}
+
+/// Host items of such a repartition.
+template <class T>
+std::vector<T> repartition(Communicator& c, const std::vector<T>& mine, const std::vector<std::size_t>& from,
+                           const std::vector<std::size_t>& to) {
+  const std::size_t me = c.rank();
+  const RepartitionCounts counts = repartition_counts(from, to, me, sizeof(T));
   std::vector<T> out(to[me + 1] - to[me]);
-  c.all_to_all(mine.data(), send, out.data(), recv, gpu::Backend::cpu);
+  c.all_to_all(mine.data(), counts.send, out.data(), counts.recv, gpu::Backend::cpu);
   return out;
 }
 

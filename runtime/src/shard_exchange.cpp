@@ -172,7 +172,8 @@ class ColumnMoves {
     if constexpr (std::is_same_v<T, std::int64_t>) column = m.int_column;
     else column = m.double_column;
     auto& in = std::get<gpu::Column<T>>(m.in);
-    return x_.kept_first ? gpu::detail::gather_two(*column, in, x_.placement_column) : gpu::gather(in, x_.placement_column);
+    return x_.kept_first ? gpu::detail::gather_two(*column, in, x_.placement_column)
+                         : gpu::gather(in, x_.placement_column);
   }
 
  private:
@@ -289,10 +290,11 @@ struct Header {
   std::uint64_t nonnegative, max_length;
 };
 
-/// sharded_gather's work, with the plan made by `plan` (a collective, once every shard has checked the items).
 /// Two numbers of each shard that travel with the items' headers (a plan's ends), in rank order.
 using ShardEnds = std::vector<std::array<std::size_t, 2>>;
 
+/// sharded_gather's work, with the plan made by `plan` from every shard's `my_ends` (a collective, once every shard
+/// has checked the items).
 void gather_items(Context& ctx, const std::function<Exchange(const ShardEnds&)>& plan, gpu::Column<double>* log_weights,
                   std::array<std::size_t, 2> my_ends = {0, 0}) {
   Communicator& c = comm_of(ctx);
@@ -517,23 +519,14 @@ void sharded_gather(Context& ctx, const std::vector<std::size_t>& ancestors, gpu
 gpu::Column<std::size_t> tiled_gather(Context& ctx, TiledPlan& tiled) {
   Communicator& c = comm_of(ctx);
   const auto& bounds = shard_bounds(ctx);
-  const std::vector<std::size_t>& start = tiled.plan.start;
   const std::size_t me = c.rank(), g = c.size(), count = bounds[me + 1] - bounds[me];
   // pass 3 writes the ancestors of the positions this shard's particles fill, [start[me], start[me + 1]); each
   // goes to the shard that holds its position (both cuts known on every shard: no counts to exchange)
   std::optional<ShardPhase> phase(std::in_place, ctx, "resample: ancestors");
   const gpu::Column<std::size_t> written = tiled.resampler.ancestors(ctx.log_weight());
-  auto overlap = [](std::size_t a0, std::size_t a1, std::size_t b0, std::size_t b1) {
-    const std::size_t from = std::max(a0, b0), to = std::min(a1, b1);
-    return (to > from ? to - from : 0) * sizeof(std::size_t);
-  };
-  std::vector<std::size_t> send(g), recv(g);
-  for (std::size_t q = 0; q < g; ++q) {
-    send[q] = overlap(start[me], start[me + 1], bounds[q], bounds[q + 1]);
-    recv[q] = overlap(start[q], start[q + 1], bounds[me], bounds[me + 1]);
-  }
+  const RepartitionCounts moved = repartition_counts(tiled.plan.start, bounds, me, sizeof(std::size_t));
   auto mine = gpu::Column<std::size_t>::allocate(ctx.where, count, "tally::runtime::Graph (a shard's ancestors)");
-  c.all_to_all(written.data(), send, mine.data(), recv, ctx.where);
+  c.all_to_all(written.data(), moved.send, mine.data(), moved.recv, ctx.where);
   // every shard's first and last ancestor (gathered with the items' headers): the ranges each sends and receives
   const std::array<std::size_t, 2> my_ends{entry(mine, 0), entry(mine, count - 1)};
   phase.emplace(ctx, "resample: move");

@@ -10,10 +10,10 @@
 namespace tally::test {
 
 /// Log-weights of P particles for the resamplers' tests. kind 0: U[-40, 0], every 11th -inf; 1: U[-700, 0] (300
-/// decades); 2: one at 0, the rest -40; 3: one at 0, the rest -inf; 4: the first half -inf; 5: all but 3 -inf; 6: 0 or -inf
-/// at random (every sum exact); 7: tiles 1 to 3 all -inf; 8: one live particle every 20000 (tiles owning many
-/// times T positions: the spread pass); 9: one live particle per tile, in every other tile (about 2 T positions
-/// each: a block's threads loop over several rounds).
+/// decades); 2: one at 0, the rest -40; 3: one at 0, the rest -inf; 4: the first half -inf; 5: all but 3 -inf;
+/// 6: 0 or -inf at random (every sum exact); 7: tiles 1 to 3 all -inf; 8: one live particle every 20000 (tiles
+/// owning many times T positions: the spread pass); 9: one live particle per tile, in every other tile (about 2 T
+/// positions each: a block's threads loop over several rounds).
 inline std::vector<double> population(std::mt19937_64& gen, std::size_t p, int kind) {
   constexpr std::size_t t = 4096;
   constexpr double inf = std::numeric_limits<double>::infinity();

@@ -229,7 +229,8 @@ static void check_concentrated(Device device, const std::vector<std::size_t>& su
     const Variable x = g.assume(Binomial(3, 0.5));
     std::vector<std::int64_t> obs(n, 5);  // impossible, but for the survivors
     for (std::size_t k = 0; k < survivors.size(); ++k)
-      if (survivors[k] >= first && survivors[k] < first + n) obs[survivors[k] - first] = static_cast<std::int64_t>(k % 4);
+      if (survivors[k] >= first && survivors[k] < first + n)
+        obs[survivors[k] - first] = static_cast<std::int64_t>(k % 4);
     g.observe(x, obs);
     const auto step = g.resample_by_weight();
     return std::make_pair(step.ancestors.to_host(), std::vector<double>{step.log_mean_weight, step.ess});

@@ -299,7 +299,7 @@ WeightSummary weight_summary_of(const void* host_report) {
   return to_summary(t);
 }
 
-// ---- a shard's part (resample_shards.hpp) ----------------------------------------------------------------------------
+// ---- a shard's part (resample_shards.hpp) ---------------------------------------------------------------------
 
 namespace kernels {
 /// A log-weight for the shard's largest: NaN counts as +inf.

@@ -63,7 +63,8 @@ const ShardedSystematic::Plan& ShardedSystematic::plan(const Column<double>& rep
   plan_ = Plan{};
   const std::size_t p = shards_ * particles_;
   if (where_ == Backend::cuda) {
-    plan_.largest = cuda::shard_plan(device_temp_.data(), p, particles_, reports.data(), u_, plan_.summary, plan_.start);
+    plan_.largest =
+        cuda::shard_plan(device_temp_.data(), p, particles_, reports.data(), u_, plan_.summary, plan_.start);
     return plan_;
   }
   const std::vector<double>& r = reports.host();
