@@ -52,7 +52,7 @@ void tie(Node& x, Node& y, std::int64_t a, Values c) {
 void marginalize(Node& n) {
   const auto keep = n.shared_from_this();
   Context& ctx = *n.context;
-  // coupled to other marginalized variables: kept in one joint law with them (joint_node.hpp)
+  // coupled to other marginalized variables: kept in one joint law with them (joint/joint.hpp)
   if (needs_joint(n) && join(n)) return;
   std::visit(overloaded{
                  [&](DiscreteRoot& r) { n.marginal = prior(ctx, r.prior); },
@@ -351,7 +351,7 @@ void graft(Node& root) {
           graft(*a);
           if (a->state != State::marginalized) continue;
           // kept exactly: the ancestor becomes a joint law that its descendants join as they are grafted, so
-          // that the operands end up coordinates of one joint law (joint_node.hpp)
+          // that the operands end up coordinates of one joint law (joint/joint.hpp)
           const Absorbed took = a->discrete() ? absorb(*a) : Absorbed::unsupported;
           if (took == Absorbed::done) break;
           fallback(*a, fallback_after(took, Fallback::shared_ancestor));

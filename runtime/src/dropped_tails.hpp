@@ -1,4 +1,4 @@
-// Private: what truncation dropped from a node's laws, followed along the graph (joint_tails.cpp,
+// Private: what truncation dropped from a node's laws, followed along the graph (joint/tails.cpp,
 // ordinary_tails.cpp) and computed only when a bound or a joint law reads it.
 #pragma once
 

@@ -2,7 +2,7 @@
 #include <exception>
 
 #include "dropped_tails.hpp"
-#include "joint_steps.hpp"
+#include "joint/steps.hpp"
 
 namespace tally::runtime::detail {
 

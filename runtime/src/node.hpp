@@ -16,7 +16,7 @@
 #include "tally/distributions/pmf.hpp"
 #include "tally/distributions/sample.hpp"
 #include "tally/distributions/truncation.hpp"
-#include "joint_node.hpp"
+#include "joint/joint.hpp"
 #include "state.hpp"
 #include "tally/gpu/resample.hpp"
 #include "tally/runtime/batch.hpp"
@@ -26,7 +26,7 @@
 
 namespace tally::runtime::detail {
 
-/// What a family's truncated prior dropped (joint_tails.cpp): the dropped measure located outside its window, in
+/// What a family's truncated prior dropped (joint/tails.cpp): the dropped measure located outside its window, in
 /// the prior's units, and the relative mass of what is not located (spread). Computed once per kept prior.
 struct PriorTails {
   std::optional<Pmf> dropped;
@@ -78,7 +78,7 @@ struct CountChild {
   double scale = 1.0;      // a of a Poisson(a lambda)
 };
 /// A child of several random parents (parents[0] = the state S, Node::more_parents the others), always kept in a
-/// joint law with them (joint_node.hpp): Poisson(a R_S) with more_parents = R_0, ..., R_{K-1}, or Binomial(X, q_S)
+/// joint law with them (joint/joint.hpp): Poisson(a R_S) with more_parents = R_0, ..., R_{K-1}, or Binomial(X, q_S)
 /// with more_parents = {X}.
 struct SelectedChild {
   enum Family { poisson, thinning } family;
@@ -157,7 +157,7 @@ struct Context : Place {
 ///  - a Beta that waits for a count X after an observed Binomial(X, rho) (beta_thinning.cpp) owns X and the observed
 ///    node (ContinuousState::mixture_count, mixture_observed); nothing that X owns reaches a continuous node
 ///    (marginalized nodes own only their M-path child, tie and joint group, all discrete), so no cycle forms;
-///  - coupled marginalized variables kept in one joint law (joint_node.hpp) each own the law's JointGroup
+///  - coupled marginalized variables kept in one joint law (joint/joint.hpp) each own the law's JointGroup
 ///    (`group`), which holds them only weakly; such a member owns nothing else (no parents, no M-path child), and a
 ///    member that dies is summed out of the law.
 /// Every strong edge goes from a node to a node created before it (a parent) or from a marginalized parent to its
@@ -295,7 +295,7 @@ void resolve_mixture(Node& rho);
 /// oldest other member (so that members touch one another). These are the dependence edges of
 /// uninstantiated_ancestors and Graph::touches. They form no directed cycle (parents, mparents and group anchors
 /// point to older nodes; a tie joins two operands that were independent), though they may form undirected ones.
-/// The oldest other live member of n's joint group, or nullptr (joint_node.cpp).
+/// The oldest other live member of n's joint group, or nullptr (joint/groups.cpp).
 Node* group_anchor(const Node& n);
 template <class F>
 void for_each_dependence_edge(const Node& n, F&& f) {

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <exception>
 
-#include "joint_steps.hpp"
+#include "joint/steps.hpp"
 #include "tally/distributions/algebra.hpp"
 #include "tally/distributions/child_laws.hpp"
 

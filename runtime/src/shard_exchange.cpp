@@ -328,7 +328,7 @@ void gather_items(Context& ctx, const std::function<Exchange(const ShardEnds&)>&
     it.doubles = &col;
     if (col.size() > 0) items.push_back(it);
   };
-  bool joint = false;  // a joint law (joint_node.hpp) lives: not moved between shards yet
+  bool joint = false;  // a joint law (joint/joint.hpp) lives: not moved between shards yet
   for (Node* n = ctx.first_live; n != nullptr; n = n->next_live) {
     joint = joint || n->group != nullptr;
     add_laws(n->marginal);

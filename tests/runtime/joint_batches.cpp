@@ -1,4 +1,4 @@
-// Joint operations computed as batches (Truncation::joint_batches, runtime/src/joint_batches.hpp): the batch forms
+// Joint operations computed as batches (Truncation::joint_batches, runtime/src/joint/batches.hpp): the batch forms
 // against the host's one-table-at-a-time operations, on the examples and on filters whose particles hold different
 // joint tables; on a CUDA graph, the device's batches against the host graph.
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 
 #include "gpu/device.hpp"
 #include "models/joint_programs.hpp"
-#include "runtime/src/joint_batches.hpp"
+#include "runtime/src/joint/batches.hpp"
 #include "tally/distributions.hpp"
 #include "tally/runtime/graph.hpp"
 

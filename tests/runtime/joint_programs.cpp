@@ -12,8 +12,8 @@
 
 #include "gpu/device.hpp"
 #include "models/joint_programs.hpp"
-#include "runtime/src/joint_node.hpp"
-#include "runtime/src/joint_steps.hpp"
+#include "runtime/src/joint/joint.hpp"
+#include "runtime/src/joint/steps.hpp"
 #include "tally/distributions.hpp"
 #include "tally/runtime/graph.hpp"
 

@@ -137,7 +137,7 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// skew diagonal of its operands' outer product directly (no convolution); observing an initialized child of a
 /// marginalized or realized parent (Binomial(x, q), Poisson(a x), Poisson(rates[x]), Categorical(T[x])) conditions
 /// the parent directly, without building the child's law.
-/// Joint laws (runtime/src/joint_node.hpp): where an operation would couple marginalized variables that share an
+/// Joint laws (runtime/src/joint/joint.hpp): where an operation would couple marginalized variables that share an
 /// ancestor, the runtime keeps their joint law instead of sampling: the second child of a count that lives on
 /// (y ~ Binomial(x, m) kept with x - y: a migration), a sum of two descendants of one variable (a diamond), a
 /// child of several random parents (poisson(state, rates), binomial(x, state, keep)). Each particle then holds one
@@ -154,7 +154,7 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// an ancestor at any depth, a variable and its own descendants, a tie of an observed sum that takes a new child,
 /// marginal(), value() or beta() of a variable with a marginalized child — the whole marginalized component
 /// (the M-path through the variable, every marginalized parent that feeds it, and the ties among them) is taken over
-/// by one joint law (runtime/src/joint_absorb.cpp): the tops' marginals, each node's law given its parents
+/// by one joint law (runtime/src/joint/absorb.cpp): the tops' marginals, each node's law given its parents
 /// reweighted to the marginal it holds, which is exactly the posterior the path represents. Nothing is drawn. Then
 /// the new child joins that law as a coordinate (elimination on the fly, as above). Which handles are alive changes
 /// which coordinates stay in a table (memory), never whether the answer is exact, within the budget below. Cost: a

@@ -8,7 +8,7 @@
 #include <optional>
 #include <vector>
 
-#include "joint_steps.hpp"
+#include "steps.hpp"
 #include "tally/distributions/joint_condition.hpp"
 #include "tally/gpu/joint_laws.hpp"
 

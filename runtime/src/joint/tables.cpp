@@ -5,12 +5,20 @@
 #include <optional>
 #include <variant>
 
-#include "joint_steps.hpp"
+#include "steps.hpp"
 #include "tally/distributions/log_pmf.hpp"
 #include "tally/error.hpp"
 
 namespace tally::runtime::detail {
 namespace joint_steps {
+
+JointPmf append_child(const JointPmf& d, int axis, const ChildLaw& law, const Truncation& t) {
+  return std::visit(overloaded{[&](const AffineLaw& f) {
+                                 return linear_combination(d, unit(d.rank(), axis, f.a), f.c, -1, t);
+                               },
+                               [&](const auto& k) { return add_child(d, axis, k, t); }},
+                    law);
+}
 
 /// The outer product of independent joint laws: the axes of a, then those of b.
 JointPmf outer(const JointPmf& a, const JointPmf& b, const Truncation& t) {

@@ -6,8 +6,8 @@
 #include <optional>
 #include <variant>
 
-#include "joint_batches.hpp"
-#include "joint_steps.hpp"
+#include "batches.hpp"
+#include "steps.hpp"
 #include "tally/distributions/condition.hpp"
 #include "tally/error.hpp"
 

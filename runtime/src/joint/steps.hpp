@@ -1,6 +1,5 @@
-// Private: what the joint-node sources share (joint_node.cpp forms joint laws, joint_observe.cpp reads, conditions
-// and realizes them, joint_tables.cpp and joint_tails.cpp hold their table operations and the prior tails):
-// particles with equal inputs, the joint laws' budget, and the steps both ends need.
+// Private: what the joint module's sources share (the module: joint.hpp): particles with equal inputs, the joint
+// laws' budget, and the steps that forming, reading and conditioning joint laws all need.
 #pragma once
 
 #include <algorithm>
@@ -12,8 +11,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "joint_node.hpp"
-#include "node.hpp"
+#include "joint.hpp"
+#include "../node.hpp"
 #include "tally/distributions/joint.hpp"
 
 namespace tally::runtime::detail::joint_steps {
@@ -161,7 +160,7 @@ double likelihood_sup(const ChildLaw& law, std::int64_t y);
 double likelihood_sup(const SelectedChild& s, std::int64_t y);
 
 /// A rank-1 joint law of particle i's pmf with its known tails (the dropped measure and the spread bound), as
-/// DroppedTails gives them (joint_tails.cpp); j itself where tails is null.
+/// DroppedTails gives them (joint/tails.cpp); j itself where tails is null.
 JointPmf with_tails(const JointPmf& j, const DroppedTails* tails, std::size_t i);
 /// The spread bound of a product of independent laws (an outer product, or a convolution): with exact laws
 /// a + x + r_a and b + y + r_b (x, y the located dropped measures, of masses dx, dy relative to a and b; r_a, r_b the
@@ -178,7 +177,7 @@ bool shares(const DroppedTails& tails, std::size_t i);
 /// Sums out the axes nobody needs, and dissolves a group left with one live member (it becomes an ordinary
 /// marginalized node with its marginal).
 void sweep(const std::shared_ptr<JointGroup>& gp, Context& ctx);
-/// Whether the marginalized standalone p can become an axis (see joint_node.cpp).
+/// Whether the marginalized standalone p can become an axis (see joint/groups.cpp).
 bool joinable(const Node& p);
 /// n becomes a member of g: marginalized, with no parents (the law holds what they said of it).
 void become_member(Node& n, const std::shared_ptr<JointGroup>& g);

@@ -1,5 +1,22 @@
-// Private: joint nodes, coupled marginalized variables kept as one joint law per particle (variable elimination on
-// the fly), and the operations the delayed-sampling core performs on them.
+// Private: the exact mechanism's joint laws (variable elimination as the program runs): the one interface the
+// delayed-sampling core (delayed_sampling.cpp) calls whenever marginalized variables become coupled.
+//
+// The marginalized part of the graph is a set of factors over discrete variables. A JointGroup is one factor: a
+// table per particle over its members (shared between particles that hold equal ones). Every coupling goes through
+// the same four steps, whatever the operation that made it:
+//  1. bring in: each random parent of the new node becomes a coordinate of one group. A standalone marginal enters
+//     as a group of one; a variable inside an M-path brings its whole marginalized component (absorb.cpp); groups
+//     already formed are merged by their outer product (groups.cpp, couple);
+//  2. apply the node's factor: its law given its parents appended as a coordinate, or taking its parent's place
+//     where nothing else reads the parent, or a linear form of coordinates kept out of the table (join.cpp; the
+//     table operations in tables.cpp, their batch forms for many different tables in batches.cpp);
+//  3. eliminate: every coordinate that nothing can reach any more is summed out, and a group left with one live
+//     member dissolves into that member's marginal (groups.cpp, sweep);
+//  4. read and condition: a member's marginal, a member drawn (the others conditioned on it), an observed child of
+//     members conditioning the table directly (observe.cpp), with the mass truncation dropped carried along
+//     (tails.cpp).
+// Past the budget (Truncation::max_joint_bytes) the variables that would enter a group are drawn first and
+// reported (Fallback::joint_limit): the only place this module samples.
 #pragma once
 
 #include <cstddef>
@@ -9,8 +26,8 @@
 #include <utility>
 #include <vector>
 
-#include "dropped_tails.hpp"
-#include "state.hpp"
+#include "../dropped_tails.hpp"
+#include "../state.hpp"
 #include "tally/distributions/joint_pmf.hpp"
 #include "tally/runtime/batch.hpp"
 
@@ -22,7 +39,7 @@ struct Context;
 /// The joint law of k coupled marginalized variables: one tally::JointPmf per particle, axis a being the variable
 /// members[a]. The laws live on the host for every graph: a CUDA graph copies the laws that enter a joint law to the
 /// host and the marginals and draws it gives back to the device. Where the particles hold different tables, an
-/// operation may compute them as one batch of gpu::JointLaws (joint_batches.hpp) and bring them back.
+/// operation may compute them as one batch of gpu::JointLaws (joint/batches.hpp) and bring them back.
 ///
 /// Ownership: each member owns the group (Node::group); the group holds its members weakly, so there is no cycle.
 /// A member that dies (no handle and no child needs it any more) leaves an expired entry, summed out of the law at

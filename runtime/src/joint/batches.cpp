@@ -1,6 +1,6 @@
-// Joint operations on many different tables at once (joint_batches.hpp): the runtime's JointPmf tables to and from
+// Joint operations on many different tables at once (joint/batches.hpp): the runtime's JointPmf tables to and from
 // gpu::JointLaws batches, and each operation's batch form.
-#include "joint_batches.hpp"
+#include "batches.hpp"
 
 #include <Eigen/Core>
 #include <algorithm>

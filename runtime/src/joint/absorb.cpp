@@ -5,8 +5,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "joint_batches.hpp"
-#include "joint_steps.hpp"
+#include "batches.hpp"
+#include "steps.hpp"
 #include "tally/error.hpp"
 
 namespace tally::runtime::detail {

@@ -7,7 +7,7 @@
 #include <optional>
 #include <variant>
 
-#include "joint_steps.hpp"
+#include "steps.hpp"
 #include "tally/distributions/condition.hpp"
 #include "tally/distributions/log_pmf.hpp"
 
