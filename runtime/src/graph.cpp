@@ -14,6 +14,7 @@
 #include "support.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu/deferred_checks.hpp"
+#include "tally/gpu/group_weights.hpp"
 #include "tally/gpu/later_max.hpp"
 #include "tally/gpu/population_ops.hpp"
 
@@ -154,6 +155,17 @@ Graph::Graph(std::size_t particles, std::uint64_t seed, Device device, Truncatio
   }
 }
 
+Graph::Graph(Groups groups, std::uint64_t seed, Device device, Truncation t)
+    : Graph(groups.count == 0 || groups.size == 0 || groups.count > std::numeric_limits<std::size_t>::max() / groups.size
+                ? 1
+                : groups.count * groups.size,
+            seed, device, t) {
+  if (groups.count == 0 || groups.size == 0 || particles() != groups.count * groups.size)
+    tally::detail::fail<domain_error>("tally::runtime::Graph: ", groups.count, " groups of ", groups.size,
+                                      " particles (each must be >= 1, and their product a size)");
+  context_->group_size = groups.size;
+}
+
 Graph::Graph(Shard shard, std::shared_ptr<Communicator> communicator, std::uint64_t seed, Device device, Truncation t)
     : Graph(shard.count == 0 ? 1 : shard.count, seed, device, t) {
   constexpr const char* who = "tally::runtime::Graph (sharded)";
@@ -169,6 +181,8 @@ Graph::Graph(Shard shard, std::shared_ptr<Communicator> communicator, std::uint6
 }
 
 std::size_t Graph::particles() const { return context_->particles; }
+std::size_t Graph::groups() const { return context_->particles / context_->group_size; }
+std::size_t Graph::group_size() const { return context_->group_size; }
 const Shard& Graph::shard() const { return context_->shard; }
 bool Graph::sharded() const { return context_->comm != nullptr; }
 const std::shared_ptr<Communicator>& Graph::communicator() const { return context_->comm; }
@@ -240,6 +254,24 @@ Variable Graph::assume(const Pmf& prior) {
 Variable Graph::assume(const Pmf& prior, std::function<Pmf(const Truncation&)> family) {
   return Variable(std::make_shared<Node>(context_, detail::DiscreteRoot{prior, std::move(family)}, State::initialized));
 }
+Variable Graph::assume(const std::vector<Pmf>& laws) {
+  const std::size_t g = groups(), p = particles(), s = context_->group_size;
+  if (laws.size() != g && laws.size() != p)
+    tally::detail::fail<shape_error>("tally::runtime::Graph::assume: ", laws.size(), " laws for ", g, " groups of ", s,
+                                     " particles (one per group or one per particle)");
+  if (laws.empty()) tally::detail::fail<shape_error>("tally::runtime::Graph::assume: no laws");
+  return guarded(*this, [&] {
+    const std::size_t per = laws.size() == p ? 1 : s;  // particles per law
+    // the root's own prior: the law of largest error bound (what truncates() asks); no family, so no tails
+    std::size_t widest = 0;
+    for (std::size_t k = 1; k < laws.size(); ++k)
+      if (laws[k].error_bound() > laws[widest].error_bound()) widest = k;
+    auto n = std::make_shared<Node>(context_, detail::DiscreteRoot{laws[widest], {}}, State::marginalized);
+    n->marginal = detail::place(*context_, Batch<Pmf>::make(p, [&](std::size_t i) { return laws[i / per]; }));
+    return Variable(std::move(n));
+  });
+}
+
 Variable Graph::assume_value(std::type_index type, std::span<const std::byte> key,
                              std::function<Pmf(const Truncation&)> family) {
   auto& kept = context_->kept_priors;
@@ -705,6 +737,9 @@ std::vector<std::vector<std::size_t>> Graph::touches(const std::vector<Variable>
 Graph::Resampling Graph::resample_by_weight(gpu::Resampler kind) { return resample_by_weight(1.0, kind); }
 
 Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kind) {
+  if (groups() > 1)
+    tally::detail::fail<usage_error>("tally::runtime::Graph::resample_by_weight: a graph of ", groups(),
+                                     " groups resamples each group within itself (resample_groups)");
   if (sharded()) return guarded(*this, [&] { return sharded_resample_by_weight(threshold, kind); });
   return guarded(*this, [&]() -> Resampling {
   // the counter of this call's uniforms advances only when the call succeeds: a retry after a failure (a device
@@ -811,6 +846,11 @@ void Graph::resample(const std::vector<std::size_t>& ancestors) {
                                      particles(), " particles");
   for (std::size_t a : ancestors)
     if (a >= range) tally::detail::fail<domain_error>("tally::runtime::Graph::resample: ancestor ", a, " out of range");
+  const std::size_t s = context_->group_size;
+  for (std::size_t i = 0; i < ancestors.size() && s < particles(); ++i)
+    if (ancestors[i] / s != i / s)
+      tally::detail::fail<domain_error>("tally::runtime::Graph::resample: particle ", i, "'s ancestor ", ancestors[i],
+                                        " is outside its group ", i / s);
   if (sharded()) {
     guarded(*this, [&] { detail::sharded_gather(*context_, ancestors, &context_->changing_log_weight()); });
     return;
@@ -820,6 +860,28 @@ void Graph::resample(const std::vector<std::size_t>& ancestors) {
     auto weights = detail::gather(context_->log_weight(), where);  // before the nodes: the move after cannot fail
     gather(where);
     context_->changing_log_weight() = std::move(weights);
+  });
+}
+
+Graph::GroupResampling Graph::resample_groups(double threshold, gpu::Resampler kind) {
+  if (!(threshold >= 0.0))
+    tally::detail::fail<domain_error>("tally::runtime::Graph::resample_groups: threshold ", threshold, " is not >= 0");
+  if (sharded()) tally::detail::fail<usage_error>("tally::runtime::Graph::resample_groups: a sharded graph has no groups");
+  return guarded(*this, [&]() -> GroupResampling {
+    // as resample_by_weight: the counter advances only when the call succeeds
+    const std::size_t s = context_->group_size;
+    gpu::GroupWeights weights = gpu::summarize_groups(context_->log_weight(), s);
+    if (threshold == 0.0) {
+      ++context_->resamplings;
+      return {std::move(weights.log_mean_weight), std::move(weights.ess),
+              gpu::filled(std::int64_t{0}, groups(), context_->where), {}};
+    }
+    gpu::GroupResampled r = gpu::resample_groups(context_->log_weight(), s, weights, threshold, kind,
+                                                 context_->seed ^ resampling_key, context_->resamplings);
+    gather(r.ancestors);  // then the moves, which cannot fail
+    context_->changing_log_weight() = std::move(r.log_w);
+    ++context_->resamplings;
+    return {std::move(weights.log_mean_weight), std::move(weights.ess), std::move(r.resampled), std::move(r.ancestors)};
   });
 }
 

@@ -115,6 +115,7 @@ struct Context : Place {
   const std::optional<gpu::WeightSummary>& known_weights() const { return known_weights_; }
   void know_weights(const std::optional<gpu::WeightSummary>& s) { known_weights_ = s; }
   std::uint64_t resamplings = 0;   // Graph::resample_by_weight calls so far: the counter of their uniforms
+  std::size_t group_size;          // the particles of each group (Groups): particle i is in group i / group_size
   std::uint64_t made = 0;          // nodes made so far (their default names #k)
   std::uint64_t truncating = 0;    // nodes made so far whose own laws are truncated (see truncates())
   bool strict = false;

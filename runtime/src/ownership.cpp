@@ -12,7 +12,10 @@ thread_local std::vector<std::shared_ptr<Node>>* graveyard = nullptr;
 }  // namespace
 
 Context::Context(std::size_t n, std::uint64_t program_seed, gpu::Backend backend, Truncation t)
-    : Place{n, backend, t, program_seed, 0, 0}, shard{0, n, 0, n}, log_weight_(gpu::filled(0.0, n, backend)) {}
+    : Place{n, backend, t, program_seed, 0, 0},
+      group_size(n),
+      shard{0, n, 0, n},
+      log_weight_(gpu::filled(0.0, n, backend)) {}
 
 Node::Node(std::shared_ptr<Context> c, Kind k, State s)
     : context(std::move(c)), kind(std::move(k)), state(s) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <Eigen/Core>
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -234,12 +235,23 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 ///   error wins (gpu/include/tally/gpu/deferred_checks.hpp). By then the failed operation's results are in the
 ///   graph: treat the graph as one whose last operations failed (the basic guarantee), as on the CPU path, where
 ///   the same error is thrown by the operation itself.
+/// A population of G groups of S particles each (G S particles in all): particle i is in group i / S. Each group is
+/// a filter of its own: its own parameters (a per-group parameter, see Graph), its own weights, resampled within
+/// the group (Graph::resample_groups), and its own log-evidence. Groups{1, P} is an ordinary graph of P particles.
+struct Groups {
+  std::size_t count = 1;  ///< G
+  std::size_t size = 1;   ///< S, the particles of each group
+};
+
 class Graph {
  public:
   /// particles >= 1 (domain_error otherwise); Device::automatic.
   explicit Graph(std::size_t particles = 1, std::uint64_t seed = 1, Truncation truncation = {});
   /// Device::cuda without a usable device: tally::cuda_error.
   Graph(std::size_t particles, std::uint64_t seed, Device device, Truncation truncation = {});
+  /// G groups of S particles (Groups): domain_error where G or S is 0 or G S overflows; Device::cuda without a
+  /// usable device: tally::cuda_error. Device::automatic chooses by G S particles.
+  Graph(Groups groups, std::uint64_t seed, Device device = Device::automatic, Truncation truncation = {});
   /// One shard of a population sharded over communicator->size() shards (README, "Several GPUs"): this graph holds
   /// the population's particles shard.first .. shard.first + shard.count - 1 (shard.index = communicator->rank()),
   /// and every shard runs the same program. What the unsharded Graph(shard.total, seed, ...) would compute for
@@ -261,6 +273,9 @@ class Graph {
         Truncation truncation = {});
   /// This graph's particles (a shard's own: shard().count).
   std::size_t particles() const;
+  /// Its groups: G, and S particles each (1 and particles() for a graph made without groups).
+  std::size_t groups() const;
+  std::size_t group_size() const;
   /// The shard this graph holds: Shard{0, P, 0, P} for an unsharded graph.
   const Shard& shard() const;
   /// Whether this graph is one shard of a sharded population (made with a communicator).
@@ -303,6 +318,28 @@ class Graph {
       Pmf prior = family(truncation());  // (before family is moved into the call)
       return assume(prior, std::move(family));
     }
+  }
+  /// Per-group or per-particle parameters: x ~ laws[g] in every particle of group g (laws.size() == groups()), or
+  /// x ~ laws[i] in particle i (laws.size() == particles(); shape_error for another size), for any family with
+  /// to_pmf (Poisson, Binomial, NegativeBinomial, Geometric, Categorical, ...) or given Pmfs. The variable is
+  /// marginalized at once (each group's law made once, shared by its particles) and goes on on the exact path like
+  /// any root. Its tails are those of the graph's truncation (each law's error bound): unlike a root of constant
+  /// parameters, an observation far past a law's window is not widened from its family.
+  Variable assume(const std::vector<Pmf>& laws);
+  template <class Family>
+  Variable assume(const std::vector<Family>& laws)
+    requires requires(const Family& f, const Truncation& t) { to_pmf(f, t); }
+  {
+    std::vector<Pmf> pmfs;
+    pmfs.reserve(laws.size());
+    for (std::size_t k = 0; k < laws.size(); ++k) {
+      bool same = false;
+      if constexpr (value_family<Family>)  // equal neighbours (a grid's repeated parameters) made once
+        same = k > 0 && std::ranges::equal(std::as_bytes(std::span<const Family, 1>(&laws[k], 1)),
+                                           std::as_bytes(std::span<const Family, 1>(&laws[k - 1], 1)));
+      pmfs.push_back(same ? pmfs.back() : to_pmf(laws[k], truncation()));
+    }
+    return assume(pmfs);
   }
   /// A realized count: v in every particle, or v[i] in particle i (per-particle values the engine computed).
   Variable constant(std::int64_t v);
@@ -467,7 +504,7 @@ class Graph {
   void reset_log_weights();
   /// Resampling: particle i becomes a copy of particle ancestors[i], in every live variable (size P each). A shard
   /// of a sharded population: ancestors are indices of the population's particles (< shard().total), and the call
-  /// is collective.
+  /// is collective. A graph of several groups: each ancestor in its particle's own group (domain_error otherwise).
   void resample(const std::vector<std::size_t>& ancestors);
   /// What resample_by_weight did.
   struct Resampling {
@@ -484,8 +521,26 @@ class Graph {
   Resampling resample_by_weight(gpu::Resampler kind = gpu::Resampler::systematic);
   /// The same only when the effective sample size is below threshold x P (threshold 1: always, 0: never); else
   /// the weights are only summarized (ancestors empty) and kept. A CUDA graph copies nothing back but the summary
-  /// (the ancestors stay on the device until their to_host() is called).
+  /// (the ancestors stay on the device until their to_host() is called). A graph of several groups: usage_error
+  /// (resampling the whole population would mix the groups: resample_groups).
   Resampling resample_by_weight(double threshold, gpu::Resampler kind = gpu::Resampler::systematic);
+  /// What resample_groups did: columns where the graph keeps its state (to_host() copies them back).
+  struct GroupResampling {
+    gpu::Column<double> log_mean_weight;  ///< G: \f$\log \frac1S \sum_{i \in g} e^{\ell_i}\f$, each group's
+                                          ///< log-evidence increment (-inf where every particle is impossible)
+    gpu::Column<double> ess;              ///< G: each group's effective sample size before resampling, in [1, S]
+                                          ///< (0 where every particle is impossible)
+    gpu::Column<std::int64_t> resampled;  ///< G: 1 where the group was resampled (its log-weights reset to 0)
+    gpu::Column<std::size_t> ancestors;   ///< P: particle i's ancestor, in its own group (i where its group was not
+                                          ///< resampled); empty for threshold 0
+  };
+  /// Resamples each group within itself, where its effective sample size is below threshold x S (threshold 1:
+  /// every group; 0: none, the weights only summarized) and not every particle of it is impossible, by the
+  /// group's own log-weights (gpu::resample_groups: systematic, one uniform per group, or multinomial), then resets
+  /// the resampled groups' log-weights to 0; the other groups keep theirs. One segmented operation over the whole
+  /// population, with no host wait on a CUDA graph. A graph made without groups is one group. domain_error for a
+  /// negative threshold. The counter of its uniforms is resample_by_weight's.
+  GroupResampling resample_groups(double threshold = 1.0, gpu::Resampler kind = gpu::Resampler::systematic);
   /// Every live variable's state: bytes and bytes per particle (laws: 8 per weight and 24 per law; values: 8).
   std::vector<NodeMemory> memory() const;
   /// All live variables' bytes, with the log-weights.

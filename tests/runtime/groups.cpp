@@ -1,0 +1,154 @@
+// Graphs of several groups: per-group and per-particle parameters kept on the exact path, each group's weights,
+// evidence and resampling within itself, and the refusals (mixing groups, bad sizes).
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "gpu/device.hpp"
+#include "tally/distributions.hpp"
+#include "tally/runtime/graph.hpp"
+
+using namespace tally;
+using namespace tally::runtime;
+
+namespace {
+
+double log_poisson(std::int64_t k, double mean) {
+  const double x = static_cast<double>(k);
+  return x * std::log(mean) - mean - std::lgamma(x + 1.0);
+}
+
+/// x ~ Poisson(lambda_g) per group, y ~ Binomial(x, 0.5) observed at v: each particle's log-weight is
+/// log Poisson(v; lambda_g / 2), and x's posterior mean v + lambda_g / 2, exactly (the exact path, nothing drawn).
+void check_per_group_roots(Device device) {
+  const std::size_t groups = 7, size = 5;
+  Graph g(Groups{groups, size}, 3, device);
+  g.strict(true);
+  REQUIRE(g.groups() == groups);
+  REQUIRE(g.group_size() == size);
+  REQUIRE(g.particles() == groups * size);
+  std::vector<Poisson> laws;
+  for (std::size_t k = 0; k < groups; ++k) laws.emplace_back(2.0 + 3.0 * double(k / 2));  // equal neighbours too
+  const Variable x = g.assume(laws);
+  const Variable y = g.binomial(x, 0.5);
+  const std::int64_t v = 4;
+  const auto o = g.observe(y, v);
+  CHECK(o.exact());
+  const auto lw = g.log_weights();
+  const auto posterior = g.marginal(x);
+  for (std::size_t i = 0; i < g.particles(); ++i) {
+    const double lambda = laws[i / size].rate();
+    REQUIRE(lw[i] == Approx(log_poisson(v, lambda / 2)).epsilon(1e-12));
+    REQUIRE(mean(posterior[i]) == Approx(double(v) + lambda / 2).epsilon(1e-12));
+  }
+  // each group's evidence and ESS (all particles of a group alike: S, and the group's log-likelihood)
+  const auto r = g.resample_groups(0.0);
+  const auto mean_weight = r.log_mean_weight.to_host(), ess = r.ess.to_host();
+  REQUIRE(mean_weight.size() == groups);
+  for (std::size_t k = 0; k < groups; ++k) {
+    REQUIRE(mean_weight[k] == Approx(log_poisson(v, laws[k].rate() / 2)).epsilon(1e-12));
+    REQUIRE(ess[k] == Approx(double(size)));
+  }
+  CHECK(r.ancestors.empty());
+  CHECK(g.log_weights() == lw);  // threshold 0: only summarized
+}
+
+/// Bootstrap groups: x drawn per particle, weighted by its observation; each group's log-evidence increment is the
+/// log of the mean of its particles' weights, and the ancestors stay in their groups.
+void check_group_resampling(Device device, gpu::Resampler kind) {
+  const std::size_t groups = 6, size = 40;
+  Graph g(Groups{groups, size}, 11, device);
+  std::vector<Binomial> laws;
+  for (std::size_t k = 0; k < groups; ++k) laws.emplace_back(30, 0.1 + 0.15 * double(k));
+  const Variable x = g.assume(laws);
+  const auto values = g.value(x);  // drawn
+  std::vector<std::int64_t> observed(g.particles());
+  for (std::size_t i = 0; i < observed.size(); ++i) observed[i] = values[i] / 2;
+  const Variable y = g.binomial(x, 0.5);
+  g.observe(y, observed);
+  const auto lw = g.log_weights();
+  const auto r = g.resample_groups(1.0, kind);
+  const auto mean_weight = r.log_mean_weight.to_host(), ess = r.ess.to_host();
+  const auto flags = r.resampled.to_host();
+  const auto ancestors = r.ancestors.to_host();
+  REQUIRE(ancestors.size() == g.particles());
+  for (std::size_t k = 0; k < groups; ++k) {
+    double m = -std::numeric_limits<double>::infinity();
+    for (std::size_t j = 0; j < size; ++j) m = std::max(m, lw[k * size + j]);
+    double s1 = 0, s2 = 0;
+    for (std::size_t j = 0; j < size; ++j) {
+      s1 += std::exp(lw[k * size + j] - m);
+      s2 += std::exp(2 * (lw[k * size + j] - m));
+    }
+    REQUIRE(mean_weight[k] == Approx(m + std::log(s1 / double(size))).epsilon(1e-12));
+    REQUIRE(ess[k] == Approx(s1 * s1 / s2).epsilon(1e-12));
+    REQUIRE(flags[k] == 1);
+  }
+  const auto after = g.value(x);
+  for (std::size_t i = 0; i < g.particles(); ++i) {
+    REQUIRE(ancestors[i] / size == i / size);
+    REQUIRE(std::isfinite(lw[ancestors[i]]));
+    REQUIRE(after[i] == values[ancestors[i]]);
+  }
+  for (const double l : g.log_weights()) REQUIRE(l == 0.0);
+}
+
+}  // namespace
+
+TEST_CASE("Per-group parameters keep the exact path, with each group's evidence", "[runtime][groups]") {
+  check_per_group_roots(Device::cpu);
+}
+
+TEST_CASE("device: per-group parameters keep the exact path, with each group's evidence",
+          "[runtime][groups][device]") {
+  if (tally::test::skip_without_device()) return;
+  check_per_group_roots(Device::cuda);
+}
+
+TEST_CASE("Each group is resampled within itself by its own weights", "[runtime][groups]") {
+  check_group_resampling(Device::cpu, gpu::Resampler::systematic);
+  check_group_resampling(Device::cpu, gpu::Resampler::multinomial);
+}
+
+TEST_CASE("device: each group is resampled within itself by its own weights", "[runtime][groups][device]") {
+  if (tally::test::skip_without_device()) return;
+  check_group_resampling(Device::cuda, gpu::Resampler::systematic);
+  check_group_resampling(Device::cuda, gpu::Resampler::multinomial);
+}
+
+TEST_CASE("Per-particle laws, one group, and a threshold on each group's ESS", "[runtime][groups]") {
+  // per-particle laws: one per particle of a graph without groups
+  Graph one(4, 5);
+  const Variable x = one.assume(std::vector<Pmf>{Pmf::point(1), Pmf::point(2), Pmf::point(3), Pmf::point(4)});
+  CHECK(one.value(x) == std::vector<std::int64_t>{1, 2, 3, 4});
+  CHECK(one.groups() == 1);
+  // at threshold 0.5, a group of equal weights (ESS 4) is not resampled; one whose weight one particle holds is
+  Graph g(Groups{2, 4}, 9);
+  const Variable c = g.assume(std::vector<Pmf>(8, Pmf::point(0)));
+  g.observe(g.binomial(g.affine(c, 1, 3), 0.5), std::vector<std::int64_t>{1, 1, 1, 1, 1, 4, 4, 4});
+  const auto r = g.resample_groups(0.5);
+  CHECK(r.resampled.to_host() == std::vector<std::int64_t>{0, 1});
+  const auto a = r.ancestors.to_host();
+  for (std::size_t i = 0; i < 4; ++i) CHECK(a[i] == i);
+  for (std::size_t i = 4; i < 8; ++i) CHECK(a[i] == 4);  // 4 > 3 is impossible: particle 4 holds all the weight
+  const auto lw = g.log_weights();
+  for (std::size_t i = 0; i < 4; ++i) CHECK(lw[i] == Approx(std::log(3.0 / 8.0)));
+  for (std::size_t i = 4; i < 8; ++i) CHECK(lw[i] == 0.0);
+}
+
+TEST_CASE("Groups refuse what would mix them, and bad sizes", "[runtime][groups]") {
+  REQUIRE_THROWS_AS(Graph(Groups{0, 4}, 1), domain_error);
+  REQUIRE_THROWS_AS(Graph(Groups{4, 0}, 1), domain_error);
+  REQUIRE_THROWS_AS(Graph(Groups{std::size_t{1} << 40, std::size_t{1} << 40}, 1), domain_error);
+  Graph g(Groups{3, 2}, 1);
+  REQUIRE_THROWS_AS(g.assume(std::vector<Poisson>{Poisson(1.0), Poisson(2.0)}), shape_error);
+  REQUIRE_THROWS_AS(g.assume(std::vector<Pmf>{}), shape_error);
+  const Variable x = g.assume(std::vector<Poisson>{Poisson(1.0), Poisson(2.0), Poisson(3.0)});
+  REQUIRE_THROWS_AS(g.resample_by_weight(), usage_error);
+  REQUIRE_THROWS_AS(g.resample({0, 1, 2, 3, 4, 0}), domain_error);  // particle 5's ancestor in group 0
+  REQUIRE_THROWS_AS(g.resample_groups(-1.0), domain_error);
+  g.resample({1, 1, 2, 2, 5, 4});  // still usable, and within groups is fine
+  CHECK(g.value(x).size() == 6);
+}
