@@ -58,9 +58,15 @@ void marginalize(Node& n) {
                  [&](DiscreteRoot& r) { n.marginal = prior(ctx, r.prior); },
                  [&](DiscreteChild& c) {
                    Node& x = *n.parents[0];
-                   n.marginal = x.state == State::realized ? push_realized(ctx, x.value, c.law) : push(ctx, law(x), c.law);
+                   if (c.each)
+                     n.marginal = x.state == State::realized ? push_realized(ctx, x.value, *c.each)
+                                                             : push(ctx, law(x), *c.each);
+                   else
+                     n.marginal = x.state == State::realized ? push_realized(ctx, x.value, c.law)
+                                                             : push(ctx, law(x), c.law);
                    // what truncation dropped from x's laws, pushed along (observations weigh it by its likelihood)
-                   if (x.state == State::marginalized && !x.group && follows_tails(ctx) && on_host(n.marginal))
+                   if (x.state == State::marginalized && !x.group && !c.each && follows_tails(ctx) &&
+                       on_host(n.marginal))
                      n.tails = pushed_tails(tails_or_spread(x, law(x).host), c.law, n.marginal.host);
                    attach(x, n, 0);
                  },
@@ -133,7 +139,8 @@ void condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
           [&](BetaThinning&) {},
           [&](DiscreteChild& c) {
             if (Node* x = n.mparents[0]) {
-              x->marginal = condition(ctx, law(*x), c.law, v, sink());
+              x->marginal =
+                  c.each ? condition(ctx, law(*x), *c.each, v, sink()) : condition(ctx, law(*x), c.law, v, sink());
               x->absorbed = true;
               x->mchild.reset();
             }
@@ -265,7 +272,7 @@ void prepare_sum(Node& z) {
   Node& y = *z.parents[1];
   auto direct_child = [](Node& child, Node& parent) -> const ChildLaw* {
     auto* c = std::get_if<DiscreteChild>(&child.kind);
-    return (c && child.state == State::initialized && parent.state != State::realized &&
+    return (c && !c->each && child.state == State::initialized && parent.state != State::realized &&
             child.parents[0].get() == &parent)
                ? &c->law
                : nullptr;
@@ -453,6 +460,7 @@ bool draw_directly(Node& n) {
     if (t == nullptr || n.parents[0]->state != State::realized) return false;
     trials = &n.parents[0]->value;
     keep = t->keep;
+    if (c->each) q = &c->each->keep;  // a probability per group
   } else if (const auto* k = std::get_if<CountChild>(&n.kind)) {
     if (k->family != CountChild::binomial || n.parents[0]->state != State::realized) return false;
     trials = &k->trials;
@@ -501,15 +509,19 @@ std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
     // to be >= 0 by its log mass, written and added to the log-weights in one pass on the device (a bootstrap
     // filter's observation), else the same conditioning on point masses (one pass, no child law)
     const Values& x = n.parents[0]->value;
-    const ChildLaw& law = std::get<DiscreteChild>(n.kind).law;
+    const DiscreteChild& child = std::get<DiscreteChild>(n.kind);
+    const ChildLaw& law = child.law;
     const auto* thinning = std::get_if<Thinning>(&law);
     std::pair<gpu::Column<double>, Bound> out;
-    if (ctx.device() && thinning != nullptr && x.nonnegative) {
+    if (ctx.device() && thinning != nullptr && x.nonnegative && !child.each) {
       out.first = gpu::Column<double>::allocate(ctx.where, ctx.particles, "tally::runtime::observe");
       gpu::observe_binomial(*x, thinning->keep, *values, out.first, ctx.changing_log_weight());
     } else {
       LogLikelihood ll = zero_log_likelihood(ctx);
-      condition(ctx, points(ctx, x), law, values, ll);
+      if (child.each)
+        condition(ctx, points(ctx, x), *child.each, values, ll);
+      else
+        condition(ctx, points(ctx, x), law, values, ll);
       gpu::add_to(ctx.changing_log_weight(), ll.values);
       out = {std::move(ll.values), std::move(ll.error)};
     }
@@ -558,18 +570,22 @@ std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
         return done();
       }
       if (parent.group && observe_joint_child(n, values, ll)) return done();  // a coordinate of a joint law
-      if (parent.state == State::marginalized && parent.tied_to == nullptr) {
+      // (a coordinate of a joint law that did not condition it, a law per group: grafted below, its parent drawn)
+      if (parent.state == State::marginalized && parent.tied_to == nullptr && !parent.group) {
         // computed before anything changes: a refused law (a thinning of a possibly negative count) leaves the graph
-        const ChildLaw& child_law = std::get<DiscreteChild>(n.kind).law;
+        const DiscreteChild& child = std::get<DiscreteChild>(n.kind);
+        const ChildLaw& child_law = child.law;  // (a law per group: every one a thinning, as this one)
         // an observation in the tail that the prior's truncation cut: the prior's window extended from its family
         if (fresh_parent && !parent.mchild && !parent.group)
           if (auto wide = widened_prior_for_child(parent, child_law, values)) parent.marginal = prior(ctx, *wide);
         if (!ctx.device()) law(parent);  // a sum's convolution made first: it brings its operands' tails
-        const auto tails = ctx.device() || !may_know_tails(parent) ? nullptr : later_tails(parent, law(parent).host);
+        const auto tails =
+            ctx.device() || child.each || !may_know_tails(parent) ? nullptr : later_tails(parent, law(parent).host);
         const Bound error_before = ll.error;
         std::vector<double> log_likelihood;  // this conditioning's, per particle (where tails follow)
         if (tails) log_likelihood = ll.values.host();
-        Laws posterior = condition(ctx, law(parent), child_law, values, ll);
+        Laws posterior = child.each ? condition(ctx, law(parent), *child.each, values, ll)
+                                    : condition(ctx, law(parent), child_law, values, ll);
         parent.marginal = std::move(posterior);
         parent.absorbed = true;
         // with the tails known, the likelihood's error is theirs (far below e M / L, which takes every dropped

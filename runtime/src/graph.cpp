@@ -297,6 +297,23 @@ std::shared_ptr<Node> child(const std::shared_ptr<detail::Context>& ctx, std::sh
 }  // namespace
 
 Variable Graph::assume(const Variable& x, const Thinning& law) { return Variable(child(context_, node_of(x, "assume"), law)); }
+Variable Graph::assume(const Variable& x, const std::vector<Thinning>& laws) {
+  auto parent = node_of(x, "assume");
+  if (laws.size() != groups())
+    tally::detail::fail<shape_error>("tally::runtime::Graph::assume: ", laws.size(), " thinnings for ", groups(),
+                                     " groups (one per group)");
+  return guarded(*this, [&] {
+    auto each = std::make_shared<detail::GroupLaws>();
+    each->group_size = context_->group_size;
+    std::vector<double> keep(particles());
+    for (std::size_t i = 0; i < keep.size(); ++i) keep[i] = laws[i / each->group_size].keep;
+    each->keep = gpu::Column<double>::from_host(keep, context_->where);
+    each->laws.assign(laws.begin(), laws.end());
+    auto n = child(context_, std::move(parent), laws.front());
+    std::get<detail::DiscreteChild>(n->kind).each = std::move(each);
+    return Variable(std::move(n));
+  });
+}
 Variable Graph::assume(const Variable& x, const ScaledPoisson& law) {
   return Variable(child(context_, node_of(x, "assume"), law));
 }

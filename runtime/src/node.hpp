@@ -50,6 +50,9 @@ struct DiscreteRoot {
 /// A discrete child of one discrete parent (parents[0]).
 struct DiscreteChild {
   ChildLaw law;
+  /// A law per group (state.hpp), or null: law in every particle. Where set, law is the first group's, and the
+  /// joint-law paths do not take the node (its parent is realized first, reported as Fallback::parent_realized).
+  std::shared_ptr<const GroupLaws> each = nullptr;
 };
 /// Binomial(x_i, p_i) with per-particle p (parents[0] = x, realized before the node is made).
 struct PerParticleBinomial {

@@ -363,6 +363,19 @@ Laws push_realized(Place& at, const Values& x, const ChildLaw& law) {
                        [&](std::size_t i) { return push_pmf(Pmf::point(x[i]), law, at.truncation); });
 }
 
+Laws push(Place& at, const Laws& x, const GroupLaws& each) {
+  if (x.parameters) return push(at, dense(x), each);
+  if (x.device) {
+    require_counts(x, "tally::runtime: Binomial(x, q)");
+    return device_laws(gpu::thin(*x.device, each.keep), x.device_error, true);
+  }
+  const Batch<Pmf>& h = x.host;
+  return host_map_once(at, distinct_inputs(at, &h, nullptr, nullptr, each.keep.host().data()),
+                       [&](std::size_t i) { return push_pmf(h[i], each.at(i), at.truncation); });
+}
+
+Laws push_realized(Place& at, const Values& x, const GroupLaws& each) { return binomial_laws(at, x, each.keep); }
+
 Laws binomial_laws(Place& at, const Values& n, const gpu::Column<double>& p) {
   if (at.device()) return parameter_laws(at, gpu::ParameterFamily::binomial, n, p, nullptr);
   return host_map_once(at, distinct_inputs(at, nullptr, nullptr, n.column->host().data(), p.host().data()),
@@ -408,6 +421,20 @@ Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, con
 Laws dense(const Laws& x) {
   if (!x.parameters) return x;
   return device_laws(gpu::weights_of(x.parameters->laws()), 0.0, true);
+}
+
+Laws condition(Place& at, const Laws& x, const GroupLaws& each, const Values& y, LogLikelihood& ll) {
+  if (x.parameters) return condition(at, dense(x), each, y, ll);
+  if (x.device) {
+    require_counts(x, "tally::runtime: Binomial(x, q)");
+    return conditioned(x, nullptr, x.device_error, ll, true,
+                       [&] { return gpu::condition_on_thinning(*x.device, *y, each.keep, ll.values); });
+  }
+  const Batch<Pmf>& h = x.host;
+  const auto yv = to_vector(y);
+  return host_conditioned(
+      at, distinct_inputs(at, &h, nullptr, yv.data(), each.keep.host().data()), ll,
+      [&](std::size_t i) { return pull_pmf(h[i], each.at(i), yv[i]); }, [&](std::size_t i) -> const Pmf& { return h[i]; });
 }
 
 Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, LogLikelihood& ll) {

@@ -141,6 +141,19 @@ Laws points(const Place& at, const Values& v);
 gpu::Table markov_table(const Eigen::MatrixXd& t, gpu::Backend where);
 /// A child law as the population kernels evaluate it (its table, if any, placed where `where` says).
 gpu::ChildKernel child_kernel(const ChildLaw& law, gpu::Backend where);
+/// A child law per group (Graph::assume(x, std::vector<Thinning>)): particle i's law is laws[i / group_size], every
+/// one a Thinning; keep holds their probabilities, one per particle, where the graph keeps its state. Shared by the
+/// node and whatever reads it; resampling keeps particles in their groups, so it never moves.
+struct GroupLaws {
+  std::vector<ChildLaw> laws;
+  std::size_t group_size = 1;
+  gpu::Column<double> keep;
+  const ChildLaw& at(std::size_t i) const { return laws[i / group_size]; }
+};
+/// push, push_realized and condition (below) with particle i's law each.at(i).
+Laws push(Place& at, const Laws& x, const GroupLaws& each);
+Laws push_realized(Place& at, const Values& x, const GroupLaws& each);
+Laws condition(Place& at, const Laws& x, const GroupLaws& each, const Values& y, LogLikelihood& ll);
 /// The law of a child y | x ~ law of marginalized x (push) or of realized x (push_realized).
 Laws push(Place& at, const Laws& x, const ChildLaw& law);
 Laws push_realized(Place& at, const Values& x, const ChildLaw& law);

@@ -152,3 +152,119 @@ TEST_CASE("Groups refuse what would mix them, and bad sizes", "[runtime][groups]
   g.resample({1, 1, 2, 2, 5, 4});  // still usable, and within groups is fine
   CHECK(g.value(x).size() == 6);
 }
+
+namespace {
+
+/// models/population's recursion, N_t = Binomial(N_{t-1}, phi) + Poisson(iota), y_t ~ Binomial(N_t, p), with (phi, p)
+/// per group: each group's log-likelihood, from the graph's log-weights of its first particle.
+std::vector<double> population_groups(Device device, const std::vector<double>& phi, const std::vector<double>& p,
+                                      std::size_t size) {
+  const std::vector<std::int64_t> y{36, 28, 29, 29, 18, 24};
+  Graph g(Groups{phi.size(), size}, 5, device);
+  g.strict(true);
+  std::vector<Thinning> survive, detect;
+  for (std::size_t k = 0; k < phi.size(); ++k) {
+    survive.emplace_back(phi[k]);
+    detect.emplace_back(p[k]);
+  }
+  Variable n = g.assume(Poisson(50.0));
+  for (std::size_t t = 0; t < y.size(); ++t) {
+    if (t > 0) n = g.add(g.assume(n, survive), g.assume(Poisson(10.0)));
+    const auto o = g.observe(g.assume(n, detect), y[t]);
+    REQUIRE(o.exact());
+  }
+  const auto lw = g.log_weights();
+  std::vector<double> out;
+  for (std::size_t k = 0; k < phi.size(); ++k) {
+    for (std::size_t j = 1; j < size; ++j) REQUIRE(lw[k * size + j] == lw[k * size]);  // exact: no draw
+    out.push_back(lw[k * size]);
+  }
+  return out;
+}
+
+/// The same with one group's constant parameters: the P = 1 graph.
+double population_one(double phi, double p) {
+  const std::vector<std::int64_t> y{36, 28, 29, 29, 18, 24};
+  Graph g(1, 5);
+  g.strict(true);
+  Variable n = g.assume(Poisson(50.0));
+  for (std::size_t t = 0; t < y.size(); ++t) {
+    if (t > 0) n = g.add(g.assume(n, Thinning(phi)), g.assume(Poisson(10.0)));
+    g.observe(g.assume(n, Thinning(p)), y[t]);
+  }
+  return g.log_weights()[0];
+}
+
+void check_population_groups(Device device) {
+  std::mt19937_64 gen(Catch::rngSeed() + 77);
+  std::uniform_real_distribution<double> u(0.3, 0.95);
+  std::vector<double> phi, p;
+  for (int k = 0; k < 9; ++k) {
+    phi.push_back(u(gen));
+    p.push_back(u(gen));
+  }
+  phi[3] = phi[2];  // equal neighbours share their laws
+  p[3] = p[2];
+  const auto grouped = population_groups(device, phi, p, 3);
+  for (std::size_t k = 0; k < phi.size(); ++k)
+    REQUIRE(grouped[k] == Approx(population_one(phi[k], p[k])).epsilon(1e-12));
+}
+
+}  // namespace
+
+TEST_CASE("A thinning per group keeps the exact path: each group's likelihood is its own graph's",
+          "[runtime][groups]") {
+  check_population_groups(Device::cpu);
+}
+
+TEST_CASE("device: a thinning per group keeps the exact path: each group's likelihood is its own graph's",
+          "[runtime][groups][device]") {
+  if (tally::test::skip_without_device()) return;
+  check_population_groups(Device::cuda);
+}
+
+TEST_CASE("A thinning per group of realized counts, drawn and observed", "[runtime][groups]") {
+  for (const Device device : {Device::cpu, Device::cuda}) {
+    if (device == Device::cuda && !gpu::cuda_available()) continue;
+    Graph g(Groups{3, 100}, 8, device);
+    std::vector<std::int64_t> counts(g.particles());
+    for (std::size_t i = 0; i < counts.size(); ++i) counts[i] = static_cast<std::int64_t>(i % 17);
+    const Variable x = g.constant(counts);
+    const std::vector<Thinning> keep{Thinning(0.0), Thinning(1.0), Thinning(0.25)};
+    const Variable y = g.assume(x, keep);
+    const auto v = g.value(y);  // drawn: all lost, all kept, a quarter kept
+    for (std::size_t i = 0; i < 100; ++i) REQUIRE(v[i] == 0);
+    for (std::size_t i = 100; i < 200; ++i) REQUIRE(v[i] == counts[i]);
+    for (std::size_t i = 200; i < 300; ++i) REQUIRE((v[i] >= 0 && v[i] <= counts[i]));
+    const Variable z = g.assume(x, keep);
+    g.observe(z, 2);
+    const auto lw = g.log_weights();
+    for (std::size_t i = 0; i < g.particles(); ++i) {
+      const double q = keep[i / 100].keep;
+      const double expected = log_pdf(Binomial(counts[i], q), 2);
+      if (std::isinf(expected))
+        REQUIRE(lw[i] == expected);
+      else
+        REQUIRE(lw[i] == Approx(expected).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("A thinning per group refuses other sizes, and a joint law's coordinate is drawn first (reported)",
+          "[runtime][groups]") {
+  Graph g(Groups{2, 3}, 4);
+  const Variable x = g.assume(Poisson(5.0));
+  REQUIRE_THROWS_AS(g.assume(x, std::vector<Thinning>{Thinning(0.5)}), shape_error);
+  REQUIRE_THROWS_AS(g.assume(x, std::vector<Thinning>(6, Thinning(0.5))), shape_error);
+  // x and its child y, which lives on, kept in one joint law by their sum
+  const Variable y = g.binomial(x, 0.5);
+  const Variable s = g.add(x, y);
+  g.marginal(s);
+  g.strict(true);
+  const Variable w = g.assume(x, std::vector<Thinning>{Thinning(0.2), Thinning(0.7)});
+  REQUIRE_THROWS_AS(g.observe(w, 1), inexact_error);
+  g.strict(false);
+  const auto o = g.observe(w, 1);
+  CHECK_FALSE(o.exact());
+  CHECK(g.value(x).size() == 6);
+}

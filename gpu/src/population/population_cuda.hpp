@@ -27,11 +27,14 @@ Laws beta_binomial_laws(const Column<std::int64_t>& n, const Column<double>& a, 
                         std::optional<std::int64_t> n_max);
 Column<double> hazard_probabilities(const Column<std::int64_t>& k, double c);
 Laws thin(const Laws& x, double q);
+Laws thin(const Laws& x, const Column<double>& q);
 Laws negate(const Laws& x);
 Laws convolve(const Laws& x, const Laws& y);
 Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& z, Column<double>& log_likelihood);
 Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood,
                            Column<double>* prior_log_mass);
+Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, const Column<double>& q,
+                           Column<double>& log_likelihood);
 void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
 void add_log_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood);
 void observe_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v, Column<double>& log_likelihood,

@@ -55,10 +55,14 @@ Laws beta_binomial_laws(const Column<std::int64_t>&, const Column<double>&, cons
 }
 Column<double> hazard_probabilities(const Column<std::int64_t>&, double) { none("hazard_probabilities"); }
 Laws thin(const Laws&, double) { none("thin"); }
+Laws thin(const Laws&, const Column<double>&) { none("thin"); }
 Laws negate(const Laws&) { none("negate"); }
 Laws convolve(const Laws&, const Laws&) { none("convolve"); }
 Laws condition_on_sum(const Laws&, const Laws&, const Column<std::int64_t>&, Column<double>&) { none("condition_on_sum"); }
 Laws condition_on_thinning(const Laws&, const Column<std::int64_t>&, double, Column<double>&, Column<double>*) {
+  none("condition_on_thinning");
+}
+Laws condition_on_thinning(const Laws&, const Column<std::int64_t>&, const Column<double>&, Column<double>&) {
   none("condition_on_thinning");
 }
 void add_log_mass(const Laws&, const Column<std::int64_t>&, Column<double>&) { none("add_log_mass"); }

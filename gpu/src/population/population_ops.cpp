@@ -123,10 +123,11 @@ Column<double> hazard_probabilities(const Column<std::int64_t>& k, double c) {
   return Column<double>::host_values(std::move(q));
 }
 
-Laws thin(const Laws& x, double q) {
+namespace {
+/// thin's CPU reference with law i's probability q_of(i).
+template <class Q>
+Laws thin_host(const Laws& x, Q q_of) {
   constexpr const char* who = "tally::gpu::thin";
-  tally::detail::check_probability(q, who, "q");
-  if (on_device(x.where())) return population_cuda::thin(x, q);
   const PmfBatch& a = x.host();
   // law i's thinning lives on k = 0 .. lo_i + j_i, j_i its last entry of positive weight (0 without mass): the
   // zeros a conditioning leaves in a far tail (weights that underflowed) are not carried on, and lengths of laws
@@ -152,6 +153,7 @@ Laws thin(const Laws& x, double q) {
   for (std::size_t i = 0; i < a.size(); ++i) {
     const auto len = static_cast<std::int64_t>(lengths[i]), m = static_cast<std::int64_t>(a.length(i));
     const auto at = static_cast<std::size_t>(b.offset[i]);
+    const double q = q_of(i);
     double top = 0;
     for (std::int64_t k = 0; k < len; ++k) {
       double r = 0;
@@ -168,6 +170,21 @@ Laws thin(const Laws& x, double q) {
     b.log_scale[i] = top > 0.0 ? a.log_scale[i] + std::log(top) : -std::numeric_limits<double>::infinity();
   }
   return out;
+}
+}  // namespace
+
+Laws thin(const Laws& x, double q) {
+  tally::detail::check_probability(q, "tally::gpu::thin", "q");
+  if (on_device(x.where())) return population_cuda::thin(x, q);
+  return thin_host(x, [q](std::size_t) { return q; });
+}
+
+Laws thin(const Laws& x, const Column<double>& q) {
+  constexpr const char* who = "tally::gpu::thin";
+  same_shape(x, q, who);
+  if (on_device(x.where())) return population_cuda::thin(x, q);
+  for (const double v : q.host()) tally::detail::check_probability(v, who, "q");
+  return thin_host(x, [&](std::size_t i) { return q.host()[i]; });
 }
 
 Laws negate(const Laws& x) {
@@ -216,6 +233,20 @@ Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double 
   return detail::condition_by(
       x, [&](std::size_t i, std::int64_t k) { return detail::thinning_log_mass(k, observed[i], q); }, log_likelihood,
       who);
+}
+
+Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, const Column<double>& q,
+                           Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::condition_on_thinning";
+  same_shape(x, v, who);
+  same_shape(x, q, who);
+  same_shape(x, log_likelihood, who);
+  if (on_device(x.where())) return population_cuda::condition_on_thinning(x, v, q, log_likelihood);
+  for (const double p : q.host()) tally::detail::check_probability(p, who, "q");
+  const std::vector<std::int64_t>& observed = v.host();
+  return detail::condition_by(
+      x, [&](std::size_t i, std::int64_t k) { return detail::thinning_log_mass(k, observed[i], q.host()[i]); },
+      log_likelihood, who);
 }
 
 void add_log_mass(const Laws& x, const Column<std::int64_t>& v, Column<double>& log_likelihood) {

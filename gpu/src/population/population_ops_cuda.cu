@@ -322,10 +322,13 @@ __global__ void thinned_lengths_kernel(PmfBatchView x, std::int64_t* lengths, Le
 }
 
 /// One warp per law; lane l computes r_k for k = l, l + 32, ... as the CPU does (the same order of terms).
-__global__ void thin_kernel(PmfBatchView x, double q, const std::int64_t* offsets, MutablePmfBatchView out) {
+/// q_each: law i's own probability q_each[i] (null: q for every law).
+__global__ void thin_kernel(PmfBatchView x, double q_all, const double* q_each, const std::int64_t* offsets,
+                            MutablePmfBatchView out) {
   const long long i = warp_index();
   const int lane = threadIdx.x & 31;
   if (i >= static_cast<long long>(x.count)) return;
+  const double q = q_each ? q_each[i] : q_all;
   const std::int64_t at = offsets[i], len = offsets[i + 1] - at, lo = x.lo[i];
   const std::int64_t m = min(x.offset[i + 1] - x.offset[i], len - lo);  // the entries after the last positive one: 0
   const double* w = x.weights + x.offset[i];
@@ -438,7 +441,8 @@ Column<double> hazard_probabilities(const Column<std::int64_t>& k, double c) {
   return out;
 }
 
-Laws thin(const Laws& x, double q) {
+namespace {
+Laws thin_with(const Laws& x, double q, const double* q_each) {
   constexpr const char* who = "tally::gpu::thin";
   const std::size_t count = x.size();
   auto lengths = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
@@ -451,10 +455,14 @@ Laws thin(const Laws& x, double q) {
   if (r.first_bad < count)
     tally::detail::fail<domain_error>(who, ": particle ", r.first_bad, "'s law has positive weight below 0: not a count");
   Laws out = Laws::allocate(Backend::cuda, count, static_cast<std::size_t>(r.total), r.longest, who);
-  if (count > 0) thin_kernel<<<warp_blocks(count), block>>>(x.view(), q, offsets.data(), out.mutable_view());
+  if (count > 0) thin_kernel<<<warp_blocks(count), block>>>(x.view(), q, q_each, offsets.data(), out.mutable_view());
   launched();
   return out;
 }
+}  // namespace
+
+Laws thin(const Laws& x, double q) { return thin_with(x, q, nullptr); }
+Laws thin(const Laws& x, const Column<double>& q) { return thin_with(x, 0.0, q.data()); }
 
 Laws negate(const Laws& x) {
   Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), "tally::gpu::negate");

@@ -25,6 +25,12 @@ struct ThinningLogLik {
   double q;
   __device__ double operator()(long long i, std::int64_t k) const { return detail::thinning_log_mass(k, v[i], q); }
 };
+/// The same with law i's own probability q[i].
+struct ThinningLogLikEach {
+  const std::int64_t* v;
+  const double* q;
+  __device__ double operator()(long long i, std::int64_t k) const { return detail::thinning_log_mass(k, v[i], q[i]); }
+};
 
 /// The fast path's longest run of a law's values (up to 32 a lane), held in shared memory with one pad every 16
 /// values (fewer bank conflicts between lanes reading their own stretches); 4 warps a block. A warp's work on a law
@@ -386,6 +392,16 @@ Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double 
     else if (laws_per_warp == 16) launch_thinning<16>(x, v, q, out.mutable_view(), log_likelihood.data(), mass);
     else launch_thinning<8>(x, v, q, out.mutable_view(), log_likelihood.data(), mass);
   }
+  launched();
+  return out;
+}
+
+Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, const Column<double>& q,
+                           Column<double>& log_likelihood) {
+  Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), "tally::gpu::condition_on_thinning");
+  if (x.size() > 0)
+    condition_kernel<<<warp_blocks(x.size()), block>>>(x.view(), ThinningLogLikEach{v.data(), q.data()},
+                                                       out.mutable_view(), log_likelihood.data());
   launched();
   return out;
 }

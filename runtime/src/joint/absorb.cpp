@@ -61,6 +61,7 @@ bool representable(const Node& u) {
   for (const Node* p : u.mparents)
     if (p && !p->discrete()) return false;
   if (std::holds_alternative<SelectedChild>(u.kind)) return false;  // always a member already
+  if (const auto* c = std::get_if<DiscreteChild>(&u.kind); c && c->each) return false;  // a law per group
   // a sum keeps its operands' laws while one of them may still be conditioned on it; with both gone its own law is
   // all there is (a top of the component)
   if (std::holds_alternative<Sum>(u.kind) && !u.operands && (u.mparents[0] == nullptr) != (u.mparents[1] == nullptr))

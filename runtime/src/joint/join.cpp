@@ -446,6 +446,11 @@ bool needs_joint(Node& n) {
 
 bool join(Node& n) {
   const auto keep = n.shared_from_this();
+  if (const auto* c = std::get_if<DiscreteChild>(&n.kind); c && c->each) {
+    // a law per group has no joint form yet: its parent is drawn first, and the child is an ordinary law of it
+    realize_parents(n, Fallback::parent_realized);
+    return false;
+  }
   const bool selected = std::holds_alternative<SelectedChild>(n.kind);
   bool needed = selected;
   for (const auto& p : n.parents)

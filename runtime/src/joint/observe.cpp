@@ -144,7 +144,7 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
   };
   if (const auto* c = std::get_if<DiscreteChild>(&child.kind)) {
     Node* x = child.parents[0].get();
-    if (x == nullptr || !x->group) return false;
+    if (x == nullptr || !x->group || c->each) return false;
     g = x->group;
     int a = 0;
     try {

@@ -48,6 +48,9 @@ Column<double> hazard_probabilities(const Column<std::int64_t>& k, double c);
 /// positive weight (zeros after it, a far tail that underflowed, are not carried on; lo_i for a law without mass),
 /// rescaled to maximum 1 (log_scale_i + log max). O(m_i hi_i) terms: a marginal, computed only where one is needed.
 Laws thin(const Laws& x, double q);
+/// The same with law i's own probability q_i (q.size() == x.size(): shape_error): per-group or per-particle
+/// parameters. The CPU checks each q_i in [0, 1] (domain_error); the device reads them as given (the caller checks).
+Laws thin(const Laws& x, const Column<double>& q);
 /// The law of -X_i: weights reversed, lo = -(lo_i + m_i - 1).
 Laws negate(const Laws& x);
 /// The law of X_i + Y_i (convolve_batched; the device form's kernel is picked by max_length).
@@ -64,6 +67,10 @@ Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& 
 /// pass: what max_mass_ratio needs for the error bound, without a second pass over the laws.
 Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood,
                            Column<double>* prior_log_mass = nullptr);
+/// The same with law i's own probability q_i (checked as by thin's per-law form); the device conditions one law a
+/// warp with the exact log-likelihoods (the likelihood's table shared between laws needs one q).
+Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, const Column<double>& q,
+                           Column<double>& log_likelihood);
 namespace detail {
 /// The laws a warp of condition_on_thinning's device kernel takes: 0 (the default) chooses by the batch and the
 /// device (32, or 16 or 8 where the batch is too small to fill the device); 8, 16 or 32 force it, so that tests

@@ -350,6 +350,13 @@ class Graph {
   Variable assume(const Variable& x, const ScaledPoisson& law);
   Variable assume(const Variable& x, const IndexedPoisson& law);
   Variable assume(const Variable& x, const MarkovStep& law);
+  /// y | x ~ laws[g] in group g: a thinning probability per group (laws.size() == groups(), shape_error
+  /// otherwise), kept on the exact path as one law: y's laws, and x's posterior when y is observed, are each
+  /// particle's own (on a CUDA graph: one kernel over the population with the probabilities in device memory).
+  /// A per-particle probability is a graph of P groups of 1 (or binomial(x, p), which realizes x). Where x is a
+  /// coordinate of a joint law, or y would join one (a sum of x and y, say), x is drawn first, reported as
+  /// Fallback::parent_realized (strict mode refuses): such laws have no joint form yet.
+  Variable assume(const Variable& x, const std::vector<Thinning>& laws);
   /// Binomial(x, q) (the same as assume(x, Thinning(q))).
   Variable binomial(const Variable& x, double q) { return assume(x, Thinning(q)); }
   /// Children of several random parents, kept exactly in one joint law with them (see "Joint laws" above):
