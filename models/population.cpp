@@ -11,6 +11,7 @@
 
 #include "filter.hpp"
 #include "gnuplot.hpp"
+#include "population_model.hpp"
 #include "tally/distributions/binomial.hpp"
 #include "tally/distributions/poisson.hpp"
 #include "tally/distributions/sample.hpp"
@@ -18,17 +19,12 @@
 
 using namespace tally;
 using tally::runtime::Graph;
-using tally::runtime::Graph;
-using tally::runtime::Variable;
 using tally::runtime::Variable;
 
 namespace {
 
-/// N_0 ~ Poisson(lambda0); S_t ~ Binomial(N_{t-1}, phi); I_t ~ Poisson(iota); N_t = S_t + I_t;
-/// y_t ~ Binomial(N_t, p), for t = 0 .. T-1 (y_0 counts N_0).
-struct Model {
-  double lambda0 = 50, phi = 0.8, iota = 10, p = 0.6;
-};
+using models::population::Model;
+using models::population::simulate;
 
 /// A summary of N_t given y_0..y_t: mean and 5% / 95% quantiles.
 using models::Band;
@@ -37,20 +33,6 @@ struct Run : models::FilterStats {
   double log_bound = 0;  // exact run: the observations' truncation bounds, summed (a bound on the log-evidence's error)
   std::vector<Band> seasons;
 };
-
-/// Simulates the model forward from RandomStream(seed, 0); returns y_0 .. y_{T-1} and the true N_t.
-std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>> simulate(const Model& m, std::size_t T,
-                                                                         std::uint64_t seed) {
-  RandomStream rng(seed, 0);
-  std::vector<std::int64_t> y, N;
-  std::int64_t n = sample(to_pmf(Poisson(m.lambda0)), rng);
-  for (std::size_t t = 0; t < T; ++t) {
-    if (t > 0) n = sample(to_pmf(Binomial(n, m.phi)), rng) + sample(to_pmf(Poisson(m.iota)), rng);
-    N.push_back(n);
-    y.push_back(sample(to_pmf(Binomial(n, m.p)), rng));
-  }
-  return {y, N};
-}
 
 /// Mean and 5% / 95% quantiles of a law.
 Band band(const Pmf& law) { return {mean(law), double(quantile(law, 0.05)), double(quantile(law, 0.95))}; }

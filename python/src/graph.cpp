@@ -38,6 +38,8 @@ runtime::Device parse_device(const py::object& d) {
 template <class Family>
 void assume_family(py::class_<Graph, GraphPtr>& c) {
   c.def("assume", [](const GraphPtr& g, const Family& law) { return wrap(g, g->assume(law)); }, py::arg("law"));
+  c.def("assume", [](const GraphPtr& g, const std::vector<Family>& laws) { return wrap(g, g->assume(laws)); },
+        py::arg("laws"), "x ~ laws[g] in group g (one law per group) or laws[i] in particle i (one per particle).");
 }
 
 template <class Law>
@@ -196,6 +198,32 @@ void bind_graph(py::module_& m) {
     return Resampling{r.log_mean_weight, r.ess, ancestors, r.resampled};
   };
 
+  py::class_<runtime::Groups>(m, "Groups", "G groups of S particles each: Graph(Groups(G, S), seed, device).")
+      .def(py::init([](std::size_t count, std::size_t size) { return runtime::Groups{count, size}; }),
+           py::arg("count"), py::arg("size"))
+      .def_readonly("count", &runtime::Groups::count)
+      .def_readonly("size", &runtime::Groups::size)
+      .def("__repr__", [](const runtime::Groups& x) {
+        return "Groups(" + std::to_string(x.count) + ", " + std::to_string(x.size) + ")";
+      });
+  // What resample_groups did: G values per group as NumPy arrays, the ancestors as a Column (or None).
+  struct GroupResampling {
+    py::object log_mean_weight, ess, resampled, ancestors;
+  };
+  py::class_<GroupResampling>(m, "GroupResampling", "What Graph.resample_groups did.")
+      .def_readonly("log_mean_weight", &GroupResampling::log_mean_weight,
+                    "each group's log (1/S) sum exp(l_i): its log-evidence increment (NumPy, G values)")
+      .def_readonly("ess", &GroupResampling::ess, "each group's effective sample size before resampling (NumPy)")
+      .def_readonly("resampled", &GroupResampling::resampled, "1 where the group was resampled (NumPy int64)")
+      .def_readonly("ancestors", &GroupResampling::ancestors,
+                    "a Column of ancestors (uint64), each in its particle's group; None for threshold 0");
+  const auto group_report = [](Graph::GroupResampling&& r) {
+    py::object ancestors = py::none();
+    if (!r.ancestors.empty()) ancestors = py::cast(owned_view(std::move(r.ancestors)));
+    return GroupResampling{to_numpy(r.log_mean_weight.to_host()), to_numpy(r.ess.to_host()),
+                           to_numpy(r.resampled.to_host()), ancestors};
+  };
+
   py::class_<PyVariable>(m, "Variable",
                          "A handle to a discrete random variable of a Graph (x + y, x - y, a * x + c build new ones).")
       .def_property_readonly("graph", [](const PyVariable& x) { return x.graph; })
@@ -242,8 +270,16 @@ void bind_graph(py::module_& m) {
         py::arg("particles") = 1, py::arg("seed") = 1, py::arg("device") = "automatic",
         py::arg("truncation") = Truncation{},
         "device: 'cpu', 'cuda' (or 'gpu'), 'automatic' (CUDA when a device is present and particles >= 4096), or a "
-        "tally.Device.")
+        "tally.Device.");
+  g.def(py::init([](const runtime::Groups& groups, std::uint64_t seed, const py::object& device, const Truncation& t) {
+          return std::make_shared<Graph>(groups, seed, parse_device(device), t);
+        }),
+        py::arg("groups"), py::arg("seed") = 1, py::arg("device") = "automatic", py::arg("truncation") = Truncation{},
+        "G groups of S particles (tally.Groups(G, S)): each group its own parameters (a list of laws, one per "
+        "group), weights and resampling (resample_groups).")
       .def_property_readonly("particles", &Graph::particles)
+      .def_property_readonly("groups", &Graph::groups, "G: the groups (1 for a graph made without Groups)")
+      .def_property_readonly("group_size", &Graph::group_size, "S: the particles of each group")
       .def_property_readonly("shard", &Graph::shard,
                              "The shard of a population this graph holds: Shard(0, P, 0, P) for an unsharded graph.")
       .def_property_readonly("sharded", &Graph::sharded,
@@ -284,6 +320,11 @@ void bind_graph(py::module_& m) {
   assume_child<ScaledPoisson>(g);
   assume_child<IndexedPoisson>(g);
   assume_child<MarkovStep>(g);
+  g.def("assume", [](const GraphPtr& gr, const std::vector<Pmf>& laws) { return wrap(gr, gr->assume(laws)); },
+        py::arg("laws"), "x ~ laws[g] in group g, or laws[i] in particle i.")
+      .def("assume", [](const GraphPtr& gr, const PyVariable& x, const std::vector<Thinning>& laws) {
+        return wrap(gr, gr->assume(x.v, laws));
+      }, py::arg("parent"), py::arg("laws"), "y | x ~ laws[g] in group g: a thinning probability per group.");
   g.def("assume", [](const GraphPtr& gr, const runtime::Beta& law) { return wrap(gr, gr->assume(law)); }, py::arg("law"))
       .def("assume", [](const GraphPtr& gr, const runtime::Gamma& law) { return wrap(gr, gr->assume(law)); },
            py::arg("law"))
@@ -449,6 +490,11 @@ void bind_graph(py::module_& m) {
         return report(nogil([&] { return always ? gr.resample_by_weight(kind) : gr.resample_by_weight(t, kind); }));
       }, py::arg("threshold") = py::none(), py::arg("kind") = gpu::Resampler::systematic,
          "Resamples by the log-weights (always, or when ESS < threshold * P) and resets them.")
+      .def("resample_groups", [group_report](Graph& gr, double threshold, gpu::Resampler kind) {
+        return group_report(nogil([&] { return gr.resample_groups(threshold, kind); }));
+      }, py::arg("threshold") = 1.0, py::arg("kind") = gpu::Resampler::systematic,
+         "Resamples each group within itself (where its ESS < threshold * S; 1: every group, 0: none) and resets "
+         "the resampled groups' log-weights.")
       .def("memory", &Graph::memory)
       .def("bytes", &Graph::bytes)
       .def("stream", &Graph::stream, py::arg("i"), py::return_value_policy::reference_internal,

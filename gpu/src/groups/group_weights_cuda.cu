@@ -5,7 +5,6 @@
 #include <cub/block/block_scan.cuh>
 
 #include <cmath>
-#include <limits>
 
 #include "cuda_check.cuh"
 #include "population_kernels.cuh"
@@ -42,7 +41,7 @@ __global__ void group_summaries(const double* log_w, std::size_t size, double* l
   __shared__ typename Reduce::TempStorage temp;
   __shared__ double shared_max;
   const std::size_t first = static_cast<std::size_t>(blockIdx.x) * size;
-  constexpr double neg_inf = -std::numeric_limits<double>::infinity();
+  constexpr double neg_inf = -INFINITY;
   double m = neg_inf;
   for (std::size_t k = threadIdx.x; k < size; k += B) m = fmax(m, log_w[first + k]);
   m = Reduce(temp).Reduce(m, MaxOp{});
@@ -69,7 +68,7 @@ __global__ void group_summaries(const double* log_w, std::size_t size, double* l
 /// Whether group g is resampled (the CPU reference's rule).
 __device__ inline bool resampled_group(const double* largest, const double* ess, std::size_t g, double threshold,
                                        double size) {
-  return largest[g] > -std::numeric_limits<double>::infinity() && (threshold >= 1.0 || ess[g] < threshold * size);
+  return largest[g] > -INFINITY && (threshold >= 1.0 || ess[g] < threshold * size);
 }
 
 struct Carry {  // the running total of a group's prefix sums, from one chunk to the next

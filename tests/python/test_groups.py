@@ -1,0 +1,55 @@
+"""Graphs of several groups from Python: per-group parameters on the exact path, each group's evidence and its
+resampling within itself, as in C++."""
+import math
+
+import numpy as np
+import pytest
+import scipy.stats as st
+
+import tally
+
+
+def test_per_group_laws_and_thinnings_keep_the_exact_path():
+    # x ~ Poisson(lam_g); y ~ Binomial(x, q_g) observed at 3: each group's log-likelihood is log Poisson(3; lam_g q_g)
+    lam, q = [2.0, 5.0, 9.0], [0.2, 0.5, 0.9]
+    g = tally.Graph(tally.Groups(3, 4), 5, "cpu")
+    g.strict = True
+    assert (g.groups, g.group_size, g.particles) == (3, 4, 12)
+    x = g.assume([tally.Poisson(v) for v in lam])
+    y = g.assume(x, [tally.Thinning(v) for v in q])
+    assert g.observe(y, 3).exact
+    r = g.resample_groups(0.0)
+    assert r.ancestors is None
+    expected = [st.poisson(a * b).logpmf(3) for a, b in zip(lam, q)]
+    np.testing.assert_allclose(r.log_mean_weight, expected, rtol=1e-12)
+    np.testing.assert_allclose(r.ess, [4.0] * 3)
+    np.testing.assert_array_equal(r.resampled, [0, 0, 0])
+
+
+def test_each_group_is_resampled_within_itself():
+    g = tally.Graph(tally.Groups(2, 50), 3, "cpu")
+    x = g.assume([tally.Binomial(20, 0.3), tally.Binomial(20, 0.7)])
+    values = np.asarray(g.value(x))
+    g.observe(g.binomial(x, 0.5), (values // 2).astype(np.int64))
+    lw = np.asarray(g.log_weights)
+    r = g.resample_groups()
+    for k in range(2):
+        part = lw[50 * k:50 * (k + 1)]
+        m = part.max()
+        assert r.log_mean_weight[k] == pytest.approx(m + math.log(np.mean(np.exp(part - m))), rel=1e-12)
+    ancestors = np.asarray(r.ancestors)
+    assert np.all(ancestors // 50 == np.arange(100) // 50)
+    np.testing.assert_array_equal(np.asarray(g.value(x)), values[ancestors])
+
+
+def test_groups_refuse_mixing_and_bad_sizes():
+    g = tally.Graph(tally.Groups(2, 3), 1, "cpu")
+    with pytest.raises(tally.ShapeError):
+        g.assume([tally.Poisson(1.0)] * 4)
+    x = g.assume([tally.Poisson(1.0), tally.Poisson(2.0)])
+    with pytest.raises(tally.ShapeError):
+        g.assume(x, [tally.Thinning(0.5)] * 3)
+    with pytest.raises(tally.UsageError):
+        g.resample_by_weight()
+    with pytest.raises(tally.DomainError):
+        tally.Graph(tally.Groups(0, 3), 1, "cpu")
