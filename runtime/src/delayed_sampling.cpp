@@ -513,7 +513,11 @@ std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
     const ChildLaw& law = child.law;
     const auto* thinning = std::get_if<Thinning>(&law);
     std::pair<gpu::Column<double>, Bound> out;
-    if (ctx.device() && thinning != nullptr && x.nonnegative && !child.each) {
+    if (ctx.device() && thinning != nullptr && x.nonnegative && child.each) {  // a probability per group
+      out.first = gpu::filled(0.0, ctx.particles, ctx.where);
+      gpu::add_binomial_log_mass(*x, child.each->keep, *values, out.first);
+      gpu::add_to(ctx.changing_log_weight(), out.first);
+    } else if (ctx.device() && thinning != nullptr && x.nonnegative) {
       out.first = gpu::Column<double>::allocate(ctx.where, ctx.particles, "tally::runtime::observe");
       gpu::observe_binomial(*x, thinning->keep, *values, out.first, ctx.changing_log_weight());
     } else {

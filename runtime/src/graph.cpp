@@ -303,12 +303,26 @@ Variable Graph::assume(const Variable& x, const std::vector<Thinning>& laws) {
     tally::detail::fail<shape_error>("tally::runtime::Graph::assume: ", laws.size(), " thinnings for ", groups(),
                                      " groups (one per group)");
   return guarded(*this, [&] {
-    auto each = std::make_shared<detail::GroupLaws>();
-    each->group_size = context_->group_size;
-    std::vector<double> keep(particles());
-    for (std::size_t i = 0; i < keep.size(); ++i) keep[i] = laws[i / each->group_size].keep;
-    each->keep = gpu::Column<double>::from_host(keep, context_->where);
-    each->laws.assign(laws.begin(), laws.end());
+    auto& kept = context_->kept_group_laws;
+    const auto same = [&](const std::shared_ptr<const detail::GroupLaws>& k) {
+      return std::ranges::equal(k->laws, laws, [](const detail::ChildLaw& a, const Thinning& b) {
+        return std::get<Thinning>(a).keep == b.keep;
+      });
+    };
+    std::shared_ptr<const detail::GroupLaws> each;
+    if (const auto it = std::find_if(kept.begin(), kept.end(), same); it != kept.end()) {
+      each = *it;
+    } else {
+      auto made = std::make_shared<detail::GroupLaws>();
+      made->group_size = context_->group_size;
+      std::vector<double> keep(particles());
+      for (std::size_t i = 0; i < keep.size(); ++i) keep[i] = laws[i / made->group_size].keep;
+      made->keep = gpu::Column<double>::from_host(keep, context_->where);
+      made->laws.assign(laws.begin(), laws.end());
+      if (kept.size() == detail::Context::kept_group_laws_at_most) kept.erase(kept.begin());
+      kept.push_back(made);
+      each = std::move(made);
+    }
     auto n = child(context_, std::move(parent), laws.front());
     std::get<detail::DiscreteChild>(n->kind).each = std::move(each);
     return Variable(std::move(n));

@@ -130,6 +130,10 @@ struct Context : Place {
   Shard shard;
   std::shared_ptr<Communicator> comm;
   std::vector<std::size_t> shard_bounds;
+  /// The per-group thinnings Graph::assume made last (most recent last, at most kept_group_laws_at_most), given
+  /// again for equal probabilities: a filter's step reuses its probabilities' column instead of copying it again.
+  std::vector<std::shared_ptr<const GroupLaws>> kept_group_laws;
+  static constexpr std::size_t kept_group_laws_at_most = 4;
   /// The priors Graph::assume made last for value families (tally::value_family), most recent last: a law is made
   /// once for a family of equal type and bytes among these (the graph's truncation never changes).
   struct KeptPrior {
