@@ -898,6 +898,12 @@ Graph::GroupResampling Graph::resample_groups(double threshold, gpu::Resampler k
   if (!(threshold >= 0.0))
     tally::detail::fail<domain_error>("tally::runtime::Graph::resample_groups: threshold ", threshold, " is not >= 0");
   if (sharded()) tally::detail::fail<usage_error>("tally::runtime::Graph::resample_groups: a sharded graph has no groups");
+  if (groups() == 1) {  // the whole population's resampler (its fused passes on the device), as one group
+    Resampling r = resample_by_weight(std::min(threshold, 1.0), kind);
+    const gpu::Backend where = context_->where;
+    return {gpu::filled(r.log_mean_weight, 1, where), gpu::filled(r.ess, 1, where),
+            gpu::filled(std::int64_t{r.resampled ? 1 : 0}, 1, where), std::move(r.ancestors)};
+  }
   return guarded(*this, [&]() -> GroupResampling {
     // as resample_by_weight: the counter advances only when the call succeeds
     const std::size_t s = context_->group_size;

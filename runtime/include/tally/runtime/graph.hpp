@@ -539,14 +539,15 @@ class Graph {
                                           ///< (0 where every particle is impossible)
     gpu::Column<std::int64_t> resampled;  ///< G: 1 where the group was resampled (its log-weights reset to 0)
     gpu::Column<std::size_t> ancestors;   ///< P: particle i's ancestor, in its own group (i where its group was not
-                                          ///< resampled); empty for threshold 0
+                                          ///< resampled); empty for threshold 0, and for one group not resampled
   };
   /// Resamples each group within itself, where its effective sample size is below threshold x S (threshold 1:
   /// every group; 0: none, the weights only summarized) and not every particle of it is impossible, by the
   /// group's own log-weights (gpu::resample_groups: systematic, one uniform per group, or multinomial), then resets
   /// the resampled groups' log-weights to 0; the other groups keep theirs. One segmented operation over the whole
-  /// population, with no host wait on a CUDA graph. A graph made without groups is one group. domain_error for a
-  /// negative threshold. The counter of its uniforms is resample_by_weight's.
+  /// population, with no host wait on a CUDA graph. A graph of one group (one made without groups, say) is
+  /// resampled by resample_by_weight (its uniforms, its fused passes) and its results given as columns of one.
+  /// domain_error for a negative threshold. The counter of its uniforms is resample_by_weight's.
   GroupResampling resample_groups(double threshold = 1.0, gpu::Resampler kind = gpu::Resampler::systematic);
   /// Every live variable's state: bytes and bytes per particle (laws: 8 per weight and 24 per law; values: 8).
   std::vector<NodeMemory> memory() const;
