@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
   std::uint64_t data_seed = 7;
   app.add_option("--side", side, "grid side: side x side parameter sets")->check(CLI::Range(1, 4096));
   app.add_option("--particles", options.particles, "particles of each set's bootstrap filter (0: none)")
-      ->check(CLI::Range(0, 1 << 16));
+      ->check(CLI::Range(0, 1 << 24));
   app.add_option("--seasons", seasons, "seasons T of synthetic data")->check(CLI::Range(1, 100000));
   app.add_option("--data-seed", data_seed, "seed of the synthetic data");
   app.add_option("--seed", options.seed, "seed of the bootstrap filters");
