@@ -117,6 +117,11 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// indexed Poisson marginals, affine maps with |a| > 1, joint sums of a variable and its child, Gamma and
 /// Dirichlet parents) run on the host for a CUDA graph, their laws copied there and back: the same results.
 ///
+/// Groups (Graph(Groups{G, S}, ...)): the P = G S particles are G filters of S particles each, one per parameter
+/// set. A per-group law (assume(std::vector<Family>), assume(x, std::vector<Thinning>)) is one law in every
+/// particle of its group and stays on the exact path as any other; the weights are summarized and resampled group
+/// by group (resample_groups), so that particles never leave their group. G = 1 is the ordinary graph.
+///
 /// Draws: the k-th draw of the graph (any variable's sampling) gives particle i the uniform
 /// philox_uniform(seed, i, k) and inverts the law by gpu::sample_batched's rule, so a CPU graph and a CUDA graph
 /// give the same values for the same seed (up to ties within the rounding of the laws' sums, about 1e-15).
