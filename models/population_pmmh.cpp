@@ -12,55 +12,18 @@
 #include <vector>
 
 #include "filter.hpp"
-#include "population_model.hpp"
+#include "population_groups.hpp"
 #include "results.hpp"
 #include "tally/runtime/graph.hpp"
 
 using namespace tally;
-using tally::runtime::Graph;
-using tally::runtime::Groups;
-using tally::runtime::Variable;
+using models::population::group_log_likelihoods;
 using models::population::Model;
 
 namespace {
 
 /// The prior: phi and p uniform on this box (the proposal's moves outside it are rejected without a filter).
 constexpr double phi_lo = 0.3, phi_hi = 0.99, p_lo = 0.1, p_hi = 0.99;
-
-std::vector<Thinning> thinnings(const std::vector<double>& q) {
-  std::vector<Thinning> out;
-  for (const double v : q) out.emplace_back(v);
-  return out;
-}
-
-/// Each chain's log-likelihood at its (phi, p) from one graph of a group per chain and `particles` particles a
-/// group: delayed sampling (nothing drawn, exact in every particle) or the bootstrap filter (resampled within each
-/// group every season).
-std::vector<double> log_likelihoods(const Model& m, const std::vector<std::int64_t>& y, const std::vector<double>& phi,
-                                    const std::vector<double>& p, std::size_t particles, bool bootstrap,
-                                    std::uint64_t seed, runtime::Device device) {
-  Graph g(Groups{phi.size(), particles}, seed, device);
-  const auto survive = thinnings(phi), detect = thinnings(p);
-  Variable n = g.assume(Poisson(m.lambda0));
-  if (bootstrap) g.realize(n);
-  std::vector<double> out(phi.size(), 0.0);
-  for (std::size_t t = 0; t < y.size(); ++t) {
-    if (t > 0) {
-      const Variable s = g.assume(n, survive), i = g.assume(Poisson(m.iota));
-      if (bootstrap) {
-        g.realize(s);
-        g.realize(i);
-      }
-      n = g.add(s, i);
-    }
-    g.observe(g.assume(n, detect), y[t]);
-    if (bootstrap) {
-      const auto step = g.resample_groups(1.0).log_mean_weight.to_host();
-      for (std::size_t k = 0; k < out.size(); ++k) out[k] += step[k];
-    }
-  }
-  return bootstrap ? out : g.resample_groups(0.0).log_mean_weight.to_host();
-}
 
 /// A chain's effective sample size (Geyer's initial positive sequence of autocorrelations).
 double effective_samples(const std::vector<double>& x) {
@@ -103,7 +66,7 @@ Chains run_chains(const Model& m, const std::vector<std::int64_t>& y, std::size_
     return std::sqrt(-2.0 * std::log(1.0 - u)) * std::cos(2.0 * std::numbers::pi * v);
   };
   std::vector<double> phi(chains, 0.7), p(chains, 0.5);
-  std::vector<double> ll = log_likelihoods(m, y, phi, p, particles, bootstrap, o.seed, o.backend());
+  std::vector<double> ll = group_log_likelihoods(m, y, phi, p, particles, bootstrap, o.seed, o.backend());
   std::size_t moves = 0;
   for (std::size_t it = 0; it < iterations; ++it) {
     std::vector<double> phi_new(chains), p_new(chains);
@@ -118,7 +81,7 @@ Chains run_chains(const Model& m, const std::vector<std::int64_t>& y, std::size_
       }
     }
     const auto ll_new =
-        log_likelihoods(m, y, phi_new, p_new, particles, bootstrap, o.seed + 1 + it, o.backend());
+        group_log_likelihoods(m, y, phi_new, p_new, particles, bootstrap, o.seed + 1 + it, o.backend());
     for (std::size_t c = 0; c < chains; ++c) {
       const bool accept = inside[c] && std::log(rng[c].uniform()) < ll_new[c] - ll[c];
       if (accept) {

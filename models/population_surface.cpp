@@ -11,13 +11,12 @@
 
 #include "filter.hpp"
 #include "gnuplot.hpp"
-#include "population_model.hpp"
+#include "population_groups.hpp"
 #include "results.hpp"
 #include "tally/runtime/graph.hpp"
 
 using namespace tally;
 using tally::runtime::Graph;
-using tally::runtime::Groups;
 using tally::runtime::Variable;
 using models::population::Model;
 
@@ -39,16 +38,8 @@ struct Grid {
   std::size_t size() const { return phi.size(); }
 };
 
-std::vector<Thinning> thinnings(const std::vector<double>& q) {
-  std::vector<Thinning> out;
-  for (const double v : q) out.emplace_back(v);
-  return out;
-}
-
-/// Each set's log-likelihood, from a graph of one group per set and `per_group` particles each, by delayed sampling
-/// (nothing drawn: exact in every particle) or by the bootstrap filter (N drawn every season, each group resampled
-/// within itself every season). Returns each group's log-evidence and the seconds it took (the graph's whole
-/// program, the log-evidence copied back to the host included).
+/// Each set's log-likelihood (population::group_log_likelihoods) and the seconds it took: the graph's whole
+/// program, the log-evidence copied back to the host included.
 struct Surface {
   std::vector<double> log_likelihood;
   double seconds = 0;
@@ -56,28 +47,9 @@ struct Surface {
 Surface run(const Model& m, const std::vector<std::int64_t>& y, const Grid& grid, std::size_t per_group,
             bool bootstrap, const models::FilterOptions& o) {
   const auto start = std::chrono::steady_clock::now();
-  Graph g(Groups{grid.size(), per_group}, o.seed, o.backend());
-  const auto survive = thinnings(grid.phi), detect = thinnings(grid.p);
-  Variable n = g.assume(Poisson(m.lambda0));
-  if (bootstrap) g.realize(n);
-  std::vector<double> evidence(grid.size(), 0.0);
-  for (std::size_t t = 0; t < y.size(); ++t) {
-    if (t > 0) {
-      const Variable s = g.assume(n, survive), i = g.assume(Poisson(m.iota));
-      if (bootstrap) {
-        g.realize(s);
-        g.realize(i);
-      }
-      n = g.add(s, i);
-    }
-    g.observe(g.assume(n, detect), y[t]);
-    if (bootstrap) {
-      const auto step = g.resample_groups(1.0).log_mean_weight.to_host();
-      for (std::size_t k = 0; k < grid.size(); ++k) evidence[k] += step[k];
-    }
-  }
-  if (!bootstrap) evidence = g.resample_groups(0.0).log_mean_weight.to_host();  // all particles of a group alike
-  return {evidence, models::seconds_since(start)};
+  auto evidence =
+      models::population::group_log_likelihoods(m, y, grid.phi, grid.p, per_group, bootstrap, o.seed, o.backend());
+  return {std::move(evidence), models::seconds_since(start)};
 }
 
 /// The same set's log-likelihood from a one-particle graph of constant parameters (the check).
