@@ -224,6 +224,15 @@ void bind_graph(py::module_& m) {
                            to_numpy(r.resampled.to_host()), ancestors};
   };
 
+  // Each group's moments of a variable: G values each, as NumPy arrays.
+  struct GroupMoments {
+    py::object mean, variance, ess;
+  };
+  py::class_<GroupMoments>(m, "GroupMoments", "What Graph.summarize_groups gives: G values each (NumPy).")
+      .def_readonly("mean", &GroupMoments::mean, "each group's weighted mean")
+      .def_readonly("variance", &GroupMoments::variance, "each group's weighted variance")
+      .def_readonly("ess", &GroupMoments::ess, "each group's effective sample size (0: every particle impossible)");
+
   py::class_<PyVariable>(m, "Variable",
                          "A handle to a discrete random variable of a Graph (x + y, x - y, a * x + c build new ones).")
       .def_property_readonly("graph", [](const PyVariable& x) { return x.graph; })
@@ -495,6 +504,11 @@ void bind_graph(py::module_& m) {
       }, py::arg("threshold") = 1.0, py::arg("kind") = gpu::Resampler::systematic,
          "Resamples each group within itself (where its ESS < threshold * S; 1: every group, 0: none) and resets "
          "the resampled groups' log-weights.")
+      .def("summarize_groups", [](Graph& gr, const PyVariable& x) {
+        gpu::GroupMoments r = nogil([&] { return gr.summarize_groups(x.v); });
+        return GroupMoments{to_numpy(r.mean.to_host()), to_numpy(r.variance.to_host()), to_numpy(r.ess.to_host())};
+      }, py::arg("x"),
+         "Each group's weighted mean and variance of x's values, and its ESS, under the current log-weights.")
       .def("memory", &Graph::memory)
       .def("bytes", &Graph::bytes)
       .def("stream", &Graph::stream, py::arg("i"), py::return_value_policy::reference_internal,

@@ -86,7 +86,7 @@ void marginalize(Node& n) {
                  },
                  [&](JointSum& j) {
                    Node& x = *n.parents[0];
-                   n.marginal = joint_sum(ctx, law_of(x), j.law, j.sign_x, j.sign_y);
+                   n.marginal = joint_sum(ctx, law_of(x), j.law, j.sign_x, j.sign_y, j.each.get());
                    attach(x, n, 0);
                  },
                  [&](ContinuousRoot&) {},  // created marginalized
@@ -149,7 +149,7 @@ void condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
             Node* x = n.mparents[0];
             if (!x) return;
             // both computed before anything changes (either may fail: device memory)
-            Laws posterior = condition_on_joint_sum(ctx, law(*x), j.law, j.sign_x, j.sign_y, v, sink());
+            Laws posterior = condition_on_joint_sum(ctx, law(*x), j.law, j.sign_x, j.sign_y, v, sink(), j.each.get());
             auto y = n.operand_y.lock();
             const bool tied = y && y->state == State::initialized;
             Values c = tied ? linear(v, j.sign_y, {}, 0, 0) : Values{};
@@ -270,20 +270,20 @@ void prepare_sum(Node& z) {
   if (!s) return;
   Node& x = *z.parents[0];
   Node& y = *z.parents[1];
-  auto direct_child = [](Node& child, Node& parent) -> const ChildLaw* {
+  auto direct_child = [](Node& child, Node& parent) -> const DiscreteChild* {
     auto* c = std::get_if<DiscreteChild>(&child.kind);
-    return (c && !c->each && child.state == State::initialized && parent.state != State::realized &&
+    return (c && child.state == State::initialized && parent.state != State::realized &&
             child.parents[0].get() == &parent)
-               ? &c->law
+               ? c
                : nullptr;
   };
-  if (const ChildLaw* law = direct_child(y, x)) {  // z = X + s Y, Y | X ~ law
+  if (const DiscreteChild* law = direct_child(y, x)) {  // z = X + s Y, Y | X ~ law
     z.operand_y = z.parents[1];
-    z.kind = JointSum{*law, +1, s->sign};
+    z.kind = JointSum{law->law, +1, s->sign, law->each};
     z.parents[1].reset();
-  } else if (const ChildLaw* law2 = direct_child(x, y)) {  // z = Y' + s X' with X' = y the parent, Y' = x the child
+  } else if (const DiscreteChild* law2 = direct_child(x, y)) {  // z = Y' + s X' with X' = y the parent, Y' = x the child
     z.operand_y = z.parents[0];
-    z.kind = JointSum{*law2, s->sign, +1};
+    z.kind = JointSum{law2->law, s->sign, +1, law2->each};
     z.parents[0] = z.parents[1];
     z.parents[1].reset();
   }

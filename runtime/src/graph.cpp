@@ -315,9 +315,10 @@ Variable Graph::assume(const Variable& x, const std::vector<Thinning>& laws) {
     } else {
       auto made = std::make_shared<detail::GroupLaws>();
       made->group_size = context_->group_size;
-      std::vector<double> keep(particles());
-      for (std::size_t i = 0; i < keep.size(); ++i) keep[i] = laws[i / made->group_size].keep;
-      made->keep = gpu::Column<double>::from_host(keep, context_->where);
+      // G probabilities copied, spread over their groups where the graph lives (no host vector of P values)
+      std::vector<double> keep(laws.size());
+      for (std::size_t g = 0; g < keep.size(); ++g) keep[g] = laws[g].keep;
+      made->keep = gpu::repeated(gpu::Column<double>::from_host(keep, context_->where), made->group_size);
       made->laws.assign(laws.begin(), laws.end());
       if (kept.size() == detail::Context::kept_group_laws_at_most) kept.erase(kept.begin());
       kept.push_back(made);
@@ -919,6 +920,14 @@ Graph::GroupResampling Graph::resample_groups(double threshold, gpu::Resampler k
     context_->changing_log_weight() = std::move(r.log_w);
     ++context_->resamplings;
     return {std::move(weights.log_mean_weight), std::move(weights.ess), std::move(r.resampled), std::move(r.ancestors)};
+  });
+}
+
+gpu::GroupMoments Graph::summarize_groups(const Variable& x) {
+  auto n = node_of(x, "summarize_groups");
+  if (sharded()) tally::detail::fail<usage_error>("tally::runtime::Graph::summarize_groups: a sharded graph has no groups");
+  return guarded(*this, [&] {
+    return gpu::summarize_values_by_group(*realized(*n).column, context_->log_weight(), context_->group_size);
   });
 }
 

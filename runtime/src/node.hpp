@@ -50,8 +50,8 @@ struct DiscreteRoot {
 /// A discrete child of one discrete parent (parents[0]).
 struct DiscreteChild {
   ChildLaw law;
-  /// A law per group (state.hpp), or null: law in every particle. Where set, law is the first group's, and the
-  /// joint-law paths do not take the node (its parent is realized first, reported as Fallback::parent_realized).
+  /// A law per group (state.hpp), or null: law in every particle. Where set, law is the first group's; the joint
+  /// laws apply each particle's own (law_at), on the host.
   std::shared_ptr<const GroupLaws> each = nullptr;
 };
 /// Binomial(x_i, p_i) with per-particle p (parents[0] = x, realized before the node is made).
@@ -67,6 +67,7 @@ struct Sum {
 struct JointSum {
   ChildLaw law;
   int sign_x, sign_y;
+  std::shared_ptr<const GroupLaws> each = nullptr;  // Y's law per group, as DiscreteChild::each
 };
 /// A conjugate continuous variable; its parameters are in Node::beta / gamma / dirichlet.
 struct ContinuousRoot {

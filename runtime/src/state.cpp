@@ -207,6 +207,14 @@ Bound mixed_error(const gpu::ChildKernel& k, const Bound& e, const Truncation& t
   return Bound::combine(e, e, [tol](double a, double) { return a + tol * (1.0 + a); });
 }
 
+/// x's laws as host Pmfs (copied back from the device where they are there), each with x's bound.
+Laws host_copy(const Laws& x) {
+  std::vector<Pmf> pmfs = to_pmfs(x);
+  Laws out;
+  out.host = Batch<Pmf>::make(pmfs.size(), [&](std::size_t i) { return std::move(pmfs[i]); });
+  return out;
+}
+
 /// s_x X + s_y Y for a child Y | X of device laws X (gpu::mix), with its error bound.
 Laws device_mix(const Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y) {
   const gpu::ChildKernel k = child_kernel(law, at.where);
@@ -518,13 +526,16 @@ Laws affine(Place& at, const Laws& x, std::int64_t a, const Values& c) {
 }
 
 /// For each x in the support of X, the law of Y given x, signed and shifted into the law of z; mixed by P(X = x).
-Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y) {
-  if (x.parameters) return joint_sum(at, dense(x), law, sign_x, sign_y);
+Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y, const GroupLaws* each) {
+  if (x.parameters) return joint_sum(at, dense(x), law, sign_x, sign_y, each);
+  if (x.device && each) return joint_sum(at, host_copy(x), law, sign_x, sign_y, each);
   if (x.device) return device_mix(at, x, law, sign_x, sign_y);
   const Batch<Pmf>& h = x.host;
-  return host_map_once(at, distinct_inputs(at, &h), [&](std::size_t i) {
+  const auto keep = each ? each->keep.to_host() : std::vector<double>{};
+  return host_map_once(at, distinct_inputs(at, &h, nullptr, nullptr, each ? keep.data() : nullptr), [&](std::size_t i) {
     const Pmf& px = h[i];
-    check_joint_work(px, law, at.truncation, "tally::runtime: the joint law of a variable and its child");
+    const ChildLaw& law_i = law_at(law, each, i);
+    check_joint_work(px, law_i, at.truncation, "tally::runtime: the joint law of a variable and its child");
     std::vector<std::pair<double, Pmf>> parts;  // (weight of x, law of z given x)
     std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = std::numeric_limits<std::int64_t>::min();
     double error = 0.0;
@@ -532,7 +543,7 @@ Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int si
       const std::int64_t v = px.lo() + j;
       const double wx = px.weights()[j];
       if (wx == 0.0) continue;
-      Pmf z = affine_pmf(push_pmf(Pmf::point(v), law, at.truncation), sign_y, sign_x * v, at.truncation);
+      Pmf z = affine_pmf(push_pmf(Pmf::point(v), law_i, at.truncation), sign_y, sign_x * v, at.truncation);
       lo = std::min(lo, z.lo());
       hi = std::max(hi, z.hi());
       error = std::max(error, z.error_bound());
@@ -546,8 +557,9 @@ Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int si
 
 /// X given s_x X + s_y Y = z: posterior proportional to P(X = x) P(Y = s_y (z - s_x x) | X = x).
 Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y, const Values& z,
-                            LogLikelihood& ll) {
-  if (x.parameters) return condition_on_joint_sum(at, dense(x), law, sign_x, sign_y, z, ll);
+                            LogLikelihood& ll, const GroupLaws* each) {
+  if (x.parameters) return condition_on_joint_sum(at, dense(x), law, sign_x, sign_y, z, ll, each);
+  if (x.device && each) return condition_on_joint_sum(at, host_copy(x), law, sign_x, sign_y, z, ll, each);
   if (x.device)  // p(y | k) evaluated exactly per entry: only X's own bound
     return conditioned(x, nullptr, x.device_error, ll, x.device_nonnegative, [&] {
       return gpu::condition_on_mix(*x.device, child_kernel(law, at.where), sign_x, sign_y, *z, ll.values);
@@ -556,12 +568,13 @@ Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int s
   const auto zv = to_vector(z);
   const auto cond = [&](std::size_t i) -> Conditioned {
     const Pmf& px = h[i];
-    check_joint_work(px, law, at.truncation, "tally::runtime: conditioning a variable on a sum with its child");
+    const ChildLaw& law_i = law_at(law, each, i);
+    check_joint_work(px, law_i, at.truncation, "tally::runtime: conditioning a variable on a sum with its child");
     Eigen::VectorXd lw(px.size());
     double error = px.error_bound();
     for (std::int64_t j = 0; j < px.size(); ++j) {  // (v <= hi; ++v would overflow at INT64_MAX)
       const std::int64_t v = px.lo() + j;
-      const Pmf y = push_pmf(Pmf::point(v), law, at.truncation);
+      const Pmf y = push_pmf(Pmf::point(v), law_i, at.truncation);
       error = std::max(error, px.error_bound() + y.error_bound());
       lw[v - px.lo()] = std::log(px.weights()[v - px.lo()]) + log_pdf(y, sign_y * (zv[i] - sign_x * v));
     }
@@ -570,7 +583,8 @@ Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int s
     return {Pmf::from_log(px.lo(), lw, px.error_bound()).normalized(), px.log_scale() + m + std::log((lw.array() - m).exp().sum()),
             error};
   };
-  return host_conditioned(at, distinct_inputs(at, &h, nullptr, zv.data()), ll, cond,
+  const auto keep = each ? each->keep.to_host() : std::vector<double>{};
+  return host_conditioned(at, distinct_inputs(at, &h, nullptr, zv.data(), each ? keep.data() : nullptr), ll, cond,
                           [&](std::size_t i) -> const Pmf& { return h[i]; });
 }
 

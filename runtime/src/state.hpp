@@ -150,6 +150,13 @@ struct GroupLaws {
   gpu::Column<double> keep;
   const ChildLaw& at(std::size_t i) const { return laws[i / group_size]; }
 };
+/// Particle i's law of a child whose law is `law` in every particle (each null) or one per group (each).
+inline const ChildLaw& law_at(const ChildLaw& law, const GroupLaws* each, std::size_t i) {
+  return each ? each->at(i) : law;
+}
+/// Whether particles i and i - 1 (i > 0) have the same law: always with one law; with a law per group, where they are
+/// in one group (two groups of equal laws are told apart: only a table's sharing is lost).
+inline bool same_law_as_previous(const GroupLaws* each, std::size_t i) { return !each || i % each->group_size != 0; }
 /// push, push_realized and condition (below) with particle i's law each.at(i).
 Laws push(Place& at, const Laws& x, const GroupLaws& each);
 Laws push_realized(Place& at, const Values& x, const GroupLaws& each);
@@ -175,10 +182,11 @@ Laws sum(Place& at, const Laws& x, const Laws& y, int sign);
 Laws condition_on_sum(Place& at, const Laws& x, const Laws& y, int sign, const Values& z, LogLikelihood& ll);
 /// a X + c_i (a = +-1: a shift; otherwise a sparse image made dense).
 Laws affine(Place& at, const Laws& x, std::int64_t a, const Values& c);
-/// s_x X + s_y Y for Y | X ~ law, enumerated over X; and X given that sum = z_i (adding its log-likelihood).
-Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y);
+/// s_x X + s_y Y for Y | X ~ law, enumerated over X; and X given that sum = z_i (adding its log-likelihood). With
+/// `each`, particle i's Y | X ~ law_at(law, each, i), on the host (a device graph's laws go there and back).
+Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y, const GroupLaws* each = nullptr);
 Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y, const Values& z,
-                            LogLikelihood& ll);
+                            LogLikelihood& ll, const GroupLaws* each = nullptr);
 /// Adds log P(X_i = v_i) to ll.
 void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood& ll);
 /// Adds 0 where x_i = v_i, -inf elsewhere.

@@ -1,6 +1,8 @@
 // Groups' weights: each group's summary and its own resampling, against the whole-population resampler group by
 // group (CPU), and the device against the CPU reference on fresh random populations.
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -148,4 +150,69 @@ TEST_CASE("Groups' weights refuse bad shapes, NaN and +inf", "[gpu][groups]") {
   const GroupWeights w = summarize_groups(l, 2);
   REQUIRE_THROWS_AS(resample_groups(l, 4, w, 1.0, Resampler::systematic, 1, 0), tally::shape_error);
   REQUIRE_THROWS_AS(resample_groups(l, 2, w, -1.0, Resampler::systematic, 1, 0), tally::domain_error);
+}
+
+namespace {
+/// Each group's weighted mean and variance of `values`, in long double from the definition (weights relative to the
+/// group's largest, 1 each where all are -inf), as {mean, variance, ess} per group.
+std::vector<std::array<long double, 3>> moments_by_definition(const std::vector<std::int64_t>& v,
+                                                              const std::vector<double>& l, std::size_t size) {
+  std::vector<std::array<long double, 3>> out;
+  for (std::size_t first = 0; first < l.size(); first += size) {
+    double m = -inf;
+    for (std::size_t k = 0; k < size; ++k) m = std::max(m, l[first + k]);
+    long double s1 = 0, s2 = 0, sv = 0;
+    for (std::size_t k = 0; k < size; ++k) {
+      const long double w = m > -inf ? std::exp(static_cast<long double>(l[first + k]) - m) : 1.0L;
+      s1 += w, s2 += w * w, sv += w * v[first + k];
+    }
+    const long double mean = sv / s1;
+    long double sd = 0;
+    for (std::size_t k = 0; k < size; ++k) {
+      const long double w = m > -inf ? std::exp(static_cast<long double>(l[first + k]) - m) : 1.0L;
+      sd += w * (v[first + k] - mean) * (v[first + k] - mean);
+    }
+    out.push_back({mean, sd / s1, m > -inf ? s1 * s1 / s2 : 0.0L});
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("Each group's weighted mean and variance of values (CPU by definition; device against CPU)",
+          "[gpu][groups]") {
+  std::mt19937_64 gen(Catch::rngSeed() + 41);
+  for (const auto& [groups, size] : {std::pair<std::size_t, std::size_t>{1, 1}, {5, 7}, {300, 33}, {17, 700}, {3, 5000}}) {
+    INFO(groups << " groups of " << size);
+    const std::vector<double> l = groups_of(gen, groups, size);
+    std::vector<std::int64_t> v(l.size());
+    for (auto& x : v) x = static_cast<std::int64_t>(gen() % 2000) - 500;
+    const GroupMoments h = summarize_values_by_group(Column<std::int64_t>::host_values(v), Column<double>::host_values(l), size);
+    const auto want = moments_by_definition(v, l, size);
+    for (std::size_t g = 0; g < groups; ++g) {
+      INFO("group " << g);
+      const auto close = [](double got, long double exact) {
+        return std::abs(got - static_cast<double>(exact)) <= 1e-12 * std::max(1.0L, std::abs(exact));
+      };
+      REQUIRE(close(h.mean.host()[g], want[g][0]));
+      REQUIRE(std::abs(h.variance.host()[g] - static_cast<double>(want[g][1])) <=
+              1e-11 * std::max(1.0L, want[g][1]));
+      REQUIRE(close(h.ess.host()[g], want[g][2]));
+    }
+    if (tally::test::skip_without_device()) continue;
+    const GroupMoments d = summarize_values_by_group(Column<std::int64_t>::from_host(v, Backend::cuda),
+                                                     Column<double>::from_host(l, Backend::cuda), size);
+    const auto dm = d.mean.to_host(), dv = d.variance.to_host(), de = d.ess.to_host();
+    for (std::size_t g = 0; g < groups; ++g) {
+      INFO("group " << g);
+      REQUIRE(std::abs(dm[g] - h.mean.host()[g]) <= 1e-12 * std::max(1.0, std::abs(h.mean.host()[g])));
+      REQUIRE(std::abs(dv[g] - h.variance.host()[g]) <= 1e-11 * std::max(1.0, h.variance.host()[g]));
+      REQUIRE(std::abs(de[g] - h.ess.host()[g]) <= 1e-12 * std::max(1.0, h.ess.host()[g]));
+    }
+  }
+  REQUIRE_THROWS_AS(summarize_values_by_group(Column<std::int64_t>::host_values({1, 2, 3}),
+                                              Column<double>::host_values({0.0, 0.0}), 1),
+                    tally::shape_error);
+  REQUIRE_THROWS_AS(summarize_values_by_group(Column<std::int64_t>::host_values({1, 2}),
+                                              Column<double>::host_values({0.0, std::nan("")}), 1),
+                    tally::domain_error);
 }

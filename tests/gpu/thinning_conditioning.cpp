@@ -207,14 +207,79 @@ TEST_CASE("thin: the device computes what the host does, and zeros in a far tail
       REQUIRE(std::abs(d.log_scale[i] - h.log_scale[i]) <= 1e-12 * std::max(1.0, std::abs(h.log_scale[i])));
       const auto hw = h[i], dw = d[i];
       for (std::size_t k = 0; k < hw.size(); ++k) {
-        // products that went subnormal (laws here reach 1e-300) keep only their absolute accuracy, which the
-        // rescaling by the largest r can lift above 1e-300: entries that small are left out, as above
-        if (hw[k] < 1e-250 && dw[k] < 1e-250) continue;
         INFO("k = " << k << ": host " << hw[k] << ", device " << dw[k]);
-        // each term is the lgamma formula at n up to ~500 (log masses of -1e3): the two sides' lgamma and exp
-        // agree to about 1e-13 of the logarithm, so 1e-12 .. 1e-11 relative in a weight
-        REQUIRE(std::abs(dw[k] - hw[k]) <= 1e-10 * hw[k]);
+        // the same multiplications, additions and divisions in the same order on both sides (Horner's rule, no
+        // fused multiply-add): equal weights; a few ulps allowed for a host compiler that fuses them
+        REQUIRE(std::abs(dw[k] - hw[k]) <= 1e-14 * hw[k]);
       }
+    }
+  }
+}
+
+namespace {
+
+/// The law of Binomial(X, q) for X's law (w on lo .. lo + m - 1, log-scale 0), by the defining sum in long double
+/// logarithms: \f$r_k = \sum_n w_n \binom{n}{k} q^k (1-q)^{n-k}\f$, each term from lgammal (about 1e-16 of the
+/// term for n up to a few thousand): an independent reference for Horner's rule. Unnormalized.
+std::vector<long double> thinning_by_sum(const std::vector<double>& w, std::int64_t lo, double q, std::int64_t len) {
+  std::vector<long double> r(static_cast<std::size_t>(len), 0.0L);
+  const long double lq = std::log(static_cast<long double>(q)), lp = std::log1p(-static_cast<long double>(q));
+  for (std::int64_t k = 0; k < len; ++k)
+    for (std::size_t j = 0; j < w.size(); ++j) {
+      const std::int64_t n = lo + static_cast<std::int64_t>(j);
+      if (n < k || !(w[j] > 0.0)) continue;
+      const long double nd = n, kd = k;
+      long double l = std::lgamma(nd + 1) - std::lgamma(kd + 1) - std::lgamma(nd - kd + 1);
+      l += (k > 0 ? kd * lq : 0.0L) + (n > k ? (nd - kd) * lp : 0.0L);
+      r[static_cast<std::size_t>(k)] += static_cast<long double>(w[j]) * std::exp(l);
+    }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("thin is each law's thinning by the defining sum, for long laws, weights far from 1 and q near 0 and 1",
+          "[population][thinning]") {
+  std::mt19937_64 gen(20261129);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  // laws of up to 2500 values: at q = 0.5 and k ~ 1200, q^k is below the smallest double, as the terms' factors
+  // are, but the entries themselves are not; weights scaled by 1e-280 .. 1 (the log-scale holds the rest)
+  for (int trial = 0; trial < 40; ++trial) {
+    const std::int64_t m = 1 + static_cast<std::int64_t>(u(gen) * (trial < 4 ? 2500 : 300));
+    const std::int64_t lo = static_cast<std::int64_t>(u(gen) * (trial % 3 == 0 ? 0 : 200));
+    const double q = trial % 10 == 0 ? 1e-3 : trial % 10 == 1 ? 1.0 - 1e-3 : u(gen);
+    const double factor = std::pow(10.0, -280.0 * u(gen));  // laws hold weights in [0, 1]
+    std::vector<double> w(static_cast<std::size_t>(m));
+    const double centre = u(gen) * double(m), width = 1.0 + u(gen) * double(m) / 2.0;
+    for (std::int64_t k = 0; k < m; ++k) {
+      const double z = (double(k) - centre) / width;
+      w[static_cast<std::size_t>(k)] = factor * std::exp(std::max(-0.5 * z * z, -600.0));
+    }
+    gpu::PmfBatch x;
+    x.weights = w;
+    x.offset.push_back(m);
+    x.lo.push_back(lo);
+    x.log_scale.push_back(0.0);
+    const gpu::PmfBatch h = gpu::thin(gpu::Laws::from_host(x, Backend::cpu), q).to_host();
+    const std::int64_t len = lo + m;
+    REQUIRE(static_cast<std::int64_t>(h.length(0)) == len);
+    const std::vector<long double> want = thinning_by_sum(w, lo, q, len);
+    const long double top = *std::max_element(want.begin(), want.end());
+    INFO("trial " << trial << ": m = " << m << ", lo = " << lo << ", q = " << q << ", weights x " << factor);
+    // the log-scale holds the largest entry exactly (weights rescaled to maximum 1)
+    REQUIRE(std::abs(h.log_scale[0] - static_cast<double>(std::log(top))) <= 1e-12 * std::max(1.0, std::abs(h.log_scale[0])));
+    // each entry within 2 (len + 1) ulps of itself (Horner's bound), 1e-12 relative here at most; entries below 1e-250
+    // of the largest are subnormal products of the sum's terms and are left out
+    const double tolerance = std::max(1e-13, 4.0 * static_cast<double>(len + 1) * 1.2e-16);
+    for (std::int64_t k = 0; k < len; ++k) {
+      const double want_k = static_cast<double>(want[static_cast<std::size_t>(k)] / top);
+      const double got = h[0][static_cast<std::size_t>(k)];
+      if (want_k < 1e-250) {
+        REQUIRE(got < 1e-240);
+        continue;
+      }
+      INFO("k = " << k << ": got " << got << ", want " << want_k);
+      REQUIRE(std::abs(got - want_k) <= tolerance * want_k);
     }
   }
 }

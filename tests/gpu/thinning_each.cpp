@@ -140,3 +140,19 @@ TEST_CASE("device: a thinning with a probability per law agrees with the CPU ref
     }
   }
 }
+
+TEST_CASE("repeated spreads each group's value over its particles, on the CPU and the device", "[gpu][groups]") {
+  std::mt19937_64 gen(Catch::rngSeed() + 33);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (const auto& [groups, times] : {std::pair<std::size_t, std::size_t>{1, 1}, {7, 3}, {300, 1}, {1, 4096}, {513, 77}}) {
+    INFO(groups << " groups of " << times);
+    std::vector<double> values(groups);
+    for (double& v : values) v = u(gen);
+    std::vector<double> want;
+    for (const double v : values) want.insert(want.end(), times, v);
+    REQUIRE(gpu::repeated(Column<double>::host_values(values), times).host() == want);
+    if (tally::test::skip_without_device()) continue;
+    REQUIRE(gpu::repeated(Column<double>::from_host(values, Backend::cuda), times).to_host() == want);
+  }
+  REQUIRE_THROWS_AS(gpu::repeated(Column<double>::host_values({0.5}), 0), shape_error);
+}

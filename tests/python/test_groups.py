@@ -53,3 +53,19 @@ def test_groups_refuse_mixing_and_bad_sizes():
         g.resample_by_weight()
     with pytest.raises(tally.DomainError):
         tally.Graph(tally.Groups(0, 3), 1, "cpu")
+
+
+def test_summarize_groups_gives_each_groups_weighted_moments():
+    g = tally.Graph(tally.Groups(3, 40), 5, "cpu")
+    x = g.assume([tally.Poisson(3.0), tally.Poisson(9.0), tally.Poisson(20.0)])
+    values = np.asarray(g.value(x))
+    g.observe(g.binomial(x, 0.5), (values // 3).astype(np.int64))
+    lw = np.asarray(g.log_weights)
+    s = g.summarize_groups(x)
+    for k in range(3):
+        v = values[40 * k:40 * (k + 1)].astype(float)
+        w = np.exp(lw[40 * k:40 * (k + 1)] - lw[40 * k:40 * (k + 1)].max())
+        mean = np.sum(w * v) / np.sum(w)
+        assert s.mean[k] == pytest.approx(mean, rel=1e-12)
+        assert s.variance[k] == pytest.approx(np.sum(w * (v - mean) ** 2) / np.sum(w), rel=1e-10, abs=1e-12)
+        assert s.ess[k] == pytest.approx(np.sum(w) ** 2 / np.sum(w * w), rel=1e-12)

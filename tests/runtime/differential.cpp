@@ -1,8 +1,9 @@
 // The differential tester as a Catch2 suite: random small programs over counts in strict mode against a 50-digit
 // enumeration of their joint law (tests/runtime/random_programs.hpp). TALLY_DIFFERENTIAL_PROGRAMS sets how many
-// (default 300 per size); TALLY_DIFFERENTIAL_SEED the first seed; TALLY_DIFFERENTIAL_SIZE one program size (4, 6 or 8)
-// in place of all three.
+// (default 300 per size, and a third as many programs of groups); TALLY_DIFFERENTIAL_SEED the first seed;
+// TALLY_DIFFERENTIAL_SIZE one program size (4, 6 or 8) in place of all three.
 #include <catch2/catch.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
@@ -16,13 +17,14 @@ std::uint64_t from_env(const char* name, std::uint64_t fallback) {
   return v ? std::stoull(v) : fallback;
 }
 
-/// The program of this size and seed, run (on one particle where it draws values, else on three).
-Finding run_seed(int size, std::uint64_t seed) {
-  std::mt19937_64 gen(seed * 7919 + static_cast<std::uint64_t>(size));
-  const Program prog = random_program(gen, size);
+/// The program of this size and seed, run (on one particle a group where it draws values, else on three; in
+/// `groups` groups, each with its own parameters now and then).
+Finding run_seed(int size, std::uint64_t seed, std::size_t groups = 1) {
+  std::mt19937_64 gen(seed * 7919 + static_cast<std::uint64_t>(size) + (groups > 1 ? 104729 : 0));
+  const Program prog = random_program(gen, size, groups);
   bool draws = false;
   for (const Step& s : prog.steps) draws = draws || s.kind == Step::value;
-  return run_program(prog, draws ? 1 : 3, seed);
+  return run_program(prog, draws ? 1 : 3, seed, groups);
 }
 }  // namespace
 
@@ -46,6 +48,31 @@ TEST_CASE("Random programs in strict mode equal their enumeration: evidence, mar
   }
   // programs refused past the budget: at most 1 in 10^4 (the long run of FUZZING.md counts them)
   CHECK(past_budget * 10000 <= count * 3);
+  CHECK(tally::runtime::Graph::live_nodes() == live);
+}
+
+TEST_CASE("Random programs of groups, each group with its own parameters, equal each group's enumeration",
+          "[runtime][exact][differential][groups]") {
+  const auto live = tally::runtime::Graph::live_nodes();
+  const std::uint64_t count = std::max<std::uint64_t>(1, from_env("TALLY_DIFFERENTIAL_PROGRAMS", 300) / 3);
+  const std::uint64_t first = from_env("TALLY_DIFFERENTIAL_SEED", 1);
+  std::uint64_t past_budget = 0, programs = 0;
+  const int only = static_cast<int>(from_env("TALLY_DIFFERENTIAL_SIZE", 0));
+  for (const int size : {4, 6, 8}) {
+    if (only != 0 && size != only) continue;
+    for (std::uint64_t seed = first; seed < first + count; ++seed) {
+      const std::size_t groups = 2 + seed % 3;
+      const Finding f = run_seed(size, seed, groups);
+      ++programs;
+      INFO("size " << size << ", seed " << seed << ", " << groups << " groups");
+      if (f && !f.past_budget) FAIL(f.what);
+      if (f) {
+        ++past_budget;
+        WARN("refused past the joint laws' budget: " << f.what);
+      }
+    }
+  }
+  CHECK(past_budget * 10000 <= programs * 3);
   CHECK(tally::runtime::Graph::live_nodes() == live);
 }
 

@@ -25,6 +25,7 @@ struct Spec {
   enum Kind { bernoulli, binomial, uniform, categorical, poisson, thinning, markov, affine, add, subtract } kind;
   std::size_t a = 0, b = 0;       // parents
   double p = 0.5;                 // a probability or a rate
+  std::vector<double> group_p;    // in a program of groups: group g's own p (roots of one parameter, thinnings)
   std::int64_t n = 0, c = 0;      // trials, lower end; affine's a and c (n, c)
   Eigen::VectorXd w;              // categorical weights
   Eigen::MatrixXd t;              // Markov transition
@@ -56,7 +57,12 @@ inline std::string Program::describe() const {
     switch (s.kind) {
       case Step::make:
         o << "v" << s.var << " = " << names[v.kind] << "(a=v" << v.a << " b=v" << v.b << " p=" << v.p << " n=" << v.n
-          << " c=" << v.c << "); ";
+          << " c=" << v.c;
+        if (!v.group_p.empty()) {
+          o << " p per group:";
+          for (const double q : v.group_p) o << " " << q;
+        }
+        o << "); ";
         break;
       case Step::observe: o << "observe v" << s.var << " = " << s.v << "; "; break;
       case Step::marginal: o << "marginal v" << s.var << "; "; break;
@@ -67,15 +73,18 @@ inline std::string Program::describe() const {
   return o.str();
 }
 
-/// The kernel of variable k given earlier values (its law given its parents).
-inline Law kernel_of(const Spec& s, const Assignment& x) {
+/// Spec's probability or rate in group g (its own where it has one per group).
+inline double p_of(const Spec& s, std::size_t g) { return s.group_p.empty() ? s.p : s.group_p[g]; }
+
+/// The kernel of variable k given earlier values (its law given its parents), in group g.
+inline Law kernel_of(const Spec& s, const Assignment& x, std::size_t g = 0) {
   switch (s.kind) {
-    case Spec::bernoulli: return binomial_law(1, s.p);
-    case Spec::binomial: return binomial_law(s.n, s.p);
+    case Spec::bernoulli: return binomial_law(1, p_of(s, g));
+    case Spec::binomial: return binomial_law(s.n, p_of(s, g));
     case Spec::uniform: return uniform_law(s.c, s.c + s.n);
     case Spec::categorical: return categorical_law(std::vector<double>(s.w.data(), s.w.data() + s.w.size()));
-    case Spec::poisson: return poisson_law(s.p, poisson_top);
-    case Spec::thinning: return binomial_law(x[s.a], s.p);
+    case Spec::poisson: return poisson_law(p_of(s, g), poisson_top);
+    case Spec::thinning: return binomial_law(x[s.a], p_of(s, g));
     case Spec::markov: {
       std::vector<double> row(static_cast<std::size_t>(s.t.cols()));
       for (Eigen::Index j = 0; j < s.t.cols(); ++j) row[static_cast<std::size_t>(j)] = s.t(static_cast<Eigen::Index>(x[s.a]), j);
@@ -91,8 +100,10 @@ inline Law kernel_of(const Spec& s, const Assignment& x) {
 /// A random program of up to `size` variables: roots of every family, thinnings, Markov steps, affine maps, sums and
 /// differences of any earlier variables (so shared ancestors, diamonds and several children of one variable come
 /// up), observations at values of one forward draw of the whole program (so they are jointly possible; now and
-/// then one is made impossible), marginals, draws and dropped handles in between.
-inline Program random_program(std::mt19937_64& gen, int size) {
+/// then one is made impossible), marginals, draws and dropped handles in between. With groups > 1, Bernoulli,
+/// Binomial and Poisson roots and thinnings get a parameter per group, now and then (each with probability 1/2);
+/// the observed values come from group 0's draw.
+inline Program random_program(std::mt19937_64& gen, int size, std::size_t groups = 1) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
   auto pick = [&](std::size_t n) { return static_cast<std::size_t>(gen() % n); };
   Program prog;
@@ -107,6 +118,13 @@ inline Program random_program(std::mt19937_64& gen, int size) {
   std::vector<bool> observed;
   std::size_t frozen = 0;  // variables before this one may have been realized by a draw
   auto make = [&](Spec s) {
+    const bool own = s.kind == Spec::bernoulli || s.kind == Spec::binomial || s.kind == Spec::poisson ||
+                     s.kind == Spec::thinning;
+    if (groups > 1 && own && u(gen) < 0.5) {
+      s.group_p.resize(groups);
+      const bool rate = s.kind == Spec::poisson;
+      for (double& q : s.group_p) q = rate ? 0.3 + 1.5 * u(gen) : 0.1 + 0.8 * u(gen);
+    }
     prog.vars.push_back(std::move(s));
     alive.push_back(true);
     observed.push_back(false);
@@ -220,46 +238,73 @@ struct Finding {
   explicit operator bool() const { return !what.empty(); }
 };
 
-/// Runs the program on a Graph of `particles` particles in strict mode and compares, step by step, with the
-/// enumeration: each observation's log-likelihood in every particle (relative 1e-9, or -inf exactly where the
-/// observation is impossible given the events before), every marginal asked for (relative 1e-8 on each value of
-/// probability above 1e-9, none outside the exact support), and that every draw is possible. A draw becomes an event
-/// of the enumeration (the program is conditioned on it), so with particles > 1 only particle 0's draws are
-/// followed, and a program with draws runs on one particle.
-inline Finding run_program(const Program& prog, std::size_t particles, std::uint64_t seed) {
+/// Runs the program on a Graph of `groups` groups of `per_group` particles in strict mode (one group: a Graph of
+/// per_group particles) and compares, step by step, with each group's enumeration (its own parameters): each
+/// observation's log-likelihood in every particle (relative 1e-9, or -inf exactly where the observation is impossible
+/// given the events before), every marginal asked for (relative 1e-8 on each value of probability above 1e-9, none
+/// outside the exact support), and that every draw is possible. A draw becomes an event of the group's enumeration
+/// (the program is conditioned on it), so with per_group > 1 only the first particle's draws of each group are
+/// followed, and nothing is compared after the first draw: a program with draws runs on one particle a group.
+inline Finding run_program(const Program& prog, std::size_t per_group, std::uint64_t seed, std::size_t groups = 1) {
   using runtime::Graph;
   using runtime::Variable;
-  std::vector<Kernel> kernels;
-  for (const Spec& s : prog.vars) kernels.push_back([s](const Assignment& x) { return kernel_of(s, x); });
-  const Joint joint = enumerate(kernels);
-  std::vector<std::pair<std::size_t, std::int64_t>> events;  // (variable, value) observed or drawn so far
-  auto holds = [&](const Assignment& x) {
-    for (const auto& [k, v] : events)
-      if (x[k] != v) return false;
-    return true;
+  std::vector<Joint> joint;
+  for (std::size_t gi = 0; gi < groups; ++gi) {
+    std::vector<Kernel> kernels;
+    for (const Spec& s : prog.vars) kernels.push_back([s, gi](const Assignment& x) { return kernel_of(s, x, gi); });
+    joint.push_back(enumerate(kernels));
+  }
+  // (variable, value) observed or drawn so far, per group
+  std::vector<std::vector<std::pair<std::size_t, std::int64_t>>> events(groups);
+  auto holds_in = [&](std::size_t gi) {
+    return [&events, gi](const Assignment& x) {
+      for (const auto& [k, v] : events[gi])
+        if (x[k] != v) return false;
+      return true;
+    };
   };
   std::ostringstream finding;
   auto fail = [&](const std::string& what) {
     finding << what << "\n  program: " << prog.describe();
+    if (groups > 1) finding << "\n  (" << groups << " groups of " << per_group << ")";
     return Finding{finding.str()};
   };
+  // each group's own laws of a spec with a parameter per group
+  auto per_group_laws = [&]<class Law>(const Spec& s, auto make) {
+    std::vector<Law> out;
+    for (std::size_t gi = 0; gi < groups; ++gi) out.push_back(make(s.group_p[gi]));
+    return out;
+  };
   try {
-    Graph g(particles, seed);
+    Graph g = groups == 1 ? Graph(per_group, seed) : Graph(runtime::Groups{groups, per_group}, seed);
     g.strict(true);
     std::vector<Variable> var(prog.vars.size());
-    big before = 1;  // P(events so far)
+    std::vector<big> before(groups, big(1));  // P(events so far), per group
     for (const Step& step : prog.steps) {
       const Spec& s = prog.vars[step.var];
+      const bool own = !s.group_p.empty();
       switch (step.kind) {
         case Step::make: {
           Variable& x = var[step.var];
           switch (s.kind) {
-            case Spec::bernoulli: x = g.assume(Bernoulli(s.p)); break;
-            case Spec::binomial: x = g.assume(Binomial(s.n, s.p)); break;
+            case Spec::bernoulli:
+              x = own ? g.assume(per_group_laws.operator()<Bernoulli>(s, [](double p) { return Bernoulli(p); }))
+                      : g.assume(Bernoulli(s.p));
+              break;
+            case Spec::binomial:
+              x = own ? g.assume(per_group_laws.operator()<Binomial>(s, [&](double p) { return Binomial(s.n, p); }))
+                      : g.assume(Binomial(s.n, s.p));
+              break;
             case Spec::uniform: x = g.assume(UniformInt(s.c, s.c + s.n)); break;
             case Spec::categorical: x = g.assume(Categorical(s.w)); break;
-            case Spec::poisson: x = g.assume(Poisson(s.p)); break;
-            case Spec::thinning: x = g.assume(var[s.a], Thinning(s.p)); break;
+            case Spec::poisson:
+              x = own ? g.assume(per_group_laws.operator()<Poisson>(s, [](double p) { return Poisson(p); }))
+                      : g.assume(Poisson(s.p));
+              break;
+            case Spec::thinning:
+              x = own ? g.assume(var[s.a], per_group_laws.operator()<Thinning>(s, [](double p) { return Thinning(p); }))
+                      : g.assume(var[s.a], Thinning(s.p));
+              break;
             case Spec::markov: x = g.assume(var[s.a], MarkovStep(s.t)); break;
             case Spec::affine: x = g.affine(var[s.a], s.n, s.c); break;
             case Spec::add: x = g.add(var[s.a], var[s.b]); break;
@@ -278,53 +323,67 @@ inline Finding run_program(const Program& prog, std::size_t particles, std::uint
             break;
           }
           const runtime::Observation& o = *observed;
-          events.emplace_back(step.var, step.v);
-          const big now = probability(joint, holds);
-          for (std::size_t i = 0; i < particles; ++i) {
-            const double ll = o[i];
-            if (before == 0 || now == 0) {
-              if (ll != -std::numeric_limits<double>::infinity() && before != 0)
-                return fail("observe v" + std::to_string(step.var) + ": finite log-likelihood " + std::to_string(ll) +
-                            " of an impossible observation");
-              continue;
+          bool alive = false;
+          for (std::size_t gi = 0; gi < groups; ++gi) {
+            events[gi].emplace_back(step.var, step.v);
+            const big now = probability(joint[gi], holds_in(gi));
+            for (std::size_t i = gi * per_group; i < (gi + 1) * per_group; ++i) {
+              const double ll = o[i];
+              if (before[gi] == 0 || now == 0) {
+                if (ll != -std::numeric_limits<double>::infinity() && before[gi] != 0)
+                  return fail("observe v" + std::to_string(step.var) + ": finite log-likelihood " + std::to_string(ll) +
+                              " of an impossible observation (particle " + std::to_string(i) + ")");
+                continue;
+              }
+              const big want = boost::multiprecision::log(now / before[gi]);
+              if (!std::isfinite(ll) || relative_error_log(ll, want) > 1e-9)
+                return fail("observe v" + std::to_string(step.var) + " = " + std::to_string(step.v) +
+                            ": log-likelihood " + std::to_string(ll) + " in particle " + std::to_string(i) +
+                            ", exact " + std::to_string(static_cast<double>(want)));
+              if (!o.exact()) return fail("observe v" + std::to_string(step.var) + ": reported inexact");
             }
-            const big want = boost::multiprecision::log(now / before);
-            if (!std::isfinite(ll) || relative_error_log(ll, want) > 1e-9)
-              return fail("observe v" + std::to_string(step.var) + " = " + std::to_string(step.v) + ": log-likelihood " +
-                          std::to_string(ll) + ", exact " + std::to_string(static_cast<double>(want)));
-            if (!o.exact()) return fail("observe v" + std::to_string(step.var) + ": reported inexact");
+            before[gi] = now;
+            alive = alive || now != 0;
           }
-          before = now;
-          if (now == 0) return Finding{};  // every particle is dead: what follows is not compared
+          if (!alive) return Finding{};  // every particle is dead: what follows is not compared
           break;
         }
         case Step::marginal: {
-          if (before == 0) break;
           const std::vector<Pmf> m = g.marginal(var[step.var]);
-          const Law want = posterior(joint, step.var, holds);
-          for (std::size_t i = 0; i < particles; ++i) {
-            const Law got = law_of(m[i].normalized());
-            for (const auto& [k, p] : got)
-              if (want.count(k) == 0 && static_cast<double>(p) > 1e-12)
-                return fail("marginal v" + std::to_string(step.var) + ": value " + std::to_string(k) + " impossible");
-            for (const auto& [k, p] : want) {
-              if (p < big(1e-9)) continue;
-              const double q = got.count(k) ? static_cast<double>(got.at(k)) : 0.0;
-              if (relative_error(q, p) > 1e-8)
-                return fail("marginal v" + std::to_string(step.var) + ": P(" + std::to_string(k) + ") = " +
-                            std::to_string(q) + ", exact " + std::to_string(static_cast<double>(p)));
+          for (std::size_t gi = 0; gi < groups; ++gi) {
+            if (before[gi] == 0) continue;
+            const Law want = posterior(joint[gi], step.var, holds_in(gi));
+            for (std::size_t i = gi * per_group; i < (gi + 1) * per_group; ++i) {
+              const Law got = law_of(m[i].normalized());
+              for (const auto& [k, p] : got)
+                if (want.count(k) == 0 && static_cast<double>(p) > 1e-12)
+                  return fail("marginal v" + std::to_string(step.var) + ": value " + std::to_string(k) +
+                              " impossible (particle " + std::to_string(i) + ")");
+              for (const auto& [k, p] : want) {
+                if (p < big(1e-9)) continue;
+                const double q = got.count(k) ? static_cast<double>(got.at(k)) : 0.0;
+                if (relative_error(q, p) > 1e-8)
+                  return fail("marginal v" + std::to_string(step.var) + ": P(" + std::to_string(k) + ") = " +
+                              std::to_string(q) + " in particle " + std::to_string(i) + ", exact " +
+                              std::to_string(static_cast<double>(p)));
+              }
             }
           }
           break;
         }
         case Step::value: {
-          if (before == 0) break;
           const std::vector<std::int64_t> v = g.value(var[step.var]);
-          events.emplace_back(step.var, v[0]);
-          const big now = probability(joint, holds);
-          if (now == 0) return fail("value v" + std::to_string(step.var) + " drew an impossible " + std::to_string(v[0]));
-          before = now;
-          if (particles > 1) return Finding{};  // the particles follow other draws from here
+          for (std::size_t gi = 0; gi < groups; ++gi) {
+            if (before[gi] == 0) continue;
+            const std::int64_t drawn = v[gi * per_group];
+            events[gi].emplace_back(step.var, drawn);
+            const big now = probability(joint[gi], holds_in(gi));
+            if (now == 0)
+              return fail("value v" + std::to_string(step.var) + " drew an impossible " + std::to_string(drawn) +
+                          " (particle " + std::to_string(gi * per_group) + ")");
+            before[gi] = now;
+          }
+          if (per_group > 1) return Finding{};  // the particles follow other draws from here
           break;
         }
         case Step::drop: var[step.var] = Variable{}; break;

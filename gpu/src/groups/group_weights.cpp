@@ -50,6 +50,47 @@ GroupWeights summarize_groups(const Column<double>& log_w, std::size_t group_siz
   return out;
 }
 
+GroupMoments summarize_values_by_group(const Column<std::int64_t>& values, const Column<double>& log_w,
+                                       std::size_t group_size) {
+  constexpr const char* who = "tally::gpu::summarize_values_by_group";
+  const std::size_t groups = group_count(log_w, group_size, who);
+  if (values.size() != log_w.size() || values.where() != log_w.where())
+    tally::detail::fail<shape_error>(who, ": ", values.size(), " values for ", log_w.size(), " log-weights (or not in ",
+                                     "the same place)");
+  if (log_w.where() == Backend::cuda) return detail::summarize_values_by_group_device(values, log_w, group_size);
+  const std::vector<double>& l = log_w.host();
+  for (std::size_t i = 0; i < l.size(); ++i)
+    if (std::isnan(l[i]) || l[i] == -neg_inf)
+      tally::detail::fail<domain_error>(who, ": particle ", i, "'s log-weight is ", l[i]);
+  GroupMoments out{Column<double>::allocate(Backend::cpu, groups, who), Column<double>::allocate(Backend::cpu, groups, who),
+                   Column<double>::allocate(Backend::cpu, groups, who)};
+  for (std::size_t g = 0; g < groups; ++g) {
+    const double* x = l.data() + g * group_size;
+    const std::int64_t* v = values.host().data() + g * group_size;
+    double m = neg_inf;
+    for (std::size_t k = 0; k < group_size; ++k) m = std::max(m, x[k]);
+    // all impossible: every particle weighs 1 (the unweighted moments), and ess says 0
+    const auto weight = [&](std::size_t k) { return m > neg_inf ? std::exp(x[k] - m) : 1.0; };
+    double s1 = 0.0, s2 = 0.0, sv = 0.0;
+    for (std::size_t k = 0; k < group_size; ++k) {
+      const double w = weight(k);
+      s1 += w;
+      s2 += w * w;
+      sv += w * static_cast<double>(v[k]);
+    }
+    const double mean = sv / s1;
+    double sd = 0.0;
+    for (std::size_t k = 0; k < group_size; ++k) {
+      const double d = static_cast<double>(v[k]) - mean;
+      sd += weight(k) * d * d;
+    }
+    out.mean.host()[g] = mean;
+    out.variance.host()[g] = sd / s1;
+    out.ess.host()[g] = m > neg_inf ? s1 * s1 / s2 : 0.0;
+  }
+  return out;
+}
+
 GroupResampled resample_groups(const Column<double>& log_w, std::size_t group_size, const GroupWeights& weights,
                                double threshold, Resampler kind, std::uint64_t seed, std::uint64_t counter,
                                std::uint64_t first_group) {

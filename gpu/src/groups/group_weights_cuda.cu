@@ -65,6 +65,52 @@ __global__ void group_summaries(const double* log_w, std::size_t size, double* l
   }
 }
 
+/// The weighted mean and variance of each group's values (a block per group): the largest log-weight, then the
+/// sums of w, w^2 and w v, then of w (v - mean)^2, as the CPU reference (weights 1 where all are -inf).
+template <int B>
+__global__ void group_moments(const std::int64_t* values, const double* log_w, std::size_t size, double* mean_out,
+                              double* variance_out, double* ess_out) {
+  using Reduce = cub::BlockReduce<double, B>;
+  __shared__ typename Reduce::TempStorage temp;
+  __shared__ double shared_max, shared_mean;
+  const std::size_t first = static_cast<std::size_t>(blockIdx.x) * size;
+  constexpr double neg_inf = -INFINITY;
+  double m = neg_inf;
+  for (std::size_t k = threadIdx.x; k < size; k += B) m = fmax(m, log_w[first + k]);
+  m = Reduce(temp).Reduce(m, MaxOp{});
+  if (threadIdx.x == 0) shared_max = m;
+  __syncthreads();
+  m = shared_max;
+  const auto weight = [&](std::size_t k) { return m > neg_inf ? exp(log_w[first + k] - m) : 1.0; };
+  double s1 = 0.0, s2 = 0.0, sv = 0.0;
+  for (std::size_t k = threadIdx.x; k < size; k += B) {
+    const double w = weight(k);
+    s1 += w;
+    s2 += w * w;
+    sv += w * static_cast<double>(values[first + k]);
+  }
+  s1 = Reduce(temp).Sum(s1);
+  __syncthreads();
+  s2 = Reduce(temp).Sum(s2);
+  __syncthreads();
+  sv = Reduce(temp).Sum(sv);
+  if (threadIdx.x == 0) shared_mean = sv / s1, shared_max = s1;  // (shared_max now holds the total weight)
+  __syncthreads();
+  const double mean = shared_mean;
+  double sd = 0.0;
+  for (std::size_t k = threadIdx.x; k < size; k += B) {
+    const double d = static_cast<double>(values[first + k]) - mean;
+    sd += weight(k) * d * d;
+  }
+  __syncthreads();
+  sd = Reduce(temp).Sum(sd);
+  if (threadIdx.x == 0) {
+    mean_out[blockIdx.x] = mean;
+    variance_out[blockIdx.x] = sd / shared_max;
+    ess_out[blockIdx.x] = m > neg_inf ? s1 * s1 / s2 : 0.0;
+  }
+}
+
 /// Whether group g is resampled (the CPU reference's rule).
 __device__ inline bool resampled_group(const double* largest, const double* ess, std::size_t g, double threshold,
                                        double size) {
@@ -153,6 +199,20 @@ GroupWeights summarize_groups_device(const Column<double>& log_w, std::size_t gr
   with_block(group_size, [&](auto b) {
     group_summaries<decltype(b)::value><<<static_cast<unsigned>(groups), decltype(b)::value>>>(
         log_w.data(), group_size, out.max_log_weight.data(), out.log_mean_weight.data(), out.ess.data());
+  });
+  launched();
+  return out;
+}
+
+GroupMoments summarize_values_by_group_device(const Column<std::int64_t>& values, const Column<double>& log_w,
+                                              std::size_t group_size) {
+  constexpr const char* who = "tally::gpu::summarize_values_by_group";
+  const std::size_t groups = log_w.size() / group_size;
+  GroupMoments out{Column<double>::allocate(Backend::cuda, groups, who), Column<double>::allocate(Backend::cuda, groups, who),
+                   Column<double>::allocate(Backend::cuda, groups, who)};
+  with_block(group_size, [&](auto b) {
+    group_moments<decltype(b)::value><<<static_cast<unsigned>(groups), decltype(b)::value>>>(
+        values.data(), log_w.data(), group_size, out.mean.data(), out.variance.data(), out.ess.data());
   });
   launched();
   return out;

@@ -7,6 +7,9 @@ namespace tally::gpu::detail {
 GroupWeights summarize_groups_device(const Column<double>&, std::size_t) {
   throw cuda_error("tally::gpu::summarize_groups: tally was built without CUDA");
 }
+GroupMoments summarize_values_by_group_device(const Column<std::int64_t>&, const Column<double>&, std::size_t) {
+  throw cuda_error("tally::gpu::summarize_values_by_group: tally was built without CUDA");
+}
 GroupResampled resample_groups_device(const Column<double>&, std::size_t, const GroupWeights&, double, Resampler,
                                       std::uint64_t, std::uint64_t, std::uint64_t) {
   throw cuda_error("tally::gpu::resample_groups: tally was built without CUDA");

@@ -9,6 +9,7 @@
 #include "population_cuda.hpp"
 #include "binomial_math.hpp"
 #include "population_math.hpp"
+#include "thin_math.hpp"
 #include "scan_math.hpp"
 #include "tally/gpu/philox.hpp"
 #include "tally/gpu/convolve_batched.hpp"
@@ -151,23 +152,27 @@ Laws thin_host(const Laws& x, Q q_of) {
   Laws out = Laws::allocate(Backend::cpu, a.size(), total, longest, who);
   PmfBatch& b = out.host();
   for (std::size_t i = 0; i < a.size(); ++i) {
-    const auto len = static_cast<std::int64_t>(lengths[i]), m = static_cast<std::int64_t>(a.length(i));
+    const auto len = static_cast<std::int64_t>(lengths[i]), m = static_cast<std::int64_t>(a.length(i)), lo = a.lo[i];
     const auto at = static_cast<std::size_t>(b.offset[i]);
-    const double q = q_of(i);
-    double top = 0;
-    for (std::int64_t k = 0; k < len; ++k) {
-      double r = 0;
-      for (std::int64_t j = 0; j < m && a.lo[i] + j < len; ++j) {  // n = lo + j in k .. len - 1
-        const std::int64_t n = a.lo[i] + j;
-        const double w = a.weights[std::size_t(a.offset[i] + j)];
-        if (n >= k && w > 0.0) r += w * std::exp(detail::binomial_log_mass(n, k, q));
-      }
-      top = std::max(top, b.weights[at + std::size_t(k)] = r);
+    const double keep = q_of(i), drop = 1.0 - keep;
+    const double* w = a.weights.data() + a.offset[i];
+    double* acc = b.weights.data() + at;  // Horner's accumulator, in place (detail::horner_thinning_entry)
+    double w_max = 0.0;
+    for (std::int64_t n = 0; n < len; ++n)
+      if (n - lo >= 0 && n - lo < m) w_max = std::fmax(w_max, w[n - lo]);
+    std::fill(acc, acc + len, 0.0);
+    const int e = w_max > 0.0 ? detail::thinning_scale_exponent(w_max) : 0;
+    const double scale = std::ldexp(1.0, -e);  // exact: the largest weight in [1, 2)
+    for (std::int64_t n = len - 1; w_max > 0.0 && n >= 0; --n) {
+      const double wn = n - lo >= 0 && n - lo < m ? w[n - lo] * scale : 0.0;
+      for (std::int64_t j = len - n - 1; j >= 1; --j) acc[j] = detail::horner_thinning_entry(keep, drop, acc[j], acc[j - 1]);
+      acc[0] = detail::horner_thinning_entry(keep, drop, acc[0], 0.0) + wn;
     }
-    for (std::int64_t k = 0; k < len; ++k)
-      b.weights[at + std::size_t(k)] = top > 0.0 ? b.weights[at + std::size_t(k)] / top : 0.0;
+    const double top = *std::max_element(acc, acc + len);
+    for (std::int64_t k = 0; k < len; ++k) acc[k] = top > 0.0 ? acc[k] / top : 0.0;
     b.offset[i + 1] = static_cast<std::int64_t>(at) + len;
-    b.log_scale[i] = top > 0.0 ? a.log_scale[i] + std::log(top) : -std::numeric_limits<double>::infinity();
+    b.log_scale[i] = top > 0.0 ? a.log_scale[i] + (static_cast<double>(e) * detail::ln_two + std::log(top))
+                               : -std::numeric_limits<double>::infinity();
   }
   return out;
 }
@@ -446,6 +451,15 @@ Column<std::int64_t> filled(std::int64_t v, std::size_t count, Backend where) {
 Column<double> filled(double v, std::size_t count, Backend where) {
   if (on_device(where)) return population_cuda::filled(v, count);
   return Column<double>::host_values(std::vector<double>(count, v));
+}
+
+Column<double> repeated(const Column<double>& values, std::size_t times) {
+  if (times == 0) tally::detail::fail<shape_error>("tally::gpu::repeated: times = 0");
+  if (on_device(values.where())) return population_cuda::repeated(values, times);
+  std::vector<double> out(values.size() * times);
+  for (std::size_t g = 0; g < values.size(); ++g)
+    std::fill_n(out.begin() + static_cast<std::ptrdiff_t>(g * times), times, values.host()[g]);
+  return Column<double>::host_values(std::move(out));
 }
 
 void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t>& n, const Column<std::int64_t>& k) {

@@ -296,60 +296,6 @@ __global__ void negate_kernel(PmfBatchView x, MutablePmfBatchView out) {
   }
 }
 
-/// lengths[i] = lo_i + j_i + 1 (the thinning's support 0 .. lo_i + j_i), j_i the last entry of positive weight
-/// (0 for a law without mass), 0 for i = count. A law with positive weight below 0 is reported (first_bad); a box
-/// that starts below 0 with zeros there (a difference's box) is a count's law.
-__global__ void thinned_lengths_kernel(PmfBatchView x, std::int64_t* lengths, LengthReport* r) {
-  const long long i = thread_index();
-  unsigned long long length = 0;
-  if (i == static_cast<long long>(x.count)) {
-    lengths[i] = 0;
-  } else if (i < static_cast<long long>(x.count)) {
-    const double* w = x.weights + x.offset[i];
-    const std::int64_t m = x.offset[i + 1] - x.offset[i];
-    std::int64_t last = m - 1;
-    while (last > 0 && !(w[last] > 0.0)) --last;  // usually at once: a posterior's far tail underflows to zeros
-    const std::int64_t len = x.lo[i] + last + 1;
-    for (std::int64_t j = 0; j < m && x.lo[i] + j < 0; ++j)
-      if (w[j] > 0.0) {
-        atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
-        break;
-      }
-    lengths[i] = len > 0 ? len : 1;
-    length = static_cast<unsigned long long>(lengths[i]);
-  }
-  warp_fold_max(length, &r->longest);
-}
-
-/// One warp per law; lane l computes r_k for k = l, l + 32, ... as the CPU does (the same order of terms).
-/// q_each: law i's own probability q_each[i] (null: q for every law).
-__global__ void thin_kernel(PmfBatchView x, double q_all, const double* q_each, const std::int64_t* offsets,
-                            MutablePmfBatchView out) {
-  const long long i = warp_index();
-  const int lane = threadIdx.x & 31;
-  if (i >= static_cast<long long>(x.count)) return;
-  const double q = q_each ? q_each[i] : q_all;
-  const std::int64_t at = offsets[i], len = offsets[i + 1] - at, lo = x.lo[i];
-  const std::int64_t m = min(x.offset[i + 1] - x.offset[i], len - lo);  // the entries after the last positive one: 0
-  const double* w = x.weights + x.offset[i];
-  double top = 0.0;
-  for (std::int64_t k = lane; k < len; k += 32) {
-    double r = 0.0;
-    for (std::int64_t j = 0; j < m; ++j)
-      if (lo + j >= k && w[j] > 0.0) r += w[j] * exp(detail::binomial_log_mass(lo + j, k, q));
-    top = fmax(top, out.weights[at + k] = r);
-  }
-  top = warp_max(top);
-  for (std::int64_t k = lane; k < len; k += 32) out.weights[at + k] = top > 0.0 ? out.weights[at + k] / top : 0.0;
-  if (lane == 0) {
-    if (i == 0) out.offset[0] = 0;
-    out.offset[i + 1] = offsets[i + 1];
-    out.lo[i] = 0;
-    out.log_scale[i] = top > 0.0 ? x.log_scale[i] + log(top) : -INFINITY;
-  }
-}
-
-
 __global__ void log_mass_kernel(PmfBatchView x, const std::int64_t* v, double* log_likelihood) {
   const long long i = thread_index();
   if (i >= static_cast<long long>(x.count)) return;
@@ -440,29 +386,6 @@ Column<double> hazard_probabilities(const Column<std::int64_t>& k, double c) {
   each(k.size(), [=] __device__(long long i) { o[i] = -expm1(-c * static_cast<double>(kp[i])); });
   return out;
 }
-
-namespace {
-Laws thin_with(const Laws& x, double q, const double* q_each) {
-  constexpr const char* who = "tally::gpu::thin";
-  const std::size_t count = x.size();
-  auto lengths = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
-  auto offsets = Column<std::int64_t>::allocate(Backend::cuda, count + 1, who);
-  auto report = Column<LengthReport>::allocate(Backend::cuda, 1, who);
-  init_report<<<1, 1>>>(report.data(), count);
-  thinned_lengths_kernel<<<thread_blocks(count + 1), block>>>(x.view(), lengths.data(), report.data());
-  launched();
-  const LengthReport r = scan_lengths(lengths.data(), offsets.data(), count, report.data());
-  if (r.first_bad < count)
-    tally::detail::fail<domain_error>(who, ": particle ", r.first_bad, "'s law has positive weight below 0: not a count");
-  Laws out = Laws::allocate(Backend::cuda, count, static_cast<std::size_t>(r.total), r.longest, who);
-  if (count > 0) thin_kernel<<<warp_blocks(count), block>>>(x.view(), q, q_each, offsets.data(), out.mutable_view());
-  launched();
-  return out;
-}
-}  // namespace
-
-Laws thin(const Laws& x, double q) { return thin_with(x, q, nullptr); }
-Laws thin(const Laws& x, const Column<double>& q) { return thin_with(x, 0.0, q.data()); }
 
 Laws negate(const Laws& x) {
   Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), "tally::gpu::negate");
@@ -722,6 +645,15 @@ Column<double> filled(double v, std::size_t count) {
   auto out = Column<double>::allocate(Backend::cuda, count, "tally::gpu::filled");
   double* o = out.data();
   each(count, [=] __device__(long long i) { o[i] = v; });
+  return out;
+}
+
+Column<double> repeated(const Column<double>& values, std::size_t times) {
+  auto out = Column<double>::allocate(Backend::cuda, values.size() * times, "tally::gpu::repeated");
+  const double* v = values.data();
+  double* o = out.data();
+  const auto t = static_cast<long long>(times);
+  each(out.size(), [=] __device__(long long i) { o[i] = v[i / t]; });
   return out;
 }
 

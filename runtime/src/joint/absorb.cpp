@@ -61,7 +61,6 @@ bool representable(const Node& u) {
   for (const Node* p : u.mparents)
     if (p && !p->discrete()) return false;
   if (std::holds_alternative<SelectedChild>(u.kind)) return false;  // always a member already
-  if (const auto* c = std::get_if<DiscreteChild>(&u.kind); c && c->each) return false;  // a law per group
   // a sum keeps its operands' laws while one of them may still be conditioned on it; with both gone its own law is
   // all there is (a top of the component)
   if (std::holds_alternative<Sum>(u.kind) && !u.operands && (u.mparents[0] == nullptr) != (u.mparents[1] == nullptr))
@@ -182,6 +181,7 @@ struct Inputs {
   std::unordered_map<const Node*, std::vector<std::int64_t>> constants;        // ties' c
   std::unordered_map<const Node*, std::vector<std::int64_t>> realized_y;       // a JointSum's realized Y
   std::unordered_map<const Node*, bool> y_joins;                               // a JointSum whose Y becomes an axis
+  std::vector<const GroupLaws*> group_laws;  // the nodes' laws per group: particles of two groups share no table
   bool repeats(std::size_t i) const {
     for (const auto& [u, l] : law)
       if (!joint_steps::repeats(l, i) || !same_tails(tails.count(u) ? tails.at(u).get() : nullptr, i)) return false;
@@ -191,6 +191,8 @@ struct Inputs {
     for (const auto* m : {&constants, &realized_y})
       for (const auto& [u, c] : *m)
         if (!joint_steps::repeats(c, i)) return false;
+    for (const GroupLaws* each : group_laws)
+      if (!same_law_as_previous(each, i)) return false;
     return true;
   }
 };
@@ -200,6 +202,9 @@ bool is_top(const Node& u) { return u.mparents == std::array<Node*, 2>{} && !u.t
 Inputs gather_inputs(const Component& c) {
   Inputs in;
   for (Node* u : c.order) {
+    if (const auto* child = std::get_if<DiscreteChild>(&u->kind); child && child->each)
+      in.group_laws.push_back(child->each.get());
+    if (const auto* j = std::get_if<JointSum>(&u->kind); j && j->each) in.group_laws.push_back(j->each.get());
     if (u->tied_to) {
       in.constants[u] = to_vector(u->tie_c);
       if (u->mparents == std::array<Node*, 2>{}) continue;  // its law is its partner's, mapped
@@ -255,17 +260,18 @@ JointPmf component_law(const Component& c, const Inputs& in, std::size_t i, std:
       Node* const p = u->mparents[0];
       const int pa = position(axes, p);
       const auto& now = c.eliminated[step];
-      if (std::find(now.begin(), now.end(), p) != now.end() && bounded_child(child->law)) {
+      const ChildLaw& law_i = law_at(child->law, child->each.get(), i);
+      if (std::find(now.begin(), now.end(), p) != now.end() && bounded_child(law_i)) {
         // the parent is summed out right after: its child takes its axis in place (no table over both)
-        if (const auto* q = std::get_if<Thinning>(&child->law))
+        if (const auto* q = std::get_if<Thinning>(&law_i))
           d = thin_in_place(*d, pa, q->keep);
-        else if (const auto* m = std::get_if<MarkovStep>(&child->law))
+        else if (const auto* m = std::get_if<MarkovStep>(&law_i))
           d = markov_step(*d, pa, *m, t);
         else
-          d = affine(*d, pa, std::get<AffineLaw>(child->law).a, std::get<AffineLaw>(child->law).c, t);
+          d = affine(*d, pa, std::get<AffineLaw>(law_i).a, std::get<AffineLaw>(law_i).c, t);
         axes[static_cast<std::size_t>(pa)] = u;
       } else {
-        d = append_child(*d, pa, child->law, t);
+        d = append_child(*d, pa, law_i, t);
         axes.push_back(u);
       }
     } else if (const auto* s = std::get_if<Sum>(&u->kind)) {
@@ -291,7 +297,7 @@ JointPmf component_law(const Component& c, const Inputs& in, std::size_t i, std:
         d = linear_combination(*d, unit(d->rank(), x, j->sign_x), j->sign_y * it->second[i], -1, t);
         axes.push_back(u);
       } else {
-        d = append_child(*d, x, j->law, t);  // Y
+        d = append_child(*d, x, law_at(j->law, j->each.get(), i), t);  // Y
         const auto y = u->operand_y.lock();
         axes.push_back(in.y_joins.at(u) ? y.get() : nullptr);
         Coordinates kappa(axes.size(), 0);

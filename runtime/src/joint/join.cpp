@@ -30,7 +30,7 @@ std::vector<Node*> random_parents(const Node& n) {
 
 // ---- joining, by kind ----------------------------------------------------------------------------------------
 
-void join_child(Node& n, const ChildLaw& law) {
+void join_child(Node& n, const ChildLaw& law, const GroupLaws* each) {
   Context& ctx = *n.context;
   const Truncation t = joint_truncation(ctx);
   std::vector<std::shared_ptr<Node>> held{n.parents[0]};
@@ -67,16 +67,20 @@ void join_child(Node& n, const ChildLaw& law) {
       ctx, g->laws, rank_out,
       [&](std::size_t i) {
         const JointPmf& d = *g->laws[i];
+        const ChildLaw& law_i = law_at(law, each, i);
         if (in_place) {
-          if (thinning) return thin_in_place(d, a, std::get<Thinning>(law).keep);
-          if (const auto* m = std::get_if<MarkovStep>(&law)) return markov_step(d, a, *m, t);
-          const auto& f = std::get<AffineLaw>(law);
+          if (thinning) return thin_in_place(d, a, std::get<Thinning>(law_i).keep);
+          if (const auto* m = std::get_if<MarkovStep>(&law_i)) return markov_step(d, a, *m, t);
+          const auto& f = std::get<AffineLaw>(law_i);
           return affine(d, a, f.a, f.c, t);
         }
-        return append_child(d, a, law, t);
+        return append_child(d, a, law_i, t);
       },
-      [&](const Starts& s, const BatchPlace& where) { return child_batch(g->laws, s, where, a, law, in_place); },
-      [&](std::size_t i) { return repeats(g->laws, i); }, &batched_here);
+      [&](const Starts& s, const BatchPlace& where) -> std::optional<Made> {
+        if (each) return std::nullopt;  // a law per group: the host's tables
+        return child_batch(g->laws, s, where, a, law, in_place);
+      },
+      [&](std::size_t i) { return repeats(g->laws, i) && same_law_as_previous(each, i); }, &batched_here);
   g->laws = std::move(laws);
   if (in_place && thinning && batched_here) {  // Y is the last axis
     g->members.erase(g->members.begin() + a);
@@ -245,6 +249,7 @@ bool join_joint_sum(Node& z, const JointSum& j) {
   const long own = 2 * static_cast<long>(held.size());
   const bool x_live = x.weak_from_this().use_count() > own;
   const auto* thinning = std::get_if<Thinning>(&j.law);
+  const GroupLaws* each = j.each.get();  // Y's law per group, or null
   const bool split_in_place =
       y_form == joins && thinning && j.sign_x == 1 && j.sign_y == -1 && !x_live && !read_by_linear(*g, a);
   if (y_form == member) member_axis(g, *y);  // a linear Y becomes an axis: z's form names it
@@ -264,9 +269,12 @@ bool join_joint_sum(Node& z, const JointSum& j) {
       try {
         g->laws = compute_batched(
             ctx, g->laws, bounded_child(j.law) ? g->rank() + 1 : 0,
-            [&](std::size_t i) { return append_child(*g->laws[i], a, j.law, t); },
-            [&](const Starts& s, const BatchPlace& where) { return child_batch(g->laws, s, where, a, j.law, false); },
-            [&](std::size_t i) { return repeats(g->laws, i); });
+            [&](std::size_t i) { return append_child(*g->laws[i], a, law_at(j.law, each, i), t); },
+            [&](const Starts& s, const BatchPlace& where) -> std::optional<Made> {
+              if (each) return std::nullopt;  // a law per group: the host's tables
+              return child_batch(g->laws, s, where, a, j.law, false);
+            },
+            [&](std::size_t i) { return repeats(g->laws, i) && same_law_as_previous(each, i); });
       } catch (...) {
         x_as_it_was();
         throw;
@@ -289,19 +297,20 @@ bool join_joint_sum(Node& z, const JointSum& j) {
             const JointPmf& d = *g->laws[i];
             if (split_in_place) {  // X - Y in place of X, Y appended
               if (double(d.size()) * double(d.hi(a) + 1) > double(t.max_size)) throw over_budget{};
-              return detail::split_in_place(d, a, thinning->keep);
+              return detail::split_in_place(d, a, std::get<Thinning>(law_at(j.law, each, i)).keep);
             }
-            JointPmf e = append_child(d, a, j.law, t);  // Y at the last axis
+            JointPmf e = append_child(d, a, law_at(j.law, each, i), t);  // Y at the last axis
             Coordinates k(static_cast<std::size_t>(e.rank()), 0);
             k[static_cast<std::size_t>(a)] = j.sign_x;
             k.back() = j.sign_y;
             return linear_combination(e, k, 0, e.rank() - 1, t);
           },
           [&](const Starts& s, const BatchPlace& where) -> std::optional<Made> {
+            if (each) return std::nullopt;  // a law per group: the host's tables
             if (split_in_place) return split_batch(g->laws, s, where, a, thinning->keep);
             return child_sum_batch(g->laws, s, where, a, j.law, j.sign_x, j.sign_y);
           },
-          [&](std::size_t i) { return repeats(g->laws, i); });
+          [&](std::size_t i) { return repeats(g->laws, i) && same_law_as_previous(each, i); });
     } catch (...) {
       x_as_it_was();
       throw;
@@ -446,11 +455,6 @@ bool needs_joint(Node& n) {
 
 bool join(Node& n) {
   const auto keep = n.shared_from_this();
-  if (const auto* c = std::get_if<DiscreteChild>(&n.kind); c && c->each) {
-    // a law per group has no joint form yet: its parent is drawn first, and the child is an ordinary law of it
-    realize_parents(n, Fallback::parent_realized);
-    return false;
-  }
   const bool selected = std::holds_alternative<SelectedChild>(n.kind);
   bool needed = selected;
   for (const auto& p : n.parents)
@@ -459,7 +463,7 @@ bool join(Node& n) {
   try {
     if (const auto* c = std::get_if<DiscreteChild>(&n.kind)) {
       if (!n.parents[0]->group) return false;  // its parent was drawn above
-      join_child(n, c->law);
+      join_child(n, c->law, c->each.get());
     } else if (const auto* s = std::get_if<Sum>(&n.kind)) {
       if (!n.parents[0]->group && !n.parents[1]->group) return false;
       join_sum(n, s->sign);

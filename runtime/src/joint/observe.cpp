@@ -144,7 +144,8 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
   };
   if (const auto* c = std::get_if<DiscreteChild>(&child.kind)) {
     Node* x = child.parents[0].get();
-    if (x == nullptr || !x->group || c->each) return false;
+    if (x == nullptr || !x->group) return false;
+    const GroupLaws* each = c->each.get();  // a law per group: each particle's own, on the host
     g = x->group;
     int a = 0;
     try {
@@ -156,9 +157,11 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
       return false;
     }
     // the distinct (table, y) pairs, then each particle's result from its run's first particle
-    const RunStarts runs(ctx.particles, [&](std::size_t i) { return repeats(g->laws, i) && repeats(y, i); });
+    const RunStarts runs(ctx.particles, [&](std::size_t i) {
+      return repeats(g->laws, i) && repeats(y, i) && same_law_as_previous(each, i);
+    });
     std::vector<JointConditioned> made;  // the batch's results, one per start (empty: the host's formulas)
-    if (const auto at = batch_place(ctx, g->laws, runs.starts, g->rank()))
+    if (const auto at = each ? std::nullopt : batch_place(ctx, g->laws, runs.starts, g->rank()))
       if (auto m = in_chunks<JointConditioned>(g->laws, runs.starts, [&](const Starts& chunk) {
             return condition_batch(g->laws, chunk, *at, a, c->law, y);
           }))
@@ -167,8 +170,9 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
     posterior = shared_per_particle(
         ctx.particles,
         [&](std::size_t i) {
-          return conditioned(i, made.empty() ? condition_child(*g->laws[i], a, c->law, y[i]) : std::move(made[k++]),
-                             *g->laws[i], 0, likelihood_sup(c->law, y[i]));
+          const ChildLaw& law_i = law_at(c->law, each, i);
+          return conditioned(i, made.empty() ? condition_child(*g->laws[i], a, law_i, y[i]) : std::move(made[k++]),
+                             *g->laws[i], 0, likelihood_sup(law_i, y[i]));
         },
         [&](std::size_t i) { return runs.repeats(i) && (loglik[i] = loglik[i - 1], true); });
   } else if (const auto* s = std::get_if<SelectedChild>(&child.kind)) {

@@ -49,7 +49,27 @@ GroupResampled resample_groups(const Column<double>& log_w, std::size_t group_si
                                double threshold, Resampler kind, std::uint64_t seed, std::uint64_t counter,
                                std::uint64_t first_group = 0);
 
+/// Per group g, the weighted mean and variance of its particles' values v_i under their log-weights, with
+/// \f$w_i = e^{\ell_i - m_g}\f$ (m_g the group's largest log-weight):
+/// \f[ \mathrm{mean}_g = \frac{\sum_{i \in g} w_i v_i}{\sum_{i \in g} w_i}, \qquad
+///     \mathrm{variance}_g = \frac{\sum_{i \in g} w_i (v_i - \mathrm{mean}_g)^2}{\sum_{i \in g} w_i}, \f]
+/// and ess_g as summarize_groups gives it. A group whose log-weights are all -inf gets its unweighted mean and
+/// variance, and ess_g = 0 (which says so). The variance is the second pass's, about the mean (no cancellation).
+struct GroupMoments {
+  Column<double> mean;
+  Column<double> variance;
+  Column<double> ess;
+};
+
+/// shape_error where the columns differ in size or place, or as summarize_groups; the CPU reference throws
+/// domain_error for a NaN or +inf log-weight. CPU: sequential sums, group by group. Device: a block per group (CUB
+/// block reductions), no host wait; the two agree to the rounding of the sums' order.
+GroupMoments summarize_values_by_group(const Column<std::int64_t>& values, const Column<double>& log_w,
+                                       std::size_t group_size);
+
 namespace detail {
+GroupMoments summarize_values_by_group_device(const Column<std::int64_t>& values, const Column<double>& log_w,
+                                              std::size_t group_size);
 GroupWeights summarize_groups_device(const Column<double>& log_w, std::size_t group_size);
 GroupResampled resample_groups_device(const Column<double>& log_w, std::size_t group_size, const GroupWeights& weights,
                                       double threshold, Resampler kind, std::uint64_t seed, std::uint64_t counter,

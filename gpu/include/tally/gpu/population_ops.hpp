@@ -46,7 +46,10 @@ Column<double> hazard_probabilities(const Column<std::int64_t>& k, double c);
 /// where its weights are 0, as a difference's does; tally::domain_error naming the particle otherwise):
 /// \f$ r_{i,k} = \sum_{n \ge k} w_{i,n} \binom{n}{k} q^k (1-q)^{n-k} \f$ on k = 0 .. hi_i, hi_i the largest value of
 /// positive weight (zeros after it, a far tail that underflowed, are not carried on; lo_i for a law without mass),
-/// rescaled to maximum 1 (log_scale_i + log max). O(m_i hi_i) terms: a marginal, computed only where one is needed.
+/// rescaled to maximum 1 (log_scale_i + log max). By Horner's rule on the generating function, \f$G_Y(s) = G_X(1 - q +
+/// q s)\f$: (hi_i + 1)(hi_i + 2) / 2 multiply-add pairs of non-negative terms and no special function, each entry
+/// within about 2 (hi_i + 1) ulps; the CPU and the device do the same operations in the same order. A marginal,
+/// computed only where one is needed.
 Laws thin(const Laws& x, double q);
 /// The same with law i's own probability q_i (q.size() == x.size(): shape_error): per-group or per-particle
 /// parameters. The CPU checks each q_i in [0, 1] (domain_error); the device reads them as given (the caller checks).
@@ -146,6 +149,10 @@ Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const
 /// P copies of v.
 Column<std::int64_t> filled(std::int64_t v, std::size_t count, Backend where);
 Column<double> filled(double v, std::size_t count, Backend where);
+/// Each value `times` times, in order, where `values` lives: \f$r_i = v_{\lfloor i / \mathrm{times} \rfloor}\f$ for i
+/// < values.size() times (a per-group parameter spread over its group's particles; one launch on the device, no copy
+/// of P values). times = 0: shape_error.
+Column<double> repeated(const Column<double>& values, std::size_t times);
 /// The conjugate update of Beta(a_i, b_i) by k_i successes in n_i trials: a_i += k_i, b_i += n_i - k_i (nothing
 /// where k_i is outside 0 .. n_i: an impossible count, whose particle has weight 0).
 void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t>& n, const Column<std::int64_t>& k);

@@ -20,6 +20,7 @@
 #include "tally/distributions/value_family.hpp"
 #include "tally/gpu/population_arrays.hpp"
 #include "tally/gpu/resample.hpp"
+#include "tally/gpu/group_weights.hpp"
 #include "tally/gpu/summaries.hpp"
 #include "tally/runtime/communicator.hpp"
 #include "tally/runtime/conjugate.hpp"
@@ -359,8 +360,8 @@ class Graph {
   /// otherwise), kept on the exact path as one law: y's laws, and x's posterior when y is observed, are each
   /// particle's own (on a CUDA graph: one kernel over the population with the probabilities in device memory).
   /// A per-particle probability is a graph of P groups of 1 (or binomial(x, p), which realizes x). Where x is a
-  /// coordinate of a joint law, or y would join one (a sum of x and y, say), x is drawn first, reported as
-  /// Fallback::parent_realized (strict mode refuses): such laws have no joint form yet.
+  /// coordinate of a joint law, or y joins one (a sum of x and y, say), the joint law applies each particle's own
+  /// thinning: exact, its tables computed on the host (for a CUDA graph too).
   Variable assume(const Variable& x, const std::vector<Thinning>& laws);
   /// Binomial(x, q) (the same as assume(x, Thinning(q))).
   Variable binomial(const Variable& x, double q) { return assume(x, Thinning(q)); }
@@ -554,6 +555,12 @@ class Graph {
   /// resampled by resample_by_weight (its uniforms, its fused passes) and its results given as columns of one.
   /// domain_error for a negative threshold. The counter of its uniforms is resample_by_weight's.
   GroupResampling resample_groups(double threshold = 1.0, gpu::Resampler kind = gpu::Resampler::systematic);
+  /// x's values (realized first, as value()) summarized group by group under the particles' current log-weights
+  /// (gpu::summarize_values_by_group): each group's weighted mean and variance, and its effective sample size (0
+  /// where every particle of the group is impossible; the mean and variance are then unweighted), as columns of
+  /// G values where the graph keeps its state (one segmented operation, no host wait on a CUDA graph). Summarize
+  /// before resampling, as summarize(). usage_error on a sharded graph (it has no groups).
+  gpu::GroupMoments summarize_groups(const Variable& x);
   /// Every live variable's state: bytes and bytes per particle (laws: 8 per weight and 24 per law; values: 8).
   std::vector<NodeMemory> memory() const;
   /// All live variables' bytes, with the log-weights.
