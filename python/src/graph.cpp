@@ -333,7 +333,16 @@ void bind_graph(py::module_& m) {
         py::arg("laws"), "x ~ laws[g] in group g, or laws[i] in particle i.")
       .def("assume", [](const GraphPtr& gr, const PyVariable& x, const std::vector<Thinning>& laws) {
         return wrap(gr, gr->assume(x.v, laws));
-      }, py::arg("parent"), py::arg("laws"), "y | x ~ laws[g] in group g: a thinning probability per group.");
+      }, py::arg("parent"), py::arg("laws"), "y | x ~ laws[g] in group g: a thinning probability per group.")
+      .def("assume", [](const GraphPtr& gr, const PyVariable& x, const std::vector<ScaledPoisson>& laws) {
+        return wrap(gr, gr->assume(x.v, laws));
+      }, py::arg("parent"), py::arg("laws"), "y | x ~ Poisson(a_g x) in group g: a scale per group.")
+      .def("assume", [](const GraphPtr& gr, const PyVariable& x, const std::vector<IndexedPoisson>& laws) {
+        return wrap(gr, gr->assume(x.v, laws));
+      }, py::arg("parent"), py::arg("laws"), "y | x ~ Poisson(rates_g[x]) in group g: rates per group.")
+      .def("assume", [](const GraphPtr& gr, const PyVariable& x, const std::vector<MarkovStep>& laws) {
+        return wrap(gr, gr->assume(x.v, laws));
+      }, py::arg("parent"), py::arg("laws"), "y | x ~ Categorical(T_g[x, :]) in group g: a transition matrix per group.");
   g.def("assume", [](const GraphPtr& gr, const runtime::Beta& law) { return wrap(gr, gr->assume(law)); }, py::arg("law"))
       .def("assume", [](const GraphPtr& gr, const runtime::Gamma& law) { return wrap(gr, gr->assume(law)); },
            py::arg("law"))

@@ -297,17 +297,31 @@ std::shared_ptr<Node> child(const std::shared_ptr<detail::Context>& ctx, std::sh
 }  // namespace
 
 Variable Graph::assume(const Variable& x, const Thinning& law) { return Variable(child(context_, node_of(x, "assume"), law)); }
-Variable Graph::assume(const Variable& x, const std::vector<Thinning>& laws) {
+namespace {
+/// Whether two child laws are the same law (the kept per-group laws are matched by this).
+bool same_child_law(const detail::ChildLaw& a, const detail::ChildLaw& b) {
+  if (a.index() != b.index()) return false;
+  if (const auto* x = std::get_if<Thinning>(&a)) return x->keep == std::get<Thinning>(b).keep;
+  if (const auto* x = std::get_if<ScaledPoisson>(&a)) return x->scale == std::get<ScaledPoisson>(b).scale;
+  if (const auto* x = std::get_if<IndexedPoisson>(&a)) return x->rates == std::get<IndexedPoisson>(b).rates;
+  if (const auto* x = std::get_if<MarkovStep>(&a)) return x->transition == std::get<MarkovStep>(b).transition;
+  const auto& x = std::get<detail::AffineLaw>(a);
+  const auto& y = std::get<detail::AffineLaw>(b);
+  return x.a == y.a && x.c == y.c;
+}
+}  // namespace
+
+template <class Law>
+Variable Graph::assume_per_group(const Variable& x, const std::vector<Law>& given, const char* what) {
   auto parent = node_of(x, "assume");
+  std::vector<detail::ChildLaw> laws(given.begin(), given.end());
   if (laws.size() != groups())
-    tally::detail::fail<shape_error>("tally::runtime::Graph::assume: ", laws.size(), " thinnings for ", groups(),
+    tally::detail::fail<shape_error>("tally::runtime::Graph::assume: ", laws.size(), " ", what, " for ", groups(),
                                      " groups (one per group)");
   return guarded(*this, [&] {
     auto& kept = context_->kept_group_laws;
     const auto same = [&](const std::shared_ptr<const detail::GroupLaws>& k) {
-      return std::ranges::equal(k->laws, laws, [](const detail::ChildLaw& a, const Thinning& b) {
-        return std::get<Thinning>(a).keep == b.keep;
-      });
+      return std::ranges::equal(k->laws, laws, same_child_law);
     };
     std::shared_ptr<const detail::GroupLaws> each;
     if (const auto it = std::find_if(kept.begin(), kept.end(), same); it != kept.end()) {
@@ -315,19 +329,34 @@ Variable Graph::assume(const Variable& x, const std::vector<Thinning>& laws) {
     } else {
       auto made = std::make_shared<detail::GroupLaws>();
       made->group_size = context_->group_size;
-      // G probabilities copied, spread over their groups where the graph lives (no host vector of P values)
-      std::vector<double> keep(laws.size());
-      for (std::size_t g = 0; g < keep.size(); ++g) keep[g] = laws[g].keep;
-      made->keep = gpu::repeated(gpu::Column<double>::from_host(keep, context_->where), made->group_size);
-      made->laws.assign(laws.begin(), laws.end());
+      if (std::holds_alternative<Thinning>(laws.front())) {
+        // G probabilities copied, spread over their groups where the graph lives (no host vector of P values)
+        std::vector<double> keep(laws.size());
+        for (std::size_t g = 0; g < keep.size(); ++g) keep[g] = std::get<Thinning>(laws[g]).keep;
+        made->keep = gpu::repeated(gpu::Column<double>::from_host(keep, context_->where), made->group_size);
+      }
+      made->laws = std::move(laws);
       if (kept.size() == detail::Context::kept_group_laws_at_most) kept.erase(kept.begin());
       kept.push_back(made);
       each = std::move(made);
     }
-    auto n = child(context_, std::move(parent), laws.front());
+    auto n = child(context_, std::move(parent), each->laws.front());
     std::get<detail::DiscreteChild>(n->kind).each = std::move(each);
     return Variable(std::move(n));
   });
+}
+
+Variable Graph::assume(const Variable& x, const std::vector<Thinning>& laws) {
+  return assume_per_group(x, laws, "thinnings");
+}
+Variable Graph::assume(const Variable& x, const std::vector<ScaledPoisson>& laws) {
+  return assume_per_group(x, laws, "scaled Poisson laws");
+}
+Variable Graph::assume(const Variable& x, const std::vector<IndexedPoisson>& laws) {
+  return assume_per_group(x, laws, "indexed Poisson laws");
+}
+Variable Graph::assume(const Variable& x, const std::vector<MarkovStep>& laws) {
+  return assume_per_group(x, laws, "Markov steps");
 }
 Variable Graph::assume(const Variable& x, const ScaledPoisson& law) {
   return Variable(child(context_, node_of(x, "assume"), law));

@@ -373,16 +373,25 @@ Laws push_realized(Place& at, const Values& x, const ChildLaw& law) {
 
 Laws push(Place& at, const Laws& x, const GroupLaws& each) {
   if (x.parameters) return push(at, dense(x), each);
-  if (x.device) {
+  if (x.device && each.thinning()) {
     require_counts(x, "tally::runtime: Binomial(x, q)");
     return device_laws(gpu::thin(*x.device, each.keep), x.device_error, true);
   }
+  if (x.device) return push(at, host_copy(x), each);  // other kinds per group: on the host, the laws back after
   const Batch<Pmf>& h = x.host;
-  return host_map_once(at, distinct_inputs(at, &h, nullptr, nullptr, each.keep.host().data()),
+  const auto key = each.host_key(at.particles);
+  return host_map_once(at, distinct_inputs(at, &h, nullptr, nullptr, key.data()),
                        [&](std::size_t i) { return push_pmf(h[i], each.at(i), at.truncation); });
 }
 
-Laws push_realized(Place& at, const Values& x, const GroupLaws& each) { return binomial_laws(at, x, each.keep); }
+Laws push_realized(Place& at, const Values& x, const GroupLaws& each) {
+  if (each.thinning()) return binomial_laws(at, x, each.keep);
+  if (at.device()) return push(at, points(at, x), each);
+  const std::int64_t* v = x.column->host().data();
+  const auto key = each.host_key(at.particles);
+  return host_map_once(at, distinct_inputs(at, nullptr, nullptr, v, key.data()),
+                       [&](std::size_t i) { return push_pmf(Pmf::point(x[i]), each.at(i), at.truncation); });
+}
 
 Laws binomial_laws(Place& at, const Values& n, const gpu::Column<double>& p) {
   if (at.device()) return parameter_laws(at, gpu::ParameterFamily::binomial, n, p, nullptr);
@@ -433,15 +442,17 @@ Laws dense(const Laws& x) {
 
 Laws condition(Place& at, const Laws& x, const GroupLaws& each, const Values& y, LogLikelihood& ll) {
   if (x.parameters) return condition(at, dense(x), each, y, ll);
-  if (x.device) {
+  if (x.device && each.thinning()) {
     require_counts(x, "tally::runtime: Binomial(x, q)");
     return conditioned(x, nullptr, x.device_error, ll, true,
                        [&] { return gpu::condition_on_thinning(*x.device, *y, each.keep, ll.values); });
   }
+  if (x.device) return condition(at, host_copy(x), each, y, ll);  // other kinds per group: on the host
   const Batch<Pmf>& h = x.host;
   const auto yv = to_vector(y);
+  const auto key = each.host_key(at.particles);
   return host_conditioned(
-      at, distinct_inputs(at, &h, nullptr, yv.data(), each.keep.host().data()), ll,
+      at, distinct_inputs(at, &h, nullptr, yv.data(), key.data()), ll,
       [&](std::size_t i) { return pull_pmf(h[i], each.at(i), yv[i]); }, [&](std::size_t i) -> const Pmf& { return h[i]; });
 }
 
@@ -531,8 +542,8 @@ Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int si
   if (x.device && each) return joint_sum(at, host_copy(x), law, sign_x, sign_y, each);
   if (x.device) return device_mix(at, x, law, sign_x, sign_y);
   const Batch<Pmf>& h = x.host;
-  const auto keep = each ? each->keep.to_host() : std::vector<double>{};
-  return host_map_once(at, distinct_inputs(at, &h, nullptr, nullptr, each ? keep.data() : nullptr), [&](std::size_t i) {
+  const auto key = each ? each->host_key(at.particles) : std::vector<double>{};
+  return host_map_once(at, distinct_inputs(at, &h, nullptr, nullptr, each ? key.data() : nullptr), [&](std::size_t i) {
     const Pmf& px = h[i];
     const ChildLaw& law_i = law_at(law, each, i);
     check_joint_work(px, law_i, at.truncation, "tally::runtime: the joint law of a variable and its child");
@@ -583,8 +594,8 @@ Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int s
     return {Pmf::from_log(px.lo(), lw, px.error_bound()).normalized(), px.log_scale() + m + std::log((lw.array() - m).exp().sum()),
             error};
   };
-  const auto keep = each ? each->keep.to_host() : std::vector<double>{};
-  return host_conditioned(at, distinct_inputs(at, &h, nullptr, zv.data(), each ? keep.data() : nullptr), ll, cond,
+  const auto key = each ? each->host_key(at.particles) : std::vector<double>{};
+  return host_conditioned(at, distinct_inputs(at, &h, nullptr, zv.data(), each ? key.data() : nullptr), ll, cond,
                           [&](std::size_t i) -> const Pmf& { return h[i]; });
 }
 

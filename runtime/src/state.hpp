@@ -141,14 +141,25 @@ Laws points(const Place& at, const Values& v);
 gpu::Table markov_table(const Eigen::MatrixXd& t, gpu::Backend where);
 /// A child law as the population kernels evaluate it (its table, if any, placed where `where` says).
 gpu::ChildKernel child_kernel(const ChildLaw& law, gpu::Backend where);
-/// A child law per group (Graph::assume(x, std::vector<Thinning>)): particle i's law is laws[i / group_size], every
-/// one a Thinning; keep holds their probabilities, one per particle, where the graph keeps its state. Shared by the
-/// node and whatever reads it; resampling keeps particles in their groups, so it never moves.
+/// A child law per group (Graph::assume(x, std::vector<Thinning>) and the other child laws' forms): particle i's
+/// law is laws[i / group_size], all of one kind. For thinnings, keep holds their probabilities, one per particle,
+/// where the graph keeps its state (the device's kernels read it); other kinds run on the host, each particle with
+/// its group's law. Shared by the node and whatever reads it; resampling keeps particles in their groups, so it
+/// never moves.
 struct GroupLaws {
   std::vector<ChildLaw> laws;
   std::size_t group_size = 1;
-  gpu::Column<double> keep;
+  gpu::Column<double> keep;  // thinnings only (else empty)
   const ChildLaw& at(std::size_t i) const { return laws[i / group_size]; }
+  bool thinning() const { return !keep.empty(); }
+  /// One number per particle on the host that tells the groups' laws apart (a thinning's probability, else the
+  /// group's index): what the host paths' distinct_inputs compare.
+  std::vector<double> host_key(std::size_t particles) const {
+    if (thinning()) return keep.to_host();
+    std::vector<double> key(particles);
+    for (std::size_t i = 0; i < particles; ++i) key[i] = static_cast<double>(i / group_size);
+    return key;
+  }
 };
 /// Particle i's law of a child whose law is `law` in every particle (each null) or one per group (each).
 inline const ChildLaw& law_at(const ChildLaw& law, const GroupLaws* each, std::size_t i) {

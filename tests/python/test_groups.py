@@ -69,3 +69,26 @@ def test_summarize_groups_gives_each_groups_weighted_moments():
         assert s.mean[k] == pytest.approx(mean, rel=1e-12)
         assert s.variance[k] == pytest.approx(np.sum(w * (v - mean) ** 2) / np.sum(w), rel=1e-10, abs=1e-12)
         assert s.ess[k] == pytest.approx(np.sum(w) ** 2 / np.sum(w * w), rel=1e-12)
+
+
+def test_other_child_laws_per_group_equal_each_groups_own_graph():
+    rates = [0.5, 2.0]
+    g = tally.Graph(tally.Groups(2, 2), 1, "cpu")
+    g.strict = True
+    x = g.assume(tally.Binomial(4, 0.5))
+    y = g.assume(x, [tally.ScaledPoisson(a) for a in rates])
+    o = g.observe(y, 3)
+    for k, a in enumerate(rates):
+        one = tally.Graph(1, 1, "cpu")
+        x1 = one.assume(tally.Binomial(4, 0.5))
+        o1 = one.observe(one.assume(x1, tally.ScaledPoisson(a)), 3)
+        assert np.asarray(o)[2 * k] == pytest.approx(np.asarray(o1)[0], rel=1e-12)
+    t = np.array([[0.5, 0.5], [0.1, 0.9]])
+    h = tally.Graph(tally.Groups(2, 1), 1, "cpu")
+    s = h.assume(tally.Bernoulli(0.3))
+    z = h.assume(s, [tally.MarkovStep(t), tally.MarkovStep(t[::-1].copy())])
+    lw = np.asarray(h.observe(z, 1))
+    assert lw[0] == pytest.approx(math.log(0.7 * 0.5 + 0.3 * 0.9), rel=1e-12)
+    assert lw[1] == pytest.approx(math.log(0.7 * 0.9 + 0.3 * 0.5), rel=1e-12)
+    with pytest.raises(tally.ShapeError):
+        h.assume(s, [tally.ScaledPoisson(1.0)] * 3)

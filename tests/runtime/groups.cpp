@@ -324,3 +324,81 @@ TEST_CASE("device: each group's weighted moments of a variable (summarize_groups
   if (tally::test::skip_without_device()) return;
   check_group_summaries(Device::cuda);
 }
+
+namespace {
+/// x ~ Binomial(4, 0.5) in every group, y | x ~ laws[g] (one per group), z = x + y (a sum with its own child: a
+/// joint law) asked for, and y observed at v: each group's log-likelihood and posteriors of x and z equal its own
+/// one-group graph's (to 1e-12), on the exact path.
+template <class Law>
+void check_child_laws_per_group(Device device, const std::vector<Law>& laws, std::int64_t v) {
+  const std::size_t groups = laws.size(), size = 3;
+  Graph g(Groups{groups, size}, 11, device);
+  g.strict(true);
+  const Variable x = g.assume(Binomial(4, 0.5));
+  const Variable y = g.assume(x, laws);
+  const Variable z = g.add(x, y);
+  g.marginal(z);
+  const auto o = g.observe(y, v);
+  CHECK(o.exact());
+  const auto mx = g.marginal(x), mz = g.marginal(z);
+  for (std::size_t k = 0; k < groups; ++k) {
+    INFO("group " << k);
+    Graph one(size, 11, Device::cpu);
+    one.strict(true);
+    const Variable x1 = one.assume(Binomial(4, 0.5));
+    const Variable y1 = one.assume(x1, laws[k]);
+    const Variable z1 = one.add(x1, y1);
+    one.marginal(z1);
+    const auto o1 = one.observe(y1, v);
+    const auto m1x = one.marginal(x1), m1z = one.marginal(z1);
+    for (std::size_t i = 0; i < size; ++i) {
+      const std::size_t p = k * size + i;
+      CHECK(o[p] == Approx(o1[i]).epsilon(1e-12));
+      for (const auto& [got, want] : {std::pair{mx[p].normalized(), m1x[i].normalized()},
+                                      std::pair{mz[p].normalized(), m1z[i].normalized()}}) {
+        for (std::int64_t j = std::min(got.lo(), want.lo()); j <= std::max(got.hi(), want.hi()); ++j) {
+          const auto at = [](const Pmf& m, std::int64_t value) {
+            return value < m.lo() || value > m.hi() ? 0.0 : m.weights()[value - m.lo()] * std::exp(m.log_scale());
+          };
+          CHECK(at(got, j) == Approx(at(want, j)).epsilon(1e-12).margin(1e-15));
+        }
+      }
+    }
+  }
+}
+
+void check_other_child_laws_per_group(Device device) {
+  check_child_laws_per_group(device, std::vector<ScaledPoisson>{ScaledPoisson(0.5), ScaledPoisson(2.0), ScaledPoisson(1.25)}, 3);
+  Eigen::VectorXd r1(5), r2(5);
+  r1 << 0.5, 1.0, 2.0, 3.0, 4.0;
+  r2 << 4.0, 0.1, 0.3, 2.5, 1.0;
+  check_child_laws_per_group(device, std::vector<IndexedPoisson>{IndexedPoisson(r1), IndexedPoisson(r2)}, 2);
+  Eigen::MatrixXd t1(5, 3), t2(5, 3);
+  t1 << 0.2, 0.3, 0.5, 0.6, 0.2, 0.2, 0.1, 0.1, 0.8, 0.3, 0.3, 0.4, 1.0, 0.0, 0.0;
+  t2 << 0.5, 0.5, 0.0, 0.1, 0.8, 0.1, 0.3, 0.3, 0.4, 0.0, 0.2, 0.8, 0.25, 0.25, 0.5;
+  check_child_laws_per_group(device, std::vector<MarkovStep>{MarkovStep(t1), MarkovStep(t2), MarkovStep(t1)}, 1);
+}
+}  // namespace
+
+TEST_CASE("Scaled and indexed Poisson laws and Markov steps per group: each group's own graph, exactly",
+          "[runtime][groups]") {
+  check_other_child_laws_per_group(Device::cpu);
+  // of a realized parent too, drawn and observed
+  Graph g(Groups{2, 4}, 5);
+  const Variable x = g.assume(Poisson(3.0));
+  const auto xv = g.value(x);
+  const Variable y = g.assume(x, std::vector<ScaledPoisson>{ScaledPoisson(0.5), ScaledPoisson(3.0)});
+  const auto o = g.observe(y, 2);
+  for (std::size_t i = 0; i < 8; ++i) {
+    const double rate = (i < 4 ? 0.5 : 3.0) * double(xv[i]);
+    const double want = rate == 0.0 ? -std::numeric_limits<double>::infinity() : 2.0 * std::log(rate) - rate - std::log(2.0);
+    CHECK(o[i] == Approx(want).epsilon(1e-12));
+  }
+  REQUIRE_THROWS_AS(g.assume(x, std::vector<MarkovStep>{}), shape_error);
+}
+
+TEST_CASE("device: scaled and indexed Poisson laws and Markov steps per group: each group's own graph, exactly",
+          "[runtime][groups][device]") {
+  if (tally::test::skip_without_device()) return;
+  check_other_child_laws_per_group(Device::cuda);
+}

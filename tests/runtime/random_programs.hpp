@@ -29,6 +29,7 @@ struct Spec {
   std::int64_t n = 0, c = 0;      // trials, lower end; affine's a and c (n, c)
   Eigen::VectorXd w;              // categorical weights
   Eigen::MatrixXd t;              // Markov transition
+  std::vector<Eigen::MatrixXd> group_t;  // in a program of groups: group g's own transition
   std::int64_t lo = 0, hi = 0;    // the variable's structural range
 };
 
@@ -58,6 +59,7 @@ inline std::string Program::describe() const {
       case Step::make:
         o << "v" << s.var << " = " << names[v.kind] << "(a=v" << v.a << " b=v" << v.b << " p=" << v.p << " n=" << v.n
           << " c=" << v.c;
+        if (!v.group_t.empty()) o << " a transition per group";
         if (!v.group_p.empty()) {
           o << " p per group:";
           for (const double q : v.group_p) o << " " << q;
@@ -86,8 +88,9 @@ inline Law kernel_of(const Spec& s, const Assignment& x, std::size_t g = 0) {
     case Spec::poisson: return poisson_law(p_of(s, g), poisson_top);
     case Spec::thinning: return binomial_law(x[s.a], p_of(s, g));
     case Spec::markov: {
-      std::vector<double> row(static_cast<std::size_t>(s.t.cols()));
-      for (Eigen::Index j = 0; j < s.t.cols(); ++j) row[static_cast<std::size_t>(j)] = s.t(static_cast<Eigen::Index>(x[s.a]), j);
+      const Eigen::MatrixXd& t = s.group_t.empty() ? s.t : s.group_t[g];
+      std::vector<double> row(static_cast<std::size_t>(t.cols()));
+      for (Eigen::Index j = 0; j < t.cols(); ++j) row[static_cast<std::size_t>(j)] = t(static_cast<Eigen::Index>(x[s.a]), j);
       return categorical_law(row);
     }
     case Spec::affine: return point_law(s.n * x[s.a] + s.c);
@@ -102,7 +105,7 @@ inline Law kernel_of(const Spec& s, const Assignment& x, std::size_t g = 0) {
 /// up), observations at values of one forward draw of the whole program (so they are jointly possible; now and
 /// then one is made impossible), marginals, draws and dropped handles in between. With groups > 1, Bernoulli,
 /// Binomial and Poisson roots and thinnings get a parameter per group, now and then (each with probability 1/2);
-/// the observed values come from group 0's draw.
+/// Markov steps a transition per group; the observed values come from group 0's draw.
 inline Program random_program(std::mt19937_64& gen, int size, std::size_t groups = 1) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
   auto pick = [&](std::size_t n) { return static_cast<std::size_t>(gen() % n); };
@@ -124,6 +127,15 @@ inline Program random_program(std::mt19937_64& gen, int size, std::size_t groups
       s.group_p.resize(groups);
       const bool rate = s.kind == Spec::poisson;
       for (double& q : s.group_p) q = rate ? 0.3 + 1.5 * u(gen) : 0.1 + 0.8 * u(gen);
+    }
+    if (groups > 1 && s.kind == Spec::markov && u(gen) < 0.5) {
+      for (std::size_t g = 0; g < groups; ++g) {  // each row positive where the shared table's is (one support)
+        Eigen::MatrixXd t = s.t;
+        for (Eigen::Index i = 0; i < t.size(); ++i)
+          if (t.data()[i] > 0.0) t.data()[i] = 0.05 + u(gen);
+        for (Eigen::Index i = 0; i < t.rows(); ++i) t.row(i) /= t.row(i).sum();
+        s.group_t.push_back(std::move(t));
+      }
     }
     prog.vars.push_back(std::move(s));
     alive.push_back(true);
@@ -305,7 +317,15 @@ inline Finding run_program(const Program& prog, std::size_t per_group, std::uint
               x = own ? g.assume(var[s.a], per_group_laws.operator()<Thinning>(s, [](double p) { return Thinning(p); }))
                       : g.assume(var[s.a], Thinning(s.p));
               break;
-            case Spec::markov: x = g.assume(var[s.a], MarkovStep(s.t)); break;
+            case Spec::markov:
+              if (s.group_t.empty()) {
+                x = g.assume(var[s.a], MarkovStep(s.t));
+              } else {
+                std::vector<MarkovStep> steps;
+                for (const auto& t : s.group_t) steps.emplace_back(t);
+                x = g.assume(var[s.a], steps);
+              }
+              break;
             case Spec::affine: x = g.affine(var[s.a], s.n, s.c); break;
             case Spec::add: x = g.add(var[s.a], var[s.b]); break;
             case Spec::subtract: x = g.subtract(var[s.a], var[s.b]); break;

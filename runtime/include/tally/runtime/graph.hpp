@@ -363,6 +363,12 @@ class Graph {
   /// coordinate of a joint law, or y joins one (a sum of x and y, say), the joint law applies each particle's own
   /// thinning: exact, its tables computed on the host (for a CUDA graph too).
   Variable assume(const Variable& x, const std::vector<Thinning>& laws);
+  /// The same with a scaled Poisson, an indexed Poisson or a Markov step per group (a contact rate, emission rates
+  /// or a transition matrix per parameter set): exact as the thinning's, each particle's laws computed with its
+  /// group's law on the host (for a CUDA graph too, the laws copied there and back, as for one such law).
+  Variable assume(const Variable& x, const std::vector<ScaledPoisson>& laws);
+  Variable assume(const Variable& x, const std::vector<IndexedPoisson>& laws);
+  Variable assume(const Variable& x, const std::vector<MarkovStep>& laws);
   /// Binomial(x, q) (the same as assume(x, Thinning(q))).
   Variable binomial(const Variable& x, double q) { return assume(x, Thinning(q)); }
   /// Children of several random parents, kept exactly in one joint law with them (see "Joint laws" above):
@@ -573,6 +579,9 @@ class Graph {
   static std::int64_t live_nodes();
 
  private:
+  /// assume(x, laws) for one child law per group (`what` names them in errors).
+  template <class Law>
+  Variable assume_per_group(const Variable& x, const std::vector<Law>& laws, const char* what);
   /// The node behind a handle, or usage_error (empty handle, another graph's variable).
   template <class Handle>
   std::shared_ptr<detail::Node> node_of(const Handle& x, const char* who) const;
