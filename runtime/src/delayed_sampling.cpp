@@ -574,11 +574,11 @@ std::pair<gpu::Column<double>, Bound> observe(Node& n, const Values& values) {
         return done();
       }
       if (parent.group && observe_joint_child(n, values, ll)) return done();  // a coordinate of a joint law
-      // (a coordinate of a joint law that did not condition it, a law per group: grafted below, its parent drawn)
+      // (a coordinate of a joint law that did not condition it: grafted below, its parent drawn)
       if (parent.state == State::marginalized && parent.tied_to == nullptr && !parent.group) {
         // computed before anything changes: a refused law (a thinning of a possibly negative count) leaves the graph
         const DiscreteChild& child = std::get<DiscreteChild>(n.kind);
-        const ChildLaw& child_law = child.law;  // (a law per group: every one a thinning, as this one)
+        const ChildLaw& child_law = child.law;  // (a law per group: group 0's, of every group's kind)
         // an observation in the tail that the prior's truncation cut: the prior's window extended from its family
         if (fresh_parent && !parent.mchild && !parent.group)
           if (auto wide = widened_prior_for_child(parent, child_law, values)) parent.marginal = prior(ctx, *wide);
