@@ -289,6 +289,8 @@ void bind_graph(py::module_& m) {
       .def_property_readonly("particles", &Graph::particles)
       .def_property_readonly("groups", &Graph::groups, "G: the groups (1 for a graph made without Groups)")
       .def_property_readonly("group_size", &Graph::group_size, "S: the particles of each group")
+      .def_property_readonly("first_group", &Graph::first_group,
+                             "the population's index of the first group (0 unless a rank's share of groups)")
       .def_property_readonly("shard", &Graph::shard,
                              "The shard of a population this graph holds: Shard(0, P, 0, P) for an unsharded graph.")
       .def_property_readonly("sharded", &Graph::sharded,

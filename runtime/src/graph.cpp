@@ -164,6 +164,7 @@ Graph::Graph(Groups groups, std::uint64_t seed, Device device, Truncation t)
     tally::detail::fail<domain_error>("tally::runtime::Graph: ", groups.count, " groups of ", groups.size,
                                       " particles (each must be >= 1, and their product a size)");
   context_->group_size = groups.size;
+  context_->grouped = true;
 }
 
 Graph::Graph(Shard shard, std::shared_ptr<Communicator> communicator, std::uint64_t seed, Device device, Truncation t)
@@ -180,9 +181,38 @@ Graph::Graph(Shard shard, std::shared_ptr<Communicator> communicator, std::uint6
   detail::ShardPhase::new_graph();
 }
 
+namespace {
+/// The shard of a rank's groups (Shard::even over the groups, in particles), checked.
+Shard groups_shard(Groups groups, const std::shared_ptr<Communicator>& communicator) {
+  constexpr const char* who = "tally::runtime::Graph (sharded groups)";
+  if (!communicator) tally::detail::fail<usage_error>(who, ": no communicator");
+  if (groups.count == 0 || groups.size == 0 || groups.count > std::numeric_limits<std::size_t>::max() / groups.size)
+    tally::detail::fail<domain_error>(who, ": ", groups.count, " groups of ", groups.size,
+                                      " particles (each must be >= 1, and their product a size)");
+  if (groups.count < communicator->size())
+    tally::detail::fail<domain_error>(who, ": ", groups.count, " groups for ", communicator->size(),
+                                      " ranks (each rank holds whole groups: at least one)");
+  const Shard mine = Shard::even(groups.count, communicator->size(), communicator->rank());
+  return {mine.index, mine.count * groups.size, mine.first * groups.size, groups.count * groups.size};
+}
+}  // namespace
+
+Graph::Graph(Groups groups, std::shared_ptr<Communicator> communicator, std::uint64_t seed, Device device, Truncation t)
+    : Graph(groups_shard(groups, communicator), communicator, seed, device, t) {
+  context_->group_size = groups.size;
+  context_->grouped = true;
+}
+
 std::size_t Graph::particles() const { return context_->particles; }
 std::size_t Graph::groups() const { return context_->particles / context_->group_size; }
 std::size_t Graph::group_size() const { return context_->group_size; }
+std::size_t Graph::first_group() const { return context_->grouped ? context_->shard.first / context_->group_size : 0; }
+
+namespace {
+/// The population's groups: a graph made with Groups (all of it, or a rank's share) is part of shard.total / S of
+/// them; any other graph is one group, the population.
+std::size_t population_groups(const detail::Context& c) { return c.grouped ? c.shard.total / c.group_size : 1; }
+}  // namespace
 const Shard& Graph::shard() const { return context_->shard; }
 bool Graph::sharded() const { return context_->comm != nullptr; }
 const std::shared_ptr<Communicator>& Graph::communicator() const { return context_->comm; }
@@ -798,8 +828,9 @@ std::vector<std::vector<std::size_t>> Graph::touches(const std::vector<Variable>
 Graph::Resampling Graph::resample_by_weight(gpu::Resampler kind) { return resample_by_weight(1.0, kind); }
 
 Graph::Resampling Graph::resample_by_weight(double threshold, gpu::Resampler kind) {
-  if (groups() > 1)
-    tally::detail::fail<usage_error>("tally::runtime::Graph::resample_by_weight: a graph of ", groups(),
+  if (population_groups(*context_) > 1)
+    tally::detail::fail<usage_error>("tally::runtime::Graph::resample_by_weight: a graph of ",
+                                     population_groups(*context_),
                                      " groups resamples each group within itself (resample_groups)");
   if (sharded()) return guarded(*this, [&] { return sharded_resample_by_weight(threshold, kind); });
   return guarded(*this, [&]() -> Resampling {
@@ -900,18 +931,22 @@ void Graph::resample(const std::vector<std::size_t>& ancestors) {
   const std::size_t range = sharded() ? context_->shard.total : particles();
   const bool sized = ancestors.size() == particles();
   const bool in_range = std::all_of(ancestors.begin(), ancestors.end(), [&](std::size_t a) { return a < range; });
-  if (sharded() && !detail::on_every_shard(*context_, sized && in_range) && sized && in_range)
+  // each ancestor in its particle's group (the population's indices on a shard)
+  const std::size_t s = context_->group_size, first = sharded() ? context_->shard.first : 0;
+  std::size_t outside = ancestors.size();
+  for (std::size_t i = 0; i < ancestors.size() && population_groups(*context_) > 1 && outside == ancestors.size(); ++i)
+    if (ancestors[i] / s != (first + i) / s) outside = i;
+  const bool valid = sized && in_range && outside == ancestors.size();
+  if (sharded() && !detail::on_every_shard(*context_, valid) && valid)
     tally::detail::fail<domain_error>("tally::runtime::Graph::resample: another shard's ancestors are invalid");
   if (!sized)
     tally::detail::fail<shape_error>("tally::runtime::Graph::resample: ", ancestors.size(), " ancestors for ",
                                      particles(), " particles");
   for (std::size_t a : ancestors)
     if (a >= range) tally::detail::fail<domain_error>("tally::runtime::Graph::resample: ancestor ", a, " out of range");
-  const std::size_t s = context_->group_size;
-  for (std::size_t i = 0; i < ancestors.size() && s < particles(); ++i)
-    if (ancestors[i] / s != i / s)
-      tally::detail::fail<domain_error>("tally::runtime::Graph::resample: particle ", i, "'s ancestor ", ancestors[i],
-                                        " is outside its group ", i / s);
+  if (outside < ancestors.size())
+    tally::detail::fail<domain_error>("tally::runtime::Graph::resample: particle ", outside, "'s ancestor ",
+                                      ancestors[outside], " is outside its group ", (first + outside) / s);
   if (sharded()) {
     guarded(*this, [&] { detail::sharded_gather(*context_, ancestors, &context_->changing_log_weight()); });
     return;
@@ -927,8 +962,7 @@ void Graph::resample(const std::vector<std::size_t>& ancestors) {
 Graph::GroupResampling Graph::resample_groups(double threshold, gpu::Resampler kind) {
   if (!(threshold >= 0.0))
     tally::detail::fail<domain_error>("tally::runtime::Graph::resample_groups: threshold ", threshold, " is not >= 0");
-  if (sharded()) tally::detail::fail<usage_error>("tally::runtime::Graph::resample_groups: a sharded graph has no groups");
-  if (groups() == 1) {  // the whole population's resampler (its fused passes on the device), as one group
+  if (population_groups(*context_) == 1) {  // the whole population's resampler (its fused passes), as one group
     Resampling r = resample_by_weight(std::min(threshold, 1.0), kind);
     const gpu::Backend where = context_->where;
     return {gpu::filled(r.log_mean_weight, 1, where), gpu::filled(r.ess, 1, where),
@@ -943,8 +977,9 @@ Graph::GroupResampling Graph::resample_groups(double threshold, gpu::Resampler k
       return {std::move(weights.log_mean_weight), std::move(weights.ess),
               gpu::filled(std::int64_t{0}, groups(), context_->where), {}};
     }
+    // a rank's share of groups draws its groups' uniforms, as the whole population's graph would
     gpu::GroupResampled r = gpu::resample_groups(context_->log_weight(), s, weights, threshold, kind,
-                                                 context_->seed ^ resampling_key, context_->resamplings);
+                                                 context_->seed ^ resampling_key, context_->resamplings, first_group());
     gather(r.ancestors);  // then the moves, which cannot fail
     context_->changing_log_weight() = std::move(r.log_w);
     ++context_->resamplings;
@@ -954,7 +989,9 @@ Graph::GroupResampling Graph::resample_groups(double threshold, gpu::Resampler k
 
 gpu::GroupMoments Graph::summarize_groups(const Variable& x) {
   auto n = node_of(x, "summarize_groups");
-  if (sharded()) tally::detail::fail<usage_error>("tally::runtime::Graph::summarize_groups: a sharded graph has no groups");
+  if (sharded() && population_groups(*context_) == 1)
+    tally::detail::fail<usage_error>("tally::runtime::Graph::summarize_groups: a sharded graph of one group (its ",
+                                     "summary is the population's: summarize)");
   return guarded(*this, [&] {
     return gpu::summarize_values_by_group(*realized(*n).column, context_->log_weight(), context_->group_size);
   });

@@ -120,6 +120,7 @@ struct Context : Place {
   void know_weights(const std::optional<gpu::WeightSummary>& s) { known_weights_ = s; }
   std::uint64_t resamplings = 0;   // Graph::resample_by_weight calls so far: the counter of their uniforms
   std::size_t group_size;          // the particles of each group (Groups): particle i is in group i / group_size
+  bool grouped = false;            // made with Groups (else one group: the population, however sharded)
   std::uint64_t made = 0;          // nodes made so far (their default names #k)
   std::uint64_t truncating = 0;    // nodes made so far whose own laws are truncated (see truncates())
   bool strict = false;

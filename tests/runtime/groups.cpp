@@ -402,3 +402,123 @@ TEST_CASE("device: scaled and indexed Poisson laws and Markov steps per group: e
   if (tally::test::skip_without_device()) return;
   check_other_child_laws_per_group(Device::cuda);
 }
+
+namespace {
+/// What a grouped filter saw, group by group: each season's log-evidence increments and ESS, the values after each
+/// resampling and the ancestors (the population's indices), and the summaries of the last season.
+struct GroupRecord {
+  std::vector<std::vector<double>> log_means, ess;
+  std::vector<std::vector<std::int64_t>> values;
+  std::vector<std::vector<std::size_t>> ancestors;
+  std::vector<double> means, variances;
+};
+
+/// The population model with a (phi, p, lambda0) per group over 5 seasons, realized counts (a bootstrap filter)
+/// in some groups' particles and laws in others', resampled by each group's ESS every season; the same program on
+/// one graph or on a rank's share of the groups (per-group inputs: its own groups', from first_group()).
+GroupRecord grouped_program(Graph& g) {
+  static const std::int64_t y[] = {31, 27, 35, 22, 30};
+  const std::size_t G = g.groups(), first = g.first_group();
+  std::vector<Poisson> prior;
+  std::vector<Thinning> survive, detect;
+  for (std::size_t k = first; k < first + G; ++k) {
+    prior.emplace_back(40.0 + double(k % 5) * 4.0);
+    survive.emplace_back(0.6 + 0.05 * double(k % 7));
+    detect.emplace_back(0.4 + 0.04 * double(k % 9));
+  }
+  GroupRecord r;
+  Variable n = g.assume(prior);
+  for (std::size_t t = 0; t < std::size(y); ++t) {
+    if (t > 0) n = g.add(g.assume(n, survive), g.assume(Poisson(8.0)));
+    if (t == 2) g.realize(n);
+    g.observe(g.assume(n, detect), y[t]);
+    if (t + 1 == std::size(y)) {
+      const gpu::GroupMoments m = g.summarize_groups(n);
+      r.means = m.mean.to_host();
+      r.variances = m.variance.to_host();
+    }
+    const auto step = g.resample_groups(0.8, t % 2 == 0 ? gpu::Resampler::systematic : gpu::Resampler::multinomial);
+    r.log_means.push_back(step.log_mean_weight.to_host());
+    r.ess.push_back(step.ess.to_host());
+    auto a = step.ancestors.to_host();
+    for (std::size_t& x : a) x += g.shard().first;  // the population's indices
+    r.ancestors.push_back(a);
+    r.values.push_back(g.value(n));
+  }
+  return r;
+}
+
+/// The ranks' records joined in rank order (each rank's groups follow the previous rank's).
+GroupRecord joined(const std::vector<GroupRecord>& parts) {
+  GroupRecord all = parts[0];
+  for (std::size_t p = 1; p < parts.size(); ++p) {
+    for (std::size_t t = 0; t < all.log_means.size(); ++t) {
+      auto append = [](auto& to, const auto& from) { to.insert(to.end(), from.begin(), from.end()); };
+      append(all.log_means[t], parts[p].log_means[t]);
+      append(all.ess[t], parts[p].ess[t]);
+      append(all.values[t], parts[p].values[t]);
+      append(all.ancestors[t], parts[p].ancestors[t]);
+    }
+    all.means.insert(all.means.end(), parts[p].means.begin(), parts[p].means.end());
+    all.variances.insert(all.variances.end(), parts[p].variances.begin(), parts[p].variances.end());
+  }
+  return all;
+}
+}  // namespace
+
+namespace {
+void check_groups_over_ranks(Device device) {
+  const std::size_t G = 7, S = 40;
+  const std::uint64_t seed = 31;
+  Graph whole_graph(Groups{G, S}, seed, device);
+  const GroupRecord whole = grouped_program(whole_graph);
+  for (const std::size_t ranks : {1u, 2u, 3u, 7u}) {
+    INFO(ranks << " ranks");
+    std::vector<GroupRecord> parts(ranks);
+    std::vector<int> shaped(ranks, 0), refused(ranks, 0);  // checked after the ranks' threads (Catch is not thread-safe)
+    InProcessGroup::run(ranks, [&](std::shared_ptr<Communicator> comm) {
+      Graph g(Groups{G, S}, comm, seed, device);
+      const std::size_t r = comm->rank();
+      shaped[r] = g.group_size() == S && g.particles() == g.groups() * S && g.shard().first == g.first_group() * S;
+      // what mixes groups is refused on every rank alike (no collective left waiting)
+      try {
+        g.resample_by_weight();
+      } catch (const usage_error&) {
+        refused[r] = 1;
+      }
+      parts[r] = grouped_program(g);
+    });
+    REQUIRE(shaped == std::vector<int>(ranks, 1));
+    REQUIRE(refused == std::vector<int>(ranks, 1));
+    const GroupRecord split = joined(parts);
+    REQUIRE(split.log_means == whole.log_means);
+    REQUIRE(split.ess == whole.ess);
+    REQUIRE(split.values == whole.values);
+    REQUIRE(split.ancestors == whole.ancestors);
+    REQUIRE(split.means == whole.means);
+    REQUIRE(split.variances == whole.variances);
+  }
+}
+}  // namespace
+
+TEST_CASE("Groups split over ranks, each whole on one, compute what one graph of them computes", "[runtime][groups]") {
+  check_groups_over_ranks(Device::cpu);
+  const std::size_t S = 40;
+  const std::uint64_t seed = 31;
+  std::vector<int> too_few(3, 0);  // fewer groups than ranks
+  InProcessGroup::run(3, [&](std::shared_ptr<Communicator> comm) {
+    try {
+      Graph g(Groups{2, S}, comm, seed, Device::cpu);
+    } catch (const domain_error&) {
+      too_few[comm->rank()] = 1;
+    }
+  });
+  REQUIRE(too_few == std::vector<int>(3, 1));
+  REQUIRE_THROWS_AS(Graph(Groups{2, S}, nullptr, seed, Device::cpu), usage_error);
+}
+
+TEST_CASE("device: groups split over ranks (one device), each whole on one, compute what one graph of them computes",
+          "[runtime][groups][device]") {
+  if (tally::test::skip_without_device()) return;
+  check_groups_over_ranks(Device::cuda);
+}

@@ -121,7 +121,8 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// Groups (Graph(Groups{G, S}, ...)): the P = G S particles are G filters of S particles each, one per parameter
 /// set. A per-group law (assume(std::vector<Family>), assume(x, std::vector<Thinning>)) is one law in every
 /// particle of its group and stays on the exact path as any other; the weights are summarized and resampled group
-/// by group (resample_groups), so that particles never leave their group. G = 1 is the ordinary graph.
+/// by group (resample_groups), so that particles never leave their group. G = 1 is the ordinary graph. Groups split
+/// over ranks (Graph(Groups, communicator, ...)) stay whole, each on one rank: a rank filters its groups alone.
 ///
 /// Draws: the k-th draw of the graph (any variable's sampling) gives particle i the uniform
 /// philox_uniform(seed, i, k) and inverts the law by gpu::sample_batched's rule, so a CPU graph and a CUDA graph
@@ -277,11 +278,23 @@ class Graph {
   /// communicator->rank() or a shard outside shard.total (the shards' agreement is checked on their first collective).
   Graph(Shard shard, std::shared_ptr<Communicator> communicator, std::uint64_t seed, Device device,
         Truncation truncation = {});
+  /// A population of G groups of S particles split over the communicator's ranks with each group whole on one rank:
+  /// rank r holds groups Shard::even(G, ranks, r) (its particles the groups' S each). Every rank runs the same
+  /// program, and computes for its groups what the unsharded Graph(groups, seed, ...) computes for them: the same
+  /// draws; resample_groups and summarize_groups over its own groups, with no communication (a group's uniforms are
+  /// those of its index in the population). As every input of a shard, per-group laws are its own groups' (groups()
+  /// of them, from first_group()). What would mix groups is refused as on one graph (resample_by_weight; resample()
+  /// to an ancestor of another group).
+  /// tally::domain_error where G < ranks, or as Graph(Groups, ...); usage_error without a communicator.
+  Graph(Groups groups, std::shared_ptr<Communicator> communicator, std::uint64_t seed, Device device,
+        Truncation truncation = {});
   /// This graph's particles (a shard's own: shard().count).
   std::size_t particles() const;
   /// Its groups: G, and S particles each (1 and particles() for a graph made without groups).
   std::size_t groups() const;
   std::size_t group_size() const;
+  /// The population's index of this graph's first group (0 unless the graph is a rank's share of groups).
+  std::size_t first_group() const;
   /// The shard this graph holds: Shard{0, P, 0, P} for an unsharded graph.
   const Shard& shard() const;
   /// Whether this graph is one shard of a sharded population (made with a communicator).
@@ -551,21 +564,25 @@ class Graph {
                                           ///< (0 where every particle is impossible)
     gpu::Column<std::int64_t> resampled;  ///< G: 1 where the group was resampled (its log-weights reset to 0)
     gpu::Column<std::size_t> ancestors;   ///< P: particle i's ancestor, in its own group (i where its group was not
-                                          ///< resampled); empty for threshold 0, and for one group not resampled
+                                          ///< resampled); empty for threshold 0, and for one group not resampled.
+                                          ///< On a rank's share of groups: the rank's own indices (its groups are
+                                          ///< whole there), where resample() takes the population's
   };
   /// Resamples each group within itself, where its effective sample size is below threshold x S (threshold 1:
   /// every group; 0: none, the weights only summarized) and not every particle of it is impossible, by the
   /// group's own log-weights (gpu::resample_groups: systematic, one uniform per group, or multinomial), then resets
   /// the resampled groups' log-weights to 0; the other groups keep theirs. One segmented operation over the whole
   /// population, with no host wait on a CUDA graph. A graph of one group (one made without groups, say) is
-  /// resampled by resample_by_weight (its uniforms, its fused passes) and its results given as columns of one.
+  /// resampled by resample_by_weight (its uniforms, its fused passes; collective on a sharded graph) and its
+  /// results given as columns of one. A rank's share of groups resamples its own groups with no communication.
   /// domain_error for a negative threshold. The counter of its uniforms is resample_by_weight's.
   GroupResampling resample_groups(double threshold = 1.0, gpu::Resampler kind = gpu::Resampler::systematic);
   /// x's values (realized first, as value()) summarized group by group under the particles' current log-weights
   /// (gpu::summarize_values_by_group): each group's weighted mean and variance, and its effective sample size (0
   /// where every particle of the group is impossible; the mean and variance are then unweighted), as columns of
   /// G values where the graph keeps its state (one segmented operation, no host wait on a CUDA graph). Summarize
-  /// before resampling, as summarize(). usage_error on a sharded graph (it has no groups).
+  /// before resampling, as summarize(). On a rank's share of groups: its own groups; usage_error on
+  /// a sharded graph of one group (its summary is the population's: summarize).
   gpu::GroupMoments summarize_groups(const Variable& x);
   /// Every live variable's state: bytes and bytes per particle (laws: 8 per weight and 24 per law; values: 8).
   std::vector<NodeMemory> memory() const;
