@@ -34,6 +34,18 @@ struct MaxOp {
   __device__ double operator()(double a, double b) const { return fmax(a, b); }
 };
 
+/// The largest of the group's size log-weights from `log_w`, in every thread of the block (one reduction, one barrier).
+template <int B>
+__device__ double block_largest(const double* log_w, std::size_t size,
+                                typename cub::BlockReduce<double, B>::TempStorage& temp, double& shared) {
+  double m = -INFINITY;
+  for (std::size_t k = threadIdx.x; k < size; k += B) m = fmax(m, log_w[k]);
+  m = cub::BlockReduce<double, B>(temp).Reduce(m, MaxOp{});
+  if (threadIdx.x == 0) shared = m;
+  __syncthreads();
+  return shared;
+}
+
 template <int B>
 __global__ void group_summaries(const double* log_w, std::size_t size, double* largest, double* log_mean_weight,
                                 double* ess) {
@@ -42,12 +54,7 @@ __global__ void group_summaries(const double* log_w, std::size_t size, double* l
   __shared__ double shared_max;
   const std::size_t first = static_cast<std::size_t>(blockIdx.x) * size;
   constexpr double neg_inf = -INFINITY;
-  double m = neg_inf;
-  for (std::size_t k = threadIdx.x; k < size; k += B) m = fmax(m, log_w[first + k]);
-  m = Reduce(temp).Reduce(m, MaxOp{});
-  if (threadIdx.x == 0) shared_max = m;
-  __syncthreads();
-  m = shared_max;
+  const double m = block_largest<B>(log_w + first, size, temp, shared_max);
   double s1 = 0.0, s2 = 0.0;
   if (m > neg_inf)
     for (std::size_t k = threadIdx.x; k < size; k += B) {
@@ -72,15 +79,10 @@ __global__ void group_moments(const std::int64_t* values, const double* log_w, s
                               double* variance_out, double* ess_out) {
   using Reduce = cub::BlockReduce<double, B>;
   __shared__ typename Reduce::TempStorage temp;
-  __shared__ double shared_max, shared_mean;
+  __shared__ double shared_max, shared_mean, shared_total;
   const std::size_t first = static_cast<std::size_t>(blockIdx.x) * size;
   constexpr double neg_inf = -INFINITY;
-  double m = neg_inf;
-  for (std::size_t k = threadIdx.x; k < size; k += B) m = fmax(m, log_w[first + k]);
-  m = Reduce(temp).Reduce(m, MaxOp{});
-  if (threadIdx.x == 0) shared_max = m;
-  __syncthreads();
-  m = shared_max;
+  const double m = block_largest<B>(log_w + first, size, temp, shared_max);
   const auto weight = [&](std::size_t k) { return m > neg_inf ? exp(log_w[first + k] - m) : 1.0; };
   double s1 = 0.0, s2 = 0.0, sv = 0.0;
   for (std::size_t k = threadIdx.x; k < size; k += B) {
@@ -94,7 +96,7 @@ __global__ void group_moments(const std::int64_t* values, const double* log_w, s
   s2 = Reduce(temp).Sum(s2);
   __syncthreads();
   sv = Reduce(temp).Sum(sv);
-  if (threadIdx.x == 0) shared_mean = sv / s1, shared_max = s1;  // (shared_max now holds the total weight)
+  if (threadIdx.x == 0) shared_mean = sv / s1, shared_total = s1;
   __syncthreads();
   const double mean = shared_mean;
   double sd = 0.0;
@@ -106,7 +108,7 @@ __global__ void group_moments(const std::int64_t* values, const double* log_w, s
   sd = Reduce(temp).Sum(sd);
   if (threadIdx.x == 0) {
     mean_out[blockIdx.x] = mean;
-    variance_out[blockIdx.x] = sd / shared_max;
+    variance_out[blockIdx.x] = sd / shared_total;
     ess_out[blockIdx.x] = m > neg_inf ? s1 * s1 / s2 : 0.0;
   }
 }
