@@ -349,7 +349,14 @@ void bind_graph(py::module_& m) {
       .def("assume", [](const GraphPtr& gr, const runtime::Gamma& law) { return wrap(gr, gr->assume(law)); },
            py::arg("law"))
       .def("assume", [](const GraphPtr& gr, const runtime::Dirichlet& law) { return wrap(gr, gr->assume(law)); },
-           py::arg("law"));
+           py::arg("law"))
+      .def("assume", [](const GraphPtr& gr, const std::vector<runtime::Beta>& laws) { return wrap(gr, gr->assume(laws)); },
+           py::arg("laws"), "rho ~ laws[g] in group g, or laws[i] in particle i (tally.each(tally.Beta, a, b)).")
+      .def("assume", [](const GraphPtr& gr, const std::vector<runtime::Gamma>& laws) { return wrap(gr, gr->assume(laws)); },
+           py::arg("laws"), "lambda ~ laws[g] in group g, or laws[i] in particle i.")
+      .def("assume", [](const GraphPtr& gr, const std::vector<runtime::Dirichlet>& laws) {
+        return wrap(gr, gr->assume(laws));
+      }, py::arg("laws"), "pi ~ laws[g] in group g, or laws[i] in particle i.");
 
   g.def("constant", [](const GraphPtr& gr, std::int64_t v) { return wrap(gr, gr->constant(v)); }, py::arg("v"),
         "A realized count: v in every particle.")

@@ -24,9 +24,10 @@ if _version(_numpy.__version__) >= (2, 0) and _version(_build_info.pybind11_vers
 
 from ._tally import *  # noqa: E402,F401,F403
 from . import _tally  # noqa: E402
+from ._each import each  # noqa: E402
 
 # the names `from tally import *` should not bring in: they shadow built-ins
-__all__ = [name for name in dir(_tally) if not name.startswith("_") and name not in ("sum", "OverflowError")]
+__all__ = [name for name in dir(_tally) if not name.startswith("_") and name not in ("sum", "OverflowError")] + ["each"]
 sum = _tally.sum  # noqa: A001  (tally.sum: the law of a sum of independent variables)
 OverflowError = _tally.OverflowError  # noqa: A001
 __version__ = "0.1.0"

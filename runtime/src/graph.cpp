@@ -493,6 +493,60 @@ Continuous Graph::assume(const Dirichlet& law) {
 }
 
 namespace {
+/// How many particles share each of `count` per-group or per-particle laws: the group's size, or 1 (shape_error for
+/// another count).
+std::size_t particles_per_law(const detail::Context& c, std::size_t count) {
+  const std::size_t groups = c.particles / c.group_size;
+  if (count == 0 || (count != groups && count != c.particles))
+    tally::detail::fail<shape_error>("tally::runtime::Graph::assume: ", count, " laws for ", groups, " groups of ",
+                                     c.group_size, " particles (one per group or one per particle)");
+  return count == c.particles ? 1 : c.group_size;
+}
+/// A parameter of each law (one per group or per particle) spread over the particles where the graph keeps its state:
+/// the laws' values copied, then repeated over their groups (one launch on the device, no host vector of P values).
+template <class Law, class Get>
+gpu::Column<double> spread(const detail::Context& c, const std::vector<Law>& laws, std::size_t per, Get get) {
+  std::vector<double> v(laws.size());
+  for (std::size_t k = 0; k < laws.size(); ++k) v[k] = get(laws[k]);
+  auto column = gpu::Column<double>::from_host(v, c.where);
+  if (per == 1) return column;
+  return gpu::repeated(column, per);
+}
+/// A Beta or Gamma root of per-group or per-particle hyperparameters (a, b).
+template <class Law, class A, class B>
+std::shared_ptr<Node> two_parameter_root(const std::shared_ptr<detail::Context>& c,
+                                         detail::ContinuousRoot::Family family, const std::vector<Law>& laws, A a, B b) {
+  const std::size_t per = particles_per_law(*c, laws.size());
+  auto n = std::make_shared<Node>(c, detail::ContinuousRoot{family}, State::marginalized);
+  n->continuous = std::make_unique<Node::ContinuousState>();
+  n->continuous->params.a = spread(*c, laws, per, a);
+  n->continuous->params.b = spread(*c, laws, per, b);
+  return n;
+}
+}  // namespace
+
+Continuous Graph::assume(const std::vector<Beta>& laws) {
+  return guarded(*this, [&] {
+    return Continuous(two_parameter_root(context_, detail::ContinuousRoot::beta, laws,
+                                         [](const Beta& d) { return d.alpha; }, [](const Beta& d) { return d.beta; }));
+  });
+}
+Continuous Graph::assume(const std::vector<Gamma>& laws) {
+  return guarded(*this, [&] {
+    return Continuous(two_parameter_root(context_, detail::ContinuousRoot::gamma, laws,
+                                         [](const Gamma& d) { return d.shape; }, [](const Gamma& d) { return d.rate; }));
+  });
+}
+Continuous Graph::assume(const std::vector<Dirichlet>& laws) {
+  const std::size_t per = particles_per_law(*context_, laws.size());
+  auto n = std::make_shared<Node>(context_, detail::ContinuousRoot{detail::ContinuousRoot::dirichlet},
+                                  State::marginalized);
+  n->continuous = std::make_unique<Node::ContinuousState>();
+  n->continuous->params.dirichlet = Batch<Dirichlet>::make(particles(), [&](std::size_t i) { return laws[i / per]; });
+  return Continuous(n);
+}
+
+namespace {
 void require_family(const Node& n, detail::ContinuousRoot::Family family, const char* who, const char* what) {
   const auto& root = std::get<detail::ContinuousRoot>(n.kind);
   if (root.family != family) tally::detail::fail<usage_error>(who, ": the parameter is not a ", what, " variable");

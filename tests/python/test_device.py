@@ -71,3 +71,15 @@ def test_law_batches_on_the_device():
     host = tally.binomial_laws(np.arange(4096) % 50, q.numpy())
     np.testing.assert_array_equal(laws.offset.numpy(), np.asarray(host.offset))
     np.testing.assert_allclose(laws.weights.numpy(), np.asarray(host.weights), rtol=1e-11)
+
+
+def test_per_group_parameters_from_cupy_arrays():
+    cupy = pytest.importorskip("cupy")
+    q = cupy.asarray([0.2, 0.5, 0.9])
+    g = tally.Graph(tally.Groups(3, 2), 1, "cuda")
+    g.strict = True
+    y = g.assume(g.assume(tally.Poisson(6.0)), tally.each(tally.Thinning, q))
+    assert g.observe(y, 2).exact
+    import scipy.stats as st
+
+    np.testing.assert_allclose(g.resample_groups(0.0).log_mean_weight, st.poisson(6.0 * q.get()).logpmf(2), rtol=1e-12)

@@ -92,3 +92,62 @@ def test_other_child_laws_per_group_equal_each_groups_own_graph():
     assert lw[1] == pytest.approx(math.log(0.7 * 0.9 + 0.3 * 0.5), rel=1e-12)
     with pytest.raises(tally.ShapeError):
         h.assume(s, [tally.ScaledPoisson(1.0)] * 3)
+
+
+def test_each_makes_one_law_per_group_from_arrays():
+    q = np.array([0.1, 0.5, 0.9])
+    laws = tally.each(tally.Thinning, q)
+    assert [law.keep for law in laws] == [0.1, 0.5, 0.9]
+    binomials = tally.each(tally.Binomial, 10, np.array([0.2, 0.4]))  # a number broadcast against an array
+    assert [(b.trials, b.success) for b in binomials] == [(10, 0.2), (10, 0.4)]
+    steps = tally.each(tally.MarkovStep, np.stack([np.eye(2), np.array([[0.5, 0.5], [0.1, 0.9]])]))
+    np.testing.assert_array_equal(steps[1].transition, [[0.5, 0.5], [0.1, 0.9]])
+    same = tally.each(tally.IndexedPoisson, np.array([1.0, 2.0, 3.0]))  # one vector: one law, the same rates
+    assert len(same) == 1
+    np.testing.assert_array_equal(same[0].rates, [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="3 entries, another parameter 2"):
+        tally.each(tally.Binomial, np.array([5, 6]), np.array([0.1, 0.2, 0.3]))
+    with pytest.raises(ValueError, match="expected 0 axes"):
+        tally.each(tally.Poisson, np.ones((2, 2)))
+    with pytest.raises(tally.DomainError):
+        tally.each(tally.Poisson, np.array([1.0, -1.0]))
+    with pytest.raises(TypeError):
+        tally.each(tally.Poisson)
+
+
+def test_each_feeds_a_grouped_graph_on_the_exact_path():
+    # x ~ Poisson(lam_g), y ~ Binomial(x, q_g) from arrays: the same as lists of laws
+    lam, q = np.array([2.0, 5.0, 9.0, 4.0]), np.array([0.2, 0.5, 0.9, 0.3])
+    g = tally.Graph(tally.Groups(4, 2), 5, "cpu")
+    g.strict = True
+    y = g.assume(g.assume(tally.each(tally.Poisson, lam)), tally.each(tally.Thinning, q))
+    assert g.observe(y, 3).exact
+    np.testing.assert_allclose(g.resample_groups(0.0).log_mean_weight, st.poisson(lam * q).logpmf(3), rtol=1e-12)
+
+
+def test_conjugate_hyperparameters_per_group():
+    # rho ~ Beta(a_g, b_g), k ~ Binomial(12, rho) observed at 7: each group's beta-binomial evidence and posterior
+    a, b = np.array([1.0, 2.5, 30.0]), np.array([1.0, 0.5, 70.0])
+    g = tally.Graph(tally.Groups(3, 2), 1, "cpu")
+    g.strict = True
+    rho = g.assume(tally.each(tally.Beta, a, b))
+    assert g.observe(g.binomial(12, rho), 7).exact
+    np.testing.assert_allclose(np.asarray(g.log_weights), np.repeat(st.betabinom(12, a, b).logpmf(7), 2), rtol=1e-12)
+    posterior = g.beta(rho)
+    assert [(p.alpha, p.beta) for p in posterior[::2]] == [(x + 7, y + 5) for x, y in zip(a, b)]
+    # Gamma(shape_g, rate_g) with a Poisson count: the negative binomial evidence
+    shape, rate = np.array([2.0, 0.5, 40.0]), 3.0
+    h = tally.Graph(tally.Groups(3, 2), 1, "cpu")
+    lam = h.assume(tally.each(tally.Gamma, shape, rate))
+    h.observe(h.poisson(lam), 4)
+    np.testing.assert_allclose(np.asarray(h.log_weights), np.repeat(st.nbinom(shape, rate / (rate + 1)).logpmf(4), 2),
+                               rtol=1e-12)
+    # Dirichlet(alpha_g) with a category: alpha_g[k] / sum(alpha_g)
+    alpha = np.array([[1.0, 1.0, 1.0], [0.2, 5.0, 1.0], [9.0, 1.0, 3.0]])
+    d = tally.Graph(tally.Groups(3, 2), 1, "cpu")
+    pi = d.assume(tally.each(tally.Dirichlet, alpha))
+    d.observe(d.categorical(pi), 1)
+    np.testing.assert_allclose(np.asarray(d.log_weights), np.repeat(np.log(alpha[:, 1] / alpha.sum(axis=1)), 2),
+                               rtol=1e-12)
+    with pytest.raises(tally.ShapeError):
+        g.assume(tally.each(tally.Beta, np.ones(4), 1.0))

@@ -404,6 +404,71 @@ TEST_CASE("device: scaled and indexed Poisson laws and Markov steps per group: e
 }
 
 namespace {
+/// Conjugate roots of per-group (and per-particle) hyperparameters: each group's log-weights and posterior
+/// parameters equal those of a graph of that group's law alone, for Beta (binomial counts), Gamma (Poisson counts)
+/// and Dirichlet (categories), observed twice so that the second observation runs from the updated parameters.
+void check_conjugate_roots_per_group(Device device) {
+  const std::size_t groups = 3, size = 2, particles = groups * size;
+  const std::vector<Beta> betas{Beta(1.0, 1.0), Beta(2.5, 0.5), Beta(30.0, 70.0)};
+  const std::vector<Gamma> gammas{Gamma(2.0, 1.0), Gamma(0.5, 4.0), Gamma(40.0, 3.0)};
+  const std::vector<Dirichlet> dirichlets{Dirichlet(Eigen::Vector3d(1.0, 1.0, 1.0)),
+                                          Dirichlet(Eigen::Vector3d(0.2, 5.0, 1.0)),
+                                          Dirichlet(Eigen::Vector3d(9.0, 1.0, 3.0))};
+  Graph g(Groups{groups, size}, 7, device);
+  g.strict(true);
+  const Continuous rho = g.assume(betas), lambda = g.assume(gammas), pi = g.assume(dirichlets);
+  std::vector<double> weights(particles, 0.0);
+  for (int round = 0; round < 2; ++round) {
+    const auto a = g.observe(g.binomial(12, rho), 7 + round);
+    const auto b = g.observe(g.poisson(lambda, 1.5), 4 - round);
+    const auto c = g.observe(g.categorical(pi), round);
+    REQUIRE((a.exact() && b.exact() && c.exact()));
+  }
+  const auto lw = g.log_weights();
+  const auto beta_posterior = g.beta(rho);
+  const auto gamma_posterior = g.gamma(lambda);
+  const auto dirichlet_posterior = g.dirichlet(pi);
+  for (std::size_t k = 0; k < groups; ++k) {
+    Graph one(1, 7, device);
+    const Continuous r = one.assume(betas[k]), l = one.assume(gammas[k]), q = one.assume(dirichlets[k]);
+    for (int round = 0; round < 2; ++round) {
+      one.observe(one.binomial(12, r), 7 + round);
+      one.observe(one.poisson(l, 1.5), 4 - round);
+      one.observe(one.categorical(q), round);
+    }
+    const double want = one.log_weights()[0];
+    for (std::size_t i = k * size; i < (k + 1) * size; ++i) {
+      CHECK(lw[i] == Approx(want).epsilon(1e-13));
+      CHECK(beta_posterior[i].alpha == one.beta(r)[0].alpha);
+      CHECK(beta_posterior[i].beta == one.beta(r)[0].beta);
+      CHECK(gamma_posterior[i].shape == one.gamma(l)[0].shape);
+      CHECK(gamma_posterior[i].rate == one.gamma(l)[0].rate);
+      CHECK(dirichlet_posterior[i].alpha == one.dirichlet(q)[0].alpha);
+    }
+  }
+  // one law per particle, and sizes that are neither (the graph stays usable)
+  std::vector<Beta> each;
+  for (std::size_t i = 0; i < particles; ++i) each.emplace_back(1.0 + double(i), 2.0);
+  const Continuous per_particle = g.assume(each);
+  const auto posterior = g.beta(per_particle);
+  for (std::size_t i = 0; i < particles; ++i) CHECK(posterior[i].alpha == 1.0 + double(i));
+  REQUIRE_THROWS_AS(g.assume(std::vector<Beta>(groups + 1, Beta(1.0, 1.0))), shape_error);
+  REQUIRE_THROWS_AS(g.assume(std::vector<Gamma>{}), shape_error);
+  REQUIRE_THROWS_AS(g.assume(std::vector<Dirichlet>(2, dirichlets[0])), shape_error);
+  CHECK(g.log_weights() == lw);
+}
+}  // namespace
+
+TEST_CASE("Conjugate hyperparameters per group: each group's own graph, exactly", "[runtime][groups]") {
+  check_conjugate_roots_per_group(Device::cpu);
+}
+
+TEST_CASE("device: conjugate hyperparameters per group: each group's own graph, exactly", "[runtime][groups][device]") {
+  if (tally::test::skip_without_device()) return;
+  check_conjugate_roots_per_group(Device::cuda);
+}
+
+namespace {
 /// What a grouped filter saw, group by group: each season's log-evidence increments and ESS, the values after each
 /// resampling and the ancestors (the population's indices), and the summaries of the last season.
 struct GroupRecord {

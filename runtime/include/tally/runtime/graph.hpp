@@ -436,6 +436,13 @@ class Graph {
   Continuous assume(const Beta& law);
   Continuous assume(const Gamma& law);
   Continuous assume(const Dirichlet& law);
+  /// Per-group or per-particle hyperparameters: rho ~ laws[g] in every particle of group g (laws.size() ==
+  /// groups()) or laws[i] in particle i (laws.size() == particles(); shape_error for another size or none). The
+  /// conjugate updates and marginals then go on per particle, exactly as from one law (a parameter set's own prior
+  /// in each group of a grouped graph).
+  Continuous assume(const std::vector<Beta>& laws);
+  Continuous assume(const std::vector<Gamma>& laws);
+  Continuous assume(const std::vector<Dirichlet>& laws);
   /// k ~ Binomial(n, rho) with rho ~ Beta; n may differ per particle (one entry per particle).
   Variable binomial(std::int64_t n, const Continuous& rho);
   Variable binomial(const std::vector<std::int64_t>& n, const Continuous& rho);
