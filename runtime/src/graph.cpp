@@ -253,6 +253,7 @@ Variable Graph::constant(std::int64_t v) {
     // filled where the graph lives (no host vector of P copies, no copy to the device)
     auto n = node_of(constant(gpu::filled(v, particles(), context_->where)), "constant");
     n->value.nonnegative = v >= 0;
+    n->value.same = v;  // (operations on laws shared by particles stay shared with it)
     if (n->value.largest) *n->value.largest = gpu::LaterMax(v);  // its largest value, known: no pass to find it
     return Variable(n);
   });
@@ -297,7 +298,7 @@ Variable Graph::assume(const std::vector<Pmf>& laws) {
     for (std::size_t k = 1; k < laws.size(); ++k)
       if (laws[k].error_bound() > laws[widest].error_bound()) widest = k;
     auto n = std::make_shared<Node>(context_, detail::DiscreteRoot{laws[widest], {}}, State::marginalized);
-    n->marginal = detail::place(*context_, Batch<Pmf>::make(p, [&](std::size_t i) { return laws[i / per]; }));
+    n->marginal = detail::per_group(*context_, laws, per);  // on the device, one law per group shared by its particles
     return Variable(std::move(n));
   });
 }
@@ -359,13 +360,17 @@ Variable Graph::assume_per_group(const Variable& x, const std::vector<Law>& give
     } else {
       auto made = std::make_shared<detail::GroupLaws>();
       made->group_size = context_->group_size;
+      auto one = std::make_shared<detail::GroupLaws>();  // the same laws, one particle per group
       if (std::holds_alternative<Thinning>(laws.front())) {
         // G probabilities copied, spread over their groups where the graph lives (no host vector of P values)
         std::vector<double> keep(laws.size());
         for (std::size_t g = 0; g < keep.size(); ++g) keep[g] = std::get<Thinning>(laws[g]).keep;
-        made->keep = gpu::repeated(gpu::Column<double>::from_host(keep, context_->where), made->group_size);
+        one->keep = gpu::Column<double>::from_host(keep, context_->where);
+        made->keep = gpu::repeated(one->keep, made->group_size);
       }
+      one->laws = laws;
       made->laws = std::move(laws);
+      made->one_per_group = std::move(one);
       if (kept.size() == detail::Context::kept_group_laws_at_most) kept.erase(kept.begin());
       kept.push_back(made);
       each = std::move(made);
@@ -1066,7 +1071,7 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
   std::vector<std::pair<std::shared_ptr<const gpu::Column<double>>*, std::shared_ptr<const gpu::Column<double>>>> new_p;
   std::vector<std::pair<detail::Laws*, detail::Laws>> own_laws;  // host laws, not shared: moved in
   auto gather_laws = [&](detail::Laws& l) {
-    if (l.empty()) return;
+    if (l.empty() || l.shared) return;  // laws shared by groups (or by all): every resampling keeps them
     if (!l.device && !l.parameters) {
       own_laws.emplace_back(&l, detail::gather(l, a));
       return;

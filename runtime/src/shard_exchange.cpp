@@ -302,7 +302,8 @@ void gather_items(Context& ctx, const std::function<Exchange(const ShardEnds&)>&
   std::vector<Item> items;
   std::map<const void*, std::size_t> shared;
   auto add_laws = [&](Laws& l) {
-    if (l.empty()) return;
+    // laws shared by every particle (the same on every shard) or by a group (never split by an exchange) stay
+    if (l.empty() || l.shared) return;
     Item it;
     it.kind = l.parameters ? Item::parameter_laws : l.device ? Item::device_laws : Item::pmfs;
     it.laws = &l;

@@ -273,6 +273,59 @@ const gpu::Laws& signed_laws(const gpu::Laws& y, int sign, gpu::Laws& storage) {
   return storage;
 }
 
+// ---- laws shared by blocks of particles (Laws::shared) ----
+// An operation runs once per block where every input is the same within blocks: shared laws (blocks of x.per: P or
+// S), a constant (all P), a law per group (S), with S dividing P; the blocks are the smallest of its inputs'.
+
+/// The place of one particle per block of `per`.
+Place one_per_block(const Place& at, std::size_t per) {
+  Place sub = at;
+  sub.particles = at.particles / per;
+  return sub;
+}
+
+/// x (shared by blocks of x.per, a multiple of per) as one device law per block of `per`.
+Laws per_block(const Laws& x, std::size_t per) {
+  Laws out = x;
+  out.device = x.per == per ? x.shared : std::make_shared<const gpu::Laws>(gpu::repeated(*x.shared, x.per / per));
+  out.shared.reset();
+  out.per = 0;
+  return out;
+}
+
+/// v (the same in every particle) as one value per block of `sub`.
+Values per_block(const Place& sub, const Values& v) { return filled_values(sub, *v.same); }
+
+/// A result computed once per block of `per` particles, shared by them.
+Laws shared_by(Laws x, std::size_t per) {
+  if (!x.device) return dense(x);  // (a form the blocks cannot share: never made by the operations routed here)
+  x.shared = std::move(x.device);
+  x.per = per;
+  return x;
+}
+
+/// An operation once per block of `per` particles, op(sub) on one particle per block, its result shared by the block.
+template <class Op>
+Laws mapped_per_block(Place& at, std::size_t per, Op op) {
+  Place sub = one_per_block(at, per);
+  Laws out = shared_by(op(sub), per);
+  at.bound_values = at.bound_values || sub.bound_values;
+  return out;
+}
+
+/// An observation's operation once per block: op(sub, sub_ll) with sub_ll zero, its values then added to each
+/// particle of their block in ll, and its bound carried over.
+template <class Op>
+Laws observed_per_block(Place& at, std::size_t per, LogLikelihood& ll, Op op) {
+  Place sub = one_per_block(at, per);
+  LogLikelihood block{gpu::filled(0.0, sub.particles, sub.where), ll.error};
+  Laws out = shared_by(op(sub, block), per);
+  gpu::add_repeated(ll.values, block.values, per);
+  ll.error = std::move(block.error);
+  at.bound_values = at.bound_values || sub.bound_values;
+  return out;
+}
+
 }  // namespace
 
 void add_host(LogLikelihood& ll, const std::vector<double>& values) {
@@ -285,7 +338,7 @@ void add_host(LogLikelihood& ll, const std::vector<double>& values) {
 
 // ---- Laws, Values ---------------------------------------------------------------------------------------------
 double Laws::error() const {
-  if (device) return device_error;
+  if (device || shared) return device_error;
   double e = 0.0;
   for (std::size_t i = 0; i < host.size(); ++i) e = std::max(e, host[i].error_bound());
   return e;
@@ -293,6 +346,7 @@ double Laws::error() const {
 
 std::size_t Laws::bytes() const {
   if (device) return device->bytes();
+  if (shared) return shared->bytes();
   if (parameters) return parameters->n.column->bytes() + parameters->a.bytes() + parameters->b.bytes();
   std::size_t b = 0;
   for (std::size_t i = 0; i < host.size(); ++i) b += 8 * static_cast<std::size_t>(host[i].size()) + 24;
@@ -309,16 +363,26 @@ Values make_values(gpu::Column<std::int64_t> v, bool nonnegative) {
 Values make_values(gpu::Column<std::int64_t> v, bool nonnegative, const gpu::LaterMax& largest) {
   const bool device = v.where() == gpu::Backend::cuda;
   return Values{std::make_shared<const gpu::Column<std::int64_t>>(std::move(v)), nonnegative,
-                device ? std::make_shared<gpu::LaterMax>(largest) : nullptr};
+                device ? std::make_shared<gpu::LaterMax>(largest) : nullptr, std::nullopt};
 }
 Values filled_values(const Place& at, std::int64_t v) {
-  return make_values(gpu::filled(v, at.particles, at.where), v >= 0, gpu::LaterMax(v));
+  Values out = make_values(gpu::filled(v, at.particles, at.where), v >= 0, gpu::LaterMax(v));
+  out.same = v;
+  return out;
 }
 std::vector<std::int64_t> to_vector(const Values& v) { return v.column->to_host(); }
 
 Values linear(const Values& x, std::int64_t a, const Values& y, std::int64_t b, std::int64_t c) {
-  if (y.empty()) return make_values(gpu::linear(*x, a, *x, 0, c), x.nonnegative && a >= 0 && c >= 0);
-  return make_values(gpu::linear(*x, a, *y, b, c), x.nonnegative && y.nonnegative && a >= 0 && b >= 0 && c >= 0);
+  Values out = y.empty() ? make_values(gpu::linear(*x, a, *x, 0, c), x.nonnegative && a >= 0 && c >= 0)
+                         : make_values(gpu::linear(*x, a, *y, b, c),
+                                       x.nonnegative && y.nonnegative && a >= 0 && b >= 0 && c >= 0);
+  // a x + b y + c of constants is a constant (gpu::linear refused an overflow above)
+  std::int64_t ax = 0, by = 0, sum = 0, v = 0;
+  if (x.same && (y.empty() || y.same) && !__builtin_mul_overflow(a, *x.same, &ax) &&
+      !__builtin_mul_overflow(y.empty() ? 0 : b, y.empty() ? 0 : *y.same, &by) && !__builtin_add_overflow(ax, by, &sum) &&
+      !__builtin_add_overflow(sum, c, &v))
+    out.same = v;
+  return out;
 }
 
 LogLikelihood zero_log_likelihood(const Place& at) { return {gpu::filled(0.0, at.particles, at.where), 0.0}; }
@@ -330,12 +394,23 @@ Laws prior(const Place& at, const Pmf& law) {
     out.host = Batch<Pmf>::filled(at.particles, law);
     return out;
   }
-  return device_laws(gpu::broadcast(std::span<const double>(law.weights().data(), static_cast<std::size_t>(law.size())),
-                                    law.lo(), law.log_scale(), at.particles, at.where),
-                     law.error_bound(), law.lo() >= 0);
+  // one law, shared by every particle until something per particle touches it (shared with one particle too: the
+  // shards of a population hold the same forms of laws, whatever their sizes)
+  return shared_by(device_laws(gpu::broadcast(std::span<const double>(law.weights().data(), static_cast<std::size_t>(law.size())),
+                                              law.lo(), law.log_scale(), 1, at.where),
+                               law.error_bound(), law.lo() >= 0),
+                   at.particles);
+}
+
+Laws per_group(const Place& at, const std::vector<Pmf>& laws, std::size_t per) {
+  if (!at.device() || per == 1) return place(at, Batch<Pmf>::make(at.particles, [&](std::size_t i) { return laws[i / per]; }));
+  return shared_by(place(one_per_block(at, per), Batch<Pmf>::make(laws.size(), [&](std::size_t k) { return laws[k]; })),
+                   per);
 }
 
 Laws points(const Place& at, const Values& v) {
+  if (at.device() && v.same)  // a constant: one point mass shared by every particle
+    return shared_by(device_laws(gpu::point_laws(gpu::filled(*v.same, 1, at.where)), 0.0, v.nonnegative), at.particles);
   if (at.device()) return device_laws(gpu::point_laws(*v), 0.0, v.nonnegative);
   Laws out;
   out.host = Batch<Pmf>::make(at.particles, [&](std::size_t i) { return Pmf::point(v[i]); });
@@ -343,6 +418,7 @@ Laws points(const Place& at, const Values& v) {
 }
 
 Laws push(Place& at, const Laws& x, const ChildLaw& law) {
+  if (x.shared) return mapped_per_block(at, x.per, [&](Place& sub) { return push(sub, per_block(x, x.per), law); });
   if (x.parameters) return push(at, dense(x), law);
   if (x.device) {
     if (auto* t = std::get_if<Thinning>(&law)) {
@@ -372,7 +448,10 @@ Laws push_realized(Place& at, const Values& x, const ChildLaw& law) {
 }
 
 Laws push(Place& at, const Laws& x, const GroupLaws& each) {
-  if (x.parameters) return push(at, dense(x), each);
+  const std::size_t per = each.group_size;  // shared laws (by groups or all) with a law per group: once per group
+  if (x.shared && each.one_per_group && x.per % per == 0)
+    return mapped_per_block(at, per, [&](Place& sub) { return push(sub, per_block(x, per), *each.one_per_group); });
+  if (x.parameters || x.shared) return push(at, dense(x), each);
   if (x.device && each.thinning()) {
     require_counts(x, "tally::runtime: Binomial(x, q)");
     return device_laws(gpu::thin(*x.device, each.keep), x.device_error, true);
@@ -436,12 +515,24 @@ Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, con
 }
 
 Laws dense(const Laws& x) {
+  if (x.shared) {
+    Laws out = x;
+    out.device = std::make_shared<const gpu::Laws>(gpu::repeated(*x.shared, x.per));
+    out.shared.reset();
+    out.per = 0;
+    return out;
+  }
   if (!x.parameters) return x;
   return device_laws(gpu::weights_of(x.parameters->laws()), 0.0, true);
 }
 
 Laws condition(Place& at, const Laws& x, const GroupLaws& each, const Values& y, LogLikelihood& ll) {
-  if (x.parameters) return condition(at, dense(x), each, y, ll);
+  const std::size_t per = each.group_size;
+  if (x.shared && y.same && each.one_per_group && x.per % per == 0)
+    return observed_per_block(at, per, ll, [&](Place& sub, LogLikelihood& l) {
+      return condition(sub, per_block(x, per), *each.one_per_group, per_block(sub, y), l);
+    });
+  if (x.parameters || x.shared) return condition(at, dense(x), each, y, ll);
   if (x.device && each.thinning()) {
     require_counts(x, "tally::runtime: Binomial(x, q)");
     return conditioned(x, nullptr, x.device_error, ll, true,
@@ -457,7 +548,11 @@ Laws condition(Place& at, const Laws& x, const GroupLaws& each, const Values& y,
 }
 
 Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, LogLikelihood& ll) {
-  if (x.parameters) return condition(at, dense(x), law, y, ll);
+  if (x.shared && y.same)
+    return observed_per_block(at, x.per, ll, [&](Place& sub, LogLikelihood& l) {
+      return condition(sub, per_block(x, x.per), law, per_block(sub, y), l);
+    });
+  if (x.parameters || x.shared) return condition(at, dense(x), law, y, ll);
   if (x.device) {
     const Bound& e = x.device_error;
     if (auto* t = std::get_if<Thinning>(&law)) {
@@ -486,7 +581,11 @@ Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, L
 }
 
 Laws sum(Place& at, const Laws& x, const Laws& y, int sign) {
-  if (x.parameters || y.parameters) return sum(at, dense(x), dense(y), sign);
+  if (x.shared && y.shared) {
+    const std::size_t per = std::min(x.per, y.per);
+    return mapped_per_block(at, per, [&](Place& sub) { return sum(sub, per_block(x, per), per_block(y, per), sign); });
+  }
+  if (x.parameters || y.parameters || x.shared || y.shared) return sum(at, dense(x), dense(y), sign);
   if (x.device && y.device) {
     const Bound e = Bound::combine(x.device_error, y.device_error, [](double a, double b) { return a + b + a * b; });
     gpu::Laws negated;
@@ -502,7 +601,14 @@ Laws condition_on_sum(Place& at, const Laws& x, const Laws& y, int sign, const V
   if (x.parameters && y.parameters)  // one skew diagonal from the parameters: no dense law, an exact posterior
     return device_laws(gpu::condition_on_sum(x.parameters->laws(), y.parameters->laws(), sign, *z, ll.values), 0.0,
                        true);
-  if (x.parameters || y.parameters) return condition_on_sum(at, dense(x), dense(y), sign, z, ll);
+  if (x.shared && y.shared && z.same) {
+    const std::size_t per = std::min(x.per, y.per);
+    return observed_per_block(at, per, ll, [&](Place& sub, LogLikelihood& l) {
+      return condition_on_sum(sub, per_block(x, per), per_block(y, per), sign, per_block(sub, z), l);
+    });
+  }
+  if (x.parameters || y.parameters || x.shared || y.shared)
+    return condition_on_sum(at, dense(x), dense(y), sign, z, ll);
   if (x.device && y.device) {
     // |L - L'| <= M_x M_y (e_x + e_y + 2 e_x e_y) for laws of mass M (tally::condition_on_sum)
     const Bound e =
@@ -521,7 +627,9 @@ Laws condition_on_sum(Place& at, const Laws& x, const Laws& y, int sign, const V
 }
 
 Laws affine(Place& at, const Laws& x, std::int64_t a, const Values& c) {
-  if (x.parameters) return affine(at, dense(x), a, c);
+  if (x.shared && c.same)
+    return mapped_per_block(at, x.per, [&](Place& sub) { return affine(sub, per_block(x, x.per), a, per_block(sub, c)); });
+  if (x.parameters || x.shared) return affine(at, dense(x), a, c);
   if (x.device) {
     // a X by a sign, or by a sparse image made dense (|a| > 1); then the shift by c_i, a convolution with the point
     // mass at c_i
@@ -538,7 +646,13 @@ Laws affine(Place& at, const Laws& x, std::int64_t a, const Values& c) {
 
 /// For each x in the support of X, the law of Y given x, signed and shifted into the law of z; mixed by P(X = x).
 Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y, const GroupLaws* each) {
-  if (x.parameters) return joint_sum(at, dense(x), law, sign_x, sign_y, each);
+  if (x.shared && (!each || (each->one_per_group && x.per % each->group_size == 0))) {
+    const std::size_t per = each ? each->group_size : x.per;
+    const GroupLaws* sub_each = each ? each->one_per_group.get() : nullptr;
+    return mapped_per_block(at, per,
+                            [&](Place& sub) { return joint_sum(sub, per_block(x, per), law, sign_x, sign_y, sub_each); });
+  }
+  if (x.parameters || x.shared) return joint_sum(at, dense(x), law, sign_x, sign_y, each);
   if (x.device && each) return joint_sum(at, host_copy(x), law, sign_x, sign_y, each);
   if (x.device) return device_mix(at, x, law, sign_x, sign_y);
   const Batch<Pmf>& h = x.host;
@@ -569,7 +683,14 @@ Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int si
 /// X given s_x X + s_y Y = z: posterior proportional to P(X = x) P(Y = s_y (z - s_x x) | X = x).
 Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y, const Values& z,
                             LogLikelihood& ll, const GroupLaws* each) {
-  if (x.parameters) return condition_on_joint_sum(at, dense(x), law, sign_x, sign_y, z, ll, each);
+  if (x.shared && z.same && (!each || (each->one_per_group && x.per % each->group_size == 0))) {
+    const std::size_t per = each ? each->group_size : x.per;
+    const GroupLaws* sub_each = each ? each->one_per_group.get() : nullptr;
+    return observed_per_block(at, per, ll, [&](Place& sub, LogLikelihood& l) {
+      return condition_on_joint_sum(sub, per_block(x, per), law, sign_x, sign_y, per_block(sub, z), l, sub_each);
+    });
+  }
+  if (x.parameters || x.shared) return condition_on_joint_sum(at, dense(x), law, sign_x, sign_y, z, ll, each);
   if (x.device && each) return condition_on_joint_sum(at, host_copy(x), law, sign_x, sign_y, z, ll, each);
   if (x.device)  // p(y | k) evaluated exactly per entry: only X's own bound
     return conditioned(x, nullptr, x.device_error, ll, x.device_nonnegative, [&] {
@@ -600,7 +721,15 @@ Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int s
 }
 
 void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood& ll) {
-  if (x.parameters) return add_log_mass(at, dense(x), v, ll);
+  if (x.shared && v.same) {  // once per block, added to each particle of it
+    const Place sub = one_per_block(at, x.per);
+    LogLikelihood block{gpu::filled(0.0, sub.particles, sub.where), ll.error};
+    add_log_mass(sub, per_block(x, x.per), per_block(sub, v), block);
+    gpu::add_repeated(ll.values, block.values, x.per);
+    ll.error = std::move(block.error);
+    return;
+  }
+  if (x.parameters || x.shared) return add_log_mass(at, dense(x), v, ll);
   if (x.device) {
     ll.error = larger(ll.error, x.device_error);
     gpu::add_log_mass(*x.device, *v, ll.values);
@@ -615,7 +744,7 @@ void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood
 void add_log_equal(const Values& x, const Values& v, LogLikelihood& ll) { gpu::add_log_equal(*x, *v, ll.values); }
 
 Values sample(Place& at, const Laws& x) {
-  if (x.parameters) return sample(at, dense(x));
+  if (x.parameters || x.shared) return sample(at, dense(x));
   const std::uint64_t k = at.draws;  // counted once drawn: a failed draw (device memory) is retried with k
   if (x.device) {
     Values drawn = make_values(gpu::sample(*x.device, at.seed, k, at.first_particle), x.device_nonnegative);
@@ -633,6 +762,13 @@ Values sample(Place& at, const Laws& x) {
 }
 
 std::vector<Pmf> to_pmfs(const Laws& x) {
+  if (x.shared) {  // each law read back once, copied over its block (Pmf copies share their weights)
+    const std::vector<Pmf> one = to_pmfs(per_block(x, x.per));
+    std::vector<Pmf> out;
+    out.reserve(one.size() * x.per);
+    for (const Pmf& p : one) out.insert(out.end(), x.per, p);
+    return out;
+  }
   if (x.parameters) return to_pmfs(dense(x));
   std::vector<Pmf> out;
   if (!x.device) {
@@ -655,6 +791,7 @@ std::vector<Pmf> to_pmfs(const Laws& x) {
 }
 
 Laws gather(const Laws& x, const gpu::Column<std::size_t>& ancestors) {
+  if (x.shared) return x;  // a resampling keeps particles in their groups: in the blocks that share a law
   Laws out = x;
   if (const ParameterForm* p = x.parameters.get()) {  // the parameters move, not the weights
     auto form = std::make_shared<ParameterForm>();
@@ -675,7 +812,7 @@ Laws gather(const Laws& x, const gpu::Column<std::size_t>& ancestors) {
 }
 
 Values gather(const Values& x, const gpu::Column<std::size_t>& ancestors) {
-  if (x.empty()) return x;
+  if (x.empty() || x.same) return x;  // a constant is the same after any resampling
   return make_values(gpu::gather(*x, ancestors), x.nonnegative);
 }
 

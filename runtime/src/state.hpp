@@ -55,18 +55,29 @@ struct ParameterForm;
 
 /// P laws of a marginalized count: tally::Pmf per particle on the host (with its own error bound), or one batch in
 /// device memory with one bound for all (the largest; the same propagation rules as Pmf's), or, on the device, their
-/// parameters alone (exact: no bound).
+/// parameters alone (exact: no bound), or, on the device, laws shared by blocks of particles.
+///
+/// Shared laws: `shared` holds P / per laws and particle i's law is shared[i / per]: one law for every particle (per
+/// = P: a prior before anything per particle touched it) or one per group (per = S: a per-group law). An operation
+/// whose inputs are all shared by blocks (shared laws, a value the same in every particle, a law per group) runs
+/// once per block and its result is shared the same way, so that equal laws are computed once; anything else makes
+/// them one per particle first (dense). Every resampling keeps particles in their groups, so it leaves shared laws
+/// as they are.
 struct Laws {
   Batch<Pmf> host;
   std::shared_ptr<const gpu::Laws> device;
-  std::shared_ptr<const ParameterForm> parameters;  // set only while `device` is not
+  std::shared_ptr<const ParameterForm> parameters;  // set only while `device` and `shared` are not
+  std::shared_ptr<const gpu::Laws> shared;  // set only while `device` and `parameters` are not
+  std::size_t per = 0;                      // particles per shared law (with `shared`)
   Bound device_error = 0.0;  // pending where an observation's bound is still on the device (bound.hpp)
   bool device_nonnegative = false;  // device laws known to lie on [0, inf) without reading them back
-  bool empty() const { return host.empty() && !device && !parameters; }
+  bool empty() const { return host.empty() && !device && !parameters && !shared; }
   void clear() {
     host.clear();
     device.reset();
     parameters.reset();
+    shared.reset();
+    per = 0;
     device_error = 0.0;
     device_nonnegative = false;
   }
@@ -75,8 +86,8 @@ struct Laws {
   std::size_t bytes() const;
 };
 
-/// Whether x's laws are host Pmfs (x.host), neither on the device nor in parameter form.
-inline bool on_host(const Laws& x) { return !x.device && !x.parameters; }
+/// Whether x's laws are host Pmfs (x.host), neither on the device nor in parameter form nor shared.
+inline bool on_host(const Laws& x) { return !x.device && !x.parameters && !x.shared; }
 
 /// P integers (realized values, per-particle constants) where the graph keeps them; immutable, shared by copies.
 struct Values {
@@ -85,6 +96,7 @@ struct Values {
   /// Device values: an upper bound on them known on the host, or pending on the device, or none yet (empty), shared
   /// by the copies (the graph fills it where it waits: bound_values); null on the host.
   std::shared_ptr<gpu::LaterMax> largest;
+  std::optional<std::int64_t> same;  // where known: the one value of every particle (a constant)
   bool empty() const { return !column; }
   /// The bound, where it is known by now (never waits).
   std::optional<std::int64_t> bound() const { return largest ? largest->value() : std::nullopt; }
@@ -133,8 +145,11 @@ void add_host(LogLikelihood& ll, const std::vector<double>& values);
 // ---- laws ---------------------------------------------------------------------------------------------------
 /// Host Pmfs (one per particle) as laws where `at` keeps them (a device batch carries the largest error bound).
 Laws place(const Place& at, Batch<Pmf> host);
-/// P copies of one law.
+/// P copies of one law (on the device: one law shared by all).
 Laws prior(const Place& at, const Pmf& law);
+/// One law per group, groups of `per` particles (laws.size() per == at.particles): shared on the device where per > 1,
+/// one per particle otherwise.
+Laws per_group(const Place& at, const std::vector<Pmf>& laws, std::size_t per);
 /// Point masses at v_i.
 Laws points(const Place& at, const Values& v);
 /// A Markov step's transition matrix as a row-major table where `where` says.
@@ -150,6 +165,8 @@ struct GroupLaws {
   std::vector<ChildLaw> laws;
   std::size_t group_size = 1;
   gpu::Column<double> keep;  // thinnings only (else empty)
+  /// The same laws with one particle per group (keep: G probabilities): what laws shared by groups take.
+  std::shared_ptr<const GroupLaws> one_per_group;
   const ChildLaw& at(std::size_t i) const { return laws[i / group_size]; }
   bool thinning() const { return !keep.empty(); }
   /// One number per particle on the host that tells the groups' laws apart (a thinning's probability, else the
@@ -183,7 +200,8 @@ Laws binomial_laws(Place& at, const Values& n, gpu::Column<double>&& p);
 /// bound yet.
 Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, const gpu::Column<double>& a,
                     const gpu::Column<double>* b);
-/// x with its weights: x itself unless it is kept as parameters (then its weights are written).
+/// x with its weights, one law per particle: x itself unless it is kept as parameters (then its weights are written)
+/// or shared (then spread over the particles).
 Laws dense(const Laws& x);
 /// X | Y = y_i for the child Y | X ~ law; adds log P(Y = y_i) to ll.
 Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, LogLikelihood& ll);

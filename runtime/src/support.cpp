@@ -198,8 +198,9 @@ Maybe leaf_support(const Node& n, Work& work) {
   if (n.state == State::realized) {
     return point_set(to_vector(n.value));
   }
-  if (n.state == State::marginalized && n.marginal.device) {
-    const gpu::ValueRange r = gpu::support_range(*n.marginal.device);  // two numbers read back
+  if (n.state == State::marginalized && (n.marginal.device || n.marginal.shared)) {
+    // two numbers read back (shared laws: the range of the distinct laws is every particle's)
+    const gpu::ValueRange r = gpu::support_range(n.marginal.device ? *n.marginal.device : *n.marginal.shared);
     if (r.empty()) return std::nullopt;                                 // every particle dead: anything goes
     return interval_set(r.lo, r.hi);
   }

@@ -234,3 +234,46 @@ TEST_CASE("gather_two and kept_first_placement: a shard's kept and received part
   CHECK_THROWS_AS(gpu::detail::kept_first_placement(Column<std::size_t>::from_host({3, 4}, Backend::cpu), 0, 0, 2, 4),
                   domain_error);
 }
+
+TEST_CASE("block_indices, repeated laws and add_repeated: values shared by blocks of particles spread over them, on "
+          "the host and the device",
+          "[gpu][gather]") {
+  const std::vector<Backend> places = test_places();
+  const std::uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  std::mt19937_64 gen(seed);
+  for (const Backend where : places)
+    for (int trial = 0; trial < 8; ++trial) {
+      const std::size_t blocks = 1 + gen() % 300, per = 1 + gen() % 70, particles = blocks * per;
+      INFO((where == Backend::cpu ? "cpu" : "cuda") << ", " << blocks << " blocks of " << per);
+      const auto indices = gpu::block_indices(particles, per, where).to_host();
+      REQUIRE(indices.size() == particles);
+      for (std::size_t i = 0; i < particles; ++i) REQUIRE(indices[i] == i / per);
+      // laws of random lengths, lower bounds and scales: law i of the result is law i / per, bit for bit
+      gpu::PmfBatch batch;
+      for (std::size_t k = 0; k < blocks; ++k) {
+        std::vector<double> w(1 + gen() % 40);
+        for (auto& v : w) v = static_cast<double>(gen() % 1000) / 999.0;
+        batch.push_back(w, static_cast<std::int64_t>(gen() % 200) - 100, -static_cast<double>(gen() % 7));
+      }
+      const auto spread = gpu::repeated(gpu::Laws::from_host(batch, where), per).to_host();
+      REQUIRE(spread.size() == particles);
+      for (std::size_t i = 0; i < particles; ++i) {
+        const std::size_t k = i / per;
+        REQUIRE(spread.lo[i] == batch.lo[k]);
+        REQUIRE(spread.log_scale[i] == batch.log_scale[k]);
+        const auto got = spread[i], want = batch[k];
+        REQUIRE(std::vector<double>(got.begin(), got.end()) == std::vector<double>(want.begin(), want.end()));
+      }
+      // acc_i += x_{i / per}
+      std::vector<double> acc(particles), x(blocks);
+      for (auto& v : acc) v = static_cast<double>(gen() % 10'000) / 13.0;
+      for (auto& v : x) v = -static_cast<double>(gen() % 10'000) / 7.0;
+      auto column = Column<double>::from_host(acc, where);
+      gpu::add_repeated(column, Column<double>::from_host(x, where), per);
+      const auto got = column.to_host();
+      for (std::size_t i = 0; i < particles; ++i) REQUIRE(got[i] == acc[i] + x[i / per]);
+      CHECK_THROWS_AS(gpu::add_repeated(column, Column<double>::from_host(x, where), per + 1), shape_error);
+    }
+  CHECK_THROWS_AS(gpu::block_indices(4, 0, Backend::cpu), shape_error);
+}

@@ -466,7 +466,10 @@ TEST_CASE("a population too big for the device says how many particles would fit
     const std::size_t P = free / 64;
     Graph pop(P, 1, Device::cuda);
     try {
-      pop.marginal(pop.assume(Poisson(1000)));  // about 400 weights a particle: 50 times the free memory
+      // about 400 weights a particle, 50 times the free memory: a prior is one law shared by every particle, so its
+      // sum with a value per particle (not known to be one constant) makes the laws
+      const Variable one = pop.constant(gpu::filled(std::int64_t{1}, P, gpu::Backend::cuda));
+      pop.marginal(pop.add(pop.assume(Poisson(1000)), one));
       FAIL("laws of " << P << " particles fitted");
     } catch (const tally::device_memory_error& e) {
       INFO(e.what());

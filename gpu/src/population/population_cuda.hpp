@@ -43,6 +43,8 @@ ValueRange support_range(const Laws& x);
 DeviceScalar max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before, const Column<double>& after);
 DeviceScalar max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after);
 void add_to(Column<double>& acc, const Column<double>& x);
+void add_repeated(Column<double>& acc, const Column<double>& x, std::size_t times);
+Column<std::size_t> block_indices(std::size_t count, std::size_t per);
 Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream);
 // shared_draws_cuda.cu
 Column<std::int64_t> sample_shared(const detail::DrawTable& t, std::int64_t lo, std::size_t count, std::uint64_t seed,

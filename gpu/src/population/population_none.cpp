@@ -94,6 +94,8 @@ Column<std::int64_t> linear(const Column<std::int64_t>&, std::int64_t, const Col
 Column<std::int64_t> filled(std::int64_t, std::size_t) { none("filled"); }
 Column<double> filled(double, std::size_t) { none("filled"); }
 Column<double> repeated(const Column<double>&, std::size_t) { none("repeated"); }
+void add_repeated(Column<double>&, const Column<double>&, std::size_t) { none("add_repeated"); }
+Column<std::size_t> block_indices(std::size_t, std::size_t) { none("block_indices"); }
 void beta_update(Column<double>&, Column<double>&, const Column<std::int64_t>&, const Column<std::int64_t>&) { none("beta_update"); }
 Column<std::size_t> index_ranges(std::span<const detail::IndexRange>, std::size_t) { none("index_ranges"); }
 Column<std::size_t> shifted_slice(const Column<std::size_t>&, std::size_t, std::size_t, std::size_t) {

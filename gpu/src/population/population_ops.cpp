@@ -354,6 +354,15 @@ void add_to(Column<double>& acc, const Column<double>& x) {
   for (std::size_t i = 0; i < x.size(); ++i) acc.host()[i] += x.host()[i];
 }
 
+void add_repeated(Column<double>& acc, const Column<double>& x, std::size_t times) {
+  constexpr const char* who = "tally::gpu::add_repeated";
+  if (times == 0 || acc.size() != x.size() * times)
+    tally::detail::fail<shape_error>(who, ": ", acc.size(), " values and ", x.size(), " blocks of ", times);
+  if (acc.where() != x.where()) tally::detail::fail<shape_error>(who, ": the columns live on different backends");
+  if (on_device(x.where())) return population_cuda::add_repeated(acc, x, times);
+  for (std::size_t i = 0; i < acc.size(); ++i) acc.host()[i] += x.host()[i / times];
+}
+
 Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream) {
   if (on_device(x.where())) return population_cuda::sample(x, seed, counter, first_stream);
   if (first_stream == 0) return Column<std::int64_t>::host_values(cpu::sample_batched(x.host(), seed, counter));
@@ -460,6 +469,19 @@ Column<double> repeated(const Column<double>& values, std::size_t times) {
   for (std::size_t g = 0; g < values.size(); ++g)
     std::fill_n(out.begin() + static_cast<std::ptrdiff_t>(g * times), times, values.host()[g]);
   return Column<double>::host_values(std::move(out));
+}
+
+Column<std::size_t> block_indices(std::size_t count, std::size_t per, Backend where) {
+  if (per == 0) tally::detail::fail<shape_error>("tally::gpu::block_indices: per = 0");
+  if (on_device(where)) return population_cuda::block_indices(count, per);
+  std::vector<std::size_t> out(count);
+  for (std::size_t i = 0; i < count; ++i) out[i] = i / per;
+  return Column<std::size_t>::host_values(std::move(out));
+}
+
+Laws repeated(const Laws& x, std::size_t times) {
+  if (times == 0) tally::detail::fail<shape_error>("tally::gpu::repeated: times = 0");
+  return gather(x, block_indices(x.size() * times, times, x.where()));
 }
 
 void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t>& n, const Column<std::int64_t>& k) {

@@ -564,6 +564,21 @@ void add_to(Column<double>& acc, const Column<double>& x) {
   each(x.size(), [=] __device__(long long i) { a[i] += xp[i]; });
 }
 
+void add_repeated(Column<double>& acc, const Column<double>& x, std::size_t times) {
+  double* a = acc.data();
+  const double* xp = x.data();
+  const auto t = static_cast<long long>(times);
+  each(acc.size(), [=] __device__(long long i) { a[i] += xp[i / t]; });
+}
+
+Column<std::size_t> block_indices(std::size_t count, std::size_t per) {
+  auto out = Column<std::size_t>::allocate(Backend::cuda, count, "tally::gpu::block_indices");
+  std::size_t* o = out.data();
+  const auto p = static_cast<long long>(per);
+  each(count, [=] __device__(long long i) { o[i] = static_cast<std::size_t>(i / p); });
+  return out;
+}
+
 Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream) {
   auto out = Column<std::int64_t>::allocate(Backend::cuda, x.size(), "tally::gpu::sample");
   if (x.size() > 0)

@@ -111,6 +111,10 @@ DeviceScalar max_mass_ratio_later(const Column<double>& log_mass, const Column<d
                                   const Column<double>& after);
 /// acc_i += x_i.
 void add_to(Column<double>& acc, const Column<double>& x);
+/// \f$acc_i \mathrel{+}= x_{\lfloor i / \mathrm{times} \rfloor}\f$: one value per block of `times` particles added to
+/// each particle of its block (a log-likelihood computed once per shared law). acc.size() == x.size() times, times > 0
+/// (shape_error otherwise).
+void add_repeated(Column<double>& acc, const Column<double>& x, std::size_t times);
 
 /// One draw per law: sample_batched's rule with u_i = philox_uniform(seed, first_stream + i, counter) (identical on
 /// both). first_stream: the global index of particle 0 when the laws are one shard of a larger population (a sharded
@@ -153,6 +157,12 @@ Column<double> filled(double v, std::size_t count, Backend where);
 /// < values.size() times (a per-group parameter spread over its group's particles; one launch on the device, no copy
 /// of P values). times = 0: shape_error.
 Column<double> repeated(const Column<double>& values, std::size_t times);
+/// \f$r_i = \lfloor i / \mathrm{per} \rfloor\f$ for i < count, where `where` says: the ancestors that spread one law
+/// per block of `per` particles over the particles (per = 0: shape_error).
+Column<std::size_t> block_indices(std::size_t count, std::size_t per, Backend where);
+/// Each law `times` times, in order: law i of the result is law \f$\lfloor i / \mathrm{times} \rfloor\f$ of x (laws
+/// shared by blocks of particles made one per particle: a gather by block_indices). times = 0: shape_error.
+Laws repeated(const Laws& x, std::size_t times);
 /// The conjugate update of Beta(a_i, b_i) by k_i successes in n_i trials: a_i += k_i, b_i += n_i - k_i (nothing
 /// where k_i is outside 0 .. n_i: an impossible count, whose particle has weight 0).
 void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t>& n, const Column<std::int64_t>& k);

@@ -1,0 +1,83 @@
+// Equal laws computed once on the device: a prior shared by every particle and a law per group shared by its
+// particles stay one law per block through thinnings, sums, observations of constants and resamplings, with the
+// same log-weights and laws as the CPU graph; whatever touches a particle alone spreads them over the particles.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "gpu/device.hpp"
+#include "tally/distributions.hpp"
+#include "tally/runtime/graph.hpp"
+
+using namespace tally;
+using namespace tally::runtime;
+
+namespace {
+
+/// The population model's season, per group, with a per-particle touch (a drawn count added) only where asked;
+/// returns the graph's log-weights, x's laws' means and the bytes its laws hold.
+struct Run {
+  std::vector<double> log_weights, means;
+  std::size_t bytes = 0;
+  std::string memory;  // every node's bytes (said with a failure)
+};
+Run seasons(Device device, std::size_t groups, std::size_t size, bool touch) {
+  Graph g(Groups{groups, size}, 11, device);
+  g.strict(!touch);
+  std::vector<Thinning> survive, detect;
+  std::vector<Poisson> start;
+  for (std::size_t k = 0; k < groups; ++k) {
+    survive.emplace_back(0.5 + 0.4 * double(k) / double(groups));
+    detect.emplace_back(0.3 + 0.5 * double(groups - k) / double(groups));
+    start.emplace_back(20.0 + double(k % 3));
+  }
+  Variable n = g.assume(Poisson(30.0));
+  g.name(n, "n");
+  const std::int64_t y[] = {17, 21, 14, 19};
+  for (std::size_t t = 0; t < 4; ++t) {
+    if (t == 1) n = g.add(n, g.assume(start));  // a law per group joins
+    if (t > 0) n = g.add(g.assume(n, survive), g.assume(Poisson(8.0)));
+    if (t == 2 && touch) {
+      const Variable k = g.assume(Poisson(1.0));
+      g.realize(k);  // drawn: a value per particle
+      n = g.add(n, k);
+    }
+    const Observation o = g.observe(g.assume(n, detect), y[t]);
+    REQUIRE((touch || o.exact()));
+    if (t == 1) g.resample_groups(1.0);  // every group resampled within itself
+  }
+  const Variable m = g.add(n, g.constant(3));  // a shift by a constant
+  g.name(m, "m");
+  Run r{g.log_weights(), {}, 0, {}};
+  for (const Pmf& p : g.marginal(m)) r.means.push_back(mean(p));
+  for (const NodeMemory& node : g.memory()) {
+    if (node.name == "m") r.bytes = node.bytes;
+    r.memory += " " + (node.name.empty() ? std::string("?") : node.name) + ":" + std::to_string(node.bytes);
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("device: equal laws computed once, shared by all particles or by a group, equal the CPU graph's",
+          "[runtime][groups][device]") {
+  if (tally::test::skip_without_device()) return;
+  for (const bool touch : {false, true}) {
+    for (const std::size_t size : {std::size_t{1}, std::size_t{64}}) {
+      INFO("groups of " << size << (touch ? ", a value per particle added" : ""));
+      const std::size_t groups = 5;
+      const Run cpu = seasons(Device::cpu, groups, size, touch), cuda = seasons(Device::cuda, groups, size, touch);
+      REQUIRE(cuda.log_weights.size() == groups * size);
+      for (std::size_t i = 0; i < groups * size; ++i) {
+        CHECK(cuda.log_weights[i] == Approx(cpu.log_weights[i]).epsilon(1e-12));
+        CHECK(cuda.means[i] == Approx(cpu.means[i]).epsilon(1e-12));
+      }
+      if (!touch && size > 1) {
+        INFO("device:" << cuda.memory << "; cpu:" << cpu.memory);
+        // one law per group held, not one per particle: the laws' bytes are those of 5 laws, not 320
+        CHECK(cuda.bytes * size < cpu.bytes * 2);
+      }
+    }
+  }
+}
