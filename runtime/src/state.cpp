@@ -744,6 +744,19 @@ void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood
 void add_log_equal(const Values& x, const Values& v, LogLikelihood& ll) { gpu::add_log_equal(*x, *v, ll.values); }
 
 Values sample(Place& at, const Laws& x) {
+  if (x.shared && x.per == at.particles) {
+    // one law for every particle: drawn from it alone (gpu::sample_shared gives the draws of its copies), with no
+    // copy per particle; a law of no mass (every particle impossible) is left to the general path
+    const gpu::PmfBatch one = x.shared->to_host();
+    const auto w = one[0];
+    if (one.log_scale[0] > -HUGE_VAL && std::any_of(w.begin(), w.end(), [](double v) { return v > 0.0; })) {
+      const std::uint64_t k = at.draws;
+      Values drawn = make_values(gpu::sample_shared(w, one.lo[0], at.particles, at.seed, k, at.first_particle, at.where),
+                                 x.device_nonnegative);
+      ++at.draws;
+      return drawn;
+    }
+  }
   if (x.parameters || x.shared) return sample(at, dense(x));
   const std::uint64_t k = at.draws;  // counted once drawn: a failed draw (device memory) is retried with k
   if (x.device) {

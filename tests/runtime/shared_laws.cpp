@@ -16,9 +16,10 @@ using namespace tally::runtime;
 namespace {
 
 /// The population model's season, per group, with a per-particle touch (a drawn count added) only where asked;
-/// returns the graph's log-weights, x's laws' means and the bytes its laws hold.
+/// returns the graph's log-weights, the laws' means and the bytes they hold, and draws from shared laws.
 struct Run {
   std::vector<double> log_weights, means;
+  std::vector<std::int64_t> drawn, drawn_per_group;  // a law shared by all, and laws shared by groups, drawn
   std::size_t bytes = 0;
   std::string memory;  // every node's bytes (said with a failure)
 };
@@ -49,12 +50,16 @@ Run seasons(Device device, std::size_t groups, std::size_t size, bool touch) {
   }
   const Variable m = g.add(n, g.constant(3));  // a shift by a constant
   g.name(m, "m");
-  Run r{g.log_weights(), {}, 0, {}};
+  Run r{g.log_weights(), {}, {}, {}, 0, {}};
   for (const Pmf& p : g.marginal(m)) r.means.push_back(mean(p));
   for (const NodeMemory& node : g.memory()) {
     if (node.name == "m") r.bytes = node.bytes;
     r.memory += " " + (node.name.empty() ? std::string("?") : node.name) + ":" + std::to_string(node.bytes);
   }
+  const Variable w = g.assume(Poisson(12.0));  // one law for all, conditioned on a constant, then drawn
+  g.observe(g.binomial(w, 0.5), 3);
+  r.drawn = g.value(w);
+  r.drawn_per_group = g.value(n);
   return r;
 }
 
@@ -73,6 +78,8 @@ TEST_CASE("device: equal laws computed once, shared by all particles or by a gro
         CHECK(cuda.log_weights[i] == Approx(cpu.log_weights[i]).epsilon(1e-12));
         CHECK(cuda.means[i] == Approx(cpu.means[i]).epsilon(1e-12));
       }
+      CHECK(cuda.drawn == cpu.drawn);  // the same draws (the same uniforms, the same laws)
+      CHECK(cuda.drawn_per_group == cpu.drawn_per_group);
       if (!touch && size > 1) {
         INFO("device:" << cuda.memory << "; cpu:" << cpu.memory);
         // one law per group held, not one per particle: the laws' bytes are those of 5 laws, not 320

@@ -118,6 +118,13 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// indexed Poisson marginals, affine maps with |a| > 1, joint sums of a variable and its child, Gamma and
 /// Dirichlet parents) run on the host for a CUDA graph, their laws copied there and back: the same results.
 ///
+/// Equal laws are computed once. On the host, particles whose inputs to an operation are identical share one
+/// computation and one copy of its result. On the device, a prior is one law shared by every particle and a
+/// per-group law one law per group; an operation whose inputs are all shared that way (shared laws, a constant, a
+/// per-group child law) runs once per law and its result stays shared, through observations of constants and every
+/// resampling, until something per particle (a drawn value, a per-particle parameter) makes the laws one per
+/// particle. A filter whose particles all hold the same exact laws then costs about one particle's work.
+///
 /// Groups (Graph(Groups{G, S}, ...)): the P = G S particles are G filters of S particles each, one per parameter
 /// set. A per-group law (assume(std::vector<Family>), assume(x, std::vector<Thinning>)) is one law in every
 /// particle of its group and stays on the exact path as any other; the weights are summarized and resampled group
