@@ -55,13 +55,18 @@ inline bool same_law(const Pmf& a, const Pmf& b) {
 }
 
 /// For each particle i, the first particle j <= i whose input equals i's: hash(i) the input's hash, same(i, j)
-/// whether two inputs are identical (asked only of equal hashes).
+/// whether two inputs are identical (asked of equal hashes, and of neighbours: a particle whose input equals the one
+/// before it, as in a run of copies of one law or a group's particles, takes that one's first without a hash, so
+/// that a population of one law costs a comparison a particle).
 template <class Hash, class Same>
 std::vector<std::size_t> first_copies(std::size_t particles, Hash hash, Same same) {
   std::vector<std::size_t> first(particles);
   std::unordered_map<std::uint64_t, std::vector<std::size_t>> seen;  // hash -> the distinct particles with it
-  seen.reserve(particles);
   for (std::size_t i = 0; i < particles; ++i) {
+    if (i > 0 && same(i, i - 1)) {  // equality is transitive: i - 1's first is i's
+      first[i] = first[i - 1];
+      continue;
+    }
     std::vector<std::size_t>& bucket = seen[hash(i)];
     first[i] = i;
     for (std::size_t j : bucket)

@@ -177,6 +177,7 @@ Graph::Graph(Shard shard, std::shared_ptr<Communicator> communicator, std::uint6
                                       shard.count, " particles from ", shard.first, " of ", shard.total);
   context_->shard = shard;
   context_->first_particle = shard.first;
+  context_->sharded = true;
   context_->comm = std::move(communicator);
   detail::ShardPhase::new_graph();
 }

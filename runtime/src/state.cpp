@@ -38,6 +38,20 @@ Laws place(const Place& at, Batch<Pmf> host) {
     out.host = std::move(host);
     return out;
   }
+  // host laws all equal (joint laws' marginals where every particle holds the same tables; copies share their
+  // weights, so most comparisons are O(1)) go to the device once, shared by every particle
+  if (!at.sharded && host.size() > 1 && host.size() == at.particles) {
+    bool equal = true;
+    for (std::size_t i = 1; i < host.size() && equal; ++i) equal = same_law(host[i], host[0]);
+    if (equal) {
+      Place one = at;
+      one.particles = 1;
+      Laws law = place(one, Batch<Pmf>::filled(1, host[0]));
+      law.shared = std::move(law.device);
+      law.per = at.particles;
+      return law;
+    }
+  }
   gpu::PmfBatch batch;
   double error = 0.0;
   bool nonnegative = true;
@@ -296,9 +310,14 @@ Laws per_block(const Laws& x, std::size_t per) {
 /// v (the same in every particle) as one value per block of `sub`.
 Values per_block(const Place& sub, const Values& v) { return filled_values(sub, *v.same); }
 
-/// A result computed once per block of `per` particles, shared by them.
+/// A result computed once per block of `per` particles, shared by them (where it is itself shared by blocks of
+/// blocks, by blocks of both).
 Laws shared_by(Laws x, std::size_t per) {
-  if (!x.device) return dense(x);  // (a form the blocks cannot share: never made by the operations routed here)
+  if (x.shared) {
+    x.per *= per;
+    return x;
+  }
+  if (!x.device) x = dense(x);  // (kept as parameters: their weights written, once per block)
   x.shared = std::move(x.device);
   x.per = per;
   return x;

@@ -45,6 +45,9 @@ struct Place {
   /// the host: from then on the graph computes its live values' maxima where it waits anyway (Graph::summarize), so
   /// that later such laws are sized from them, without reading their lengths back. Never set on the host.
   bool bound_values = false;
+  /// One shard of a sharded population: the forms its laws take (shared or one per particle) must not depend on
+  /// its particles' data, since every shard must hold the same forms for an exchange of particles.
+  bool sharded = false;
   bool device() const { return where == gpu::Backend::cuda; }
 };
 
