@@ -94,6 +94,9 @@ PYBIND11_MODULE(_tally, m) {
   m.def("cuda_compiled", &gpu::cuda_compiled, "Whether this build has the CUDA kernels.");
   m.def("cuda_available", &gpu::cuda_available, "Whether the CUDA kernels are built and a device is present.");
   m.def("device_description", &gpu::device_description, "The device tally would use, in words.");
+  m.def("release_cached_memory", &gpu::release_cached_memory,
+        "Frees the device and pinned memory tally keeps for the process (caches, staging, check slots); call it when no "
+        "Graph is alive, before a leak check. False where some slots were still in use. Made again when next used.");
 }
 
 }  // namespace tally::python

@@ -539,3 +539,27 @@ TEST_CASE("laws of realized counts: the device sizes them from maxima computed w
     }
   }
 }
+
+TEST_CASE("device: the memory kept for the process is freed on request and made again when needed",
+          "[population][device]") {
+  if (tally::test::skip_without_device()) return;
+  const auto program = [] {
+    Graph g(4096, 3, Device::cuda);
+    const Variable x = g.assume(Poisson(40.0));
+    const Variable k = g.binomial(x, 0.3);
+    g.realize(k);  // a value per particle: laws one per particle, deferred checks, staged copies, bounds
+    g.observe(g.binomial(g.add(x, k), 0.5), std::vector<std::int64_t>(4096, 17));
+    g.resample_by_weight(1.0);
+    return g.log_weights();
+  };
+  const std::vector<double> first = program();
+  {
+    Graph alive(16, 1, Device::cuda);  // a live graph's pending bound keeps its slot: not everything is freed
+    const Variable c = alive.constant(std::vector<std::int64_t>(16, 5));
+    alive.value(alive.binomial(c, 0.5));
+    (void)gpu::release_cached_memory();
+  }
+  CHECK(gpu::release_cached_memory());  // nothing alive: everything freed
+  CHECK(program() == first);            // made again: the same results
+  CHECK(gpu::release_cached_memory());
+}

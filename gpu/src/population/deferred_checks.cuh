@@ -45,6 +45,8 @@ void drop_check_slot(const CheckSlot& slot) noexcept;
 /// The slot's check is done being recorded: inside DeferChecks (and unless `wait`) it is pended (raised later, in
 /// order); else the host waits now and raises it (after any pending one).
 void settle_check_slot(const CheckSlot& slot, std::size_t count, CheckFailure fail, bool wait = false);
+/// Frees the slots' memory (kept for the process) where none is taken or pending; false otherwise (nothing freed).
+bool release_deferred_check_slots();
 
 /// A payload of nothing (a check whose error names only the particle, or one read back by FirstBad::read).
 struct NoPayload {

@@ -51,6 +51,21 @@ class Checks {
     return !pending_.empty();
   }
 
+  /// Frees the slots' device and pinned memory where no check holds one (the device idle); false otherwise. The
+  /// next take() makes them again.
+  bool release() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (flags_ == nullptr) return true;
+    if (!pending_.empty() || free_.size() != slots) return false;
+    cudaFree(flags_);
+    cudaFreeHost(host_records_);
+    cudaGetLastError();
+    flags_ = nullptr;
+    host_records_ = device_records_ = nullptr;
+    free_.clear();
+    return true;
+  }
+
   /// After the host waited for the default stream: every pending record is written. Frees their slots, then throws
   /// the first failed check's error.
   void raise_after_wait() {
@@ -117,11 +132,13 @@ class Checks {
 };
 
 Checks& checks() {
-  static Checks c;  // never torn down: its device and pinned memory go with the process
+  static Checks c;  // never torn down: its memory goes with the process, or with release_deferred_check_slots()
   return c;
 }
 
 }  // namespace
+
+bool release_deferred_check_slots() { return checks().release(); }
 
 CheckSlot take_check_slot() { return checks().take(); }
 

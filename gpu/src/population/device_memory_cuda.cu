@@ -10,6 +10,8 @@
 #include <vector>
 
 #include "cuda_check.cuh"
+#include "deferred_checks.cuh"
+#include "population_cuda.hpp"
 #include "tally/gpu/deferred_checks.hpp"
 #include "tally/gpu/population_arrays.hpp"
 
@@ -233,6 +235,21 @@ class Staging {
     return true;
   }
 
+  /// Frees the pinned slots and their events (after the copies from them are done); the next copy makes them again.
+  void release() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (base_ != nullptr) {
+      for (cudaEvent_t e : done_) cudaEventSynchronize(e);
+      cudaFreeHost(base_);
+    }
+    for (cudaEvent_t& e : done_)
+      if (e != nullptr) cudaEventDestroy(e);
+    cudaGetLastError();
+    base_ = nullptr;
+    for (cudaEvent_t& e : done_) e = nullptr;
+    tried_ = false;
+  }
+
  private:
   bool ready() {
     if (tried_) return base_ != nullptr;
@@ -280,6 +297,18 @@ void device_copy(void* dst, const void* src, std::size_t bytes, int direction) {
 }
 
 }  // namespace detail
+
+bool release_cached_memory() {
+  if (!cuda_available()) return true;
+  cudaDeviceSynchronize();  // whatever uses the kept memory is done
+  cudaGetLastError();
+  detail::staging().release();
+  population_cuda::release_pinned_guard();
+  const bool slots = population_cuda::release_later_max_slots();
+  const bool checks = detail::release_deferred_check_slots();
+  detail::trim_pool();  // the cached blocks back to the pool, the pool's unused memory back to the driver
+  return slots && checks;
+}
 
 std::size_t device_free_bytes() {
   if (!cuda_available()) return 0;

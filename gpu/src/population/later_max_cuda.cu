@@ -98,6 +98,22 @@ class Slots {
     free_.insert(free_.end(), slots.begin(), slots.end());
     events_.push_back(event);
   }
+  /// Frees the slots' memory and events where every slot is back (the device idle); false otherwise. The next
+  /// take() makes them again.
+  bool release() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    if (cells_ == nullptr) return true;
+    if (free_.size() != count) return false;
+    for (cudaEvent_t e : events_) cudaEventDestroy(e);
+    events_.clear();
+    cudaFree(cells_);
+    cudaFreeHost(host_records_);
+    cudaGetLastError();
+    cells_ = nullptr;
+    host_records_ = device_records_ = nullptr;
+    free_.clear();
+    return true;
+  }
   unsigned long long* cells() const { return cells_; }
   std::int64_t* device_records() const { return device_records_; }
   const volatile std::int64_t* host_records() const { return host_records_; }
@@ -134,7 +150,7 @@ class Slots {
 };
 
 Slots& slots() {
-  static Slots s;  // never torn down: its device and pinned memory go with the process
+  static Slots s;  // never torn down: its memory goes with the process, or with release_later_max_slots()
   return s;
 }
 
@@ -169,6 +185,8 @@ class PassSource final : public LaterMax::Source {
 };
 
 }  // namespace
+
+bool release_later_max_slots() { return slots().release(); }
 
 std::vector<LaterMax> largest_later(std::span<const Column<std::int64_t>* const> columns) {
   std::vector<LaterMax> out(columns.size());

@@ -43,6 +43,10 @@ ValueRange support_range(const Laws& x);
 DeviceScalar max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before, const Column<double>& after);
 DeviceScalar max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after);
 void add_to(Column<double>& acc, const Column<double>& x);
+/// The process's kept memory, freed: largest_later's slots (false where some are in use), the calling thread's
+/// pinned guard of the resampler.
+bool release_later_max_slots();
+void release_pinned_guard();
 void add_repeated(Column<double>& acc, const Column<double>& x, std::size_t times);
 Column<std::size_t> block_indices(std::size_t count, std::size_t per);
 Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream);

@@ -894,15 +894,16 @@ struct Larger {
 }  // namespace
 
 namespace {
-/// A pinned double per thread: the guard's maximum copied back in the same wait as the resampler's totals.
+/// A pinned double per thread: the guard's maximum copied back in the same wait as the resampler's totals (freed
+/// with its thread, or by release_pinned_guard()).
+struct PinnedGuard {
+  double* p = nullptr;
+  ~PinnedGuard() {
+    if (p != nullptr) cudaFreeHost(p);
+  }
+};
+thread_local PinnedGuard pinned;
 double* pinned_guard() {
-  struct Pinned {
-    double* p = nullptr;
-    ~Pinned() {
-      if (p != nullptr) cudaFreeHost(p);
-    }
-  };
-  thread_local Pinned pinned;
   if (pinned.p == nullptr) {
     void* h = nullptr;
     TALLY_CUDA_CHECK(cudaHostAlloc(&h, sizeof(double), cudaHostAllocDefault));
@@ -911,6 +912,12 @@ double* pinned_guard() {
   return pinned.p;
 }
 }  // namespace
+
+void release_pinned_guard() {
+  if (pinned.p != nullptr) cudaFreeHost(pinned.p);
+  cudaGetLastError();
+  pinned.p = nullptr;
+}
 
 Column<std::size_t> resample(const Column<double>& log_w, Resampler kind, std::uint64_t seed, std::uint64_t counter,
                              WeightSummary& summary, double threshold, const WeightSummary* known) {
