@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "gpu/device.hpp"
-#include "gpu/src/population/conjugate_math.hpp"
+#include "gpu/src/laws/conjugate_math.hpp"
 #include "gpu/statistics.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu/backend.hpp"
