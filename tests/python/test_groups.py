@@ -151,3 +151,31 @@ def test_conjugate_hyperparameters_per_group():
                                rtol=1e-12)
     with pytest.raises(tally.ShapeError):
         g.assume(tally.each(tally.Beta, np.ones(4), 1.0))
+
+
+class _DeviceArray:
+    """A stand-in for a CuPy array: device memory (__cuda_array_interface__) that reaches the host only by get()."""
+
+    def __init__(self, values):
+        self._values = np.asarray(values)
+        self.copies = 0
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self._values.shape, "typestr": self._values.dtype.str, "data": (0, False), "version": 3}
+
+    def __array__(self, *args, **kwargs):
+        raise TypeError("implicit conversion of a device array to NumPy")  # as CuPy refuses
+
+    def get(self):
+        self.copies += 1
+        return self._values.copy()
+
+
+def test_each_copies_a_device_array_to_the_host_once():
+    q = _DeviceArray([0.25, 0.75])
+    laws = tally.each(tally.Thinning, q)
+    assert [law.keep for law in laws] == [0.25, 0.75]
+    assert q.copies == 1
+    with pytest.raises(TypeError, match="device array"):
+        tally.each(tally.Poisson, type("Opaque", (), {"__cuda_array_interface__": {}})())
