@@ -6,6 +6,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <cstdint>
 #include <algorithm>
 #include <functional>
@@ -40,6 +41,34 @@ std::vector<T> to_vector(const Array<T>& a, const char* what) {
     throw py::value_error(std::string(what) + ": expected a 1-D array, got " + std::to_string(a.ndim()) +
                           " dimensions");
   return std::vector<T>(a.data(), a.data() + a.shape(0));
+}
+
+/// Whether a double is an integer an int64 holds (what a count given as a float must be).
+inline bool integral_int64(double x) {
+  return std::isfinite(x) && x == std::floor(x) && x >= -9.223372036854775808e18 && x < 9.223372036854775808e18;
+}
+
+/// Counts, one per particle, from a 1-D array of integers (any integer dtype) or of floats that are all integers;
+/// TypeError naming the first value that is not an integer (no silent cast: 2.5 is not 2), ValueError for another
+/// number of dimensions.
+inline std::vector<std::int64_t> integer_values(const py::array& a, const char* what) {
+  const char kind = a.dtype().kind();
+  if ((kind == 'f' || kind == 'i' || kind == 'u' || kind == 'b') && a.ndim() != 1)
+    throw py::value_error(std::string(what) + ": expected one integer per particle (a 1-D array) or one integer, got an "
+                          "array of " + std::to_string(a.ndim()) + " dimensions");
+  if (kind == 'f') {
+    const auto d = Array<double>::ensure(a);
+    for (py::ssize_t i = 0; i < d.shape(0); ++i)
+      if (!integral_int64(d.data()[i]))
+        throw py::type_error(std::string(what) + ": value[" + std::to_string(i) + "] = " + number(d.data()[i]) +
+                             " is not an integer (counts are integers)");
+  } else if (kind != 'i' && kind != 'u' && kind != 'b') {
+    throw py::type_error(std::string(what) + ": expected integers, got an array of dtype " +
+                         py::str(a.dtype()).cast<std::string>());
+  }
+  const auto v = Array<std::int64_t>::ensure(a);
+  if (!v) throw py::error_already_set();
+  return std::vector<std::int64_t>(v.data(), v.data() + v.shape(0));
 }
 
 /// A NumPy array that owns a copy of v (moved into a capsule, no second copy).

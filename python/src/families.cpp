@@ -1,4 +1,6 @@
 // Bindings of the families (pdf, cdf, quantile, mean, variance, to_pmf), Pmf and SparsePmf with NumPy, sampling.
+#include <cmath>
+#include <limits>
 #include <sstream>
 
 #include "common.hpp"
@@ -11,8 +13,28 @@ namespace {
 /// The free functions every law has (pdf, log_pdf, cdf, quantile vectorized over NumPy arrays; support, mean,
 /// variance), as methods of `c` and as overloads of the module's functions of the same names.
 // (Law& and not const Law&: pybind11 2.10's vectorize cannot pass a const reference through.)
+//
+// pdf, log_pdf and cdf take integers exactly (an int, an integer array) and floats by their meaning, never cast: NaN
+// gives NaN, a number that is not an integer has no mass (pdf 0, log_pdf -inf) and the cdf of its floor, and past
+// the int64 range the cdf is 0 or 1. The overloads are tried in order: a Python int (exact), an array of floats or a
+// float, an array of integers (exact).
 template <class Law, class Class>
 void bind_law_functions(py::module_& m, Class& c) {
+  const auto pdf_one = [](Law& d, std::int64_t k) { return pdf(d, k); };
+  const auto log_pdf_one = [](Law& d, std::int64_t k) { return log_pdf(d, k); };
+  const auto cdf_one = [](Law& d, std::int64_t k) { return cdf(d, k); };
+  auto f_pdf_real = py::vectorize([](Law& d, double x) {
+    return std::isnan(x) ? x : integral_int64(x) ? pdf(d, static_cast<std::int64_t>(x)) : 0.0;
+  });
+  auto f_log_pdf_real = py::vectorize([](Law& d, double x) {
+    return std::isnan(x) ? x : integral_int64(x) ? log_pdf(d, static_cast<std::int64_t>(x)) : -HUGE_VAL;
+  });
+  auto f_cdf_real = py::vectorize([](Law& d, double x) {
+    if (std::isnan(x)) return x;  // NaN
+    if (x >= 9.223372036854775808e18) return 1.0;
+    if (x < -9.223372036854775808e18) return 0.0;
+    return cdf(d, static_cast<std::int64_t>(std::floor(x)));
+  });
   auto f_pdf = py::vectorize([](Law& d, std::int64_t k) { return pdf(d, k); });
   auto f_log_pdf = py::vectorize([](Law& d, std::int64_t k) { return log_pdf(d, k); });
   auto f_cdf = py::vectorize([](Law& d, std::int64_t k) { return cdf(d, k); });
@@ -20,15 +42,28 @@ void bind_law_functions(py::module_& m, Class& c) {
   auto f_support = [](const Law& d) { return support(d); };
   auto f_mean = [](const Law& d) { return mean(d); };
   auto f_variance = [](const Law& d) { return variance(d); };
-  c.def("pdf", f_pdf, py::arg("k"), "P(X = k) (k an integer or an array of them).")
-      .def("log_pdf", f_log_pdf, py::arg("k"), "log P(X = k), -inf outside the support.")
-      .def("cdf", f_cdf, py::arg("k"), "P(X <= k).")
+  c.def("pdf", pdf_one, py::arg("k"), "P(X = k) (k an integer or an array of them; a float that is not an integer "
+                                     "has no mass, NaN gives NaN).")
+      .def("pdf", f_pdf_real, py::arg("k"))
+      .def("pdf", f_pdf, py::arg("k"))
+      .def("log_pdf", log_pdf_one, py::arg("k"), "log P(X = k), -inf outside the support.")
+      .def("log_pdf", f_log_pdf_real, py::arg("k"))
+      .def("log_pdf", f_log_pdf, py::arg("k"))
+      .def("cdf", cdf_one, py::arg("k"), "P(X <= k) (for a float, P(X <= floor(k)); NaN gives NaN).")
+      .def("cdf", f_cdf_real, py::arg("k"))
+      .def("cdf", f_cdf, py::arg("k"))
       .def("quantile", f_quantile, py::arg("prob"), "The smallest k with cdf(k) >= prob.")
       .def("support", f_support, "(lo, hi): the first and last points of positive mass.")
       .def("mean", f_mean)
       .def("variance", f_variance);
+  m.def("pdf", pdf_one, py::arg("law"), py::arg("k"));
+  m.def("pdf", f_pdf_real, py::arg("law"), py::arg("k"));
   m.def("pdf", f_pdf, py::arg("law"), py::arg("k"));
+  m.def("log_pdf", log_pdf_one, py::arg("law"), py::arg("k"));
+  m.def("log_pdf", f_log_pdf_real, py::arg("law"), py::arg("k"));
   m.def("log_pdf", f_log_pdf, py::arg("law"), py::arg("k"));
+  m.def("cdf", cdf_one, py::arg("law"), py::arg("k"));
+  m.def("cdf", f_cdf_real, py::arg("law"), py::arg("k"));
   m.def("cdf", f_cdf, py::arg("law"), py::arg("k"));
   m.def("quantile", f_quantile, py::arg("law"), py::arg("prob"));
   m.def("support", f_support, py::arg("law"));

@@ -440,14 +440,23 @@ void bind_graph(py::module_& m) {
   g.def("observe", [](Graph& gr, const PyVariable& x, std::int64_t v) { return nogil([&] { return gr.observe(x.v, v); }); },
         py::arg("x"),
         py::arg("value"), "Observes x = value in every particle: the exact log-likelihoods, added to the log-weights.")
-      .def("observe", [](Graph& gr, const PyVariable& x, const Array<std::int64_t>& v) {
-        auto values = to_vector(v, "Graph.observe");
-        return nogil([&] { return gr.observe(x.v, values); });
-      }, py::arg("x"), py::arg("value"), "Observes x = value[i] in particle i.")
+      .def("observe", [](Graph& gr, const PyVariable& x, double v) {
+        if (!integral_int64(v))  // a float that is not a count: refused, not cast
+          throw py::type_error("Graph.observe: the observed value " + number(v) + " is not an integer (counts are "
+                               "integers)");
+        const auto k = static_cast<std::int64_t>(v);
+        return nogil([&] { return gr.observe(x.v, k); });
+      }, py::arg("x"), py::arg("value"), "The same with an integer given as a float (3.0); TypeError for 2.5.")
       .def("observe", [](Graph& gr, const PyVariable& x, const PyVariable& v) {
         return nogil([&] { return gr.observe(x.v, v.v); });
       },
            py::arg("x"), py::arg("value"), "Observes x = v, v a variable of this graph (realized first).")
+      .def("observe", [](Graph& gr, const PyVariable& x, const py::object& v) {
+        const py::array a = py::array::ensure(v);  // an array, a list, ...
+        if (!a) throw py::type_error("Graph.observe: the value must be an integer, an array of integers or a Variable");
+        auto values = integer_values(a, "Graph.observe");
+        return nogil([&] { return gr.observe(x.v, values); });
+      }, py::arg("x"), py::arg("value"), "Observes x = value[i] in particle i (integers, or floats that are integers).")
       .def("in_support", [](const Graph& gr, const PyVariable& x, std::int64_t v) { return gr.in_support(x.v, v); },
            py::arg("x"), py::arg("value"), "False only when x = value is impossible in every particle.")
       .def("value", [](Graph& gr, const PyVariable& x) { return values_array(nogil([&] { return gr.value(x.v); })); },

@@ -1,6 +1,9 @@
 """tally's C++ exceptions arrive as Python exceptions: a tally.Error subclass that is also the matching built-in
 exception, with the C++ message unchanged."""
 
+import math
+import warnings
+
 import numpy as np
 import pytest
 
@@ -82,3 +85,37 @@ def test_binding_argument_errors():
 def test_cuda_graph_without_a_device():
     with pytest.raises(tally.CudaError):
         tally.Graph(4, 1, "cuda")
+
+
+def test_counts_given_as_floats_are_taken_by_their_meaning_never_cast():
+    b = tally.Binomial(10, 0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no NumPy cast warning: floats are not cast to integers
+        got = b.cdf(np.array([np.nan, 3.0, 3.5, -1e300, 1e300]))
+    assert np.isnan(got[0])
+    np.testing.assert_array_equal(got[1:], [b.cdf(3), b.cdf(3), 0.0, 1.0])
+    assert b.pdf(2.5) == 0.0 and b.log_pdf(2.5) == -math.inf and np.isnan(b.pdf(math.nan))
+    assert b.pdf(3.0) == b.pdf(3) and tally.cdf(b, 3.7) == b.cdf(3)
+    huge = tally.Delta(2**60)  # integers stay exact past 2^53
+    assert huge.pdf(2**60) == 1.0 and huge.pdf(2**60 + 1) == 0.0
+
+
+def test_observing_a_value_that_is_not_an_integer_says_so():
+    g = tally.Graph(3, 1, "cpu")
+    x = g.assume(tally.Poisson(3.0))
+    with pytest.raises(TypeError, match="2.5 is not an integer"):
+        g.observe(x, 2.5)
+    with pytest.raises(TypeError, match=r"value\[1\] = 2.5 is not an integer"):
+        g.observe(g.binomial(x, 0.5), np.array([1.0, 2.5, 3.0]))
+    with pytest.raises(TypeError, match="expected integers"):
+        g.observe(g.binomial(x, 0.5), "abc")
+    with pytest.raises(ValueError, match="2 dimensions"):
+        g.observe(g.binomial(x, 0.5), np.array([[1, 2, 3]]))
+    # integers given as floats, and lists, are counts
+    assert g.observe(g.binomial(x, 0.5), 2.0).exact
+    fresh = tally.Graph(3, 1, "cpu")
+    y = fresh.binomial(fresh.assume(tally.Poisson(3.0)), 0.5)
+    from_list = np.asarray(fresh.observe(y, [1, 2, 1]).log_likelihoods)
+    again = tally.Graph(3, 1, "cpu")
+    z = again.binomial(again.assume(tally.Poisson(3.0)), 0.5)
+    np.testing.assert_array_equal(np.asarray(again.observe(z, np.array([1.0, 2.0, 1.0])).log_likelihoods), from_list)
