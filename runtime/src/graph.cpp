@@ -286,14 +286,21 @@ Variable Graph::assume(const Pmf& prior) {
 Variable Graph::assume(const Pmf& prior, std::function<Pmf(const Truncation&)> family) {
   return Variable(std::make_shared<Node>(context_, detail::DiscreteRoot{prior, std::move(family)}, State::initialized));
 }
+namespace {
+/// How many particles share each of `count` per-group or per-particle laws: the group's size, or 1 (shape_error for
+/// another count).
+std::size_t particles_per_law(const detail::Context& c, std::size_t count) {
+  const std::size_t groups = c.particles / c.group_size;
+  if (count == 0 || (count != groups && count != c.particles))
+    tally::detail::fail<shape_error>("tally::runtime::Graph::assume: ", count, " laws for ", groups, " groups of ",
+                                     c.group_size, " particles (one per group or one per particle)");
+  return count == c.particles ? 1 : c.group_size;
+}
+}  // namespace
+
 Variable Graph::assume(const std::vector<Pmf>& laws) {
-  const std::size_t g = groups(), p = particles(), s = context_->group_size;
-  if (laws.size() != g && laws.size() != p)
-    tally::detail::fail<shape_error>("tally::runtime::Graph::assume: ", laws.size(), " laws for ", g, " groups of ", s,
-                                     " particles (one per group or one per particle)");
-  if (laws.empty()) tally::detail::fail<shape_error>("tally::runtime::Graph::assume: no laws");
+  const std::size_t per = particles_per_law(*context_, laws.size());
   return guarded(*this, [&] {
-    const std::size_t per = laws.size() == p ? 1 : s;  // particles per law
     // the root's own prior: the law of largest error bound (what truncates() asks); no family, so no tails
     std::size_t widest = 0;
     for (std::size_t k = 1; k < laws.size(); ++k)
@@ -499,15 +506,6 @@ Continuous Graph::assume(const Dirichlet& law) {
 }
 
 namespace {
-/// How many particles share each of `count` per-group or per-particle laws: the group's size, or 1 (shape_error for
-/// another count).
-std::size_t particles_per_law(const detail::Context& c, std::size_t count) {
-  const std::size_t groups = c.particles / c.group_size;
-  if (count == 0 || (count != groups && count != c.particles))
-    tally::detail::fail<shape_error>("tally::runtime::Graph::assume: ", count, " laws for ", groups, " groups of ",
-                                     c.group_size, " particles (one per group or one per particle)");
-  return count == c.particles ? 1 : c.group_size;
-}
 /// A parameter of each law (one per group or per particle) spread over the particles where the graph keeps its state:
 /// the laws' values copied, then repeated over their groups (one launch on the device, no host vector of P values).
 template <class Law, class Get>

@@ -30,6 +30,10 @@ struct overloaded : F... {
 template <class... F>
 overloaded(F...) -> overloaded<F...>;
 
+/// Laws shared by blocks of particles (Laws::shared, below).
+Place one_per_block(const Place& at, std::size_t per);
+Laws shared_by(Laws x, std::size_t per);
+
 }  // namespace
 
 Laws place(const Place& at, Batch<Pmf> host) {
@@ -43,14 +47,7 @@ Laws place(const Place& at, Batch<Pmf> host) {
   if (!at.sharded && host.size() > 1 && host.size() == at.particles) {
     bool equal = true;
     for (std::size_t i = 1; i < host.size() && equal; ++i) equal = same_law(host[i], host[0]);
-    if (equal) {
-      Place one = at;
-      one.particles = 1;
-      Laws law = place(one, Batch<Pmf>::filled(1, host[0]));
-      law.shared = std::move(law.device);
-      law.per = at.particles;
-      return law;
-    }
+    if (equal) return shared_by(place(one_per_block(at, at.particles), Batch<Pmf>::filled(1, host[0])), at.particles);
   }
   gpu::PmfBatch batch;
   double error = 0.0;
@@ -534,13 +531,7 @@ Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, con
 }
 
 Laws dense(const Laws& x) {
-  if (x.shared) {
-    Laws out = x;
-    out.device = std::make_shared<const gpu::Laws>(gpu::repeated(*x.shared, x.per));
-    out.shared.reset();
-    out.per = 0;
-    return out;
-  }
+  if (x.shared) return per_block(x, 1);
   if (!x.parameters) return x;
   return device_laws(gpu::weights_of(x.parameters->laws()), 0.0, true);
 }

@@ -215,7 +215,8 @@ namespace {
 /// Pinned staging for small host-to-device copies: a ring of slots, each with the event of the copy that last used
 /// it. A copy from pageable memory waits for the device (cudaMemcpy synchronizes the stream first); through a slot it
 /// is a memcpy on the host and a cudaMemcpyAsync in stream order, and the host goes on at once. A slot is reused
-/// after its event (slots copies ago: long done, as a rule). Never freed: it lives as long as the process.
+/// after its event (slots copies ago: long done, as a rule). It lives as long as the process, or until
+/// release_cached_memory() frees it (the next copy makes it again).
 class Staging {
  public:
   static constexpr std::size_t slot_bytes = std::size_t{1} << 16, slots = 64;
