@@ -119,7 +119,7 @@ void conjugate_update(Place& at, const CountChild& c, Node& rho, const Values& v
   }
   const std::vector<std::int64_t> k = to_vector(v);
   for (std::size_t i = 0; i < at.particles; ++i)
-    if (k[i] >= 0 && k[i] < p.dirichlet[i].alpha.size()) p.dirichlet[i] = posterior_categorical(p.dirichlet[i], k[i]);
+    if (k[i] >= 0 && k[i] < p.dirichlet[i].alpha.size()) p.dirichlet.set(i, posterior_categorical(p.dirichlet[i], k[i]));
 }
 
 void draw_continuous(Place& at, Node& rho) {

@@ -21,19 +21,23 @@ struct Context;
 /// observed children on a CPU graph), for the joint laws' error bounds (tally::JointPmf::dropped): particle i's
 /// exact law is law(i) + dropped(i) + r with \f$\|r\|_1 \le spread(i) \|law(i)\|_1\f$ (up to a constant factor,
 /// the joint laws' convention). Valid only while the node's laws equal law(i) (checked where it is used).
-/// Particles that hold equal laws and tails share one entry: no copy per particle.
+/// Particles that hold equal laws and tails share one entry: no copy per particle, and one entry in all where every
+/// particle holds the same (uniform).
 struct DroppedTails {
   struct Entry {
     Pmf law;
     std::optional<Pmf> dropped;  // in law's units; none where nothing is known to be dropped
     double spread = 0.0;
   };
-  std::vector<std::shared_ptr<const Entry>> of;  // particle i's entry
+  std::vector<std::shared_ptr<const Entry>> of;  // particle i's entry, or one entry for every particle
 
-  std::size_t size() const { return of.size(); }
-  const Pmf& law(std::size_t i) const { return of[i]->law; }
-  const std::optional<Pmf>& dropped(std::size_t i) const { return of[i]->dropped; }
-  double spread(std::size_t i) const { return of[i]->spread; }
+  bool uniform() const { return of.size() == 1; }
+  /// Whether they can be the tails of `laws`: one entry per particle, or one for a batch every particle shares.
+  bool fits(const Batch<Pmf>& laws) const { return of.size() == laws.size() || (uniform() && laws.uniform()); }
+  const std::shared_ptr<const Entry>& entry(std::size_t i) const { return of[uniform() ? 0 : i]; }
+  const Pmf& law(std::size_t i) const { return entry(i)->law; }
+  const std::optional<Pmf>& dropped(std::size_t i) const { return entry(i)->dropped; }
+  double spread(std::size_t i) const { return entry(i)->spread; }
 };
 
 /// The tails that locate nothing: each law's whole error bound as its spread.
@@ -97,6 +101,7 @@ Tails later_tails(Node& n, const Batch<Pmf>& laws);
 Tails later_tails(Node& n, const std::vector<Pmf>& laws);
 /// The same, computed now (for a joint law that takes n over); nullptr where not known.
 std::shared_ptr<const DroppedTails> known_tails(Node& n, const std::vector<Pmf>& laws);
+std::shared_ptr<const DroppedTails> known_tails(Node& n, const Batch<Pmf>& laws);
 /// The ordinary path conditioned the marginalized n on its observed child Y = y (n's laws had the tails `tails`,
 /// and are now their posteriors, with log-likelihoods log_likelihood[i] = log sum_x law_i(x) p(y_i | x)): the tails
 /// are conditioned likewise and kept with n (pending). Returns the observation's error bound, pending with them:

@@ -10,8 +10,8 @@ using joint_steps::equal;
 
 std::shared_ptr<const DroppedTails> spread_tails(const Batch<Pmf>& laws) {
   auto out = std::make_shared<DroppedTails>();
-  out->of.resize(laws.size());
-  for (std::size_t i = 0; i < laws.size(); ++i)
+  out->of.resize(laws.uniform() ? 1 : laws.size());  // one entry where every particle holds one law
+  for (std::size_t i = 0; i < out->of.size(); ++i)
     out->of[i] = i > 0 && equal(laws[i], laws[i - 1])
                      ? out->of[i - 1]
                      : std::make_shared<const DroppedTails::Entry>(
@@ -36,7 +36,8 @@ namespace {
 template <class Pmfs>
 bool equal_laws(const Batch<Pmf>& a, const Pmfs& b) {
   if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i)
+  const bool once = a.uniform() && joint_steps::uniform(b);  // one law each: compared once
+  for (std::size_t i = 0; i < (once ? 1 : a.size()); ++i)
     if (!equal(a[i], b[i])) return false;
   return true;
 }
@@ -55,7 +56,7 @@ const LaterTails::Result& LaterTails::read() const {
     } catch (const std::exception&) {  // they cannot follow (a law too wide, ...): the bound stays the ordinary one
       result_ = Result{};
     }
-    if (result_.tails && result_.tails->size() != laws_.size()) result_ = Result{};
+    if (result_.tails && !result_.tails->fits(laws_)) result_ = Result{};
   }
   return result_;
 }

@@ -44,6 +44,8 @@ Laws place(const Place& at, Batch<Pmf> host) {
   }
   // host laws all equal (joint laws' marginals where every particle holds the same tables; copies share their
   // weights, so most comparisons are O(1)) go to the device once, shared by every particle
+  if (!at.sharded && host.uniform() && host.size() > 1 && host.size() == at.particles)
+    return shared_by(place(one_per_block(at, at.particles), Batch<Pmf>::filled(1, host[0])), at.particles);
   if (!at.sharded && host.size() > 1 && host.size() == at.particles) {
     bool equal = true;
     for (std::size_t i = 1; i < host.size() && equal; ++i) equal = same_law(host[i], host[0]);
@@ -345,18 +347,20 @@ Laws observed_per_block(Place& at, std::size_t per, LogLikelihood& ll, Op op) {
 }  // namespace
 
 void add_host(LogLikelihood& ll, const std::vector<double>& values) {
+  const bool one = values.size() == 1;  // the same for every particle
   if (ll.values.where() == gpu::Backend::cpu) {
-    for (std::size_t i = 0; i < values.size(); ++i) ll.values.host()[i] += values[i];
+    for (std::size_t i = 0; i < ll.values.size(); ++i) ll.values.host()[i] += values[one ? 0 : i];
     return;
   }
-  gpu::add_to(ll.values, gpu::Column<double>::from_host(values, ll.values.where()));
+  gpu::add_to(ll.values, one ? gpu::filled(values[0], ll.values.size(), ll.values.where())
+                             : gpu::Column<double>::from_host(values, ll.values.where()));
 }
 
 // ---- Laws, Values ---------------------------------------------------------------------------------------------
 double Laws::error() const {
   if (device || shared) return device_error;
   double e = 0.0;
-  for (std::size_t i = 0; i < host.size(); ++i) e = std::max(e, host[i].error_bound());
+  for (std::size_t i = 0; i < (host.uniform() ? 1 : host.size()); ++i) e = std::max(e, host[i].error_bound());
   return e;
 }
 
@@ -365,8 +369,8 @@ std::size_t Laws::bytes() const {
   if (shared) return shared->bytes();
   if (parameters) return parameters->n.column->bytes() + parameters->a.bytes() + parameters->b.bytes();
   std::size_t b = 0;
-  for (std::size_t i = 0; i < host.size(); ++i) b += 8 * static_cast<std::size_t>(host[i].size()) + 24;
-  return host.empty() ? 0 : b + 8;  // as gpu::Laws::bytes counts them
+  for (std::size_t i = 0; i < (host.uniform() ? 1 : host.size()); ++i) b += 8 * static_cast<std::size_t>(host[i].size()) + 24;
+  return host.empty() ? 0 : b + 8;  // as gpu::Laws::bytes counts them (a law every particle holds: once)
 }
 
 Values make_values(const Place& at, const std::vector<std::int64_t>& v) {
@@ -407,7 +411,7 @@ LogLikelihood zero_log_likelihood(const Place& at) { return {gpu::filled(0.0, at
 Laws prior(const Place& at, const Pmf& law) {
   Laws out;
   if (!at.device()) {
-    out.host = Batch<Pmf>::filled(at.particles, law);
+    out.host = Batch<Pmf>::uniform(at.particles, law);
     return out;
   }
   // one law, shared by every particle until something per particle touches it (shared with one particle too: the
@@ -782,6 +786,13 @@ Values sample(Place& at, const Laws& x) {
                                   p.lo(), at.seed, at.first_particle + i, k);
   }
   return make_values(gpu::Column<std::int64_t>::host_values(std::move(out)));
+}
+
+Batch<Pmf> host_laws(const Laws& x) {
+  if (on_host(x)) return x.host;
+  if (x.shared && x.shared->size() == 1) return Batch<Pmf>::uniform(x.per, to_pmfs(per_block(x, x.per))[0]);
+  std::vector<Pmf> pmfs = to_pmfs(x);
+  return Batch<Pmf>::make(pmfs.size(), [&](std::size_t i) { return std::move(pmfs[i]); });
 }
 
 std::vector<Pmf> to_pmfs(const Laws& x) {

@@ -142,7 +142,8 @@ std::vector<std::int64_t> to_vector(const Values& v);
 /// a x_i + b y_i + c (y may be empty when b = 0); tally::overflow_error outside int64.
 Values linear(const Values& x, std::int64_t a, const Values& y, std::int64_t b, std::int64_t c);
 LogLikelihood zero_log_likelihood(const Place& at);
-/// Adds host log-likelihoods (one per particle) into ll, in place on the host, staged for a device graph.
+/// Adds host log-likelihoods (one per particle, or one for every particle) into ll, in place on the host, staged
+/// for a device graph.
 void add_host(LogLikelihood& ll, const std::vector<double>& values);
 
 // ---- laws ---------------------------------------------------------------------------------------------------
@@ -227,6 +228,9 @@ void add_log_equal(const Values& x, const Values& v, LogLikelihood& ll);
 Values sample(Place& at, const Laws& x);
 /// The laws as Pmfs on the host (a law with no mass, a particle of weight zero, reads as a point mass at its lo).
 std::vector<Pmf> to_pmfs(const Laws& x);
+/// The same as a batch: uniform where every particle holds one law (a uniform host batch, one shared device law),
+/// so that the host reads it once.
+Batch<Pmf> host_laws(const Laws& x);
 /// Resampling: law / value i becomes that of ancestors[i].
 Laws gather(const Laws& x, const gpu::Column<std::size_t>& ancestors);
 Values gather(const Values& x, const gpu::Column<std::size_t>& ancestors);

@@ -381,7 +381,7 @@ TEST_CASE("the memory report: every live node, its bytes and bytes per particle"
       sum += m.bytes;
       if (m.name.rfind("assume", 0) == 0) {
         ++found;
-        CHECK(m.bytes == 8 * law.weights.size() + 24 * P + 8);
+        CHECK(m.bytes == 8 * law.weights.size() / P + 24 + 8);  // a prior: one law held by every particle
       } else if (m.name.rfind("constant", 0) == 0) {
         ++found;
         CHECK(m.bytes == 8 * P);

@@ -1,12 +1,14 @@
 // Equal laws computed once on the device: a prior shared by every particle and a law per group shared by its
 // particles stay one law per block through thinnings, sums, observations of constants and resamplings, with the
-// same log-weights and laws as the CPU graph; whatever touches a particle alone spreads them over the particles.
+// same log-weights and laws as the CPU graph; whatever touches a particle alone spreads them over the particles. A
+// joint law that every particle holds is one table, on the host and on the device.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "gpu/device.hpp"
+#include "models/joint_programs.hpp"
 #include "tally/distributions.hpp"
 #include "tally/runtime/graph.hpp"
 
@@ -86,5 +88,54 @@ TEST_CASE("device: equal laws computed once, shared by all particles or by a gro
         CHECK(cuda.bytes * size < cpu.bytes * 2);
       }
     }
+  }
+}
+
+namespace {
+
+/// The HMM of two unknown rates (its joint law of the rates and the state the same in every particle), on P
+/// particles: the log-weights, each rate's marginal by particle, and the bytes the graph holds.
+struct RateRun {
+  std::vector<double> log_weights;
+  std::vector<std::vector<Pmf>> rates;
+  std::size_t bytes = 0;
+};
+RateRun rate_hmm(Device device, std::size_t particles, std::size_t steps) {
+  Graph g(particles, 5, device);
+  g.strict(true);
+  models::joint::RateHmm h;
+  h.y.resize(steps);
+  const models::joint::RateHmmRun run = models::joint::run_rate_hmm(g, h);
+  for (const Observation& o : run.observations) REQUIRE(o.exact());
+  RateRun r{g.log_weights(), {}, g.bytes()};
+  for (const Variable& rate : run.rates) r.rates.push_back(g.marginal(rate));
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a joint law that every particle holds is one table, computed once, on the host and the device",
+          "[runtime][joint][population][device]") {
+  const std::size_t P = 4096, steps = 8;
+  const RateRun one = rate_hmm(Device::cpu, 1, steps);
+  std::vector<Device> devices{Device::cpu};
+  if (gpu::cuda_available()) devices.push_back(Device::cuda);
+  for (const Device device : devices) {
+    INFO((device == Device::cpu ? "CPU graph" : "CUDA graph"));
+    const RateRun many = rate_hmm(device, P, steps);
+    REQUIRE(many.log_weights.size() == P);
+    for (std::size_t i = 0; i < P; i += 97) {
+      CHECK(many.log_weights[i] == Approx(one.log_weights[0]).epsilon(1e-13));
+      for (std::size_t k = 0; k < one.rates.size(); ++k) {
+        REQUIRE(many.rates[k][i].lo() == one.rates[k][0].lo());
+        REQUIRE(many.rates[k][i].size() == one.rates[k][0].size());
+        CHECK((many.rates[k][i].normalized().weights() - one.rates[k][0].normalized().weights()).cwiseAbs().maxCoeff() <
+              1e-14);
+      }
+    }
+    // the joint law held once, not once per particle: what P particles hold past their log-weights (8 bytes each)
+    // is about one particle's
+    INFO("P = 1: " << one.bytes << " bytes; P = " << P << ": " << many.bytes);
+    CHECK(many.bytes - 8 * P < 4 * one.bytes);
   }
 }

@@ -98,19 +98,24 @@ inline bool bounded_child(const ChildLaw& law) {
 inline constexpr std::int64_t batch_chunk_entries = std::int64_t{1} << 22;
 
 /// Where the runs of equal inputs start: particle 0 and the particles i with same(i) false (same is called once per
-/// particle); repeats(i) answers same(i) again without calling it.
+/// particle; never where `one`: one run); repeats(i) answers same(i) again without calling it.
 struct RunStarts {
   Starts starts;
   std::vector<char> here;
+  bool one = false;
   template <class Same>
-  RunStarts(std::size_t particles, Same same) : here(particles, 0) {
+  RunStarts(std::size_t particles, Same same, bool one_run = false) : here(one_run ? 0 : particles, 0), one(one_run) {
+    if (one) {
+      starts.push_back(0);
+      return;
+    }
     for (std::size_t i = 0; i < particles; ++i)
       if (i == 0 || !same(i)) {
         starts.push_back(i);
         here[i] = 1;
       }
   }
-  bool repeats(std::size_t i) const { return !here[i]; }
+  bool repeats(std::size_t i) const { return one ? i > 0 : !here[i]; }
 };
 
 /// batch(chunk) for each chunk of starts (chunks()), its results concatenated in order; nothing as soon as one chunk
@@ -128,33 +133,34 @@ std::optional<std::vector<T>> in_chunks(const Tables& in, const Starts& starts, 
   return made;
 }
 
-/// P tables made by an operation with a batch form. `collect(f, same)` gathers them as compute() (trimmed, within
-/// the budget) or shared_per_particle() does, f(i) making particle i's table where same(i) is false. Where
-/// batch_place chooses a batch, batch(chunk, at) makes the tables of each chunk of run starts (nothing: the host
-/// makes them instead); else host(i) makes each. *batched says which ran. A batch's table past the joint budget's
-/// max_size is over_budget before it is computed, as the host's would be.
+/// P tables made by an operation with a batch form. `collect(f, same, one)` gathers them as compute() (trimmed,
+/// within the budget) or shared_per_particle() does, f(i) making particle i's table where same(i) is false (one
+/// table for all where `one`: every input uniform). Where batch_place chooses a batch, batch(chunk, at) makes the
+/// tables of each chunk of run starts (nothing: the host makes them instead); else host(i) makes each. *batched
+/// says which ran. A batch's table past the joint budget's max_size is over_budget before it is computed, as the
+/// host's would be.
 template <class Collect, class Host, class Batch, class Same>
 Tables batched(const Context& c, Collect collect, const Tables& in, int rank_out, Host host, Batch batch, Same same,
-               bool* batched_out = nullptr) {
-  const RunStarts runs(c.particles, same);
+               bool* batched_out = nullptr, bool one = false) {
+  const RunStarts runs(c.particles, same, one);
   const auto repeats_here = [&](std::size_t i) { return runs.repeats(i); };
   if (batched_out) *batched_out = false;
   const auto at = batch_place(c, in, runs.starts, rank_out);
-  if (!at) return collect(host, repeats_here);
+  if (!at) return collect(host, repeats_here, one);
   // (each batch form checks its results' sizes against at->max_size first)
   std::optional<Made> made = in_chunks<JointPmf>(in, runs.starts, [&](const Starts& chunk) { return batch(chunk, *at); });
-  if (!made) return collect(host, repeats_here);
+  if (!made) return collect(host, repeats_here, one);
   if (batched_out) *batched_out = true;
   std::size_t k = 0;
-  return collect([&](std::size_t) { return std::move((*made)[k++]); }, repeats_here);
+  return collect([&](std::size_t) { return std::move((*made)[k++]); }, repeats_here, one);
 }
 
 /// batched() collecting as compute() does.
 template <class Host, class Batch, class Same>
 Tables compute_batched(const Context& c, const Tables& in, int rank_out, Host host, Batch batch, Same same,
-                       bool* batched_out = nullptr) {
+                       bool* batched_out = nullptr, bool one = false) {
   return batched(
-      c, [&](auto f, auto s) { return compute(c, f, s); }, in, rank_out, host, batch, same, batched_out);
+      c, [&](auto f, auto s, bool o) { return compute(c, f, s, o); }, in, rank_out, host, batch, same, batched_out, one);
 }
 
 }  // namespace tally::runtime::detail::joint_steps

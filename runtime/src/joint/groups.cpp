@@ -49,11 +49,12 @@ void materialize(const std::shared_ptr<JointGroup>& gp, std::size_t k, Context& 
   if (g.members.empty())  // every axis was realized: l is its constant
     g.laws = compute(
         ctx, [&](std::size_t i) { return joint(Pmf(l.constant(i), Eigen::VectorXd::Ones(1))); },
-        [&](std::size_t i) { return l.constants.empty() || repeats(l.constants, i); });
+        [&](std::size_t i) { return l.constants.empty() || repeats(l.constants, i); }, l.constants.empty());
   else
     g.laws = compute(
         ctx, [&](std::size_t i) { return linear_combination(*g.laws[i], kappa, l.constant(i), -1, t); },
-        [&](std::size_t i) { return repeats(g.laws, i) && (l.constants.empty() || repeats(l.constants, i)); });
+        [&](std::size_t i) { return repeats(g.laws, i) && (l.constants.empty() || repeats(l.constants, i)); },
+        uniform(g.laws) && l.constants.empty());
   g.members.push_back(l.node);
   g.linear.erase(g.linear.begin() + static_cast<std::ptrdiff_t>(k));
 }
@@ -94,17 +95,17 @@ void sweep(const std::shared_ptr<JointGroup>& gp, Context& ctx) {
       return;
     }
     g.laws = batched(
-        ctx, [&](auto f, auto same) { return shared_per_particle(ctx.particles, f, same); }, g.laws, g.rank(),
-        [&](std::size_t i) { return marginalize_out(*g.laws[i], a); },
+        ctx, [&](auto f, auto same, bool one) { return shared_per_particle(ctx.particles, f, same, one); }, g.laws,
+        g.rank(), [&](std::size_t i) { return marginalize_out(*g.laws[i], a); },
         [&](const Starts& s, const BatchPlace& where) { return sum_out_batch(g.laws, s, where, a); },
-        [&](std::size_t i) { return repeats(g.laws, i); });
+        [&](std::size_t i) { return repeats(g.laws, i); }, nullptr, uniform(g.laws));
     g.members.erase(g.members.begin() + a);
   }
   if (g.rank() == 1 && g.linear.empty()) {
     const auto m = g.members[0].lock();
     m->marginal = place(ctx, per_particle<Pmf>(
                                  ctx.particles, [&](std::size_t i) { return marginal(*g.laws[i], 0); },
-                                 [&](std::size_t i) { return repeats(g.laws, i); }));
+                                 [&](std::size_t i) { return repeats(g.laws, i); }, uniform(g.laws)));
     g.members.clear();
     g.laws.clear();
     m->group.reset();
@@ -121,11 +122,12 @@ bool joinable(const Node& p) {
 /// The rank-1 group of the joinable p (over_budget when its laws alone exceed the budget).
 void group_of_one(Node& p) {
   Context& ctx = *p.context;
-  const auto pmfs = to_pmfs(law(p));
+  const Batch<Pmf> pmfs = host_laws(law(p));
   const auto tails = known_tails(p, pmfs);
   auto g = std::make_shared<JointGroup>();
   g->laws = compute(ctx, [&](std::size_t i) { return with_tails(joint(pmfs[i]), tails.get(), i); },
-                    [&](std::size_t i) { return repeats(pmfs, i) && same_tails(tails.get(), i); });
+                    [&](std::size_t i) { return repeats(pmfs, i) && same_tails(tails.get(), i); },
+                    uniform(pmfs) && (!tails || tails->uniform()));
   g->members.push_back(p.weak_from_this());
   p.group = std::move(g);
   p.marginal.clear();
@@ -162,7 +164,8 @@ std::shared_ptr<JointGroup> couple(const std::vector<Node*>& nodes) {
     else if (from->rank() > 0)
       g->laws = compute(
           ctx, [&](std::size_t i) { return outer(*g->laws[i], *from->laws[i], t); },
-          [&](std::size_t i) { return repeats(g->laws, i) && repeats(from->laws, i); });
+          [&](std::size_t i) { return repeats(g->laws, i) && repeats(from->laws, i); },
+          uniform(g->laws) && uniform(from->laws));
     for (auto& m : from->members) {
       g->members.push_back(m);
       if (auto live = m.lock()) live->group = g;
@@ -192,7 +195,7 @@ using namespace joint_steps;
 
 std::size_t JointGroup::bytes() const {
   std::size_t b = 0;
-  for (std::size_t i = 0; i < laws.size(); ++i)
+  for (std::size_t i = 0; i < (laws.uniform() ? std::min<std::size_t>(laws.size(), 1) : laws.size()); ++i)
     if (i == 0 || laws[i] != laws[i - 1]) b += static_cast<std::size_t>(table_bytes(*laws[i])) + 64;  // shared once
   return b;
 }

@@ -80,7 +80,8 @@ void join_child(Node& n, const ChildLaw& law, const GroupLaws* each) {
         if (each) return std::nullopt;  // a law per group: the host's tables
         return child_batch(g->laws, s, where, a, law, in_place);
       },
-      [&](std::size_t i) { return repeats(g->laws, i) && same_law_as_previous(each, i); }, &batched_here);
+      [&](std::size_t i) { return repeats(g->laws, i) && same_law_as_previous(each, i); }, &batched_here,
+      uniform(g->laws) && !each);
   g->laws = std::move(laws);
   if (in_place && thinning && batched_here) {  // Y is the last axis
     g->members.erase(g->members.begin() + a);
@@ -274,7 +275,8 @@ bool join_joint_sum(Node& z, const JointSum& j) {
               if (each) return std::nullopt;  // a law per group: the host's tables
               return child_batch(g->laws, s, where, a, j.law, false);
             },
-            [&](std::size_t i) { return repeats(g->laws, i) && same_law_as_previous(each, i); });
+            [&](std::size_t i) { return repeats(g->laws, i) && same_law_as_previous(each, i); }, nullptr,
+            uniform(g->laws) && !each);
       } catch (...) {
         x_as_it_was();
         throw;
@@ -310,7 +312,8 @@ bool join_joint_sum(Node& z, const JointSum& j) {
             if (split_in_place) return split_batch(g->laws, s, where, a, thinning->keep);
             return child_sum_batch(g->laws, s, where, a, j.law, j.sign_x, j.sign_y);
           },
-          [&](std::size_t i) { return repeats(g->laws, i) && same_law_as_previous(each, i); });
+          [&](std::size_t i) { return repeats(g->laws, i) && same_law_as_previous(each, i); }, nullptr,
+          uniform(g->laws) && !each);
     } catch (...) {
       x_as_it_was();
       throw;
@@ -413,7 +416,7 @@ void join_selected(Node& n) {
                                   const JointPmf e = add_selected(d, s, axes[0], others, wide);
                                   return marginal(e, e.rank() - 1);
                                 },
-                                [&](std::size_t i) { return f.repeats(i); }));
+                                [&](std::size_t i) { return f.repeats(i); }, f.uniform()));
     n.state = State::marginalized;
     n.parents = {};
     n.more_parents.clear();
@@ -424,7 +427,7 @@ void join_selected(Node& n) {
     const JointPmf d = f.table(i, axes, t);
     const std::vector<int> others(axes.begin() + 1, axes.end());
     return add_selected(d, s, axes[0], others, t);
-  }, [&](std::size_t i) { return f.repeats(i); });
+  }, [&](std::size_t i) { return f.repeats(i); }, f.uniform());
   const auto g = f.g;
   g->laws = std::move(laws);
   for (int k = 0; k < f.constants; ++k) g->members.emplace_back();  // the constants' axes: summed out below

@@ -48,12 +48,13 @@ Laws group_marginal(Node& n) {
                                  [&](std::size_t i) {
                                    return (kappa.empty() || repeats(g.laws, i)) &&
                                           (l->constants.empty() || repeats(l->constants, i));
-                                 }));
+                                 },
+                                 (kappa.empty() || uniform(g.laws)) && l->constants.empty()));
   }
   const int a = axis_of(g, n);
   return place(*n.context, per_particle<Pmf>(
                                n.context->particles, [&](std::size_t i) { return marginal(*g.laws[i], a); },
-                               [&](std::size_t i) { return repeats(g.laws, i); }));
+                               [&](std::size_t i) { return repeats(g.laws, i); }, uniform(g.laws)));
 }
 
 void group_realize(Node& n, const Values& values) {
@@ -118,8 +119,9 @@ void group_realize(Node& n, const Values& values) {
 bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
   Context& ctx = *child.context;
   const auto keep = child.shared_from_this();
-  const std::vector<std::int64_t> y = to_vector(values);
-  std::vector<double> loglik(ctx.particles);
+  // one observation and one table for every particle: computed once (y, loglik: one value each)
+  std::vector<std::int64_t> y;
+  std::vector<double> loglik;
   double error = 0.0;
   std::shared_ptr<JointGroup> g;
   std::optional<Tables> posterior;
@@ -156,10 +158,13 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
       sample(*x);
       return false;
     }
+    const bool one = uniform(g->laws) && uniform(values) && !each;
+    y = host_values(values, one);
+    loglik.resize(y.size());
     // the distinct (table, y) pairs, then each particle's result from its run's first particle
-    const RunStarts runs(ctx.particles, [&](std::size_t i) {
-      return repeats(g->laws, i) && repeats(y, i) && same_law_as_previous(each, i);
-    });
+    const RunStarts runs(
+        ctx.particles,
+        [&](std::size_t i) { return repeats(g->laws, i) && repeats(y, i) && same_law_as_previous(each, i); }, one);
     std::vector<JointConditioned> made;  // the batch's results, one per start (empty: the host's formulas)
     if (const auto at = each ? std::nullopt : batch_place(ctx, g->laws, runs.starts, g->rank()))
       if (auto m = in_chunks<JointConditioned>(g->laws, runs.starts, [&](const Starts& chunk) {
@@ -174,7 +179,7 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
           return conditioned(i, made.empty() ? condition_child(*g->laws[i], a, law_i, y[i]) : std::move(made[k++]),
                              *g->laws[i], 0, likelihood_sup(law_i, y[i]));
         },
-        [&](std::size_t i) { return runs.repeats(i) && (loglik[i] = loglik[i - 1], true); });
+        [&](std::size_t i) { return runs.repeats(i) && (loglik[i] = loglik[i - 1], true); }, one);
   } else if (const auto* s = std::get_if<SelectedChild>(&child.kind)) {
     draw_stuck_parents(child, true);
     std::optional<SelectedFrame> f;
@@ -186,6 +191,9 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
     }
     g = f->g;
     constants = f->constants;
+    const bool one = f->uniform() && uniform(values);
+    y = host_values(values, one);
+    loglik.resize(y.size());
     const Truncation wide = ctx.truncation;
     posterior = shared_per_particle(
         ctx.particles,
@@ -196,7 +204,7 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
           return conditioned(i, condition_selected(d, *s, axes[0], others, y[i]), d, g ? constants : 0,
                              likelihood_sup(*s, y[i]));
         },
-        [&](std::size_t i) { return f->repeats(i) && repeats(y, i) && (loglik[i] = loglik[i - 1], true); });
+        [&](std::size_t i) { return f->repeats(i) && repeats(y, i) && (loglik[i] = loglik[i - 1], true); }, one);
   } else {
     return false;
   }

@@ -58,8 +58,28 @@ inline bool equal(const Pmf& a, const Pmf& b) {
   return a.lo() == b.lo() && a.size() == b.size() && a.log_scale() == b.log_scale() &&
          a.error_bound() == b.error_bound() && (a.shares_weights(b) || a.weights() == b.weights());
 }
+// Where every input of an operation is one value for all particles (a uniform batch each: the particles of a
+// program before anything is drawn, a shared device law, a constant), the operation runs once, for particle 0, and
+// its result is uniform too: the helpers below take that as `one` (their f and same then see particle 0 alone, so
+// that the inputs of such an operation may be held as one value each).
+template <class T>
+bool uniform(const Batch<T>& b) {
+  return b.uniform();
+}
+/// A host vector of one value per particle, or of one value for every particle.
+template <class T>
+bool uniform(const std::vector<T>& v) {
+  return v.size() == 1;
+}
+inline bool uniform(const Values& v) { return v.same.has_value(); }
+/// v's values, one for every particle where `one` (then v is a constant), else one per particle.
+inline std::vector<std::int64_t> host_values(const Values& v, bool one) {
+  return one ? std::vector<std::int64_t>{*v.same} : to_vector(v);
+}
+
 /// Whether particle i's table in b equals particle i - 1's.
 inline bool repeats(const Tables& b, std::size_t i) { return i > 0 && b.size() > 1 && (b[i] == b[i - 1] || equal(*b[i], *b[i - 1])); }
+inline bool repeats(const Batch<Pmf>& b, std::size_t i) { return i > 0 && (b.uniform() || equal(b[i], b[i - 1])); }
 template <class T>
 bool repeats(const std::vector<T>& v, std::size_t i) {
   if constexpr (std::is_same_v<T, Pmf>)
@@ -68,9 +88,11 @@ bool repeats(const std::vector<T>& v, std::size_t i) {
     return i > 0 && v[i] == v[i - 1];
 }
 
-/// P values made by f(i), f called only where same(i) is false (else particle i - 1's value is copied).
+/// P values made by f(i), f called only where same(i) is false (else particle i - 1's value is copied); where `one`,
+/// f(0) for every particle.
 template <class T, class F, class Same>
-Batch<T> per_particle(std::size_t particles, F f, Same same) {
+Batch<T> per_particle(std::size_t particles, F f, Same same, bool one = false) {
+  if (one) return Batch<T>::uniform(particles, f(std::size_t{0}));
   std::optional<T> last;
   return Batch<T>::make(particles, [&](std::size_t i) {
     if (!last || !same(i)) last.emplace(f(i));
@@ -80,7 +102,8 @@ Batch<T> per_particle(std::size_t particles, F f, Same same) {
 
 /// The same for joint laws: equal particles share one table.
 template <class F, class Same>
-Tables shared_per_particle(std::size_t particles, F f, Same same) {
+Tables shared_per_particle(std::size_t particles, F f, Same same, bool one = false) {
+  if (one) return Tables::uniform(particles, std::make_shared<const JointPmf>(f(std::size_t{0})));
   std::shared_ptr<const JointPmf> last;
   return Tables::make(particles, [&](std::size_t i) {
     if (!last || !same(i)) last = std::make_shared<const JointPmf>(f(i));
@@ -94,12 +117,19 @@ inline std::int64_t table_bytes(const JointPmf& d) {
 }
 
 /// P joint laws made by f(i) (trimmed), within the budget (over_budget, and nothing kept, otherwise; the dropped
-/// measures count, and are given up before the law is); f is called only where same(i) is false.
+/// measures count, and are given up before the law is); f is called only where same(i) is false; where `one`, f(0)
+/// for every particle.
 template <class F, class Same>
-Tables compute(const Context& c, F f, Same same) {
+Tables compute(const Context& c, F f, Same same, bool one = false) {
   std::int64_t bytes = 0;
   std::shared_ptr<const JointPmf> last;
   try {
+    if (one) {
+      JointPmf law = trimmed(f(std::size_t{0}), c.truncation);
+      if (law.dropped() && table_bytes(law) > c.truncation.max_joint_bytes) law = law.with_error_bound(law.error_bound());
+      if (table_bytes(law) > c.truncation.max_joint_bytes) throw over_budget{};
+      return Tables::uniform(c.particles, std::make_shared<const JointPmf>(std::move(law)));
+    }
     return Tables::make(c.particles, [&](std::size_t i) {
       if (!last || !same(i)) {
         JointPmf law = trimmed(f(i), c.truncation);
@@ -200,6 +230,13 @@ struct SelectedFrame {
   std::vector<int> axis;                          // member axes (constants: filled per table)
   std::vector<std::vector<std::int64_t>> values;  // realized parents' values (empty for members)
   int constants = 0;
+  /// Whether every particle's inputs are one (the group's tables uniform, no realized parent).
+  bool uniform() const {
+    if (g && !joint_steps::uniform(g->laws)) return false;
+    for (const auto& v : values)
+      if (!v.empty()) return false;
+    return true;
+  }
   /// Whether particle i's inputs equal particle i - 1's.
   bool repeats(std::size_t i) const {
     bool same = i > 0 && (!g || joint_steps::repeats(g->laws, i));

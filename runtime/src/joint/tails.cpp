@@ -23,13 +23,13 @@ JointPmf with_tails(const JointPmf& j, const DroppedTails* tails, std::size_t i)
 }
 /// Whether particle i's tails equal particle i - 1's (nullptr: none known, equal).
 bool same_tails(const DroppedTails* tails, std::size_t i) {
-  if (tails == nullptr || tails->of[i] == tails->of[i - 1]) return true;
+  if (tails == nullptr || tails->entry(i) == tails->entry(i - 1)) return true;
   const auto &a = tails->dropped(i), &b = tails->dropped(i - 1);
   return tails->spread(i) == tails->spread(i - 1) && a.has_value() == b.has_value() && (!a || equal(*a, *b));
 }
 
 bool shares(const DroppedTails& tails, std::size_t i) {
-  return tails.of[i] == tails.of[i - 1] || (equal(tails.law(i), tails.law(i - 1)) && same_tails(&tails, i));
+  return tails.entry(i) == tails.entry(i - 1) || (equal(tails.law(i), tails.law(i - 1)) && same_tails(&tails, i));
 }
 
 }  // namespace joint_steps
@@ -127,12 +127,12 @@ Tails later_tails_of(Node& n, const Pmfs& laws) {
   if (n.tails && n.tails->belong_to(laws)) return n.tails;
   const auto* r = std::get_if<DiscreteRoot>(&n.kind);
   if (r == nullptr || !r->family) return nullptr;
-  for (std::size_t i = 0; i < laws.size(); ++i)
+  for (std::size_t i = 0; i < (uniform(laws) ? 1 : laws.size()); ++i)
     // no longer the prior (conditioned where its tails were not followed)
     if (!equal(laws[i], r->prior)) return nullptr;
   // the prior's tails, computed once for the roots of one kept prior (PriorTailsOnce), and only when read
-  auto prior = Batch<Pmf>::filled(laws.size(), r->prior);
-  n.tails = LaterTails::later(prior, 1, [r = *r, t = n.context->truncation](const Batch<Pmf>& priors)
+  auto prior = Batch<Pmf>::uniform(laws.size(), r->prior);
+  n.tails = LaterTails::later(prior, 1, [r = *r, t = n.context->truncation](const Batch<Pmf>&)
                                             -> LaterTails::Result {
     std::optional<PriorTails> known;
     if (!r.tails) {
@@ -147,7 +147,7 @@ Tails later_tails_of(Node& n, const Pmfs& laws) {
     if (!known) return {};
     auto out = std::make_shared<DroppedTails>();
     using Entry = DroppedTails::Entry;
-    out->of.assign(priors.size(), std::make_shared<const Entry>(Entry{r.prior, known->dropped, known->spread}));
+    out->of.assign(1, std::make_shared<const Entry>(Entry{r.prior, known->dropped, known->spread}));
     return {out, std::nullopt};
   });
   return n.tails;
@@ -157,6 +157,10 @@ Tails later_tails_of(Node& n, const Pmfs& laws) {
 Tails later_tails(Node& n, const std::vector<Pmf>& laws) { return later_tails_of(n, laws); }
 Tails later_tails(Node& n, const Batch<Pmf>& laws) { return later_tails_of(n, laws); }
 std::shared_ptr<const DroppedTails> known_tails(Node& n, const std::vector<Pmf>& laws) {
+  const auto t = later_tails_of(n, laws);
+  return t ? t->tails() : nullptr;
+}
+std::shared_ptr<const DroppedTails> known_tails(Node& n, const Batch<Pmf>& laws) {
   const auto t = later_tails_of(n, laws);
   return t ? t->tails() : nullptr;
 }
