@@ -175,13 +175,15 @@ int position(const std::vector<Node*>& axes, const Node* u) {
 
 /// What the component's law is built from, per node (host laws, one per particle).
 struct Inputs {
-  std::unordered_map<const Node*, std::vector<Pmf>> law;       // a node's marginal (tops; reweighted children)
+  std::unordered_map<const Node*, Batch<Pmf>> law;       // a node's marginal (tops; reweighted children)
   std::unordered_map<const Node*, std::shared_ptr<const DroppedTails>> tails;
-  std::unordered_map<const Node*, std::array<std::vector<Pmf>, 2>> operands;  // a sum's operands that left
+  std::unordered_map<const Node*, std::array<Batch<Pmf>, 2>> operands;  // a sum's operands that left
   std::unordered_map<const Node*, std::vector<std::int64_t>> constants;        // ties' c
   std::unordered_map<const Node*, std::vector<std::int64_t>> realized_y;       // a JointSum's realized Y
   std::unordered_map<const Node*, bool> y_joins;                               // a JointSum whose Y becomes an axis
   std::vector<const GroupLaws*> group_laws;  // the nodes' laws per group: particles of two groups share no table
+  /// Every input one for all particles (then constants and realized_y hold one value each): the law is made once.
+  bool one = false;
   bool repeats(std::size_t i) const {
     for (const auto& [u, l] : law)
       if (!joint_steps::repeats(l, i) || !same_tails(tails.count(u) ? tails.at(u).get() : nullptr, i)) return false;
@@ -206,11 +208,11 @@ Inputs gather_inputs(const Component& c) {
       in.group_laws.push_back(child->each.get());
     if (const auto* j = std::get_if<JointSum>(&u->kind); j && j->each) in.group_laws.push_back(j->each.get());
     if (u->tied_to) {
-      in.constants[u] = to_vector(u->tie_c);
+      in.constants[u] = host_values(u->tie_c, uniform(u->tie_c));
       if (u->mparents == std::array<Node*, 2>{}) continue;  // its law is its partner's, mapped
     }
     if (is_top(*u)) {
-      auto pmfs = to_pmfs(law(*u));
+      auto pmfs = host_laws(law(*u));
       if (may_know_tails(*u)) in.tails[u] = known_tails(*u, pmfs);
       in.law[u] = std::move(pmfs);
       continue;
@@ -219,18 +221,30 @@ Inputs gather_inputs(const Component& c) {
       (void)s;
       auto& ops = in.operands[u];
       for (int k = 0; k < 2; ++k)
-        if (!u->mparents[static_cast<std::size_t>(k)]) ops[static_cast<std::size_t>(k)] = to_pmfs((*u->operands)[static_cast<std::size_t>(k)]);
+        if (!u->mparents[static_cast<std::size_t>(k)]) ops[static_cast<std::size_t>(k)] = host_laws((*u->operands)[static_cast<std::size_t>(k)]);
       // never conditioned: its law is its operands' sum, nothing to reweight (a sum once tied to a partner that
       // died holds that partner's law, mapped, in tie_base: conditioned)
       if (u->marginal.empty() && u->tie_base.empty()) continue;
     }
     if (std::holds_alternative<JointSum>(u->kind)) {
       const auto y = u->operand_y.lock();
-      if (y && y->state == State::realized) in.realized_y[u] = to_vector(y->value);
+      if (y && y->state == State::realized) in.realized_y[u] = host_values(y->value, uniform(y->value));
       in.y_joins[u] = y && y->state == State::initialized && y.use_count() > 1;
     }
-    if (!u->tied_to) in.law[u] = to_pmfs(law(*u));
+    if (!u->tied_to) in.law[u] = host_laws(law(*u));
   }
+  in.one = in.group_laws.empty();
+  for (const auto& [u, l] : in.law) in.one = in.one && uniform(l);
+  for (const auto& [u, x] : in.tails) in.one = in.one && (!x || x->uniform());
+  for (const auto& [u, o] : in.operands)
+    for (const auto& l : o) in.one = in.one && (l.empty() || uniform(l));
+  const std::size_t particles = c.order.front()->context->particles;
+  for (auto* m : {&in.constants, &in.realized_y})
+    for (const auto& [u, v] : *m) in.one = in.one && v.size() == 1;
+  if (!in.one)  // then one value per particle for each
+    for (auto* m : {&in.constants, &in.realized_y})
+      for (auto& [u, v] : *m)
+        if (v.size() == 1) v = std::vector<std::int64_t>(particles, v.front());
   return in;
 }
 
@@ -345,7 +359,7 @@ Absorbed absorb(Node& n) {
     const Inputs in = gather_inputs(*c);
     // the axes are the same in every particle (the structure is): particle 0's call, always made, writes them
     laws = compute(ctx, [&](std::size_t i) { return component_law(*c, in, i, axes, t); },
-                   [&](std::size_t i) { return in.repeats(i); });
+                   [&](std::size_t i) { return in.repeats(i); }, in.one);
   } catch (const over_budget&) {
     return Absorbed::over_budget;
   }

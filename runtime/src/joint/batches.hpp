@@ -53,7 +53,7 @@ BatchIn to_batch(const Tables& in, const Starts& starts, gpu::Backend where);
 /// An operand folded into a sum (an independent count nobody else needs): particle i's law laws[i], negated where
 /// sign < 0, with its known tails (null: none), whose dropped and spread parts join its bound in a batch.
 struct FoldedOperand {
-  const std::vector<Pmf>* laws;
+  const Batch<Pmf>* laws;
   std::int64_t sign;
   const DroppedTails* tails;
 };

@@ -109,25 +109,31 @@ void join_sum(Node& z, int sign) {
   const std::int64_t coef[2] = {1, sign};
   std::vector<Node*> axis_nodes;
   struct Folded {  // an operand nobody else needs: convolved in
-    std::vector<Pmf> laws;
+    Batch<Pmf> laws;
     std::int64_t sign;
     std::shared_ptr<const DroppedTails> tails;
   };
   std::vector<Folded> folded;
-  std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>> constants;
+  std::vector<std::pair<const Values*, std::int64_t>> realized;
   for (int k = 0; k < 2; ++k) {
     Node& p = *held[static_cast<std::size_t>(k)];
     if (p.state == State::realized)
-      constants.emplace_back(to_vector(p.value), coef[k]);
+      realized.emplace_back(&p.value, coef[k]);
     else if (p.group || live(p))
       axis_nodes.push_back(&p);
     else {
-      std::vector<Pmf> laws = to_pmfs(law(p));
+      Batch<Pmf> laws = host_laws(law(p));
       auto tails = known_tails(p, laws);
       folded.push_back({std::move(laws), coef[k], std::move(tails)});
     }
   }
   const auto g = couple(axis_nodes);
+  // every input one for all particles: z's law is computed once (the constants then held as one value each)
+  bool one = uniform(g->laws);
+  for (const auto& [v, s] : realized) one = one && uniform(*v);
+  for (const Folded& f : folded) one = one && uniform(f.laws) && (!f.tails || f.tails->uniform());
+  std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>> constants;
+  for (const auto& [v, s] : realized) constants.emplace_back(host_values(*v, one), s);
   // z a linear member (no axis) where nothing is convolved in and no operand's axis can simply be replaced by z's
   // (an axis operand nobody needs afterwards, which no linear member reads)
   bool linear = folded.empty();
@@ -146,8 +152,13 @@ void join_sum(Node& z, int sign) {
         }
       l.terms.emplace_back(node, coefficient);
     };
+    // c: one value per particle, or (a realized operand where `one`) one for every particle, kept in the offset
     const auto add_constants = [&](const std::vector<std::int64_t>& c, std::int64_t coefficient) {
       if (c.empty()) return;
+      if (c.size() == 1 && ctx.particles > 1) {
+        l.offset += coefficient * c[0];
+        return;
+      }
       if (l.constants.empty()) l.constants.assign(ctx.particles, 0);
       for (std::size_t i = 0; i < ctx.particles; ++i) l.constants[i] += coefficient * c[i];
     };
@@ -183,11 +194,11 @@ void join_sum(Node& z, int sign) {
     kappa[static_cast<std::size_t>(a)] += coef[k];
     if (!live(p) && !read_by_linear(*g, a)) replace = a;
   }
-  std::vector<std::int64_t> constant_of;  // c_i, by particle (empty: none)
+  std::vector<std::int64_t> constant_of;  // c_i, by particle (empty: none; one value where `one`)
   if (!constants.empty()) {
-    constant_of.assign(ctx.particles, 0);
+    constant_of.assign(one ? 1 : ctx.particles, 0);
     for (const auto& [v, s] : constants)
-      for (std::size_t i = 0; i < ctx.particles; ++i) constant_of[i] += s * v[i];
+      for (std::size_t i = 0; i < constant_of.size(); ++i) constant_of[i] += s * v[i];
   }
   std::vector<FoldedOperand> folded_operands;
   for (const Folded& f : folded) folded_operands.push_back({&f.laws, f.sign, f.tails.get()});
@@ -213,7 +224,7 @@ void join_sum(Node& z, int sign) {
     for (const auto& c : constants) same = same && repeats(c.first, i);
     for (const auto& f : folded) same = same && repeats(f.laws, i) && same_tails(f.tails.get(), i);
     return same;
-  });
+  }, nullptr, one);
   g->laws = std::move(laws);
   if (replace >= 0)
     g->members[static_cast<std::size_t>(replace)] = z.weak_from_this();
