@@ -262,3 +262,60 @@ TEST_CASE("population Markov steps and emissions on the device match the host", 
   CHECK_THROWS_AS(gpu::markov_step(gpu::Laws::from_host(x, Backend::cuda), gpu::Table::from_host(row_major(t), K, C, Backend::cpu)),
                   tally::shape_error);
 }
+
+TEST_CASE("population laws of a few entries (a group of lanes each on the device) match the host", "[population][device]") {
+  if (tally::test::skip_without_device()) return;
+  std::random_device seed_source;
+  const std::uint64_t seed = (std::uint64_t(seed_source()) << 32) | seed_source();
+  INFO("seed " << seed);
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  constexpr std::size_t states = 40, P = 3001;  // an odd count: the last warp's groups past the last law
+  // laws of 1 .. L entries and transitions of C columns: 1 to 32 lanes per law, and a warp per law past 32
+  for (const auto& [L, C2] : {std::pair<std::size_t, std::size_t>{1, 1}, {2, 2}, {3, 3}, {4, 5}, {8, 9}, {16, 17},
+                              {32, 33}}) {
+    INFO("laws of at most " << L << " entries, " << C2 << " columns");
+    gpu::PmfBatch x;
+    std::vector<std::int64_t> s(P), y(P), v(P);
+    for (std::size_t i = 0; i < P; ++i) {
+      const std::size_t m = 1 + gen() % L;
+      const auto lo = static_cast<std::int64_t>(gen() % (states - m + 1));
+      std::vector<double> w(m);
+      for (double& e : w) e = u(gen) < 0.25 ? 0.0 : u(gen);
+      w[gen() % m] = 1.0;
+      x.push_back(w, lo, i % 7 == 3 ? -inf : 10.0 * u(gen) - 5.0);
+      s[i] = std::int64_t(gen() % states);
+      y[i] = std::int64_t(gen() % C2);
+      v[i] = std::int64_t(gen() % 60);
+    }
+    const Eigen::MatrixXd t = random_transition(gen, states, C2);
+    std::vector<double> rates(states);
+    for (double& r : rates) r = 40.0 * u(gen);
+    auto run = [&](Backend where) {
+      const gpu::Laws laws = gpu::Laws::from_host(x, where);
+      const gpu::Table table = gpu::Table::from_host(row_major(t), states, C2, where);
+      const gpu::Table rate_table = gpu::Table::from_host(rates, states, 1, where);
+      auto ll_m = gpu::filled(0.0, P, where), ll_p = gpu::filled(-1.0, P, where);
+      std::vector<gpu::PmfBatch> out;
+      out.push_back(gpu::markov_step(laws, table).to_host());
+      out.push_back(gpu::markov_rows(gpu::Column<std::int64_t>::from_host(s, where), table).to_host());
+      out.push_back(gpu::condition_on_markov(laws, table, gpu::Column<std::int64_t>::from_host(y, where), ll_m).to_host());
+      out.push_back(gpu::condition_on_poisson(laws, rate_table, gpu::Column<std::int64_t>::from_host(v, where), ll_p).to_host());
+      return std::make_tuple(out, ll_m.to_host(), ll_p.to_host());
+    };
+    const auto [host, host_m, host_p] = run(Backend::cpu);
+    const auto [device, device_m, device_p] = run(Backend::cuda);
+    for (std::size_t op = 0; op < host.size(); ++op) {
+      INFO("operation " << op);
+      REQUIRE(host[op].offset == device[op].offset);
+      REQUIRE(host[op].lo == device[op].lo);
+      for (std::size_t k = 0; k < host[op].weights.size(); ++k) REQUIRE(std::abs(host[op].weights[k] - device[op].weights[k]) <= 1e-13);
+      for (std::size_t i = 0; i < P; ++i) REQUIRE(close(host[op].log_scale[i], device[op].log_scale[i], 1e-12));
+    }
+    for (std::size_t i = 0; i < P; ++i) {
+      INFO("particle " << i);
+      REQUIRE(close(host_m[i], device_m[i], 1e-12));
+      REQUIRE(close(host_p[i], device_p[i], 1e-12));
+    }
+  }
+}

@@ -95,6 +95,15 @@ TEST_CASE("device batched sampling draws exactly what the CPU draws", "[gpu][sca
     require_same_draws(few, seed, counter);
     require_same_draws(few, seed + 1, counter);
   }
+  {  // pmfs of at most 8 weights (one a thread on the device), every kind, both alignments
+    std::uniform_int_distribution<std::size_t> tiny_length(1, 8);
+    PmfBatch tiny;
+    for (std::size_t i = 0; i < 4001; ++i)
+      append_raw(tiny, random_pmf(gen, tiny_length(gen), i % 97 == 0 ? 5 : static_cast<int>(i % 5)),
+                 static_cast<std::int64_t>(gen() % 1000) - 500);
+    require_same_draws(tiny, seed, counter);
+    require_same_draws(tiny, seed + 1, counter + 1);
+  }
   // the CUB composition adds in another order: it may differ only where a draw sits on a rounding boundary
   const auto want = cpu::sample_batched(batch, seed, counter);
   const auto cub = cuda::sample_batched(batch, seed, counter, cuda::SampleKernel::cub_scan_by_key);

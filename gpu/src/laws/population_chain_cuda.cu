@@ -1,6 +1,8 @@
-// The CUDA forms of population_chain: one warp per law (its C entries, or its K terms, across the lanes).
+// The CUDA forms of population_chain: one group of lanes per law, sized to the laws (its C entries, or its K terms,
+// across the lanes; population_kernels.cuh's lanes_for).
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "population_cuda.hpp"
 #include "population_kernels.cuh"
@@ -36,13 +38,16 @@ void check_states(const Laws& x, std::size_t k, const char* who) {
       [who, k](std::size_t i, long long lo, long long hi) { detail::fail_states(who, i, lo, hi, k); });
 }
 
-/// Writes law i's C entries r_j (lane-strided, in `o`) rescaled to maximum 1, with log_scale `scale` + log max.
-__device__ inline void finish_row(long long i, int lane, std::int64_t c, double top_local, double scale,
+/// Writes law i's C entries r_j (lane-strided over G lanes, in `o`) rescaled to maximum 1, with log_scale `scale` +
+/// log max; a group past the last law (here false) takes part in the shuffle and writes nothing.
+template <int G>
+__device__ inline void finish_row(long long i, bool here, int lane, std::int64_t c, double top_local, double scale,
                                   MutablePmfBatchView out) {
-  const double top = warp_max(top_local);
+  const double top = group_max<G>(top_local);
+  if (!here) return;
   const bool dead = !(top > 0.0) || scale == -INFINITY;
   double* o = out.weights + i * c;
-  for (std::int64_t j = lane; j < c; j += 32) o[j] = dead ? 0.0 : o[j] / top;
+  for (std::int64_t j = lane; j < c; j += G) o[j] = dead ? 0.0 : o[j] / top;
   if (lane == 0) {
     if (i == 0) out.offset[0] = 0;
     out.offset[i + 1] = (i + 1) * c;
@@ -51,36 +56,44 @@ __device__ inline void finish_row(long long i, int lane, std::int64_t c, double 
   }
 }
 
-/// One warp per law: lane j computes \sum_k w_k T_{lo + k, j} for its columns j (the CPU loop's order in k), over
-/// the entries that are states 0 .. rows - 1 (the others have weight 0: check_states).
+/// One group of G lanes per law: lane j computes \sum_k w_k T_{lo + k, j} for its columns j (the CPU loop's order in
+/// k), over the entries that are states 0 .. rows - 1 (the others have weight 0: check_states).
+template <int G>
 __global__ void markov_step_kernel(PmfBatchView x, const double* t, std::int64_t rows, std::int64_t c,
                                    MutablePmfBatchView out) {
-  const long long i = warp_index();
-  const int lane = threadIdx.x & 31;
-  if (i >= static_cast<long long>(x.count)) return;
-  const std::int64_t begin = x.offset[i], m = x.offset[i + 1] - begin, lo = x.lo[i];
-  const std::int64_t first = lo < 0 ? -lo : 0, end = m < rows - lo ? m : rows - lo;
+  const long long i = thread_index() / G;
+  const int lane = static_cast<int>(threadIdx.x % G);
+  const bool here = i < static_cast<long long>(x.count);
+  if (G == 32 && !here) return;  // whole warps leave together
   double top = 0.0;
-  for (std::int64_t j = lane; j < c; j += 32) {
-    double s = 0.0;
-    for (std::int64_t k = first; k < end; ++k) s += x.weights[begin + k] * t[(lo + k) * c + j];
-    top = fmax(top, out.weights[i * c + j] = s);
+  if (here) {
+    const std::int64_t begin = x.offset[i], m = x.offset[i + 1] - begin, lo = x.lo[i];
+    const std::int64_t first = lo < 0 ? -lo : 0, end = m < rows - lo ? m : rows - lo;
+    for (std::int64_t j = lane; j < c; j += G) {
+      double s = 0.0;
+      for (std::int64_t k = first; k < end; ++k) s += x.weights[begin + k] * t[(lo + k) * c + j];
+      top = fmax(top, out.weights[i * c + j] = s);
+    }
   }
-  finish_row(i, lane, c, top, x.log_scale[i], out);
+  finish_row<G>(i, here, lane, c, top, here ? x.log_scale[i] : 0.0, out);
 }
 
-/// One warp per particle: row T_{x_i, .}, or a flag when x_i is not a state.
+/// One group of G lanes per particle: row T_{x_i, .}, or a flag when x_i is not a state.
+template <int G>
 __global__ void markov_rows_kernel(const std::int64_t* x, std::size_t count, const double* t, std::int64_t rows,
                                    std::int64_t c, MutablePmfBatchView out, unsigned long long* first_bad) {
-  const long long i = warp_index();
-  const int lane = threadIdx.x & 31;
-  if (i >= static_cast<long long>(count)) return;
-  const std::int64_t s = x[i];
-  const bool bad = s < 0 || s >= rows;
-  if (bad && lane == 0) atomicMin(first_bad, static_cast<unsigned long long>(i));
+  const long long i = thread_index() / G;
+  const int lane = static_cast<int>(threadIdx.x % G);
+  const bool here = i < static_cast<long long>(count);
+  if (G == 32 && !here) return;
   double top = 0.0;
-  for (std::int64_t j = lane; j < c; j += 32) top = fmax(top, out.weights[i * c + j] = bad ? 0.0 : t[s * c + j]);
-  finish_row(i, lane, c, top, 0.0, out);
+  if (here) {
+    const std::int64_t s = x[i];
+    const bool bad = s < 0 || s >= rows;
+    if (bad && lane == 0) atomicMin(first_bad, static_cast<unsigned long long>(i));
+    for (std::int64_t j = lane; j < c; j += G) top = fmax(top, out.weights[i * c + j] = bad ? 0.0 : t[s * c + j]);
+  }
+  finish_row<G>(i, here, lane, c, top, 0.0, out);
 }
 
 struct MarkovLogLik {
@@ -100,9 +113,7 @@ struct PoissonLogLik {
 template <class LogLik>
 Laws condition(const Laws& x, LogLik log_lik, Column<double>& log_likelihood, const char* who) {
   Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), who);
-  if (x.size() > 0)
-    condition_kernel<<<warp_blocks(x.size()), block>>>(x.view(), log_lik, out.mutable_view(), log_likelihood.data());
-  launched();
+  condition_laws(x, log_lik, out, log_likelihood);
   return out;
 }
 
@@ -114,8 +125,11 @@ Laws markov_step(const Laws& x, const Table& t) {
   const auto c = static_cast<std::int64_t>(t.cols);
   Laws out = Laws::allocate(Backend::cuda, x.size(), x.size() * t.cols, t.cols, who);
   if (x.size() > 0)
-    markov_step_kernel<<<warp_blocks(x.size()), block>>>(x.view(), t.values.data(), static_cast<std::int64_t>(t.rows),
-                                                         c, out.mutable_view());
+    with_lanes(t.cols, [&](auto lanes) {
+      constexpr int G = decltype(lanes)::value;
+      markov_step_kernel<G><<<group_blocks(x.size(), G), block>>>(x.view(), t.values.data(),
+                                                                  static_cast<std::int64_t>(t.rows), c, out.mutable_view());
+    });
   launched();
   return out;
 }
@@ -125,10 +139,13 @@ Laws markov_rows(const Column<std::int64_t>& x, const Table& t) {
   FirstBad bad(x.size());
   Laws out = Laws::allocate(Backend::cuda, x.size(), x.size() * t.cols, t.cols, who);
   if (x.size() > 0)
-    markov_rows_kernel<<<warp_blocks(x.size()), block>>>(x.data(), x.size(), t.values.data(),
-                                                         static_cast<std::int64_t>(t.rows),
-                                                         static_cast<std::int64_t>(t.cols), out.mutable_view(),
-                                                         bad.data());
+    with_lanes(t.cols, [&](auto lanes) {
+      constexpr int G = decltype(lanes)::value;
+      markov_rows_kernel<G><<<group_blocks(x.size(), G), block>>>(x.data(), x.size(), t.values.data(),
+                                                                  static_cast<std::int64_t>(t.rows),
+                                                                  static_cast<std::int64_t>(t.cols), out.mutable_view(),
+                                                                  bad.data());
+    });
   launched();
   const std::int64_t* xp = x.data();
   const std::size_t rows = t.rows;

@@ -164,10 +164,7 @@ Laws condition_on_mix(const Laws& x, const ChildKernel& child, int sign_x, int s
   const std::size_t i = bad.read();
   if (i < x.size()) fail_on_host(who, i, x, child, sign_x, sign_y, 0.0, 0, true);
   Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), who);
-  if (x.size() > 0)
-    condition_kernel<<<warp_blocks(x.size()), block>>>(x.view(), MixLogLik{ch, sign_x, sign_y, z.data()},
-                                                       out.mutable_view(), log_likelihood.data());
-  launched();
+  condition_laws(x, MixLogLik{ch, sign_x, sign_y, z.data()}, out, log_likelihood);
   return out;
 }
 

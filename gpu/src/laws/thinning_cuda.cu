@@ -399,10 +399,7 @@ Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double 
 Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, const Column<double>& q,
                            Column<double>& log_likelihood) {
   Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), "tally::gpu::condition_on_thinning");
-  if (x.size() > 0)
-    condition_kernel<<<warp_blocks(x.size()), block>>>(x.view(), ThinningLogLikEach{v.data(), q.data()},
-                                                       out.mutable_view(), log_likelihood.data());
-  launched();
+  condition_laws(x, ThinningLogLikEach{v.data(), q.data()}, out, log_likelihood);
   return out;
 }
 

@@ -1,4 +1,5 @@
-// Batched inverse-cdf sampling on the device: one warp per pmf (lane-segment scans), and the CUB composition.
+// Batched inverse-cdf sampling on the device: one warp per pmf (lane-segment scans), two a warp or one a thread for
+// short pmfs, and the CUB composition.
 #include <cub/device/device_scan.cuh>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -215,6 +216,41 @@ __global__ void __launch_bounds__(sample_threads)
   if (lane == chosen) out[pmf] = pmfs.lo[pmf] + std::int64_t{lane_weights} * lane + (hit != 0 ? hit_at : last);
 }
 
+/// The same draws for batches whose pmfs all have at most one lane's weights (8: a Markov chain's few states, a
+/// Bernoulli): one thread a pmf, with sample_two_per_warp's sums bit for bit. There the tile's total is lane 0's sum
+/// of its 8 weights in order (the other lanes hold zeros, and the Kogge-Stone rounds add only +0 to it, which
+/// changes no sum), and the search walks lane 0's weights from c = 0: both are this thread's loops.
+__global__ void __launch_bounds__(sample_threads)
+    sample_thread_per_pmf(PmfBatchView pmfs, std::uint64_t seed, std::uint64_t counter, std::int64_t* out,
+                          std::uint64_t first_stream) {
+  const std::size_t pmf = static_cast<std::size_t>(blockIdx.x) * sample_threads + threadIdx.x;
+  if (pmf >= pmfs.count) return;
+  const std::int64_t begin = pmfs.offset[pmf];
+  const std::int64_t m = pmfs.offset[pmf + 1] - begin;
+  double x[lane_weights];
+#pragma unroll
+  for (int r = 0; r < lane_weights; ++r) x[r] = r < m ? __ldg(pmfs.weights + begin + r) : 0.0;
+  double total = x[0];
+#pragma unroll
+  for (int r = 1; r < lane_weights; ++r) total = total + x[r];
+  if (!(total > 0.0)) {  // no mass
+    out[pmf] = pmfs.lo[pmf];
+    return;
+  }
+  const double target = philox_uniform(seed, first_stream + pmf, counter) * total;
+  double c = 0.0;
+  int hit = -1, last = -1;
+#pragma unroll
+  for (int r = 0; r < lane_weights; ++r) {
+    c = c + x[r];
+    if (x[r] > 0.0) {
+      if (hit < 0 && c > target) hit = r;
+      last = r;
+    }
+  }
+  out[pmf] = pmfs.lo[pmf] + (hit >= 0 ? hit : last);
+}
+
 // ---- the CUB composition (a benchmark baseline) --------------------------------------------------------------------
 /// The pmf that weight k belongs to (binary search over the offsets).
 struct PmfOfWeight {
@@ -259,6 +295,13 @@ using detail::upload;
 void sample_batched_device(PmfBatchView pmfs, std::uint64_t seed, std::uint64_t counter, std::int64_t* out,
                            void* stream, std::uint64_t first_stream, std::size_t max_length) {
   if (pmfs.count == 0) return;
+  if (max_length > 0 && max_length <= static_cast<std::size_t>(kernels::lane_weights)) {
+    const auto blocks = static_cast<unsigned>((pmfs.count + kernels::sample_threads - 1) / kernels::sample_threads);
+    kernels::sample_thread_per_pmf<<<blocks, kernels::sample_threads, 0, static_cast<cudaStream_t>(stream)>>>(
+        pmfs, seed, counter, out, first_stream);
+    TALLY_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
   if (max_length > 0 && max_length <= static_cast<std::size_t>(kernels::tile / 2)) {
     const auto blocks =
         static_cast<unsigned>((pmfs.count * 16 + kernels::sample_threads - 1) / kernels::sample_threads);

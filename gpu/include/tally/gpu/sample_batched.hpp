@@ -54,8 +54,8 @@ std::vector<std::int64_t> sample_batched(const PmfBatch& pmfs, std::uint64_t see
                                          SampleKernel kernel = SampleKernel::automatic);
 /// Device form: draws into `out` (count entries), asynchronous on `stream`. No temporary storage (warp_per_pmf).
 /// Pmf i draws on the stream first_stream + i (a shard of a larger population: see gpu::sample). max_length, when
-/// given (> 0), is a bound on the pmfs' lengths known to the caller: at most 128 takes a kernel of two pmfs a warp
-/// (the same draws, bit for bit).
+/// given (> 0), is a bound on the pmfs' lengths known to the caller: at most 128 takes a kernel of two pmfs a warp,
+/// at most 8 one of a pmf a thread (the same draws, bit for bit).
 void sample_batched_device(PmfBatchView pmfs, std::uint64_t seed, std::uint64_t counter, std::int64_t* out,
                            void* stream = nullptr, std::uint64_t first_stream = 0, std::size_t max_length = 0);
 }  // namespace cuda
