@@ -573,14 +573,27 @@ Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, L
       require_counts(x, "tally::runtime: Binomial(x, q)");
       return conditioned_on_thinning(x, *y, t->keep, ll);
     }
+    // one observed value in every particle: the likelihood of each state tabulated once
     if (auto* m = std::get_if<MarkovStep>(&law))
       return conditioned(x, nullptr, e, ll, true, [&] {
+        if (y.same)
+          return gpu::condition_on_states(
+              *x.device,
+              gpu::markov_state_log_likelihoods(markov_table(m->transition, gpu::Backend::cpu), *y.same, at.where),
+              ll.values);
         return gpu::condition_on_markov(*x.device, markov_table(m->transition, at.where), *y, ll.values);
       });
     if (auto* r = std::get_if<IndexedPoisson>(&law)) {
-      const auto rates = gpu::Table::from_host(std::span<const double>(r->rates.data(), static_cast<std::size_t>(r->rates.size())),
-                                               static_cast<std::size_t>(r->rates.size()), 1, at.where);
-      return conditioned(x, nullptr, e, ll, true, [&] { return gpu::condition_on_poisson(*x.device, rates, *y, ll.values); });
+      const auto rates_on = [&](gpu::Backend where) {
+        return gpu::Table::from_host(std::span<const double>(r->rates.data(), static_cast<std::size_t>(r->rates.size())),
+                                     static_cast<std::size_t>(r->rates.size()), 1, where);
+      };
+      return conditioned(x, nullptr, e, ll, true, [&] {
+        if (y.same)
+          return gpu::condition_on_states(
+              *x.device, gpu::poisson_state_log_likelihoods(rates_on(gpu::Backend::cpu), *y.same, at.where), ll.values);
+        return gpu::condition_on_poisson(*x.device, rates_on(at.where), *y, ll.values);
+      });
     }
     // a scaled Poisson or an affine child: the likelihood p(y_i | k) per entry, exact
     return conditioned(x, nullptr, e, ll, x.device_nonnegative, [&] {

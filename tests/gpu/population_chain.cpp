@@ -301,6 +301,11 @@ TEST_CASE("population laws of a few entries (a group of lanes each on the device
       out.push_back(gpu::markov_rows(gpu::Column<std::int64_t>::from_host(s, where), table).to_host());
       out.push_back(gpu::condition_on_markov(laws, table, gpu::Column<std::int64_t>::from_host(y, where), ll_m).to_host());
       out.push_back(gpu::condition_on_poisson(laws, rate_table, gpu::Column<std::int64_t>::from_host(v, where), ll_p).to_host());
+      // one observed value for all: the likelihood of each state tabulated once
+      const gpu::Table host_table = gpu::Table::from_host(row_major(t), states, C2, Backend::cpu);
+      const gpu::Table host_rates = gpu::Table::from_host(rates, states, 1, Backend::cpu);
+      out.push_back(gpu::condition_on_states(laws, gpu::markov_state_log_likelihoods(host_table, y[0], where), ll_m).to_host());
+      out.push_back(gpu::condition_on_states(laws, gpu::poisson_state_log_likelihoods(host_rates, v[0], where), ll_p).to_host());
       return std::make_tuple(out, ll_m.to_host(), ll_p.to_host());
     };
     const auto [host, host_m, host_p] = run(Backend::cpu);
@@ -318,4 +323,39 @@ TEST_CASE("population laws of a few entries (a group of lanes each on the device
       REQUIRE(close(host_p[i], device_p[i], 1e-12));
     }
   }
+}
+
+TEST_CASE("population laws given one observed value for all: the tabulated likelihoods of each state", "[population]") {
+  std::random_device seed_source;
+  const std::uint64_t seed = (std::uint64_t(seed_source()) << 32) | seed_source();
+  INFO("seed " << seed);
+  std::mt19937_64 gen(seed);
+  const std::size_t P = 400;
+  const gpu::PmfBatch x = random_laws(gen, P);
+  const gpu::Laws laws = gpu::Laws::from_host(x, Backend::cpu);
+  const gpu::Table table = gpu::Table::from_host(row_major(random_transition(gen, K, C)), K, C, Backend::cpu);
+  const gpu::Table rates = gpu::Table::from_host(std::vector<double>{0.0, 3.0, 25.0, 400.0}, K, 1, Backend::cpu);
+  for (const std::int64_t y : {-1, 0, 2, 4, 5, 31}) {  // off the table's columns too (an impossible observation)
+    INFO("y = " << y);
+    const std::vector<std::int64_t> ys(P, y);
+    auto ll_each = gpu::filled(0.5, P, Backend::cpu), ll_one = gpu::filled(0.5, P, Backend::cpu);
+    const gpu::PmfBatch each = gpu::condition_on_markov(laws, table, gpu::Column<std::int64_t>::host_values(ys), ll_each).to_host();
+    const gpu::PmfBatch one =
+        gpu::condition_on_states(laws, gpu::markov_state_log_likelihoods(table, y, Backend::cpu), ll_one).to_host();
+    CHECK(each.weights == one.weights);  // the same formula, the same order
+    CHECK(each.log_scale == one.log_scale);
+    CHECK(ll_each.to_host() == ll_one.to_host());
+    auto pl_each = gpu::filled(0.0, P, Backend::cpu), pl_one = gpu::filled(0.0, P, Backend::cpu);
+    const gpu::PmfBatch p_each =
+        gpu::condition_on_poisson(laws, rates, gpu::Column<std::int64_t>::host_values(ys), pl_each).to_host();
+    const gpu::PmfBatch p_one =
+        gpu::condition_on_states(laws, gpu::poisson_state_log_likelihoods(rates, y, Backend::cpu), pl_one).to_host();
+    CHECK(p_each.weights == p_one.weights);
+    CHECK(pl_each.to_host() == pl_one.to_host());
+  }
+  // the table's errors: not K x 1, or states outside it
+  auto ll = gpu::filled(0.0, P, Backend::cpu);
+  CHECK_THROWS_AS(gpu::condition_on_states(laws, table, ll), tally::shape_error);
+  const gpu::Table two = gpu::Table::from_host(std::vector<double>{0.0, -1.0}, 2, 1, Backend::cpu);
+  CHECK_THROWS_AS(gpu::condition_on_states(laws, two, ll), tally::domain_error);
 }

@@ -145,4 +145,31 @@ Laws condition_on_poisson(const Laws& x, const Table& rates, const Column<std::i
       log_likelihood, who);
 }
 
+Table markov_state_log_likelihoods(const Table& t, std::int64_t y, Backend where) {
+  const std::vector<double> tv = t.host_values();
+  const auto rows = static_cast<std::int64_t>(t.rows), cols = static_cast<std::int64_t>(t.cols);
+  std::vector<double> l(t.rows);
+  for (std::int64_t k = 0; k < rows; ++k) l[std::size_t(k)] = detail::table_log_entry(tv.data(), rows, cols, k, y);
+  return Table::from_host(l, t.rows, 1, where);
+}
+
+Table poisson_state_log_likelihoods(const Table& rates, std::int64_t v, Backend where) {
+  const std::vector<double> r = rates.host_values();
+  std::vector<double> l(r.size());
+  for (std::size_t k = 0; k < r.size(); ++k) l[k] = detail::poisson_log_mass(v, r[k]);
+  return Table::from_host(l, r.size(), 1, where);
+}
+
+Laws condition_on_states(const Laws& x, const Table& log_lik, Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::condition_on_states";
+  same_shape(x, log_likelihood, who);
+  same_place(log_lik, x.where(), who);
+  if (log_lik.cols != 1)
+    tally::detail::fail<shape_error>(who, ": the log-likelihoods must be a K x 1 table, not ", log_lik.rows, " x ", log_lik.cols);
+  if (on_device(x.where())) return population_cuda::condition_on_states(x, log_lik, log_likelihood);
+  check_states(x.host(), log_lik.rows, who);
+  const std::vector<double>& l = log_lik.values.host();
+  return detail::condition_by(x, [&](std::size_t, std::int64_t k) { return l[std::size_t(k)]; }, log_likelihood, who);
+}
+
 }  // namespace tally::gpu

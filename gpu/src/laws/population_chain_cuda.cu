@@ -110,6 +110,13 @@ struct PoissonLogLik {
   __device__ double operator()(long long i, std::int64_t k) const { return detail::poisson_log_mass(v[i], rates[k]); }
 };
 
+/// l_k, tabulated once for every particle (states outside 0 .. K - 1 have weight 0: check_states).
+struct StateLogLik {
+  const double* l;
+  std::int64_t states;
+  __device__ double operator()(long long, std::int64_t k) const { return k >= 0 && k < states ? l[k] : -INFINITY; }
+};
+
 template <class LogLik>
 Laws condition(const Laws& x, LogLik log_lik, Column<double>& log_likelihood, const char* who) {
   Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), who);
@@ -166,6 +173,12 @@ Laws condition_on_poisson(const Laws& x, const Table& rates, const Column<std::i
   constexpr const char* who = "tally::gpu::condition_on_poisson";
   check_states(x, rates.rows, who);
   return condition(x, PoissonLogLik{rates.values.data(), v.data()}, log_likelihood, who);
+}
+
+Laws condition_on_states(const Laws& x, const Table& log_lik, Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::condition_on_states";
+  check_states(x, log_lik.rows, who);
+  return condition(x, StateLogLik{log_lik.values.data(), static_cast<std::int64_t>(log_lik.rows)}, log_likelihood, who);
 }
 
 }  // namespace tally::gpu::population_cuda

@@ -19,6 +19,7 @@ Laws markov_rows(const Column<std::int64_t>& x, const Table& t);
 Laws condition_on_markov(const Laws& x, const Table& t, const Column<std::int64_t>& y, Column<double>& log_likelihood);
 Laws condition_on_poisson(const Laws& x, const Table& rates, const Column<std::int64_t>& v,
                           Column<double>& log_likelihood);
+Laws condition_on_states(const Laws& x, const Table& log_lik, Column<double>& log_likelihood);
 // population_ops_cuda.cu
 Laws broadcast(std::span<const double> w, std::int64_t lo, double log_scale, std::size_t count);
 Laws point_laws(const Column<std::int64_t>& v);

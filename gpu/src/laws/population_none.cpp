@@ -38,6 +38,7 @@ Laws condition_on_markov(const Laws&, const Table&, const Column<std::int64_t>&,
 Laws condition_on_poisson(const Laws&, const Table&, const Column<std::int64_t>&, Column<double>&) {
   none("condition_on_poisson");
 }
+Laws condition_on_states(const Laws&, const Table&, Column<double>&) { none("condition_on_states"); }
 Laws mix(const Laws&, const ChildKernel&, int, int, double, std::int64_t) { none("mix"); }
 Laws condition_on_mix(const Laws&, const ChildKernel&, int, int, const Column<std::int64_t>&, Column<double>&) {
   none("condition_on_mix");

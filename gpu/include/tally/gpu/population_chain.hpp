@@ -42,5 +42,16 @@ Laws condition_on_markov(const Laws& x, const Table& t, const Column<std::int64_
 /// double stay exact), and \f$ \log \sum_k \mu_i(k) \mathrm{Pois}(v_i; r_k) \f$ added to log_likelihood.
 Laws condition_on_poisson(const Laws& x, const Table& rates, const Column<std::int64_t>& v,
                           Column<double>& log_likelihood);
+/// X_i given an observation whose log-likelihood given X_i = k is the same l_k in every particle (log_lik: K x 1;
+/// -inf allowed): what condition_on_markov and condition_on_poisson compute for one observed value, y_i = y, with
+/// l_k = log T_{k,y} or log Pois(y; r_k) tabulated once instead of per entry: \f$ w'_{i,k} \propto w_{i,k}\, e^{l_k}
+/// \f$, and \f$ \log \sum_k \mu_i(k)\, e^{l_k} \f$ added to log_likelihood.
+Laws condition_on_states(const Laws& x, const Table& log_lik, Column<double>& log_likelihood);
+/// condition_on_states's l_k for an observed Y = y of Markov step's table t (l_k = log T_{k,y}, -inf where y is not
+/// one of its C values or T_{k,y} = 0), and for an observed V = v of indexed Poisson rates (l_k = log Pois(v; r_k)),
+/// by the formulas of condition_on_markov and condition_on_poisson, placed where `where` says (the tables are read
+/// on the host: made there, they cost no copy).
+Table markov_state_log_likelihoods(const Table& t, std::int64_t y, Backend where);
+Table poisson_state_log_likelihoods(const Table& rates, std::int64_t v, Backend where);
 
 }  // namespace tally::gpu
