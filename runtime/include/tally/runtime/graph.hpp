@@ -114,16 +114,19 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// variable's state is a batch of P laws or values, kept where the graph's Device keeps them, and each call below
 /// acts on all particles at once. The algorithm is the same on both devices (runtime/src/delayed_sampling.cpp); the
 /// state operations dispatch once (runtime/src/state.cpp): host laws are tally::Pmf with the distributions'
-/// algebra and error bounds, device laws are tally::gpu batches. Operations without a device kernel (scaled and
-/// indexed Poisson marginals, affine maps with |a| > 1, joint sums of a variable and its child, Gamma and
-/// Dirichlet parents) run on the host for a CUDA graph, their laws copied there and back: the same results.
+/// algebra and error bounds, device laws are tally::gpu batches. What has no device kernel runs on the host for a
+/// CUDA graph, its laws copied there and back, with the same results: the compound laws of counts of a Gamma or
+/// Beta parameter other than a binomial's (negative binomial and Poisson counts), everything of a Dirichlet, a
+/// child law per group other than a thinning, and the joint laws (below).
 ///
 /// Equal laws are computed once. On the host, particles whose inputs to an operation are identical share one
 /// computation and one copy of its result. On the device, a prior is one law shared by every particle and a
 /// per-group law one law per group; an operation whose inputs are all shared that way (shared laws, a constant, a
 /// per-group child law) runs once per law and its result stays shared, through observations of constants and every
 /// resampling, until something per particle (a drawn value, a per-particle parameter) makes the laws one per
-/// particle. A filter whose particles all hold the same exact laws then costs about one particle's work.
+/// particle. A filter whose particles all hold the same exact laws then costs about one particle's work. The same
+/// holds on the host: a prior, and a joint law, that every particle holds is stored once (tally::runtime::Batch's
+/// uniform form), and an operation whose inputs are all held once runs once.
 ///
 /// Groups (Graph(Groups{G, S}, ...)): the P = G S particles are G filters of S particles each, one per parameter
 /// set. A per-group law (assume(std::vector<Family>), assume(x, std::vector<Thinning>)) is one law in every
@@ -190,7 +193,8 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// a marginalized Beta, Gamma or Dirichlet parameter (Fallback::pruned, parent_realized, shared_ancestor). Joint
 /// laws live on the host, for a CUDA graph too (their inputs are copied to the host, their marginals and draws back
 /// to the device), one table per distinct input:
-/// particles with equal tables share one. Where the particles hold many different tables (a member drawn in each),
+/// particles with equal tables share one, and where every particle holds the same table (nothing per particle has
+/// entered it) the law is that one table, each operation on it made once, whatever P. Where the particles hold many different tables (a member drawn in each),
 /// a CUDA graph computes an operation on all of them as one batch of device kernels (Truncation::joint_batches):
 /// the same results to rounding, with coarser (still sound) error bounds.
 /// Binomial(x, rho) with rho a Beta variable is not a joint law: observed, it conditions x exactly and rho waits for
