@@ -1,9 +1,11 @@
 // Counts of conjugate parents on P particles: compound laws, closed-form evidence, conjugate updates and draws, by
 // tally::gpu's population operations where the graph keeps its state (what has no kernel is staged on the host:
 // the compound laws of unbounded counts, and everything of a Dirichlet, whose parameters live on the host).
+#include <bit>
 #include <cmath>
 #include <limits>
 
+#include "distinct.hpp"
 #include "node.hpp"
 #include "tally/distributions/binomial.hpp"
 #include "tally/distributions/categorical.hpp"
@@ -32,11 +34,6 @@ struct HostParameters {
   }
 };
 
-/// Host laws placed where the graph keeps them.
-Laws placed(const Place& at, std::vector<Pmf> pmfs) {
-  return place(at, Batch<Pmf>::make(pmfs.size(), [&](std::size_t i) { return std::move(pmfs[i]); }));
-}
-
 /// A Poisson(a lambda) count's parameter seen as the rate a lambda: Gamma(k, theta / a).
 Gamma scaled(const Gamma& g, double a) { return Gamma(g.shape, g.rate / a); }
 
@@ -52,26 +49,38 @@ Laws count_laws(Place& at, const CountChild& c, Node& rho) {
   const auto &a = p.a, &b = p.b, &value = p.value;
   const auto& n = p.n;
   const Truncation& t = at.truncation;
-  std::vector<Pmf> out;
-  out.reserve(at.particles);
-  for (std::size_t i = 0; i < at.particles; ++i) {
+  const auto law = [&](std::size_t i) {
     switch (c.family) {
       case CountChild::binomial:
-        out.push_back(known ? to_pmf(Binomial(n[i], value[i]), t) : marginal_binomial(Beta(a[i], b[i]), n[i], t));
-        break;
+        return known ? to_pmf(Binomial(n[i], value[i]), t) : marginal_binomial(Beta(a[i], b[i]), n[i], t);
       case CountChild::negative_binomial:
-        out.push_back(known ? to_pmf(NegativeBinomial(c.successes, value[i]), t)
-                            : marginal_negative_binomial(Beta(a[i], b[i]), c.successes, t));
-        break;
+        return known ? to_pmf(NegativeBinomial(c.successes, value[i]), t)
+                     : marginal_negative_binomial(Beta(a[i], b[i]), c.successes, t);
       case CountChild::poisson:
-        out.push_back(known ? to_pmf(Poisson(c.scale * value[i]), t) : marginal_poisson(scaled(Gamma(a[i], b[i]), c.scale), t));
-        break;
-      case CountChild::categorical:
-        out.push_back(known ? to_pmf(Categorical(s.vector[i]), t) : marginal_categorical(s.params.dirichlet[i]));
-        break;
+        return known ? to_pmf(Poisson(c.scale * value[i]), t) : marginal_poisson(scaled(Gamma(a[i], b[i]), c.scale), t);
+      case CountChild::categorical: break;
     }
-  }
-  return placed(at, std::move(out));
+    return known ? to_pmf(Categorical(s.vector[i]), t) : marginal_categorical(s.params.dirichlet[i]);
+  };
+  // particles with equal parameters share one law (all of them before anything is drawn: then one law for all)
+  const auto bits = [](const std::vector<double>& v, std::size_t i) { return v.empty() ? 0 : std::bit_cast<std::uint64_t>(v[i]); };
+  const auto first = first_copies(
+      at.particles,
+      [&](std::size_t i) {
+        return mix(mix(mix(bits(a, i), bits(b, i)), bits(value, i)), n.empty() ? 0 : static_cast<std::uint64_t>(n[i]));
+      },
+      [&](std::size_t i, std::size_t j) {
+        if (c.family == CountChild::categorical) {
+          const Eigen::VectorXd &x = known ? s.vector[i] : s.params.dirichlet[i].alpha,
+                                &y = known ? s.vector[j] : s.params.dirichlet[j].alpha;
+          return x.size() == y.size() && x == y;
+        }
+        return bits(a, i) == bits(a, j) && bits(b, i) == bits(b, j) && bits(value, i) == bits(value, j) &&
+               (n.empty() || n[i] == n[j]);
+      });
+  auto laws = compute_once(first, law);
+  if (laws.distinct.size() == 1) return place(at, Batch<Pmf>::uniform(at.particles, std::move(laws.distinct[0])));
+  return place(at, Batch<Pmf>::make(at.particles, [&](std::size_t i) { return laws.take(i); }));
 }
 
 /// add_count_log_likelihood for every family but the categorical (whose Dirichlet lives on the host): by

@@ -122,6 +122,12 @@ std::vector<std::size_t> distinct_inputs(const Place& at, const Batch<Pmf>* x, c
 template <class Cond, class Prior>
 Laws host_conditioned(const Place& at, const std::vector<std::size_t>& first, LogLikelihood& ll, Cond cond, Prior prior) {
   auto c = compute_once(first, cond);
+  if (c.distinct.size() == 1 && at.particles > 1) {  // one input for every particle: one law, one log-likelihood
+    Conditioned one = std::move(c.distinct[0]);
+    add_host(ll, {one.log_likelihood});
+    ll.error = std::max(ll.error.value(), one.log_likelihood_error);
+    return place(at, Batch<Pmf>::uniform(at.particles, one.posterior ? std::move(*one.posterior) : prior(0)));
+  }
   std::vector<double> add(at.particles);
   auto out = Batch<Pmf>::make(at.particles, [&](std::size_t i) {
     Conditioned ci = c.take(i);
@@ -137,6 +143,7 @@ Laws host_conditioned(const Place& at, const std::vector<std::size_t>& first, Lo
 template <class Make>
 Laws host_map_once(const Place& at, const std::vector<std::size_t>& first, Make make) {
   auto laws = compute_once(first, make);
+  if (laws.distinct.size() == 1) return place(at, Batch<Pmf>::uniform(at.particles, std::move(laws.distinct[0])));
   return place(at, Batch<Pmf>::make(at.particles, [&](std::size_t i) { return laws.take(i); }));
 }
 

@@ -139,3 +139,37 @@ TEST_CASE("a joint law that every particle holds is one table, computed once, on
     CHECK(many.bytes - 8 * P < 4 * one.bytes);
   }
 }
+
+TEST_CASE("a count of a conjugate parameter that every particle holds is one law, on the host and the device",
+          "[runtime][conjugate][population][device]") {
+  // X | lambda ~ Poisson(2 lambda), lambda ~ Gamma(3, 0.5), marginalized (a child observed), then observed again
+  const auto run = [](Device device, std::size_t particles) {
+    Graph g(particles, 3, device);
+    g.strict(true);
+    const Continuous lambda = g.assume(Gamma(3.0, 0.5));
+    const Variable x = g.poisson(lambda, 2.0);
+    const Observation o = g.observe(g.binomial(x, 0.4), 5);
+    REQUIRE(o.exact());
+    const std::size_t bytes = g.bytes();
+    const std::vector<Pmf> laws = g.marginal(x);
+    return std::make_tuple(g.log_weights(), laws, bytes);
+  };
+  const auto [lw1, laws1, bytes1] = run(Device::cpu, 1);
+  std::vector<Device> devices{Device::cpu};
+  if (gpu::cuda_available()) devices.push_back(Device::cuda);
+  const std::size_t P = 4096;
+  for (const Device device : devices) {
+    INFO((device == Device::cpu ? "CPU graph" : "CUDA graph"));
+    const auto [lw, laws, bytes] = run(device, P);
+    REQUIRE(lw.size() == P);
+    for (std::size_t i = 0; i < P; i += 101) {
+      CHECK(lw[i] == Approx(lw1[0]).epsilon(1e-13));
+      REQUIRE(laws[i].lo() == laws1[0].lo());
+      REQUIRE(laws[i].size() == laws1[0].size());
+      CHECK((laws[i].normalized().weights() - laws1[0].normalized().weights()).cwiseAbs().maxCoeff() < 1e-14);
+    }
+    INFO("P = 1: " << bytes1 << " bytes; P = " << P << ": " << bytes);
+    // the parameters are one pair per particle (16 bytes each) and the log-weights 8: the count's law is held once
+    CHECK(bytes < bytes1 + 24 * P + 4096);  // (one law a particle: more than 1 MB)
+  }
+}
