@@ -1,5 +1,6 @@
 // Equal laws computed once: programs whose particles all hold the same exact laws, on a CUDA graph of P particles
-// against one particle on one CPU core (the wide-law population model and the HMM of two unknown rates).
+// against one particle on one CPU core (the wide-law population model, the HMM of two unknown rates, a count of a
+// Gamma rate).
 //
 // Usage: bench_equal_laws [P ...]       (default: 1 65536 1048576); each row the fastest of 3 runs, the whole program
 // from the graph's construction to the log-weights read back on the host.
@@ -18,6 +19,8 @@
 using namespace tally;
 using tally::runtime::Device;
 using tally::runtime::Graph;
+using tally::runtime::Continuous;
+using tally::runtime::Gamma;
 using tally::runtime::Variable;
 
 namespace {
@@ -43,6 +46,18 @@ std::vector<double> rate_hmm(std::size_t particles, Device device) {
   Graph g(particles, 1, device);
   g.strict(true);
   tally::models::joint::run_rate_hmm(g, tally::models::joint::RateHmm{});
+  return g.log_weights();
+}
+
+/// A count of an unknown rate: lambda ~ Gamma(3, 0.5), X | lambda ~ Poisson(2 lambda) marginalized (its law a
+/// negative binomial), Binomial(X, 0.4) observed five times, X's posterior read; the same in every particle.
+std::vector<double> gamma_count(std::size_t particles, Device device) {
+  Graph g(particles, 1, device);
+  g.strict(true);
+  const Continuous lambda = g.assume(Gamma(3.0, 0.5));
+  const Variable x = g.poisson(lambda, 2.0);
+  const std::int64_t y[] = {5, 3, 6, 4, 5};
+  for (const std::int64_t v : y) g.observe(g.binomial(x, 0.4), v);
   return g.log_weights();
 }
 
@@ -74,5 +89,8 @@ int main(int argc, char** argv) {
   for (const std::size_t p : sizes) row("wide-law population, 4 seasons", wide_population, p, Device::cuda, wide);
   row("HMM of two unknown rates, 20 steps", rate_hmm, 1, Device::cpu, hmm);
   for (const std::size_t p : sizes) row("HMM of two unknown rates, 20 steps", rate_hmm, p, Device::cuda, hmm);
+  const double count = gamma_count(1, Device::cpu)[0];
+  row("Poisson count of a Gamma rate, 5 observations", gamma_count, 1, Device::cpu, count);
+  for (const std::size_t p : sizes) row("Poisson count of a Gamma rate, 5 observations", gamma_count, p, Device::cuda, count);
   return 0;
 }
