@@ -272,8 +272,9 @@ TEST_CASE("population laws of a few entries (a group of lanes each on the device
   std::uniform_real_distribution<double> u(0.0, 1.0);
   constexpr std::size_t states = 40, P = 3001;  // an odd count: the last warp's groups past the last law
   // laws of 1 .. L entries and transitions of C columns: 1 to 32 lanes per law, and a warp per law past 32
-  for (const auto& [L, C2] : {std::pair<std::size_t, std::size_t>{1, 1}, {2, 2}, {3, 3}, {4, 5}, {8, 9}, {16, 17},
-                              {32, 33}}) {
+  for (const auto& shape : {std::pair<std::size_t, std::size_t>{1, 1}, {2, 2}, {3, 3}, {4, 5}, {8, 9}, {16, 17},
+                             {32, 33}}) {
+    const std::size_t L = shape.first, C2 = shape.second;
     INFO("laws of at most " << L << " entries, " << C2 << " columns");
     gpu::PmfBatch x;
     std::vector<std::int64_t> s(P), y(P), v(P);
