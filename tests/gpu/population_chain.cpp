@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "gpu/device.hpp"
@@ -85,6 +86,55 @@ double log_at(const gpu::PmfBatch& b, std::size_t i, std::int64_t k) {
 bool close(double a, double b, double tol) {
   if (a == b) return true;  // both -inf included
   return std::isfinite(a) && std::isfinite(b) && std::abs(a - b) <= tol * std::max(1.0, std::abs(b));
+}
+
+/// The laws and the two columns of log-likelihoods (Markov, Poisson) one backend's operations gave.
+using ChainRun = std::tuple<std::vector<gpu::PmfBatch>, std::vector<double>, std::vector<double>>;
+
+/// The device's run against the host's: the same shapes, weights within 1e-13, log-scales and log-likelihoods
+/// within 1e-12 relative.
+void require_same_runs(const ChainRun& host_run, const ChainRun& device_run) {
+  const auto& [host, host_m, host_p] = host_run;
+  const auto& [device, device_m, device_p] = device_run;
+  const std::size_t P = host_m.size();
+  REQUIRE(host.size() == device.size());
+  for (std::size_t op = 0; op < host.size(); ++op) {
+    INFO("operation " << op);
+    REQUIRE(host[op].offset == device[op].offset);
+    REQUIRE(host[op].lo == device[op].lo);
+    for (std::size_t k = 0; k < host[op].weights.size(); ++k) REQUIRE(std::abs(host[op].weights[k] - device[op].weights[k]) <= 1e-13);
+    for (std::size_t i = 0; i < host[op].size(); ++i) REQUIRE(close(host[op].log_scale[i], device[op].log_scale[i], 1e-12));
+  }
+  for (std::size_t i = 0; i < P; ++i) {
+    INFO("particle " << i);
+    REQUIRE(close(host_m[i], device_m[i], 1e-12));
+    REQUIRE(close(host_p[i], device_p[i], 1e-12));
+  }
+}
+
+/// The chain's operations on the laws x where `where` says: a Markov step (table t), rows of realized states s,
+/// conditionings on Markov children y and Poisson children v (rates), and with `tabulated` the same for one observed
+/// value for all (y_0, v_0) by the likelihood of each state.
+ChainRun run_chain(const gpu::PmfBatch& x, const Eigen::MatrixXd& t, const std::vector<double>& rates,
+                   const std::vector<std::int64_t>& s, const std::vector<std::int64_t>& y,
+                   const std::vector<std::int64_t>& v, Backend where, bool tabulated) {
+  const std::size_t P = x.size(), rows = static_cast<std::size_t>(t.rows()), cols = static_cast<std::size_t>(t.cols());
+  const gpu::Laws laws = gpu::Laws::from_host(x, where);
+  const gpu::Table table = gpu::Table::from_host(row_major(t), rows, cols, where);
+  const gpu::Table rate_table = gpu::Table::from_host(rates, rates.size(), 1, where);
+  auto ll_m = gpu::filled(0.0, P, where), ll_p = gpu::filled(-1.0, P, where);
+  std::vector<gpu::PmfBatch> out;
+  out.push_back(gpu::markov_step(laws, table).to_host());
+  out.push_back(gpu::markov_rows(gpu::Column<std::int64_t>::from_host(s, where), table).to_host());
+  out.push_back(gpu::condition_on_markov(laws, table, gpu::Column<std::int64_t>::from_host(y, where), ll_m).to_host());
+  out.push_back(gpu::condition_on_poisson(laws, rate_table, gpu::Column<std::int64_t>::from_host(v, where), ll_p).to_host());
+  if (tabulated) {
+    const gpu::Table host_table = gpu::Table::from_host(row_major(t), rows, cols, Backend::cpu);
+    const gpu::Table host_rates = gpu::Table::from_host(rates, rates.size(), 1, Backend::cpu);
+    out.push_back(gpu::condition_on_states(laws, gpu::markov_state_log_likelihoods(host_table, y[0], where), ll_m).to_host());
+    out.push_back(gpu::condition_on_states(laws, gpu::poisson_state_log_likelihoods(host_rates, v[0], where), ll_p).to_host());
+  }
+  return ChainRun(out, ll_m.to_host(), ll_p.to_host());
 }
 
 /// Law i of `got` equals `want` (log masses within tol, the same support of positive mass).
@@ -224,32 +274,7 @@ TEST_CASE("population Markov steps and emissions on the device match the host", 
     y[i] = std::int64_t(gen() % (C + 1)) - 1;
     v[i] = std::int64_t(gen() % 500);
   }
-  auto run = [&](Backend where) {
-    const gpu::Laws laws = gpu::Laws::from_host(x, where);
-    const gpu::Table table = gpu::Table::from_host(row_major(t), K, C, where);
-    const gpu::Table rate_table = gpu::Table::from_host(rates, K, 1, where);
-    auto ll_m = gpu::filled(0.0, P, where), ll_p = gpu::filled(-1.0, P, where);
-    std::vector<gpu::PmfBatch> out;
-    out.push_back(gpu::markov_step(laws, table).to_host());
-    out.push_back(gpu::markov_rows(gpu::Column<std::int64_t>::from_host(s, where), table).to_host());
-    out.push_back(gpu::condition_on_markov(laws, table, gpu::Column<std::int64_t>::from_host(y, where), ll_m).to_host());
-    out.push_back(gpu::condition_on_poisson(laws, rate_table, gpu::Column<std::int64_t>::from_host(v, where), ll_p).to_host());
-    return std::make_tuple(out, ll_m.to_host(), ll_p.to_host());
-  };
-  const auto [host, host_m, host_p] = run(Backend::cpu);
-  const auto [device, device_m, device_p] = run(Backend::cuda);
-  for (std::size_t op = 0; op < host.size(); ++op) {
-    INFO("operation " << op);
-    REQUIRE(host[op].offset == device[op].offset);
-    REQUIRE(host[op].lo == device[op].lo);
-    for (std::size_t k = 0; k < host[op].weights.size(); ++k) REQUIRE(std::abs(host[op].weights[k] - device[op].weights[k]) <= 1e-13);
-    for (std::size_t i = 0; i < P; ++i) REQUIRE(close(host[op].log_scale[i], device[op].log_scale[i], 1e-12));
-  }
-  for (std::size_t i = 0; i < P; ++i) {
-    INFO("particle " << i);
-    REQUIRE(close(host_m[i], device_m[i], 1e-12));
-    REQUIRE(close(host_p[i], device_p[i], 1e-12));
-  }
+  require_same_runs(run_chain(x, t, rates, s, y, v, Backend::cpu, false), run_chain(x, t, rates, s, y, v, Backend::cuda, false));
   gpu::PmfBatch wide = x;  // the device's errors: the same as the host's
   fill_positive(wide, 17);
   wide.lo[17] = -1;
@@ -292,37 +317,7 @@ TEST_CASE("population laws of a few entries (a group of lanes each on the device
     const Eigen::MatrixXd t = random_transition(gen, states, C2);
     std::vector<double> rates(states);
     for (double& r : rates) r = 40.0 * u(gen);
-    auto run = [&](Backend where) {
-      const gpu::Laws laws = gpu::Laws::from_host(x, where);
-      const gpu::Table table = gpu::Table::from_host(row_major(t), states, C2, where);
-      const gpu::Table rate_table = gpu::Table::from_host(rates, states, 1, where);
-      auto ll_m = gpu::filled(0.0, P, where), ll_p = gpu::filled(-1.0, P, where);
-      std::vector<gpu::PmfBatch> out;
-      out.push_back(gpu::markov_step(laws, table).to_host());
-      out.push_back(gpu::markov_rows(gpu::Column<std::int64_t>::from_host(s, where), table).to_host());
-      out.push_back(gpu::condition_on_markov(laws, table, gpu::Column<std::int64_t>::from_host(y, where), ll_m).to_host());
-      out.push_back(gpu::condition_on_poisson(laws, rate_table, gpu::Column<std::int64_t>::from_host(v, where), ll_p).to_host());
-      // one observed value for all: the likelihood of each state tabulated once
-      const gpu::Table host_table = gpu::Table::from_host(row_major(t), states, C2, Backend::cpu);
-      const gpu::Table host_rates = gpu::Table::from_host(rates, states, 1, Backend::cpu);
-      out.push_back(gpu::condition_on_states(laws, gpu::markov_state_log_likelihoods(host_table, y[0], where), ll_m).to_host());
-      out.push_back(gpu::condition_on_states(laws, gpu::poisson_state_log_likelihoods(host_rates, v[0], where), ll_p).to_host());
-      return std::make_tuple(out, ll_m.to_host(), ll_p.to_host());
-    };
-    const auto [host, host_m, host_p] = run(Backend::cpu);
-    const auto [device, device_m, device_p] = run(Backend::cuda);
-    for (std::size_t op = 0; op < host.size(); ++op) {
-      INFO("operation " << op);
-      REQUIRE(host[op].offset == device[op].offset);
-      REQUIRE(host[op].lo == device[op].lo);
-      for (std::size_t k = 0; k < host[op].weights.size(); ++k) REQUIRE(std::abs(host[op].weights[k] - device[op].weights[k]) <= 1e-13);
-      for (std::size_t i = 0; i < P; ++i) REQUIRE(close(host[op].log_scale[i], device[op].log_scale[i], 1e-12));
-    }
-    for (std::size_t i = 0; i < P; ++i) {
-      INFO("particle " << i);
-      REQUIRE(close(host_m[i], device_m[i], 1e-12));
-      REQUIRE(close(host_p[i], device_p[i], 1e-12));
-    }
+    require_same_runs(run_chain(x, t, rates, s, y, v, Backend::cpu, true), run_chain(x, t, rates, s, y, v, Backend::cuda, true));
   }
 }
 
