@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "device_note.hpp"
 #include "tally/distributions/bernoulli.hpp"
 #include "tally/distributions/weighted_bernoulli_sum.hpp"
 #include "tally/error.hpp"
@@ -284,6 +285,7 @@ int main(int argc, char** argv) {
   bool results = false;
   tally::models::add_results_flag(app, results);
   CLI11_PARSE(app, argc, argv);
+  tally::models::note_device_fallback();
   try {
     if (!plot_path.empty()) models::check_plot(plot_path);  // before the run: a plot that cannot be drawn fails at once
     const Units u = load(data);

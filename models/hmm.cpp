@@ -11,6 +11,7 @@
 #include <numeric>
 #include <vector>
 
+#include "device_note.hpp"
 #include "filter.hpp"
 #include "gnuplot.hpp"
 #include "tally/distributions/categorical.hpp"
@@ -194,6 +195,7 @@ int main(int argc, char** argv) {
   app.add_option("--steps", steps, "steps T of synthetic data")->check(CLI::Range(1, 1000000));
   app.add_option("--data-seed", data_seed, "seed of the synthetic data");
   CLI11_PARSE(app, argc, argv);
+  tally::models::note_device_fallback();
   try {
     if (!options.plot.empty()) models::check_plot(options.plot);  // before the run: a plot that cannot be drawn fails at once
     const auto [y, x] = simulate(m, steps, data_seed);

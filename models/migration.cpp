@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "device_note.hpp"
 #include "filter.hpp"
 #include "gnuplot.hpp"
 #include "joint_programs.hpp"
@@ -117,6 +118,7 @@ int main(int argc, char** argv) {
   app.add_flag("--fallback-only", fallback_only,
                "run only the filter with joint laws off (the joint filter's estimate is the exact one anyway)");
   CLI11_PARSE(app, argc, argv);
+  tally::models::note_device_fallback();
   if (counted) w.counted = {4, 3, 4, 3, 3};
   try {
     if (!options.plot.empty()) models::check_plot(options.plot);  // before the run: a plot that cannot be drawn fails at once

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "device_note.hpp"
 #include "filter.hpp"
 #include "gnuplot.hpp"
 #include "population_model.hpp"
@@ -208,6 +209,7 @@ int main(int argc, char** argv) {
   bool memory = false;
   app.add_flag("--memory", memory, "print the bytes per particle of each live node of the delayed-sampling program");
   CLI11_PARSE(app, argc, argv);
+  tally::models::note_device_fallback();
   try {
     const auto mpi = models::join_nccl(options, argc, argv);
     if (!options.plot.empty()) models::check_plot(options.plot);  // before the run: a plot that cannot be drawn fails at once

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "device_note.hpp"
 #include "filter.hpp"
 #include "population_groups.hpp"
 #include "results.hpp"
@@ -151,6 +152,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "gpu"}));
   models::add_results_flag(app, options.results);
   CLI11_PARSE(app, argc, argv);
+  tally::models::note_device_fallback();
   try {
     if (burn_in >= iterations) throw std::invalid_argument("--burn-in must be below --iterations");
     const auto [y, truth] = models::population::simulate(m, seasons, data_seed);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "device_note.hpp"
 #include "filter.hpp"
 #include "gnuplot.hpp"
 #include "population_groups.hpp"
@@ -115,6 +116,7 @@ int main(int argc, char** argv) {
   app.add_option("--plot", options.plot, "PNG file for the surface's contour plot (needs gnuplot; none by default)");
   models::add_results_flag(app, options.results);
   CLI11_PARSE(app, argc, argv);
+  tally::models::note_device_fallback();
   try {
     if (!options.plot.empty()) models::check_plot(options.plot);
     const auto [y, truth] = models::population::simulate(m, seasons, data_seed);

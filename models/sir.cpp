@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "device_note.hpp"
 #include "filter.hpp"
 #include "smc.hpp"
 #include "tally/distributions/binomial.hpp"
@@ -336,6 +337,7 @@ int main(int argc, char** argv) {
   models::FilterOptions options;
   options.add_sharding_to(app);
   CLI11_PARSE(app, argc, argv);
+  tally::models::note_device_fallback();
 
   Outbreak data;
   data.in_bed.resize(days);

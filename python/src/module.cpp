@@ -94,6 +94,10 @@ PYBIND11_MODULE(_tally, m) {
   m.def("cuda_compiled", &gpu::cuda_compiled, "Whether this build has the CUDA kernels.");
   m.def("cuda_available", &gpu::cuda_available, "Whether the CUDA kernels are built and a device is present.");
   m.def("device_description", &gpu::device_description, "The device tally would use, in words.");
+  m.def("device_fallback", &gpu::device_fallback,
+        "Why a build with CUDA kernels runs on the CPU (no device, a driver too old, ...), in words; empty where a "
+        "device is used, where the kernels are not built, or where TALLY_DEVICE=cpu asked for the CPU. tally itself "
+        "prints nothing about it.");
   m.def("release_cached_memory", &gpu::release_cached_memory,
         "Frees the device and pinned memory tally keeps for the process (caches, staging, check slots); call it when no "
         "Graph is alive, before a leak check. False where some slots were still in use. Made again when next used.");

@@ -31,7 +31,8 @@ gpu::Backend resolve(Device d, std::size_t particles) {
     case Device::cpu: return gpu::Backend::cpu;
     case Device::cuda:
       if (!gpu::cuda_available())
-        tally::detail::fail<cuda_error>("tally::runtime::Graph: Device::cuda asked for, but ", gpu::device_description());
+        tally::detail::fail<cuda_error>("tally::runtime::Graph: Device::cuda asked for, but no device can be used here: ",
+                                        gpu::device_description());
       return gpu::Backend::cuda;
     case Device::automatic: break;
   }

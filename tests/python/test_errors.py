@@ -2,6 +2,7 @@
 exception, with the C++ message unchanged."""
 
 import math
+import os
 import warnings
 
 import numpy as np
@@ -83,8 +84,16 @@ def test_binding_argument_errors():
 
 @pytest.mark.skipif(tally.cuda_available(), reason="a device is present")
 def test_cuda_graph_without_a_device():
-    with pytest.raises(tally.CudaError):
+    with pytest.raises(tally.CudaError, match="no device can be used"):
         tally.Graph(4, 1, "cuda")
+
+
+def test_device_fallback_says_why_the_cpu_is_used_and_only_then():
+    why = tally.device_fallback()
+    if not tally.cuda_compiled() or tally.cuda_available() or os.environ.get("TALLY_DEVICE") == "cpu":
+        assert why == ""
+    else:  # kernels built, no device: the probe's reason (tally printed nothing about it)
+        assert why == tally.device_description() and why != ""
 
 
 def test_counts_given_as_floats_are_taken_by_their_meaning_never_cast():

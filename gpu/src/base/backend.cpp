@@ -1,7 +1,6 @@
 // The dispatch decision and the one-time device probe (the probe itself is in device_cuda.cu or device_none.cpp).
 #include "tally/gpu/backend.hpp"
 
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -38,10 +37,7 @@ const Probe& probe() {
     }
     std::string why;
     result.available = detail::probe_device(why);
-    result.description = why;
-    const char* quiet = std::getenv("TALLY_QUIET");
-    if (!result.available && cuda_compiled() && !(quiet && std::strcmp(quiet, "1") == 0))
-      std::fprintf(stderr, "tally: %s; running on the CPU\n", why.c_str());
+    result.description = why;  // the library prints nothing: device_fallback() says why a CUDA build runs on the CPU
   });
   return result;
 }
@@ -51,6 +47,12 @@ const Probe& probe() {
 bool cuda_available() { return probe().available; }
 
 std::string device_description() { return probe().description; }
+
+std::string device_fallback() {
+  if (!cuda_compiled() || preference() == Preference::cpu) return {};
+  const Probe& p = probe();
+  return p.available ? std::string() : p.description;
+}
 
 Backend select(bool has_cuda_kernel, double work, double min_work) {
   if (!cuda_compiled()) return Backend::cpu;

@@ -12,12 +12,17 @@ enum class Backend { cpu, cuda };
 bool cuda_compiled();
 
 /// True when CUDA kernels are built, a device is present and the environment allows it (TALLY_DEVICE != cpu).
-/// The device is probed once, on the first call; if CUDA is built but no device can be used, tally says so once
-/// on stderr (unless TALLY_QUIET=1) and runs everything on the CPU.
+/// The device is probed once, on the first call; if CUDA is built but no device can be used, everything runs on
+/// the CPU. The library prints nothing about it: device_fallback() says why, for a program to report.
 bool cuda_available();
 
 /// A line describing the device in use, or why the CPU is used.
 std::string device_description();
+
+/// Why a build with CUDA kernels runs on the CPU although nothing asked it to (no device, a driver too old for the
+/// runtime, ...), in words; empty where a device is used, where the kernels are not built, or where TALLY_DEVICE=cpu
+/// asked for the CPU.
+std::string device_fallback();
 
 /// The backend for an operation of `work` elementary steps (multiply-adds, say) that has a CUDA implementation
 /// when `has_cuda_kernel` and needs at least `min_work` steps to pay for a launch. TALLY_DEVICE=cpu forces the
