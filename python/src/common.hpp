@@ -43,10 +43,10 @@ std::vector<T> to_vector(const Array<T>& a, const char* what) {
   return std::vector<T>(a.data(), a.data() + a.shape(0));
 }
 
+/// 2^63: an int64 holds the integers in [-2^63, 2^63).
+inline constexpr double int64_end = 0x1p63;
 /// Whether a double is an integer an int64 holds (what a count given as a float must be).
-inline bool integral_int64(double x) {
-  return std::isfinite(x) && x == std::floor(x) && x >= -9.223372036854775808e18 && x < 9.223372036854775808e18;
-}
+inline bool integral_int64(double x) { return std::isfinite(x) && x == std::floor(x) && x >= -int64_end && x < int64_end; }
 
 /// Counts, one per particle, from a 1-D array of integers (any integer dtype) or of floats that are all integers;
 /// TypeError naming the first value that is not an integer (no silent cast: 2.5 is not 2), ValueError for another

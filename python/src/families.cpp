@@ -31,13 +31,13 @@ void bind_law_functions(py::module_& m, Class& c) {
   });
   auto f_cdf_real = py::vectorize([](Law& d, double x) {
     if (std::isnan(x)) return x;  // NaN
-    if (x >= 9.223372036854775808e18) return 1.0;
-    if (x < -9.223372036854775808e18) return 0.0;
+    if (x >= int64_end) return 1.0;
+    if (x < -int64_end) return 0.0;
     return cdf(d, static_cast<std::int64_t>(std::floor(x)));
   });
-  auto f_pdf = py::vectorize([](Law& d, std::int64_t k) { return pdf(d, k); });
-  auto f_log_pdf = py::vectorize([](Law& d, std::int64_t k) { return log_pdf(d, k); });
-  auto f_cdf = py::vectorize([](Law& d, std::int64_t k) { return cdf(d, k); });
+  auto f_pdf = py::vectorize(pdf_one);
+  auto f_log_pdf = py::vectorize(log_pdf_one);
+  auto f_cdf = py::vectorize(cdf_one);
   auto f_quantile = py::vectorize([](Law& d, double p) { return quantile(d, p); });
   auto f_support = [](const Law& d) { return support(d); };
   auto f_mean = [](const Law& d) { return mean(d); };

@@ -78,9 +78,7 @@ Laws count_laws(Place& at, const CountChild& c, Node& rho) {
         return bits(a, i) == bits(a, j) && bits(b, i) == bits(b, j) && bits(value, i) == bits(value, j) &&
                (n.empty() || n[i] == n[j]);
       });
-  auto laws = compute_once(first, law);
-  if (laws.distinct.size() == 1) return place(at, Batch<Pmf>::uniform(at.particles, std::move(laws.distinct[0])));
-  return place(at, Batch<Pmf>::make(at.particles, [&](std::size_t i) { return laws.take(i); }));
+  return place(at, to_batch(compute_once(first, law), at.particles));
 }
 
 /// add_count_log_likelihood for every family but the categorical (whose Dirichlet lives on the host): by

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "tally/distributions/pmf.hpp"
+#include "tally/runtime/batch.hpp"
 
 namespace tally::runtime::detail {
 
@@ -105,6 +106,14 @@ auto compute_once(const std::vector<std::size_t>& first, F f) {
     out.last.push_back(i);
   }
   return out;
+}
+
+/// The results of compute_once as one value per particle: one value for all (a uniform batch) where every particle
+/// had the same input, else each particle's (handed over by take).
+template <class R>
+Batch<R> to_batch(Shared<R>&& results, std::size_t particles) {
+  if (results.distinct.size() == 1) return Batch<R>::uniform(particles, std::move(results.distinct[0]));
+  return Batch<R>::make(particles, [&](std::size_t i) { return results.take(i); });
 }
 
 }  // namespace tally::runtime::detail

@@ -44,11 +44,9 @@ Laws place(const Place& at, Batch<Pmf> host) {
   }
   // host laws all equal (joint laws' marginals where every particle holds the same tables; copies share their
   // weights, so most comparisons are O(1)) go to the device once, shared by every particle
-  if (!at.sharded && host.uniform() && host.size() > 1 && host.size() == at.particles)
-    return shared_by(place(one_per_block(at, at.particles), Batch<Pmf>::filled(1, host[0])), at.particles);
   if (!at.sharded && host.size() > 1 && host.size() == at.particles) {
-    bool equal = true;
-    for (std::size_t i = 1; i < host.size() && equal; ++i) equal = same_law(host[i], host[0]);
+    bool equal = true;  // (a uniform batch holds one law)
+    for (std::size_t i = 1; i < host.size() && equal && !host.uniform(); ++i) equal = same_law(host[i], host[0]);
     if (equal) return shared_by(place(one_per_block(at, at.particles), Batch<Pmf>::filled(1, host[0])), at.particles);
   }
   gpu::PmfBatch batch;
@@ -142,9 +140,7 @@ Laws host_conditioned(const Place& at, const std::vector<std::size_t>& first, Lo
 /// host_map computing make(i) once per distinct input (`first`, from distinct_inputs): the same laws, copied.
 template <class Make>
 Laws host_map_once(const Place& at, const std::vector<std::size_t>& first, Make make) {
-  auto laws = compute_once(first, make);
-  if (laws.distinct.size() == 1) return place(at, Batch<Pmf>::uniform(at.particles, std::move(laws.distinct[0])));
-  return place(at, Batch<Pmf>::make(at.particles, [&](std::size_t i) { return laws.take(i); }));
+  return place(at, to_batch(compute_once(first, make), at.particles));
 }
 
 Pmf affine_pmf(const Pmf& x, std::int64_t a, std::int64_t c, const Truncation& t) {

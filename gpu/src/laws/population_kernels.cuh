@@ -21,14 +21,13 @@ namespace tally::gpu::population_cuda::kernels {
 inline constexpr int block = detail::population_block;
 inline constexpr unsigned full_warp = 0xffffffffu;
 
-/// Blocks for one thread per particle, and for one warp per law (block / 32 laws a block).
-inline unsigned thread_blocks(std::size_t n) {
-  return static_cast<unsigned>(std::max<std::size_t>(1, (n + block - 1) / block));
-}
-inline unsigned warp_blocks(std::size_t n) {
-  constexpr std::size_t laws_per_block = block / 32;
+/// Blocks for n laws of `lanes` lanes each (block / lanes laws a block): one thread per particle, one warp per law.
+inline unsigned group_blocks(std::size_t n, int lanes) {
+  const std::size_t laws_per_block = static_cast<std::size_t>(block / lanes);
   return static_cast<unsigned>(std::max<std::size_t>(1, (n + laws_per_block - 1) / laws_per_block));
 }
+inline unsigned thread_blocks(std::size_t n) { return group_blocks(n, 1); }
+inline unsigned warp_blocks(std::size_t n) { return group_blocks(n, 32); }
 
 /// The lanes a law of at most `length` entries gets in the kernels that give each law a group of lanes: the least
 /// power of two >= length, from 1 to 32, so that short laws (a Markov chain's few states) do not leave most of a warp
@@ -37,11 +36,6 @@ inline int lanes_for(std::size_t length) {
   int g = 1;
   while (g < 32 && static_cast<std::size_t>(g) < length) g *= 2;
   return g;
-}
-/// Blocks for n laws of `lanes` lanes each.
-inline unsigned group_blocks(std::size_t n, int lanes) {
-  const std::size_t laws_per_block = static_cast<std::size_t>(block / lanes);
-  return static_cast<unsigned>(std::max<std::size_t>(1, (n + laws_per_block - 1) / laws_per_block));
 }
 
 /// launch(std::integral_constant<int, G>{}) for G = lanes_for(length): a kernel templated on its lanes per law.

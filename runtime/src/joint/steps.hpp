@@ -122,24 +122,21 @@ inline std::int64_t table_bytes(const JointPmf& d) {
 template <class F, class Same>
 Tables compute(const Context& c, F f, Same same, bool one = false) {
   std::int64_t bytes = 0;
+  const auto table = [&](std::size_t i) {
+    JointPmf law = trimmed(f(i), c.truncation);
+    // a dropped measure that would break the budget gives way first: its mass joins the spread bound
+    if (law.dropped() && bytes + table_bytes(law) > c.truncation.max_joint_bytes)
+      law = law.with_error_bound(law.error_bound());
+    auto made = std::make_shared<const JointPmf>(std::move(law));
+    bytes += table_bytes(*made);  // tables shared by equal particles count once
+    if (bytes > c.truncation.max_joint_bytes) throw over_budget{};
+    return made;
+  };
   std::shared_ptr<const JointPmf> last;
   try {
-    if (one) {
-      JointPmf law = trimmed(f(std::size_t{0}), c.truncation);
-      if (law.dropped() && table_bytes(law) > c.truncation.max_joint_bytes) law = law.with_error_bound(law.error_bound());
-      if (table_bytes(law) > c.truncation.max_joint_bytes) throw over_budget{};
-      return Tables::uniform(c.particles, std::make_shared<const JointPmf>(std::move(law)));
-    }
+    if (one) return Tables::uniform(c.particles, table(0));
     return Tables::make(c.particles, [&](std::size_t i) {
-      if (!last || !same(i)) {
-        JointPmf law = trimmed(f(i), c.truncation);
-        // a dropped measure that would break the budget gives way first: its mass joins the spread bound
-        if (law.dropped() && bytes + table_bytes(law) > c.truncation.max_joint_bytes)
-          law = law.with_error_bound(law.error_bound());
-        last = std::make_shared<const JointPmf>(std::move(law));
-        bytes += table_bytes(*last);  // tables shared by equal particles count once
-        if (bytes > c.truncation.max_joint_bytes) throw over_budget{};
-      }
+      if (!last || !same(i)) last = table(i);
       return last;
     });
   } catch (const overflow_error&) {  // a table past the budget
