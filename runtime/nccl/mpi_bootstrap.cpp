@@ -4,6 +4,8 @@
 #define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
+#include <cstdlib>
+
 #include "tally/error.hpp"
 #include "tally/runtime/nccl_communicator.hpp"
 
@@ -14,6 +16,13 @@ void check(int r, const char* what) {
   if (r != MPI_SUCCESS) throw communicator_error(tally::detail::message("tally::runtime::MpiBootstrap: ", what, " failed (", r, ")"));
 }
 }  // namespace
+
+bool MpiBootstrap::launched() {
+  // Open MPI's mpirun, PMIx launchers (Open MPI 5, Slurm's srun --mpi=pmix), MPICH's Hydra and Slurm
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE", "SLURM_PROCID"})
+    if (std::getenv(name) != nullptr) return true;
+  return false;
+}
 
 MpiBootstrap::MpiBootstrap(int* argc, char*** argv) {
   int initialized = 0;

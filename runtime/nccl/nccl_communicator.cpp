@@ -47,12 +47,49 @@ struct Staging {
   void* p = nullptr;
   std::size_t bytes = 0;
 };
+/// Page-locked host memory for the same (copies to and from it can be asynchronous), kept and grown as needed.
+struct PinnedStaging {
+  PinnedStaging() = default;
+  ~PinnedStaging() {
+    if (p != nullptr) cudaFreeHost(p);
+  }
+  PinnedStaging(const PinnedStaging&) = delete;
+  PinnedStaging& operator=(const PinnedStaging&) = delete;
+  char* at_least(std::size_t size) {
+    if (size > bytes) {
+      if (p != nullptr) cudaFreeHost(p);
+      p = nullptr;
+      bytes = 0;
+      void* q = nullptr;
+      check(cudaMallocHost(&q, size), "cudaMallocHost (staging)");
+      p = q;
+      bytes = size;
+    }
+    return static_cast<char*>(p);
+  }
+  void* p = nullptr;
+  std::size_t bytes = 0;
+};
 }  // namespace
 
 struct NcclCommunicator::State {
   ncclComm_t comm = nullptr;
   cudaStream_t stream = nullptr;  // blocking: ordered with the default stream both ways
-  Staging staging;                // host collectives: what is sent, then what is received
+  // host collectives: a communicator of their own (split from comm) on a non-blocking stream, through pinned memory,
+  // so that a host collective waits for the other ranks only, not for the graph's device work queued before it
+  ncclComm_t host_comm = nullptr;
+  cudaStream_t host_stream = nullptr;
+  Staging staging;        // device: what is sent, then what is received
+  PinnedStaging pinned;   // host: the same, page-locked
+  State() = default;
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  ~State() {  // (also where the constructor throws part way: whatever was made)
+    if (host_comm != nullptr) ncclCommDestroy(host_comm);
+    if (comm != nullptr) ncclCommDestroy(comm);
+    if (host_stream != nullptr) cudaStreamDestroy(host_stream);
+    if (stream != nullptr) cudaStreamDestroy(stream);
+  }
 };
 
 int detail::device_of_local_rank(std::size_t local_rank, const char* who) {
@@ -83,17 +120,12 @@ NcclCommunicator::NcclCommunicator(const Id& id, std::size_t rank, std::size_t s
   check(cudaStreamCreate(&state_->stream), "cudaStreamCreate");
   ncclUniqueId nid;
   std::memcpy(&nid, id.data(), sizeof(nid));
-  const ncclResult_t r = ncclCommInitRank(&state_->comm, static_cast<int>(size), nid, static_cast<int>(rank));
-  if (r != ncclSuccess) {
-    cudaStreamDestroy(state_->stream);
-    check(r, "ncclCommInitRank");
-  }
+  check(ncclCommInitRank(&state_->comm, static_cast<int>(size), nid, static_cast<int>(rank)), "ncclCommInitRank");
+  check(cudaStreamCreateWithFlags(&state_->host_stream, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  check(ncclCommSplit(state_->comm, 0, static_cast<int>(rank), &state_->host_comm, nullptr), "ncclCommSplit");
 }
 
-NcclCommunicator::~NcclCommunicator() {
-  if (state_->comm != nullptr) ncclCommDestroy(state_->comm);
-  if (state_->stream != nullptr) cudaStreamDestroy(state_->stream);
-}
+NcclCommunicator::~NcclCommunicator() = default;
 
 std::string NcclCommunicator::description() const {
   return tally::detail::message("NCCL rank ", rank_, " of ", size_, " on device ", device_);
@@ -102,18 +134,22 @@ std::string NcclCommunicator::description() const {
 void NcclCommunicator::all_gather(const void* in, void* out, std::size_t bytes, gpu::Backend where) {
   check(cudaSetDevice(device_), "cudaSetDevice");
   if (bytes == 0) return;
-  const bool host = where == gpu::Backend::cpu;
-  const void* send = in;
-  void* recv = out;
-  if (host) {
-    char* staged = state_->staging.at_least(bytes * (size_ + 1));
-    check(cudaMemcpy(staged, in, bytes, cudaMemcpyHostToDevice), "cudaMemcpy");
-    send = staged;
-    recv = staged + bytes;
+  if (where == gpu::Backend::cpu) {
+    // on the host communicator's stream, through pinned memory: no wait for the device's other work
+    const std::size_t all = bytes * (size_ + 1);
+    char* pinned = state_->pinned.at_least(all);
+    char* staged = state_->staging.at_least(all);
+    std::memcpy(pinned, in, bytes);
+    cudaStream_t s = state_->host_stream;
+    check(cudaMemcpyAsync(staged, pinned, bytes, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+    check(ncclAllGather(staged, staged + bytes, bytes, ncclChar, state_->host_comm, s), "ncclAllGather");
+    check(cudaMemcpyAsync(pinned + bytes, staged + bytes, bytes * size_, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    std::memcpy(out, pinned + bytes, bytes * size_);
+    return;
   }
   // in the default stream's order: after the work that wrote `in`, before the work that reads `out`
-  check(ncclAllGather(send, recv, bytes, ncclChar, state_->comm, state_->stream), "ncclAllGather");
-  if (host) check(cudaMemcpy(out, recv, bytes * size_, cudaMemcpyDeviceToHost), "cudaMemcpy");  // (waits for it)
+  check(ncclAllGather(in, out, bytes, ncclChar, state_->comm, state_->stream), "ncclAllGather");
 }
 
 namespace {
@@ -127,15 +163,15 @@ void check_counts(std::span<const std::size_t> send_bytes, std::span<const std::
 }  // namespace
 
 void NcclCommunicator::enqueue_pairs(const char* from, std::span<const std::size_t> send_bytes, char* to,
-                                     std::span<const std::size_t> recv_bytes) {
+                                     std::span<const std::size_t> recv_bytes, bool host) {
+  ncclComm_t comm = host ? state_->host_comm : state_->comm;
+  cudaStream_t stream = host ? state_->host_stream : state_->stream;
   std::size_t at_send = 0, at_recv = 0;
   for (std::size_t q = 0; q < size_; ++q) {
     if (send_bytes[q] > 0)
-      check(ncclSend(from + at_send, send_bytes[q], ncclChar, static_cast<int>(q), state_->comm, state_->stream),
-            "ncclSend");
+      check(ncclSend(from + at_send, send_bytes[q], ncclChar, static_cast<int>(q), comm, stream), "ncclSend");
     if (recv_bytes[q] > 0)
-      check(ncclRecv(to + at_recv, recv_bytes[q], ncclChar, static_cast<int>(q), state_->comm, state_->stream),
-            "ncclRecv");
+      check(ncclRecv(to + at_recv, recv_bytes[q], ncclChar, static_cast<int>(q), comm, stream), "ncclRecv");
     at_send += send_bytes[q];
     at_recv += recv_bytes[q];
   }
@@ -148,20 +184,28 @@ void NcclCommunicator::all_to_all(const void* send, std::span<const std::size_t>
   const std::size_t sent = std::accumulate(send_bytes.begin(), send_bytes.end(), std::size_t{0});
   const std::size_t received = std::accumulate(recv_bytes.begin(), recv_bytes.end(), std::size_t{0});
   if (sent == 0 && received == 0) return;  // (nothing to enqueue: one rank, or a shard that keeps its particles)
-  const bool host = where == gpu::Backend::cpu;
-  const char* from = static_cast<const char*>(send);
-  char* to = static_cast<char*>(recv);
-  if (host) {
+  if (where == gpu::Backend::cpu) {
+    // as all_gather's host form: the host communicator, pinned memory, no wait for the device's other work
+    char* pinned = state_->pinned.at_least(sent + received);
     char* staged = state_->staging.at_least(sent + received);
-    if (sent > 0) check(cudaMemcpy(staged, send, sent, cudaMemcpyHostToDevice), "cudaMemcpy");
-    from = staged;
-    to = staged + sent;
+    cudaStream_t s = state_->host_stream;
+    if (sent > 0) {
+      std::memcpy(pinned, send, sent);
+      check(cudaMemcpyAsync(staged, pinned, sent, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+    }
+    check(ncclGroupStart(), "ncclGroupStart");
+    enqueue_pairs(staged, send_bytes, staged + sent, recv_bytes, true);
+    check(ncclGroupEnd(), "ncclGroupEnd");
+    if (received > 0)
+      check(cudaMemcpyAsync(pinned + sent, staged + sent, received, cudaMemcpyDeviceToHost, s), "cudaMemcpyAsync");
+    check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+    if (received > 0) std::memcpy(recv, pinned + sent, received);
+    return;
   }
   // in the default stream's order, as all_gather
   check(ncclGroupStart(), "ncclGroupStart");
-  enqueue_pairs(from, send_bytes, to, recv_bytes);
+  enqueue_pairs(static_cast<const char*>(send), send_bytes, static_cast<char*>(recv), recv_bytes, false);
   check(ncclGroupEnd(), "ncclGroupEnd");
-  if (host && received > 0) check(cudaMemcpy(recv, to, received, cudaMemcpyDeviceToHost), "cudaMemcpy");
 }
 
 void NcclCommunicator::all_to_all_many(std::span<const void* const> sends, std::span<const std::size_t> send_bytes,
@@ -181,7 +225,7 @@ void NcclCommunicator::all_to_all_many(std::span<const void* const> sends, std::
   if (sends.empty() || (sent == 0 && received == 0)) return;
   check(ncclGroupStart(), "ncclGroupStart");  // every buffer's sends and receives: one launch
   for (std::size_t k = 0; k < sends.size(); ++k)
-    enqueue_pairs(static_cast<const char*>(sends[k]), send_bytes, static_cast<char*>(recvs[k]), recv_bytes);
+    enqueue_pairs(static_cast<const char*>(sends[k]), send_bytes, static_cast<char*>(recvs[k]), recv_bytes, false);
   check(ncclGroupEnd(), "ncclGroupEnd");
 }
 

@@ -736,10 +736,15 @@ std::vector<gpu::WeightedSummary> Graph::summarize(std::span<const Variable> xs,
     for (const auto& n : nodes) columns.push_back(realized(*n).column.get());
     std::optional<detail::ShardPhase> phase;
     if (sharded()) phase.emplace(*context_, "summarize");
-    if (sharded() && context_->where == gpu::Backend::cuda) {
-      // each shard's sums and histograms, added: O(P / G) a shard
+    if (sharded()) {
+      // each shard's sums and histograms, added: O(P / G) a shard; on tile-aligned shards the systematic plan of
+      // the weights with them, for a resampling that follows
       const std::span<const gpu::Column<std::int64_t>* const> mine(columns);
-      if (auto parts = detail::sharded_summarize_parts(*context_, mine, probabilities)) return std::move(*parts);
+      std::optional<detail::PlanFor> plan_for;
+      if (!context_->known_plan && detail::tile_aligned(*context_))
+        plan_for = detail::PlanFor{context_->seed ^ resampling_key, context_->resamplings};
+      if (auto parts = detail::sharded_summarize_parts(*context_, mine, probabilities, plan_for))
+        return std::move(*parts);
     }
     if (sharded() && detail::whole_on_device(*context_)) {
       // values too spread for the bins: the whole population's columns on every shard, gpu::summarize's results

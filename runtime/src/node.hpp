@@ -100,6 +100,7 @@ using Kind = std::variant<DiscreteRoot, DiscreteChild, PerParticleBinomial, Sum,
 enum class State { initialized, marginalized, realized };
 
 class Node;
+struct TiledPlan;  // sharding.hpp
 
 /// What all nodes of one program share: the number of particles, where their state lives, the draws so far,
 /// the log-weights, and the report of the observation being computed.
@@ -111,6 +112,7 @@ struct Context : Place {
   /// The log-weights, to change (add to, replace): forgets their known summary.
   gpu::Column<double>& changing_log_weight() {
     known_weights_.reset();
+    known_plan.reset();
     return log_weight_;
   }
   /// The resampler's summary of the current log-weights, where a summary computed it with them (Graph::summarize on
@@ -118,6 +120,10 @@ struct Context : Place {
   /// whose population is gathered whole (detail::whole_on_device) keeps the whole population's summary here.
   const std::optional<gpu::WeightSummary>& known_weights() const { return known_weights_; }
   void know_weights(const std::optional<gpu::WeightSummary>& s) { known_weights_ = s; }
+  /// A sharded population's systematic resampling plan of the current log-weights (TiledPlan: its seed and counter
+  /// with it), made by a summary with its parts, so that the resampling that follows waits for nothing; forgotten
+  /// when the log-weights change.
+  std::shared_ptr<TiledPlan> known_plan;
   std::uint64_t resamplings = 0;   // Graph::resample_by_weight calls so far: the counter of their uniforms
   std::size_t group_size;          // the particles of each group (Groups): particle i is in group i / group_size
   bool grouped = false;            // made with Groups (else one group: the population, however sharded)

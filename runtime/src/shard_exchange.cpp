@@ -86,20 +86,22 @@ std::size_t entry(const gpu::Column<std::size_t>& x, std::size_t i) {
 }
 
 /// The exchange of a resampling whose ancestors are nondecreasing, as systematic resampling's are: shard r's
-/// positions bounds[r] .. bounds[r + 1] - 1 take the particles of one range [lo_r, hi_r] (their first and last
-/// ancestors), each other holder sends its part of it in order, and shard r places its positions from its own
-/// particles and those received (kept_first: one gather, as the unsharded resampling's). `x` holds this shard's
-/// ancestors from entry `at` on (the population's column, at = bounds[me], or its own, at = 0); the index columns
-/// are made where the graph keeps its state. Only the ends are read: the caller vouches for the rest (systematic
-/// ancestors are nondecreasing by construction); empty (no plan) where the ends are out of order.
+/// positions bounds[r] .. bounds[r + 1] - 1 take particles of one range [lo_r, hi_r] (their first and last
+/// ancestors, or any range holding them: the tiles of the plan's), each other holder sends its part of it in
+/// order, and shard r places its positions from its own particles and those received (kept_first: one gather, as
+/// the unsharded resampling's). `x` holds this shard's ancestors from entry `at` on (the population's column, at =
+/// bounds[me], or its own, at = 0); the index columns are made where the graph keeps its state. The ancestors are
+/// not read: the caller vouches for them (systematic ancestors are nondecreasing by construction); empty (no plan)
+/// where the ranges are out of order.
 std::optional<Exchange> ranges_exchange(Context& ctx, const std::vector<std::size_t>& lo,
                                         const std::vector<std::size_t>& hi, const gpu::Column<std::size_t>& x,
                                         std::size_t at) {
   Communicator& c = comm_of(ctx);
   const auto& bounds = shard_bounds(ctx);
   const std::size_t g = c.size(), me = c.rank();
-  for (std::size_t r = 0; r < g; ++r)
-    if (lo[r] > hi[r] || hi[r] >= bounds.back() || (r + 1 < g && hi[r] > lo[r + 1])) return std::nullopt;
+  for (std::size_t r = 0; r < g; ++r)  // (ends of nondecreasing ancestors; they may share a particle or a tile)
+    if (lo[r] > hi[r] || hi[r] >= bounds.back() || (r + 1 < g && (lo[r] > lo[r + 1] || hi[r] > hi[r + 1])))
+      return std::nullopt;
   // the overlap of [a, b] and [first, last] (inclusive), as a range
   auto overlap = [](std::size_t a, std::size_t b, std::size_t first, std::size_t last) {
     const std::size_t from = std::max(a, first), to = std::min(b, last);
@@ -290,13 +292,9 @@ struct Header {
   std::uint64_t nonnegative, max_length;
 };
 
-/// Two numbers of each shard that travel with the items' headers (a plan's ends), in rank order.
-using ShardEnds = std::vector<std::array<std::size_t, 2>>;
-
-/// sharded_gather's work, with the plan made by `plan` from every shard's `my_ends` (a collective, once every shard
-/// has checked the items).
-void gather_items(Context& ctx, const std::function<Exchange(const ShardEnds&)>& plan, gpu::Column<double>* log_weights,
-                  std::array<std::size_t, 2> my_ends = {0, 0}) {
+/// sharded_gather's work, with the exchange made by `plan` (a collective where it needs one, once every shard has
+/// checked the items).
+void gather_items(Context& ctx, const std::function<Exchange()>& plan, gpu::Column<double>* log_weights) {
   Communicator& c = comm_of(ctx);
   // the items, in the order of the live nodes; shared laws and values once (as Graph::gather)
   std::vector<Item> items;
@@ -369,24 +367,20 @@ void gather_items(Context& ctx, const std::function<Exchange(const ShardEnds&)>&
     }
     if (it.value != nullptr) h.nonnegative = it.value->nonnegative;
   }
-  // the same items on every shard, or an error on every shard: the count, the ends and the first headers in one
-  // host collective (a second for the headers past the first 32)
+  // the same items on every shard, or an error on every shard: the count and the first headers in one host
+  // collective (a second for the headers past the first 32)
   constexpr std::size_t inline_headers = 32;
   struct Block {
     std::uint64_t count;
-    std::array<std::size_t, 2> ends;
     std::array<Header, inline_headers> headers;
   };
-  Block block{items.size(), my_ends, {}};
+  Block block{items.size(), {}};
   std::copy_n(mine.begin(), std::min(items.size(), inline_headers), block.headers.begin());
   const std::vector<Block> blocks = gather_all(c, block);
-  ShardEnds ends;
-  for (const Block& b : blocks) {
+  for (const Block& b : blocks)
     if (b.count != items.size())
       throw communicator_error("tally::runtime::Graph: the shards hold different live variables (the program must be "
                                "the same on every shard)");
-    ends.push_back(b.ends);
-  }
   for (std::size_t r = 0; r < c.size(); ++r)
     std::copy_n(blocks[r].headers.begin(), std::min(items.size(), inline_headers), all.begin() + r * items.size());
   if (items.size() > inline_headers) {
@@ -418,7 +412,7 @@ void gather_items(Context& ctx, const std::function<Exchange(const ShardEnds&)>&
                                        "between shards yet (resample a Dirichlet program unsharded)");
 
   // every item's moved state, computed aside
-  const Exchange x = plan(ends);
+  const Exchange x = plan();
   std::vector<Laws> new_laws(items.size());
   std::vector<Values> new_values(items.size());
   std::vector<gpu::Column<double>> new_columns(items.size());
@@ -514,7 +508,7 @@ void gather_items(Context& ctx, const std::function<Exchange(const ShardEnds&)>&
 }  // namespace
 
 void sharded_gather(Context& ctx, const std::vector<std::size_t>& ancestors, gpu::Column<double>* log_weights) {
-  gather_items(ctx, [&](const ShardEnds&) { return plan_exchange(ctx, ancestors); }, log_weights);
+  gather_items(ctx, [&] { return plan_exchange(ctx, ancestors); }, log_weights);
 }
 
 gpu::Column<std::size_t> tiled_gather(Context& ctx, TiledPlan& tiled) {
@@ -528,24 +522,19 @@ gpu::Column<std::size_t> tiled_gather(Context& ctx, TiledPlan& tiled) {
   const RepartitionCounts moved = repartition_counts(tiled.plan.start, bounds, me, sizeof(std::size_t));
   auto mine = gpu::Column<std::size_t>::allocate(ctx.where, count, "tally::runtime::Graph (a shard's ancestors)");
   c.all_to_all(written.data(), moved.send, mine.data(), moved.recv, ctx.where);
-  // every shard's first and last ancestor (gathered with the items' headers): the ranges each sends and receives
-  const std::array<std::size_t, 2> my_ends{entry(mine, 0), entry(mine, count - 1)};
+  // the ranges each shard sends and receives, from the plan alone (no wait for the ancestors): shard q's ancestors
+  // are particles of the tiles plan.tiles[2 q] .. plan.tiles[2 q + 1], so of [T tiles[2 q], T (tiles[2 q + 1] + 1) - 1]
+  // (at most a tile's particles too many at each end travel)
+  std::vector<std::size_t> lo(g), hi(g);
+  for (std::size_t q = 0; q < g; ++q) {
+    lo[q] = tiled.plan.tiles[2 * q] * gpu::tiles::tile_size;
+    hi[q] = std::min(bounds.back(), (tiled.plan.tiles[2 * q + 1] + 1) * gpu::tiles::tile_size) - 1;
+  }
+  std::optional<Exchange> ranges = ranges_exchange(ctx, lo, hi, mine, 0);
+  if (!ranges)
+    throw communicator_error("tally::runtime::Graph: a sharded systematic resampling's plan is out of order");
   phase.emplace(ctx, "resample: move");
-  gather_items(
-      ctx,
-      [&](const ShardEnds& ends) {
-        std::vector<std::size_t> lo(g), hi(g);
-        for (std::size_t q = 0; q < g; ++q) {
-          lo[q] = ends[q][0];
-          hi[q] = ends[q][1];
-        }
-        std::optional<Exchange> ranges = ranges_exchange(ctx, lo, hi, mine, 0);
-        if (!ranges)
-          throw communicator_error("tally::runtime::Graph: a sharded systematic resampling's ancestors are out of "
-                                   "order (the shards' plans differ)");
-        return std::move(*ranges);
-      },
-      nullptr, my_ends);
+  gather_items(ctx, [&] { return std::move(*ranges); }, nullptr);
   return mine;
 }
 
@@ -557,10 +546,10 @@ gpu::Column<std::size_t> sharded_gather_whole(Context& ctx, const gpu::Column<st
   std::optional<Exchange> ranges;
   if (sorted) ranges = plan_sorted_exchange(ctx, whole);
   if (ranges) {
-    gather_items(ctx, [&](const ShardEnds&) { return std::move(*ranges); }, nullptr);
+    gather_items(ctx, [&] { return std::move(*ranges); }, nullptr);
   } else {
     const std::vector<std::size_t> ancestors = mine.to_host();
-    gather_items(ctx, [&](const ShardEnds&) { return plan_exchange(ctx, ancestors); }, nullptr);
+    gather_items(ctx, [&] { return plan_exchange(ctx, ancestors); }, nullptr);
   }
   return mine;
 }

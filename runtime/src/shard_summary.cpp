@@ -115,7 +115,8 @@ gpu::WeightedSummary sharded_summarize(Context& ctx, const gpu::Column<std::int6
 }
 
 std::optional<std::vector<gpu::WeightedSummary>> sharded_summarize_parts(
-    Context& ctx, std::span<const gpu::Column<std::int64_t>* const> columns, std::span<const double> probabilities) {
+    Context& ctx, std::span<const gpu::Column<std::int64_t>* const> columns, std::span<const double> probabilities,
+    std::optional<PlanFor> plan_for) {
   constexpr const char* who = "tally::runtime::Graph::summarize";
   Communicator& c = comm_of(ctx);
   const auto& bounds = shard_bounds(ctx);
@@ -127,74 +128,57 @@ std::optional<std::vector<gpu::WeightedSummary>> sharded_summarize_parts(
       tally::detail::fail<domain_error>(who, ": a probability is not in [0, 1] (on this shard or another)");
     return std::vector<gpu::WeightedSummary>{};
   }
-  // part 1 on each shard; in one host collective, whether its probabilities are good, its largest log-weight, its
-  // first bad one and each column's range: the population's
-  const std::vector<gpu::detail::SummaryRange> ranges = gpu::detail::summary_ranges(columns, ctx.log_weight());
-  struct Weights {
-    std::uint64_t good;
-    double top;
-    std::uint64_t first_bad;  // the population's index; total: none
-    double bad_value;
-  };
-  Weights mine{good ? 1u : 0u, ranges[0].top, bounds.back(), 0.0};
-  if (ranges[0].first_bad < ctx.particles) {
-    mine.first_bad = bounds[me] + ranges[0].first_bad;
-    const gpu::Column<double>& l = ctx.log_weight();
-    if (l.where() == gpu::Backend::cpu) mine.bad_value = l.host()[ranges[0].first_bad];
-    else gpu::detail::device_copy(&mine.bad_value, l.data() + ranges[0].first_bad, sizeof(double), 1);
+  // part 1 on each shard (whether its probabilities are good travels with it), all-gathered where the columns live;
+  // part 2 from the population's top and ranges, all-gathered too; then one copy back: the host waits once
+  const gpu::Column<double>& l = ctx.log_weight();
+  const auto part = gpu::detail::summary_ranges(columns, l, good ? 1 : 0);
+  auto parts = gpu::Column<std::int64_t>::allocate(ctx.where, g * part.size(), who);
+  c.all_gather(part.data(), parts.data(), part.bytes(), ctx.where);
+  const auto sums = gpu::detail::summary_sums(columns, l, parts);
+  auto all_sums = gpu::Column<double>::allocate(ctx.where, g * sums.size(), who);
+  c.all_gather(sums.data(), all_sums.data(), sums.bytes(), ctx.where);
+  if (plan_for) {  // the resampling's plan too, its wait the summary's (kept where the weights are all finite)
+    TiledPlan plan = finish_tiled_plan(launch_tiled_plan(ctx, plan_for->seed, plan_for->counter));
+    if (plan.plan.largest != inf) ctx.known_plan = std::make_shared<TiledPlan>(std::move(plan));
   }
-  // the shard's part: its Weights, then the 2 k ends (8 bytes each)
-  constexpr std::size_t head = sizeof(Weights) / sizeof(std::int64_t);
-  static_assert(sizeof(Weights) == head * sizeof(std::int64_t));
-  std::vector<std::int64_t> part(head + 2 * k), parts(part.size() * g);
-  std::memcpy(part.data(), &mine, sizeof mine);
-  for (std::size_t j = 0; j < k; ++j) part[head + 2 * j] = ranges[j].lo, part[head + 2 * j + 1] = ranges[j].hi;
-  c.all_gather(part.data(), parts.data(), part.size() * sizeof(std::int64_t), gpu::Backend::cpu);
-  std::vector<Weights> all(g);
-  std::vector<std::int64_t> all_ends(2 * k * g);
-  for (std::size_t r = 0; r < g; ++r) {
-    std::memcpy(&all[r], parts.data() + r * part.size(), sizeof(Weights));
-    std::copy_n(parts.begin() + static_cast<std::ptrdiff_t>(r * part.size() + head), 2 * k,
-                all_ends.begin() + static_cast<std::ptrdiff_t>(r * 2 * k));
-  }
-  if (!std::all_of(all.begin(), all.end(), [](const Weights& w) { return w.good == 1; }))
-    tally::detail::fail<domain_error>(who, ": a probability is not in [0, 1] (on this shard or another)");
-  Weights population = all[0];
-  for (const Weights& w : all) {
-    population.top = std::max(population.top, w.top);
-    if (w.first_bad < population.first_bad) population.first_bad = w.first_bad, population.bad_value = w.bad_value;
-  }
-  if (population.first_bad < bounds.back())
-    tally::detail::fail<domain_error>(who, ": log-weight ", population.bad_value, " of particle ",
-                                      population.first_bad);
-  std::vector<std::pair<std::int64_t, std::int64_t>> span(k, {std::numeric_limits<std::int64_t>::max(),
-                                                              std::numeric_limits<std::int64_t>::min()});
+  const std::vector<std::int64_t> ranges = parts.to_host();  // (the wait, unless the plan's was)
+  const std::vector<double> flat = all_sums.to_host();
+  const std::size_t size = part.size();
   for (std::size_t r = 0; r < g; ++r)
-    for (std::size_t j = 0; j < k; ++j) {
-      span[j].first = std::min(span[j].first, all_ends[r * 2 * k + 2 * j]);
-      span[j].second = std::max(span[j].second, all_ends[r * 2 * k + 2 * j + 1]);
+    if (ranges[r * size + size - 1] != 1)
+      tally::detail::fail<domain_error>(who, ": a probability is not in [0, 1] (on this shard or another)");
+  // the population's first NaN or +inf log-weight, told on every shard with its value (one host collective)
+  for (std::size_t r = 0; r < g; ++r) {
+    const std::size_t bad = gpu::detail::summary_range_of(std::span(ranges).subspan(r * size), 0).first_bad;
+    if (bad >= bounds[r + 1] - bounds[r]) continue;
+    double value = 0.0;
+    if (r == me) {
+      if (l.where() == gpu::Backend::cpu) value = l.host()[bad];
+      else gpu::detail::device_copy(&value, l.data() + bad, sizeof(double), 1);
     }
-  for (const auto& [lo, hi] : span)  // (the same on every shard) a column too spread for the bins: the caller's way
-    if (hi - lo >= gpu::detail::summary_bins) return std::nullopt;
-  // part 2 on each shard with the population's top and ranges; its sums and bins added in rank order
-  const std::vector<gpu::detail::SummarySums> sums =
-      gpu::detail::summary_sums(columns, ctx.log_weight(), population.top, span);
-  std::vector<double> flat;
-  for (const auto& s : sums) {
-    flat.insert(flat.end(), {s.total, s.weighted, s.squares});
-    flat.insert(flat.end(), s.bins.begin(), s.bins.end());
+    const double told = gather_all(c, value)[r];
+    tally::detail::fail<domain_error>(who, ": log-weight ", told, " of particle ", bounds[r] + bad);
   }
-  flat = summed(c, flat);
+  std::vector<gpu::detail::SummaryRange> span(k);
+  for (std::size_t j = 0; j < k; ++j) {
+    span[j] = gpu::detail::population_range(ranges, k, j);
+    if (span[j].hi - span[j].lo >= gpu::detail::summary_bins) return std::nullopt;  // (on every shard alike)
+  }
   std::vector<gpu::WeightedSummary> out(k);
-  for (std::size_t j = 0, at = 0; j < k; ++j) {
-    const double total = flat[at], weighted = flat[at + 1], squares = flat[at + 2];
-    const auto used = static_cast<std::size_t>(span[j].second - span[j].first + 1);
-    const double* bins = flat.data() + at + 3;
-    at += 3 + used;
+  for (std::size_t j = 0; j < k; ++j) {
+    // the shards' sums and bins added in rank order
+    const auto used = static_cast<std::size_t>(span[j].hi - span[j].lo + 1);
+    std::vector<double> added(3 + used, 0.0);
+    for (std::size_t r = 0; r < g; ++r) {
+      const double* from = flat.data() + (r * k + j) * gpu::detail::summary_sums_size;
+      for (std::size_t b = 0; b < added.size(); ++b) added[b] += from[b];
+    }
+    const double total = added[0], weighted = added[1], squares = added[2];
+    const double* bins = added.data() + 3;
     gpu::WeightedSummary& o = out[j];
-    o.all_impossible = population.top == -inf;
-    o.lo = span[j].first;  // every value's range over the population (part 1)
-    o.hi = span[j].second;
+    o.all_impossible = span[j].top == -inf;
+    o.lo = span[j].lo;  // every value's range over the population (part 1)
+    o.hi = span[j].hi;
     o.mean = weighted / total;
     o.ess = total * total / squares;
     // gpu::summarize's rule: the first value whose cumulative weight reaches p of the total (and is positive),
@@ -210,7 +194,7 @@ std::optional<std::vector<gpu::WeightedSummary>> sharded_summarize_parts(
     for (const double p : probabilities) {
       std::size_t b = first_at_least(p);
       if (b == used) b = first_at_least(1.0);
-      o.quantiles.push_back(span[j].first + static_cast<std::int64_t>(b < used ? b : used - 1));
+      o.quantiles.push_back(span[j].lo + static_cast<std::int64_t>(b < used ? b : used - 1));
     }
   }
   return out;

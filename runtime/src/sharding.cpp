@@ -115,8 +115,7 @@ bool tile_aligned(Context& ctx) {
   return true;
 }
 
-TiledPlan tiled_plan(Context& ctx, std::uint64_t seed, std::uint64_t counter) {
-  const ShardPhase phase(ctx, "resample: plan");
+PendingPlan launch_tiled_plan(Context& ctx, std::uint64_t seed, std::uint64_t counter) {
   Communicator& c = comm_of(ctx);
   const auto& bounds = shard_bounds(ctx);
   gpu::ShardedSystematic resampler(ctx.where, c.size(), c.rank(), bounds[1] - bounds[0],
@@ -125,8 +124,22 @@ TiledPlan tiled_plan(Context& ctx, std::uint64_t seed, std::uint64_t counter) {
   auto reports = gpu::Column<double>::allocate(ctx.where, c.size() * report.size(),
                                                "tally::runtime::Graph (a sharded resampling's tile totals)");
   c.all_gather(report.data(), reports.data(), report.bytes(), ctx.where);
-  TiledPlan out{std::move(resampler), {}};
-  out.plan = out.resampler.plan(reports);
+  return {std::move(resampler), std::move(reports), seed, counter};
+}
+
+TiledPlan finish_tiled_plan(PendingPlan&& pending) {
+  TiledPlan out{std::move(pending.resampler), {}, pending.seed, pending.counter};
+  out.plan = out.resampler.plan(pending.reports);  // (the wait)
+  return out;
+}
+
+TiledPlan tiled_plan(Context& ctx, std::uint64_t seed, std::uint64_t counter) {
+  const ShardPhase phase(ctx, "resample: plan");
+  // the plan a summary made of these weights (the same on every shard: they summarized alike), or one made now
+  const std::shared_ptr<TiledPlan> kept = std::move(ctx.known_plan);
+  TiledPlan out = kept && kept->seed == seed && kept->counter == counter
+                      ? std::move(*kept)
+                      : finish_tiled_plan(launch_tiled_plan(ctx, seed, counter));
   if (out.plan.largest == inf) {  // (on every shard: each names its first bad particle, the first of them is told)
     checked_log_weights(ctx, "tally::runtime::Graph::resample_by_weight");
     throw communicator_error("tally::runtime::Graph::resample_by_weight: the shards' reports of their log-weights "

@@ -65,17 +65,30 @@ bool tile_aligned(Context& ctx);
 /// The plan of a systematic resampling of tile-aligned shards (gpu::ShardedSystematic, uniform philox_uniform(seed,
 /// 0, counter)): the tiles' pass 1 on each shard's own log-weights, one all-gather of the G reports (3 S / 4096 + 1
 /// doubles each), pass 2 on every shard alike: the unsharded resampler's summary and plan, bit for bit (the same on
-/// every shard). plan.largest = -inf: every log-weight is -inf. Collective; tally::domain_error on every shard,
-/// naming the particle, for a NaN or +inf log-weight on any.
+/// every shard). plan.largest = -inf: every log-weight is -inf (no plan). tiled_plan takes the plan a summary kept
+/// (Context::known_plan, for the same seed and counter) where there is one, and throws tally::domain_error on
+/// every shard, naming the particle, for a NaN or +inf log-weight on any (the halves leave plan.largest = +inf).
+/// Collective.
 struct TiledPlan {
   gpu::ShardedSystematic resampler;
   gpu::ShardedSystematic::Plan plan;
+  std::uint64_t seed = 0, counter = 0;
 };
+/// In two halves, so that other collectives can travel before the plan's one wait: pass 1 and the all-gather
+/// launched (no wait), then pass 2 and its read-back.
+struct PendingPlan {
+  gpu::ShardedSystematic resampler;
+  gpu::Column<double> reports;
+  std::uint64_t seed = 0, counter = 0;
+};
+PendingPlan launch_tiled_plan(Context& ctx, std::uint64_t seed, std::uint64_t counter);
+TiledPlan finish_tiled_plan(PendingPlan&& pending);
 TiledPlan tiled_plan(Context& ctx, std::uint64_t seed, std::uint64_t counter);
 /// Its pass 3 on each shard's own tiles, the ancestors sent to the shards holding their positions (one exchange of
 /// about 8 S bytes a shard), and every live variable's state moved as sharded_gather moves it, by ranges (the
-/// ancestors are nondecreasing: only the particles that change shards travel). Returns this shard's ancestors
-/// (population indices), where the graph keeps its state. Collective.
+/// ancestors are nondecreasing: only the particles that change shards travel, with at most a tile more at each end
+/// of a range: the ranges come from the plan's tiles, so the host waits for no ancestor). Returns this shard's
+/// ancestors (population indices), where the graph keeps its state. Collective.
 gpu::Column<std::size_t> tiled_gather(Context& ctx, TiledPlan& tiled);
 
 /// Every live variable's state (the state Graph::gather moves: laws, values, conjugate parameters, per-particle
@@ -113,10 +126,17 @@ gpu::Column<std::int64_t> whole_column(Context& ctx, const gpu::Column<std::int6
 gpu::WeightedSummary sharded_summarize(Context& ctx, const gpu::Column<std::int64_t>& values,
                                        std::span<const double> probabilities);
 /// The same for several columns, each shard passing over its own particles only (gpu::detail::summary_ranges and
-/// summary_sums: the population's largest log-weight and ranges gathered, then the sums and histograms added in
-/// rank order; the quantiles by gpu::summarize's rule from the population's histogram): gpu::summarize's results to
-/// rounding. Empty (on every shard) where a column's values span summary_bins integers or more. Collective.
+/// summary_sums: each part all-gathered where the columns live, the second under the population's largest
+/// log-weight and ranges, and one copy back, the host's one wait; the sums and histograms added in rank order; the
+/// quantiles by gpu::summarize's rule from the population's histogram): gpu::summarize's results to rounding. Empty
+/// (on every shard) where a column's values span summary_bins integers or more. Collective.
+/// With `plan_for` (the seed and counter of the resampling that may follow; tile_aligned must hold), the systematic
+/// plan of the log-weights is made with the parts, in the same wait, and kept in ctx.known_plan.
+struct PlanFor {
+  std::uint64_t seed = 0, counter = 0;
+};
 std::optional<std::vector<gpu::WeightedSummary>> sharded_summarize_parts(
-    Context& ctx, std::span<const gpu::Column<std::int64_t>* const> columns, std::span<const double> probabilities);
+    Context& ctx, std::span<const gpu::Column<std::int64_t>* const> columns, std::span<const double> probabilities,
+    std::optional<PlanFor> plan_for = std::nullopt);
 
 }  // namespace tally::runtime::detail

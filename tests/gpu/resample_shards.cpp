@@ -25,6 +25,7 @@ struct Joined {
   std::vector<std::size_t> ancestors;
   WeightSummary summary{};
   double largest = 0;
+  std::vector<std::size_t> tiles;  // the plan's tiles of each shard's first and last positions' ancestors
 };
 
 /// The three passes of G shards of S particles, run one shard after the other in this process (the all-gather is
@@ -48,10 +49,13 @@ Joined sharded(Backend where, const std::vector<double>& l, std::size_t shards, 
     if (r == 0) {
       out.largest = plan.largest;
       out.summary = plan.summary;
+      out.tiles = plan.tiles;
     }
     REQUIRE(plan.largest == out.largest);  // pass 2 is the same on every shard
     if (!std::isfinite(plan.largest)) continue;
     REQUIRE(plan.summary.log_sum == out.summary.log_sum);
+    REQUIRE(plan.tiles == out.tiles);
+    REQUIRE(plan.tiles.size() == 2 * shards);
     REQUIRE(plan.start.size() == shards + 1);
     REQUIRE(plan.start[shards] == l.size());
     const std::vector<double> mine(l.begin() + static_cast<std::ptrdiff_t>(r * s),
@@ -87,6 +91,13 @@ void check_against_unsharded(Backend where) {
         REQUIRE(got.summary.log_sum == want_summary.log_sum);
         REQUIRE(got.summary.ess == want_summary.ess);
         REQUIRE(got.ancestors == want);
+        if (!std::isfinite(got.largest)) continue;
+        // the plan knows, before pass 3, the tile of each shard's first and last positions' ancestors
+        const std::size_t s = p / shards;
+        for (std::size_t r = 0; r < shards; ++r) {
+          REQUIRE(got.tiles[2 * r] == want[r * s] / tile);
+          REQUIRE(got.tiles[2 * r + 1] == want[(r + 1) * s - 1] / tile);
+        }
       }
 }
 }  // namespace

@@ -198,7 +198,52 @@ TEST_CASE("summarize: several columns under one set of weights, one copy back, a
   }
 }
 
-TEST_CASE("summary parts: ranges, then sums and histograms under the population's top, host and device",
+namespace {
+/// The parts of G shards (contiguous slices of the columns and log-weights) where `where` says: each shard's part 1
+/// (tag: its rank + 5), all of them laid end to end, and each shard's part 2 from those, back on the host.
+struct ShardParts {
+  std::vector<std::vector<std::int64_t>> ranges;  // each shard's part 1
+  std::vector<std::int64_t> gathered;
+  std::vector<std::vector<double>> sums;          // each shard's part 2
+};
+ShardParts shard_parts(const std::vector<std::vector<std::int64_t>>& values, const std::vector<double>& l,
+                       std::size_t shards, Backend where) {
+  const std::size_t P = l.size();
+  std::vector<std::vector<Column<std::int64_t>>> columns(shards);
+  std::vector<Column<double>> weights;
+  for (std::size_t r = 0; r < shards; ++r) {
+    const std::size_t a = P * r / shards, b = P * (r + 1) / shards;
+    for (const auto& v : values) {
+      std::vector<std::int64_t> slice(b - a);  // (filled by a loop: g++ 12 misreads an iterator range's copy here)
+      for (std::size_t i = a; i < b; ++i) slice[i - a] = v[i];
+      columns[r].push_back(Column<std::int64_t>::from_host(slice, where));
+    }
+    std::vector<double> slice(b - a);
+    for (std::size_t i = a; i < b; ++i) slice[i - a] = l[i];
+    weights.push_back(Column<double>::from_host(slice, where));
+  }
+  auto pointers = [&](std::size_t r) {
+    std::vector<const Column<std::int64_t>*> out;
+    for (const auto& c : columns[r]) out.push_back(&c);
+    return out;
+  };
+  ShardParts out;
+  for (std::size_t r = 0; r < shards; ++r) {
+    const auto mine = pointers(r);
+    out.ranges.push_back(gpu::detail::summary_ranges(mine, weights[r], static_cast<std::int64_t>(r + 5)).to_host());
+    out.gathered.insert(out.gathered.end(), out.ranges.back().begin(), out.ranges.back().end());
+  }
+  const auto gathered = Column<std::int64_t>::from_host(out.gathered, where);
+  for (std::size_t r = 0; r < shards; ++r) {
+    const auto mine = pointers(r);
+    out.sums.push_back(gpu::detail::summary_sums(mine, weights[r], gathered).to_host());
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("summary parts: G shards' ranges, then their sums and histograms under the population's top, host and "
+          "device",
           "[gpu][summaries]") {
   std::random_device fresh;  // fresh inputs each run; the seed is printed with a failure
   const std::uint64_t seed = (std::uint64_t{fresh()} << 32) | fresh();
@@ -206,82 +251,76 @@ TEST_CASE("summary parts: ranges, then sums and histograms under the population'
   std::mt19937_64 gen(seed);
   const bool device = gpu::cuda_available();
   if (!device) WARN("device half skipped: " << gpu::device_description());
-  for (const std::size_t P : {std::size_t{1}, std::size_t{5000}, std::size_t{300'000}}) {
-    INFO("P = " << P);
-    // three columns: narrow, narrow far from 0, wide (no bins); log-weights with -inf among them
-    std::vector<std::vector<std::int64_t>> values;
-    for (const bool wide : {false, false, true})
-      values.push_back(population(gen, P, wide, values.size() == 1 ? -7 : 0).first);
-    std::vector<double> l = population(gen, P, false).second;
-    l[0] = -1.0;  // some weight (every -inf is the case below)
-    std::vector<Column<std::int64_t>> host_columns;
-    for (const auto& v : values) host_columns.push_back(Column<std::int64_t>::host_values(v));
-    std::vector<const Column<std::int64_t>*> host_pointers;
-    for (const auto& c : host_columns) host_pointers.push_back(&c);
-    const auto host_l = Column<double>::host_values(l);
-    const auto ranges = gpu::detail::summary_ranges(host_pointers, host_l);
-    REQUIRE(ranges.size() == 3);
-    const double top = *std::max_element(l.begin(), l.end());
-    std::vector<std::pair<std::int64_t, std::int64_t>> span;
-    for (std::size_t k = 0; k < 3; ++k) {
-      CHECK(ranges[k].top == top);
-      CHECK(ranges[k].first_bad == P);
-      CHECK(ranges[k].lo == *std::min_element(values[k].begin(), values[k].end()));
-      CHECK(ranges[k].hi == *std::max_element(values[k].begin(), values[k].end()));
-      span.emplace_back(ranges[k].lo - 3, ranges[k].hi + 2);  // a population's range holds a shard's
-    }
-    // the population's top may exceed this shard's: the weights relative to it
-    const double population_top = top + 0.75;
-    const auto sums = gpu::detail::summary_sums(host_pointers, host_l, population_top, span);
-    for (std::size_t k = 0; k < 3; ++k) {
-      long double total = 0, weighted = 0, squares = 0, magnitude = 0;  // (w v may cancel: |w v| bounds the error)
-      for (std::size_t i = 0; i < P; ++i) {
-        const long double w = std::exp(static_cast<long double>(l[i]) - population_top);
-        total += w, weighted += w * values[k][i], squares += w * w, magnitude += w * std::abs(values[k][i]);
+  constexpr std::size_t S = gpu::detail::summary_sums_size;
+  for (const std::size_t P : {std::size_t{1}, std::size_t{5000}, std::size_t{300'000}})
+    for (const std::size_t shards : {std::size_t{1}, std::size_t{3}}) {
+      if (shards > P) continue;
+      INFO("P = " << P << ", " << shards << " shards");
+      // three columns: narrow, narrow far from 0, wide (no bins); log-weights with -inf among them
+      std::vector<std::vector<std::int64_t>> values;
+      for (const bool wide : {false, false, true})
+        values.push_back(population(gen, P, wide, values.size() == 1 ? -7 : 0).first);
+      std::vector<double> l = population(gen, P, false).second;
+      l[0] = -1.0;  // some weight (every -inf is the case below)
+      const ShardParts host = shard_parts(values, l, shards, Backend::cpu);
+      const double top = *std::max_element(l.begin(), l.end());
+      for (std::size_t r = 0; r < shards; ++r) {
+        const std::size_t a = P * r / shards, b = P * (r + 1) / shards;
+        REQUIRE(host.ranges[r].size() == 3 * gpu::detail::summary_range_words + 1);
+        CHECK(host.ranges[r].back() == static_cast<std::int64_t>(r + 5));  // the tag
+        for (std::size_t k = 0; k < 3; ++k) {
+          const auto got = gpu::detail::summary_range_of(host.ranges[r], k);
+          CHECK(got.top == *std::max_element(l.begin() + a, l.begin() + b));
+          CHECK(got.first_bad == b - a);
+          CHECK(got.lo == *std::min_element(values[k].begin() + a, values[k].begin() + b));
+          CHECK(got.hi == *std::max_element(values[k].begin() + a, values[k].begin() + b));
+        }
       }
-      CHECK(sums[k].total == Approx(static_cast<double>(total)).epsilon(1e-12));
-      CHECK(sums[k].weighted == Approx(static_cast<double>(weighted)).margin(1e-12 * static_cast<double>(magnitude)));
-      CHECK(sums[k].squares == Approx(static_cast<double>(squares)).epsilon(1e-12));
-      const bool narrow = span[k].second - span[k].first < gpu::detail::summary_bins;
-      CHECK(sums[k].bins.size() == (narrow ? static_cast<std::size_t>(span[k].second - span[k].first + 1) : 0u));
-      double binned = 0;
-      for (const double b : sums[k].bins) binned += b;
-      if (narrow) CHECK(binned == Approx(sums[k].total).epsilon(1e-12));
+      for (std::size_t k = 0; k < 3; ++k) {
+        INFO("column " << k);
+        const auto range = gpu::detail::population_range(host.gathered, 3, k);
+        CHECK(range.top == top);
+        CHECK(range.lo == *std::min_element(values[k].begin(), values[k].end()));
+        CHECK(range.hi == *std::max_element(values[k].begin(), values[k].end()));
+        // the shards' sums and bins, added, against the population's by definition (long double)
+        long double total = 0, weighted = 0, squares = 0, magnitude = 0;  // (w v may cancel: |w v| bounds the error)
+        std::vector<long double> bins(gpu::detail::summary_bins, 0.0L);
+        const bool narrow = range.hi - range.lo < gpu::detail::summary_bins;
+        for (std::size_t i = 0; i < P; ++i) {
+          const long double w = std::exp(static_cast<long double>(l[i]) - top);
+          total += w, weighted += w * values[k][i], squares += w * w, magnitude += w * std::abs(values[k][i]);
+          if (narrow) bins[static_cast<std::size_t>(values[k][i] - range.lo)] += w;
+        }
+        std::vector<double> added(S, 0.0);
+        for (std::size_t r = 0; r < shards; ++r)
+          for (std::size_t j = 0; j < S; ++j) added[j] += host.sums[r][k * S + j];
+        CHECK(added[0] == Approx(static_cast<double>(total)).epsilon(1e-12));
+        CHECK(added[1] == Approx(static_cast<double>(weighted)).margin(1e-12 * static_cast<double>(magnitude)));
+        CHECK(added[2] == Approx(static_cast<double>(squares)).epsilon(1e-12));
+        for (std::size_t b = 0; b < bins.size(); ++b)  // (zeros past the range, and everywhere for the wide column)
+          if (!(std::abs(added[3 + b] - static_cast<double>(bins[b])) <= 1e-12 * std::max(1.0, added[3 + b])))
+            FAIL("bin " << b << ": " << added[3 + b] << " != " << static_cast<double>(bins[b]));
+      }
+      if (!device) continue;
+      const ShardParts dev = shard_parts(values, l, shards, Backend::cuda);
+      CHECK(dev.gathered == host.gathered);  // the ranges exactly (the words of top's key, lo, hi, first_bad, tag)
+      for (std::size_t r = 0; r < shards; ++r)
+        for (std::size_t j = 0; j < 3 * S; ++j)
+          if (!(std::abs(dev.sums[r][j] - host.sums[r][j]) <= 1e-12 * std::max(1.0, std::abs(host.sums[r][j])) *
+                                                                 (j % S == 1 ? 2e9 : 1.0)))
+            FAIL("shard " << r << ", word " << j << ": device " << dev.sums[r][j] << ", host " << host.sums[r][j]);
     }
-    if (!device) continue;
-    std::vector<Column<std::int64_t>> device_columns;
-    for (const auto& v : values) device_columns.push_back(Column<std::int64_t>::from_host(v, Backend::cuda));
-    std::vector<const Column<std::int64_t>*> device_pointers;
-    for (const auto& c : device_columns) device_pointers.push_back(&c);
-    const auto device_l = Column<double>::from_host(l, Backend::cuda);
-    const auto device_ranges = gpu::detail::summary_ranges(device_pointers, device_l);
-    const auto device_sums = gpu::detail::summary_sums(device_pointers, device_l, population_top, span);
-    for (std::size_t k = 0; k < 3; ++k) {
-      INFO("column " << k);
-      CHECK(device_ranges[k].top == ranges[k].top);
-      CHECK(device_ranges[k].lo == ranges[k].lo);
-      CHECK(device_ranges[k].hi == ranges[k].hi);
-      CHECK(device_ranges[k].first_bad == P);
-      CHECK(device_sums[k].total == Approx(sums[k].total).epsilon(1e-12));
-      CHECK(device_sums[k].weighted == Approx(sums[k].weighted).margin(1e-12 * sums[k].total * 2e9));
-      CHECK(device_sums[k].squares == Approx(sums[k].squares).epsilon(1e-12));
-      REQUIRE(device_sums[k].bins.size() == sums[k].bins.size());
-      for (std::size_t b = 0; b < sums[k].bins.size(); ++b)
-        if (!(std::abs(device_sums[k].bins[b] - sums[k].bins[b]) <= 1e-12 * std::max(1.0, sums[k].bins[b])))
-          FAIL("bin " << b << ": " << device_sums[k].bins[b] << " != " << sums[k].bins[b]);
-    }
-  }
   // a bad log-weight's index; every -inf: top -inf, weights 1
   const auto v = Column<std::int64_t>::host_values({4, 5, 6});
   const Column<std::int64_t>* one[] = {&v};
-  CHECK(gpu::detail::summary_ranges(one, Column<double>::host_values({0.0, inf, std::nan("")}))[0].first_bad == 1);
+  const std::span<const Column<std::int64_t>* const> column(one);
+  const auto with_bad = gpu::detail::summary_ranges(column, Column<double>::host_values({0.0, inf, std::nan("")}), 1);
+  CHECK(gpu::detail::summary_range_of(with_bad.host(), 0).first_bad == 1);
   const auto all_minus = Column<double>::host_values({-inf, -inf, -inf});
-  const auto r = gpu::detail::summary_ranges(one, all_minus);
-  CHECK(r[0].top == -inf);
-  const std::pair<std::int64_t, std::int64_t> span[] = {{4, 6}};
-  const auto s = gpu::detail::summary_sums(one, all_minus, -inf, span);
-  CHECK(s[0].total == 3.0);
-  CHECK(s[0].bins == std::vector<double>{1.0, 1.0, 1.0});
-  const std::span<const std::pair<std::int64_t, std::int64_t>> no_ranges;
-  CHECK_THROWS_AS(gpu::detail::summary_sums(one, all_minus, -inf, no_ranges), shape_error);
+  const auto r = gpu::detail::summary_ranges(column, all_minus, 1);
+  CHECK(gpu::detail::summary_range_of(r.host(), 0).top == -inf);
+  const auto s = gpu::detail::summary_sums(column, all_minus, r).to_host();
+  CHECK(s[0] == 3.0);
+  CHECK(std::vector<double>(s.begin() + 3, s.begin() + 7) == std::vector<double>{1.0, 1.0, 1.0, 0.0});
+  CHECK_THROWS_AS(gpu::detail::summary_sums(column, all_minus, Column<std::int64_t>::host_values({1, 2})), shape_error);
 }

@@ -218,10 +218,15 @@ static void check_tile_aligned(Device device) {
   }
 }
 
+/// What a program does between its observation and its resampling: nothing; a summary (whose parts bring the
+/// resampling's plan); a summary, then an observation that changes the weights (the plan it brought is stale).
+enum class BeforeResampling { nothing, summary, summary_then_observation };
+
 /// The weight in a few particles (survivors[k]: the population's particle indices; every other particle's
 /// log-weight is -inf), resampled systematically on tile-aligned shards: the ancestors and the moved values are the
 /// unsharded population's. One survivor: a tile owning every position (the device's spread pass).
-static void check_concentrated(Device device, const std::vector<std::size_t>& survivors, std::size_t shards) {
+static void check_concentrated(Device device, const std::vector<std::size_t>& survivors, std::size_t shards,
+                               BeforeResampling before = BeforeResampling::nothing) {
   const std::size_t total = 4 * 4096;
   const std::uint64_t seed = 7;
   auto program = [&](Graph& g) {
@@ -232,8 +237,17 @@ static void check_concentrated(Device device, const std::vector<std::size_t>& su
       if (survivors[k] >= first && survivors[k] < first + n)
         obs[survivors[k] - first] = static_cast<std::int64_t>(k % 4);
     g.observe(x, obs);
+    std::vector<double> numbers;
+    if (before != BeforeResampling::nothing) {
+      const double half[] = {0.5};
+      const auto summary = g.summarize(x, half);
+      numbers.insert(numbers.end(), {summary.ess, static_cast<double>(summary.quantiles[0])});
+    }
+    if (before == BeforeResampling::summary_then_observation)  // every weight halved: a stale plan tells the old mean
+      g.observe(g.binomial(g.assume(Binomial(1, 0.5)), 1.0), std::vector<std::int64_t>(n, 1));
     const auto step = g.resample_by_weight();
-    return std::make_pair(step.ancestors.to_host(), std::vector<double>{step.log_mean_weight, step.ess});
+    numbers.insert(numbers.end(), {step.log_mean_weight, step.ess});
+    return std::make_pair(step.ancestors.to_host(), numbers);
   };
   Graph whole_graph(total, seed, device);
   const auto whole = program(whole_graph);
@@ -248,7 +262,12 @@ static void check_concentrated(Device device, const std::vector<std::size_t>& su
   });
   for (const auto& p : parts) ancestors.insert(ancestors.end(), p.begin(), p.end());
   REQUIRE(ancestors == whole.first);
-  for (const auto& s : summaries) REQUIRE(s == whole.second);
+  for (const auto& s : summaries) {  // the summary's ESS to rounding (its sums added in another order), else exactly
+    REQUIRE(s.size() == whole.second.size());
+    for (std::size_t k = 0; k < s.size(); ++k)
+      if (before != BeforeResampling::nothing && k == 0) REQUIRE(s[k] == Approx(whole.second[k]).epsilon(1e-12));
+      else REQUIRE(s[k] == whole.second[k]);
+  }
 }
 
 TEST_CASE("Shards of one size at tile borders resample over their own tiles, as the unsharded population",
@@ -257,6 +276,10 @@ TEST_CASE("Shards of one size at tile borders resample over their own tiles, as 
   check_concentrated(Device::cpu, {5000}, 4);
   check_concentrated(Device::cpu, {3, 4096 * 3 + 17}, 2);
   check_concentrated(Device::cpu, {1, 4095, 4096, 8191, 9000, 16383}, 4);
+  for (const auto before : {BeforeResampling::summary, BeforeResampling::summary_then_observation}) {
+    check_concentrated(Device::cpu, {5000}, 4, before);
+    check_concentrated(Device::cpu, {1, 4095, 4096, 8191, 9000, 16383}, 4, before);
+  }
 }
 
 TEST_CASE("A small population on more shards than tiles, every split", "[runtime][sharding]") {
@@ -305,6 +328,10 @@ TEST_CASE("Shards of one size at tile borders on one GPU resample over their own
   check_concentrated(Device::cuda, {5000}, 4);
   check_concentrated(Device::cuda, {3, 4096 * 3 + 17}, 2);
   check_concentrated(Device::cuda, {1, 4095, 4096, 8191, 9000, 16383}, 4);
+  for (const auto before : {BeforeResampling::summary, BeforeResampling::summary_then_observation}) {
+    check_concentrated(Device::cuda, {5000}, 4, before);
+    check_concentrated(Device::cuda, {1, 4095, 4096, 8191, 9000, 16383}, 4, before);
+  }
 }
 
 TEST_CASE("Sharded resampling of an impossible population, explicit ancestors, and bad input", "[runtime][sharding]") {
@@ -434,12 +461,34 @@ TEST_CASE("InProcessGroup: a shard that throws stops the others' collectives", "
 }
 
 #if defined(TALLY_HAVE_NCCL)
+/// Whether this test runs as one of several ranks: started by scripts/launch-local, or by mpirun (MPI bootstrap).
+static bool launched_ranks() {
+#if defined(TALLY_HAVE_MPI)
+  if (MpiBootstrap::launched()) return true;
+#endif
+  return LauncherBootstrap::launched();
+}
+/// The launched ranks' communicator, made once for the program (MPI is initialized once, and finalized at exit).
+static std::shared_ptr<NcclCommunicator> launched_communicator() {
+  if (LauncherBootstrap::launched()) {
+    static const auto comm = LauncherBootstrap().nccl();
+    return comm;
+  }
+#if defined(TALLY_HAVE_MPI)
+  static MpiBootstrap mpi(nullptr, nullptr);
+  static const auto comm = mpi.nccl();
+  return comm;
+#else
+  throw std::logic_error("no launcher");
+#endif
+}
+
 TEST_CASE("The NCCL communicator with one rank on one GPU gives the unsharded results", "[runtime][sharding][nccl]") {
   if (!gpu::cuda_available()) {
     WARN("NCCL test skipped: " << gpu::device_description());
     return;
   }
-  if (LauncherBootstrap::launched()) {  // a launched rank uses its own GPU only (tally: one device per process)
+  if (launched_ranks()) {  // a launched rank uses its own GPU only (tally: one device per process)
     WARN("one-rank NCCL test skipped under a launcher: the launched test below covers it");
     return;
   }
@@ -472,17 +521,16 @@ static Record slice(const Record& whole, std::size_t first, std::size_t count) {
 TEST_CASE("The NCCL communicator across launched ranks, one GPU each, gives each rank its part of the unsharded "
           "results",
           "[runtime][sharding][nccl]") {
-  if (!LauncherBootstrap::launched()) {
-    WARN("several ranks skipped: start it as scripts/launch-local G test_runtime \"[nccl]\" (README, Several GPUs)");
+  if (!launched_ranks()) {
+    WARN("several ranks skipped: start it as scripts/launch-local G test_runtime \"[nccl]\", or under mpirun -np G "
+         "(README, Several GPUs)");
     return;
   }
   if (!gpu::cuda_available()) {
     WARN("NCCL test skipped: " << gpu::device_description());
     return;
   }
-  const LauncherBootstrap launch;
-  auto comm = launch.nccl();
-  REQUIRE(comm->size() == launch.size());
+  auto comm = launched_communicator();
   const std::uint64_t seed = 17;
   // 49152 = 12 tiles: shards of one size at tile borders for 1, 2, 3 and 4 ranks (each over its own tiles)
   for (const std::size_t total : {std::size_t{5000}, std::size_t{100003}, std::size_t{49152}}) {

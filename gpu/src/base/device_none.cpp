@@ -134,7 +134,8 @@ std::size_t shard_bytes(std::size_t, std::size_t) {
 void shard_report(void*, std::size_t, std::size_t, std::size_t, const double*, double*) {
   throw cuda_error("tally::gpu::cuda::shard_report: tally was built without CUDA");
 }
-double shard_plan(void*, std::size_t, std::size_t, const double*, double, WeightSummary&, std::vector<std::size_t>&) {
+double shard_plan(void*, std::size_t, std::size_t, const double*, double, WeightSummary&, std::vector<std::size_t>&,
+                  std::vector<std::size_t>&) {
   throw cuda_error("tally::gpu::cuda::shard_plan: tally was built without CUDA");
 }
 void shard_ancestors(void*, std::size_t, std::size_t, std::size_t, std::size_t, const double*, double, std::size_t*) {

@@ -329,25 +329,42 @@ __global__ void unpack_reports(fused::Plan plan, const double* reports, std::siz
   }
 }
 
-/// What the host reads of pass 2, in one copy: the totals, the largest, then the G + 1 starts K_{r t} (valid where
-/// the largest is finite: pass 2 ran).
+/// What the host reads of pass 2, in one copy: the totals, the largest, then the G + 1 starts K_{r t}, then for each
+/// shard r the tiles of its first and last positions' ancestors (G pairs; all valid where the largest is finite:
+/// pass 2 ran).
 struct ShardReport {
   fused::Totals totals;
   double largest;
-  unsigned long long starts[1];  // (G + 1 of them: the carve leaves room)
+  unsigned long long starts[1];  // (G + 1 starts, then 2 G tiles: the carve leaves room)
 };
+/// The tile whose run of positions holds position `position` < P: the last t < n with K_t <= position (then
+/// K_{t+1} > position, the runs of the tiles between being empty).
+__device__ unsigned long long tile_of_position(const fused::Plan& plan, unsigned long long position) {
+  std::size_t lo = 0, hi = plan.n;  // K_lo <= position < K_hi
+  while (hi - lo > 1) {
+    const std::size_t mid = lo + (hi - lo) / 2;
+    if (plan.k[mid] <= position) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
 __global__ void collect_starts(fused::Plan plan, std::size_t t, const double* largest, ShardReport* report) {
   const double top = *largest;
   if (threadIdx.x == 0) report->largest = top;
   if (!isfinite(top)) return;  // (pass 2 did not run)
-  const std::size_t shards = plan.n / t;
+  const std::size_t shards = plan.n / t, s = t * fused::tile;
   for (std::size_t q = threadIdx.x; q <= shards; q += blockDim.x) report->starts[q] = plan.k[q * t];
+  unsigned long long* tiles = report->starts + shards + 1;
+  for (std::size_t q = threadIdx.x; q < shards; q += blockDim.x) {
+    tiles[2 * q] = tile_of_position(plan, q * s);
+    tiles[2 * q + 1] = tile_of_position(plan, (q + 1) * s - 1);
+  }
   if (threadIdx.x == 0) report->totals = *plan.totals;
 }
 
-/// The bytes of a ShardReport with G + 1 starts.
+/// The bytes of a ShardReport of G shards.
 constexpr std::size_t report_bytes(std::size_t shards) {
-  return offsetof(ShardReport, starts) + (shards + 1) * sizeof(unsigned long long);
+  return offsetof(ShardReport, starts) + (3 * shards + 1) * sizeof(unsigned long long);
 }
 }  // namespace kernels
 
@@ -397,7 +414,7 @@ void shard_report(void* temp, std::size_t p, std::size_t s, std::size_t first_ti
 }
 
 double shard_plan(void* temp, std::size_t p, std::size_t s, const double* reports, double u, WeightSummary& summary,
-                  std::vector<std::size_t>& start) {
+                  std::vector<std::size_t>& start, std::vector<std::size_t>& tiles) {
   ShardLayout at = shard_layout(temp, p, s, u);
   const std::size_t t = s / fused::tile;
   fused::Plan plan = at.plan;
@@ -417,12 +434,15 @@ double shard_plan(void* temp, std::size_t p, std::size_t s, const double* report
   std::memcpy(&back, bytes.data(), offsetof(kernels::ShardReport, starts));
   if (!std::isfinite(back.largest)) return back.largest;
   summary = to_summary(back.totals);
-  start.resize(shards + 1);
-  for (std::size_t q = 0; q <= shards; ++q) {
+  auto entry = [&](std::size_t i) {
     unsigned long long k = 0;
-    std::memcpy(&k, bytes.data() + offsetof(kernels::ShardReport, starts) + q * sizeof k, sizeof k);
-    start[q] = k;
-  }
+    std::memcpy(&k, bytes.data() + offsetof(kernels::ShardReport, starts) + i * sizeof k, sizeof k);
+    return static_cast<std::size_t>(k);
+  };
+  start.resize(shards + 1);
+  for (std::size_t q = 0; q <= shards; ++q) start[q] = entry(q);
+  tiles.resize(2 * shards);
+  for (std::size_t i = 0; i < 2 * shards; ++i) tiles[i] = entry(shards + 1 + i);
   return back.largest;
 }
 

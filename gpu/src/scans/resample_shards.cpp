@@ -64,7 +64,7 @@ const ShardedSystematic::Plan& ShardedSystematic::plan(const Column<double>& rep
   const std::size_t p = shards_ * particles_;
   if (where_ == Backend::cuda) {
     plan_.largest =
-        cuda::shard_plan(device_temp_.data(), p, particles_, reports.data(), u_, plan_.summary, plan_.start);
+        cuda::shard_plan(device_temp_.data(), p, particles_, reports.data(), u_, plan_.summary, plan_.start, plan_.tiles);
     return plan_;
   }
   const std::vector<double>& r = reports.host();
@@ -82,6 +82,22 @@ const ShardedSystematic::Plan& ShardedSystematic::plan(const Column<double>& rep
   plan_.summary = host_plan_.summary();
   plan_.start.resize(shards_ + 1);
   for (std::size_t q = 0; q <= shards_; ++q) plan_.start[q] = host_plan_.begin(q * tiles_, u_);
+  // the tile of a position: the last t < n with k(O_t) <= position (the device's tile_of_position)
+  const std::size_t n = shards_ * tiles_;
+  auto tile_of = [&](std::size_t position) {
+    std::size_t lo = 0, hi = n;
+    while (hi - lo > 1) {
+      const std::size_t mid = lo + (hi - lo) / 2;
+      if (host_plan_.begin(mid, u_) <= position) lo = mid;
+      else hi = mid;
+    }
+    return lo;
+  };
+  plan_.tiles.resize(2 * shards_);
+  for (std::size_t q = 0; q < shards_; ++q) {
+    plan_.tiles[2 * q] = tile_of(q * particles_);
+    plan_.tiles[2 * q + 1] = tile_of((q + 1) * particles_ - 1);
+  }
   return plan_;
 }
 

@@ -412,101 +412,85 @@ std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_
 }
 
 namespace {
-/// ordered_key and from_ordered_key on the host.
-unsigned long long host_ordered_key(double x) {
-  const auto u = std::bit_cast<unsigned long long>(x);
-  return (u >> 63) != 0 ? ~u : u | 0x8000000000000000ull;
+/// Part 2's population report of each column of a launch: the shards' parts 1 (gathered: G parts of `size` words,
+/// column j's at the part's (first + j) summary_range_words) folded into report j (after init_kernel): the largest
+/// top's key, the smallest lo, the largest hi.
+__global__ void combine_ranges_kernel(Columns c, const std::int64_t* gathered, std::size_t shards, std::size_t size,
+                                      std::size_t first) {
+  const unsigned j = threadIdx.x;  // (one thread a column of the launch)
+  Report* r = c.report(j);
+  for (std::size_t q = 0; q < shards; ++q) {
+    const Report* s = reinterpret_cast<const Report*>(gathered + q * size + (first + j) * summary_range_words);
+    r->top_key = max(r->top_key, s->top_key);
+    r->lo = min(r->lo, s->lo);
+    r->hi = max(r->hi, s->hi);
+  }
 }
-double host_from_key(unsigned long long k) {
-  if (k == 0) return -INFINITY;
-  const unsigned long long u = (k >> 63) != 0 ? k & 0x7fffffffffffffffull : ~k;
-  return std::bit_cast<double>(u);
+/// Column j's sums and bins (zeros where its range is wider than the bins) into its block of part 2.
+__global__ void pack_sums_kernel(Columns c, double* out, std::size_t first) {
+  const unsigned j = blockIdx.y;
+  const Report* r = c.report(j);
+  double* o = out + (first + j) * summary_sums_size;
+  const bool narrow = r->hi - r->lo < histogram_bins;
+  const double* bins = c.bins + static_cast<std::size_t>(j) * histogram_bins;
+  for (long long b = thread_index(); b < histogram_bins; b += static_cast<long long>(gridDim.x) * blockDim.x)
+    o[3 + b] = narrow ? bins[b] : 0.0;
+  if (thread_index() == 0) {
+    o[0] = r->total;
+    o[1] = r->weighted;
+    o[2] = r->squares;
+  }
 }
+__global__ void set_word_kernel(std::int64_t* at, std::int64_t value) { *at = value; }
 }  // namespace
 
-std::vector<SummaryRange> summary_ranges_device(std::span<const Column<std::int64_t>* const> columns,
-                                                const Column<double>& log_w) {
+static_assert(report_words == summary_range_words, "a column's part 1 is its report");
+
+void summary_ranges_device(std::span<const Column<std::int64_t>* const> columns, const Column<double>& log_w,
+                           std::int64_t tag, Column<std::int64_t>& out) {
   constexpr const char* who = "tally::gpu::detail::summary_ranges";
   const std::size_t n = log_w.size(), k_columns = columns.size();
   const std::size_t stride = report_words;
   const auto blocks = static_cast<unsigned>(std::min<std::size_t>(histogram_blocks, thread_blocks(n)));
-  auto buffer = Column<std::int64_t>::allocate(Backend::cuda, std::max<std::size_t>(stride * k_columns, 1), who);
   auto bins = Column<double>::allocate(Backend::cuda, histogram_bins * std::min(k_columns, columns_per_launch), who);
   for (std::size_t first = 0; first < k_columns; first += columns_per_launch) {
     const auto k = static_cast<unsigned>(std::min(columns_per_launch, k_columns - first));
-    const Columns c = columns_of(columns, first, k, buffer.data() + first * stride, stride, bins.data(), nullptr);
+    const Columns c = columns_of(columns, first, k, out.data() + first * stride, stride, bins.data(), nullptr);
     init_kernel<<<dim3(1, k), block>>>(c, n);
     launched();
     if (n > 0) range_kernel<<<dim3(blocks, k), block>>>(c, log_w.data(), n);
     launched();
   }
-  std::vector<std::int64_t> host(buffer.size());
-  TALLY_CUDA_CHECK(cudaMemcpy(host.data(), buffer.data(), buffer.bytes(), cudaMemcpyDeviceToHost));
-  raise_checked_after_wait();
-  std::vector<SummaryRange> out(k_columns);
-  for (std::size_t k = 0; k < k_columns; ++k) {
-    Report r{};
-    std::memcpy(&r, host.data() + k * stride, sizeof r);
-    out[k] = {host_from_key(r.top_key), r.lo, r.hi, static_cast<std::size_t>(r.first_bad)};
-  }
-  return out;
+  set_word_kernel<<<1, 1>>>(out.data() + k_columns * stride, tag);
+  launched();
 }
 
-std::vector<SummarySums> summary_sums_device(std::span<const Column<std::int64_t>* const> columns,
-                                             const Column<double>& log_w, double top,
-                                             std::span<const std::pair<std::int64_t, std::int64_t>> ranges) {
+void summary_sums_device(std::span<const Column<std::int64_t>* const> columns, const Column<double>& log_w,
+                         const Column<std::int64_t>& gathered, Column<double>& out) {
   constexpr const char* who = "tally::gpu::detail::summary_sums";
   const std::size_t n = log_w.size(), k_columns = columns.size();
-  const std::size_t stride = report_words;
+  const std::size_t stride = report_words, size = k_columns * summary_range_words + 1;
+  const std::size_t shards = gathered.size() / size;
   const auto blocks = static_cast<unsigned>(std::min<std::size_t>(histogram_blocks, thread_blocks(n)));
   const std::size_t group = std::min(k_columns, columns_per_launch);
   auto buffer = Column<std::int64_t>::allocate(Backend::cuda, std::max<std::size_t>(stride * group, 1), who);
   auto bins = Column<double>::allocate(Backend::cuda, histogram_bins * group, who);
   auto partials = Column<double>::allocate(Backend::cuda, 3 * std::size_t{std::max(blocks, 1u)} * group, who);
-  std::vector<SummarySums> out(k_columns);
   for (std::size_t first = 0; first < k_columns; first += columns_per_launch) {
     const auto k = static_cast<unsigned>(std::min(columns_per_launch, k_columns - first));
     const Columns c = columns_of(columns, first, k, buffer.data(), stride, bins.data(), partials.data());
     init_kernel<<<dim3(histogram_bins / block, k), block>>>(c, n);
     launched();
     // the population's top and ranges in place of this shard's (stream-ordered after the set-up)
-    std::vector<std::int64_t> reports(stride * k, 0);
-    for (unsigned j = 0; j < k; ++j) {
-      Report r{};
-      r.first_bad = n;
-      r.lo = ranges[first + j].first;
-      r.hi = ranges[first + j].second;
-      r.top_key = top == -INFINITY ? 0 : host_ordered_key(top);
-      std::memcpy(reports.data() + j * stride, &r, sizeof r);
-    }
-    TALLY_CUDA_CHECK(
-        cudaMemcpy(buffer.data(), reports.data(), reports.size() * sizeof(std::int64_t), cudaMemcpyHostToDevice));
-    if (n > 0) {
-      sums_kernel<<<dim3(blocks, k), block>>>(c, log_w.data(), n);
-      launched();
-      finish_kernel<<<k, block>>>(c, blocks, Probabilities{{}, nullptr, 0});  // the blocks' sums in order; no quantiles
-      launched();
-    }
-    std::vector<std::int64_t> host(stride * k);
-    TALLY_CUDA_CHECK(
-        cudaMemcpy(host.data(), buffer.data(), host.size() * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
-    std::vector<double> host_bins(histogram_bins * k);
-    TALLY_CUDA_CHECK(
-        cudaMemcpy(host_bins.data(), bins.data(), host_bins.size() * sizeof(double), cudaMemcpyDeviceToHost));
-    raise_checked_after_wait();
-    for (unsigned j = 0; j < k; ++j) {
-      Report r{};
-      std::memcpy(&r, host.data() + j * stride, sizeof r);
-      SummarySums& o = out[first + j];
-      if (n > 0) o.total = r.total, o.weighted = r.weighted, o.squares = r.squares;
-      const auto [lo, hi] = ranges[first + j];
-      if (hi >= lo && hi - lo < histogram_bins) {
-        const double* b = host_bins.data() + std::size_t{j} * histogram_bins;
-        o.bins.assign(b, b + (hi - lo + 1));
-      }
-    }
+    combine_ranges_kernel<<<1, k>>>(c, gathered.data(), shards, size, first);
+    launched();
+    if (n > 0) sums_kernel<<<dim3(blocks, k), block>>>(c, log_w.data(), n);
+    launched();
+    finish_kernel<<<k, block>>>(c, blocks, Probabilities{{}, nullptr, 0});  // the blocks' sums in order; no quantiles
+    launched();
+    pack_sums_kernel<<<dim3(histogram_bins / block, k), block>>>(c, out.data(), first);
+    launched();
   }
-  return out;
 }
 
 }  // namespace tally::gpu::detail

@@ -6,11 +6,12 @@ std::vector<WeightedSummary> summarize_device(std::span<const Column<std::int64_
                                               std::span<const double>, WeightSummary*) {
   throw cuda_error("tally::gpu::summarize: tally was built without CUDA");
 }
-std::vector<SummaryRange> summary_ranges_device(std::span<const Column<std::int64_t>* const>, const Column<double>&) {
+void summary_ranges_device(std::span<const Column<std::int64_t>* const>, const Column<double>&, std::int64_t,
+                           Column<std::int64_t>&) {
   throw cuda_error("tally::gpu::detail::summary_ranges: tally was built without CUDA");
 }
-std::vector<SummarySums> summary_sums_device(std::span<const Column<std::int64_t>* const>, const Column<double>&,
-                                             double, std::span<const std::pair<std::int64_t, std::int64_t>>) {
+void summary_sums_device(std::span<const Column<std::int64_t>* const>, const Column<double>&,
+                         const Column<std::int64_t>&, Column<double>&) {
   throw cuda_error("tally::gpu::detail::summary_sums: tally was built without CUDA");
 }
 }  // namespace tally::gpu::detail

@@ -43,6 +43,11 @@ class ShardedSystematic {
     double largest = 0;
     WeightSummary summary{};
     std::vector<std::size_t> start;  ///< G + 1 positions: start[r] = k(O_{r S / T}), start[G] = P
+    /// For each shard r, the tiles of the ancestors of its first and last positions, r S and (r + 1) S - 1 (2 G
+    /// numbers: tiles[2 r], tiles[2 r + 1]): the tile t whose run [k(O_t), k(O_{t+1})) holds the position. The
+    /// ancestors are nondecreasing, so shard r's are particles of the tiles tiles[2 r] .. tiles[2 r + 1]: known
+    /// on every shard before pass 3, which a move of the particles plans from without reading the ancestors.
+    std::vector<std::size_t> tiles;
   };
   /// Pass 2 from every shard's report, rank after rank (G report_size() doubles where this resampler lives;
   /// tally::shape_error otherwise).
@@ -69,9 +74,9 @@ std::size_t shard_bytes(std::size_t p, std::size_t s);
 void shard_report(void* temp, std::size_t p, std::size_t s, std::size_t first_tile, const double* log_w,
                   double* report);
 /// Pass 2 from the G reports (device); waits for the device and returns the largest log-weight and, where it is
-/// finite, the summary and the G + 1 starts.
+/// finite, the summary, the G + 1 starts and the 2 G tiles (Plan::tiles).
 double shard_plan(void* temp, std::size_t p, std::size_t s, const double* reports, double u, WeightSummary& summary,
-                  std::vector<std::size_t>& start);
+                  std::vector<std::size_t>& start, std::vector<std::size_t>& tiles);
 /// Pass 3 of the tiles [first_tile, first_tile + t): the ancestors of the positions from first_position on.
 void shard_ancestors(void* temp, std::size_t p, std::size_t s, std::size_t first_tile, std::size_t first_position,
                      const double* log_w, double u, std::size_t* out);

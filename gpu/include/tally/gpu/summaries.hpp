@@ -54,39 +54,50 @@ std::vector<WeightedSummary> summarize(std::span<const Column<std::int64_t>* con
                                        std::optional<WeightSummary>& weights);
 
 namespace detail {
-/// The parts of a summary that shards of one population combine (runtime's sharded summaries: each shard passes
-/// over its own particles only), with the definitions of WeightedSummary. Part 1, for each column: its smallest
-/// and largest value, and (the same for every column) the largest log-weight that is not NaN or +inf, `top` (-inf
-/// where there is none), and the first NaN or +inf log-weight's index (count: none).
+/// The parts of a summary that shards of one population combine (runtime's sharded summaries), with the definitions
+/// of WeightedSummary: each shard passes over its own particles only, and the parts stay where the columns live, so
+/// that the shards share each with one all-gather there and the host waits once, for the last.
+/// Part 1 of k columns (summary_ranges): summary_range_words words per column, then one word, `tag`, of the
+/// caller's (runtime carries whether a shard's probabilities are good); summary_range_of reads column j's back:
+/// its smallest and largest value, and (the same for every column) the largest log-weight that is not NaN or +inf,
+/// `top` (-inf where there is none), and the first NaN or +inf log-weight's index (the shard's count: none).
 struct SummaryRange {
   double top = -std::numeric_limits<double>::infinity();
   std::int64_t lo = 0, hi = 0;
   std::size_t first_bad = 0;
 };
-/// Part 2 given the population's largest log-weight `top` and each column's population range [lo_k, hi_k]:
-/// W = sum_i w_i, sum_i w_i v_i and sum_i w_i^2 with w_i = e^{l_i - top} (1 when top = -inf; 0 for a NaN or +inf
-/// log-weight), and where hi_k - lo_k < summary_bins the weight by value, bins[v - lo_k] = sum of w_i at v (else
-/// no bins). Sums in any order (the device adds per block, then the blocks in order): equal to a sequential sum
-/// to rounding. Each column's values must lie in its range: the host checks (tally::domain_error), the device does
-/// not (its caller's ranges hold every shard's own, from part 1).
-struct SummarySums {
-  double total = 0, weighted = 0, squares = 0;
-  std::vector<double> bins;
-};
+inline constexpr std::size_t summary_range_words = 8;
 inline constexpr std::int64_t summary_bins = 4096;
+/// Part 2's doubles per column: W = sum_i w_i, sum_i w_i v_i, sum_i w_i^2, then summary_bins bins.
+inline constexpr std::size_t summary_sums_size = 3 + summary_bins;
 /// tally::shape_error (naming `who`) unless the values and log-weights have one size and one place.
 void check_same_place(const Column<std::int64_t>& values, const Column<double>& log_w, const char* who);
-/// Both parts where the columns live (every column the log-weights' size; tally::shape_error otherwise).
-std::vector<SummaryRange> summary_ranges(std::span<const Column<std::int64_t>* const> columns,
-                                         const Column<double>& log_w);
-std::vector<SummarySums> summary_sums(std::span<const Column<std::int64_t>* const> columns,
-                                      const Column<double>& log_w, double top,
-                                      std::span<const std::pair<std::int64_t, std::int64_t>> ranges);
-std::vector<SummaryRange> summary_ranges_device(std::span<const Column<std::int64_t>* const> columns,
-                                                const Column<double>& log_w);
-std::vector<SummarySums> summary_sums_device(std::span<const Column<std::int64_t>* const> columns,
-                                             const Column<double>& log_w, double top,
-                                             std::span<const std::pair<std::int64_t, std::int64_t>> ranges);
+/// Part 1 where the columns live: k summary_range_words + 1 words (every column the log-weights' size and place;
+/// tally::shape_error otherwise).
+Column<std::int64_t> summary_ranges(std::span<const Column<std::int64_t>* const> columns, const Column<double>& log_w,
+                                    std::int64_t tag);
+/// Column j's part 1 from the words of one shard's part (host memory).
+SummaryRange summary_range_of(std::span<const std::int64_t> part, std::size_t j);
+/// Column j's over G shards from their parts laid end to end (G (k summary_range_words + 1) words, host memory): the
+/// largest top, the smallest lo and largest hi (first_bad: the first shard's with one, as that shard's index; the
+/// caller knows the shards' offsets).
+SummaryRange population_range(std::span<const std::int64_t> gathered, std::size_t k, std::size_t j);
+/// Part 2 where the columns live, from the G shards' parts 1 laid end to end there (`gathered`): with the
+/// population's top and ranges [lo_j, hi_j] (population_range), w_i = e^{l_i - top} (1 when top = -inf; 0 for a NaN
+/// or +inf log-weight), k blocks of summary_sums_size doubles: W, sum w v, sum w^2, then where hi_j - lo_j <
+/// summary_bins the weight by value, bin[v - lo_j] = sum of w_i at v (zeros past hi_j - lo_j, and every bin where
+/// the range is wider). Sums in any order (the device adds per block, then the blocks in order): equal to a
+/// sequential sum to rounding. tally::shape_error where `gathered` is not a whole number of parts of k columns.
+Column<double> summary_sums(std::span<const Column<std::int64_t>* const> columns, const Column<double>& log_w,
+                            const Column<std::int64_t>& gathered);
+/// The device halves (summaries_cuda.cu; throwing stubs without CUDA), arguments checked by the above.
+void summary_ranges_device(std::span<const Column<std::int64_t>* const> columns, const Column<double>& log_w,
+                           std::int64_t tag, Column<std::int64_t>& out);
+void summary_sums_device(std::span<const Column<std::int64_t>* const> columns, const Column<double>& log_w,
+                         const Column<std::int64_t>& gathered, Column<double>& out);
+/// A double as an integer ordered as the doubles are (-inf's key is above 0; 0 stands for "no weight"), and back.
+std::uint64_t ordered_key(double x);
+double from_ordered_key(std::uint64_t k);
 
 /// The CUDA form (summaries_cuda.cu; a throwing stub without CUDA). Arguments validated by summarize; `weights`:
 /// nullptr, or where the resampler's summary goes.

@@ -18,11 +18,13 @@ namespace tally::runtime {
 /// MPI, MpiBootstrap below, or any other way), so the same code runs on one host or across hosts.
 /// NVLink multicast (NVLS) is left off: the constructor sets NCCL_NVLS_ENABLE=0 in the environment before
 /// ncclCommInitRank unless the user set it, and tally never calls cuMulticastCreate.
-/// The collectives run on a blocking stream of the rank's device, so in the default stream's order both ways (the
-/// graph's work): on device buffers (Backend::cuda) a collective starts after the work enqueued before it, the work
+/// The collectives on device buffers (Backend::cuda) run on a blocking stream of the rank's device, so in the default
+/// stream's order both ways (the graph's work): a collective starts after the work enqueued before it, the work
 /// enqueued after it waits for it, and the call returns without waiting (the host that reads its output waits, as
-/// for any device result). Host buffers (Backend::cpu) go through device memory kept for that, and the call returns
-/// once the output is written.
+/// for any device result). Those on host buffers (Backend::cpu) run on a second communicator (ncclCommSplit of the
+/// first) and a non-blocking stream, through pinned and device memory kept for that: the call returns once the
+/// output is written, having waited for the other ranks but not for the device work queued before it. (Every rank
+/// issues the same collectives in the same order, so neither communicator's operations can wait on the other's.)
 /// NCCL cannot hold two ranks on one device: simulated shards on one GPU use InProcessGroup instead.
 /// Errors: communicator_error with NCCL's message. A failed collective leaves the communicator unusable (NCCL's
 /// own rule); the ranks should then stop.
@@ -53,8 +55,9 @@ class NcclCommunicator final : public Communicator {
 
  private:
   /// One rank's sends and receives of a pairwise exchange, enqueued (inside the caller's NCCL group).
+  /// host: on the host collectives' communicator and stream.
   void enqueue_pairs(const char* from, std::span<const std::size_t> send_bytes, char* to,
-                     std::span<const std::size_t> recv_bytes);
+                     std::span<const std::size_t> recv_bytes, bool host);
   struct State;
   std::unique_ptr<State> state_;
   std::size_t rank_, size_;
@@ -100,6 +103,9 @@ class LauncherBootstrap {
 /// modulo the host's devices). MPI is used for this alone; the collectives go through NCCL.
 class MpiBootstrap {
  public:
+  /// Whether this process looks started by an MPI launcher (mpirun, mpiexec, srun: one of OMPI_COMM_WORLD_SIZE,
+  /// PMIX_RANK, PMI_RANK, PMI_SIZE, SLURM_PROCID is set). A hint for programs that run with or without one.
+  static bool launched();
   /// MPI_Init unless MPI is already initialized (then MPI_Finalize is left to whoever initialized it).
   MpiBootstrap(int* argc, char*** argv);
   ~MpiBootstrap();
