@@ -93,6 +93,8 @@ struct FilterOptions {
   std::size_t shards = 1;  ///< --shards: the population cut in this many shards, run in this process
   bool nccl = false;       ///< --nccl: one shard per rank (launcher or MPI), one GPU each (join_nccl sets it)
   std::shared_ptr<runtime::Communicator> communicator;
+  /// The communicator's traffic when the last RESULT line was printed (print_result reports each filter's share).
+  mutable runtime::Communicator::Traffic traffic_mark{};
 
   /// --shards and --nccl (the examples with a particle filter that can be sharded).
   void add_sharding_to(CLI::App& app) {
@@ -215,7 +217,9 @@ inline Spread spread(const std::vector<double>& x) {
 /// JAX program's first call pays for its compilation), else run 1's; median_seconds_per_step is the median over the
 /// same runs (one run far off the others, as small steps on a device sometimes take, moves it less);
 /// first_run_seconds_per_step is run 1's; steps_run is the mean over the same runs as seconds_per_step. mean and sd
-/// are those of the finite log-evidences (failed: the runs at -inf); -inf and inf when every run failed.
+/// are those of the finite log-evidences (failed: the runs at -inf); -inf and inf when every run failed. With
+/// --nccl the line ends with what this rank sent the others a step, over all runs (runtime::Communicator::Traffic
+/// since the last line): sent_bytes_per_step (device and host buffers), collectives_per_step.
 inline void print_result(const char* model, const char* method, const FilterOptions& o, std::size_t steps,
                          const std::vector<double>& evidence, const std::vector<double>& seconds,
                          std::size_t state_bytes, const std::vector<std::size_t>& steps_run = {}) {
@@ -239,9 +243,20 @@ inline void print_result(const char* model, const char* method, const FilterOpti
   const double median = per_step.size() % 2 == 1 ? per_step[h] : (per_step[h - 1] + per_step[h]) / 2;
   std::printf("RESULT model=%s method=%s device=%s particles=%zu runs=%zu steps=%zu steps_run=%.4g mean=%.6f sd=%.6f "
               "failed=%zu seconds_per_step=%.6g median_seconds_per_step=%.6g first_run_seconds_per_step=%.6g "
-              "state_bytes=%zu\n",
+              "state_bytes=%zu",
               model, method, o.device.c_str(), o.particles, evidence.size(), steps, warm_steps, s.mean, s.sd,
               s.failed, warm, median, seconds.front() / ran(0), state_bytes);
+  if (o.communicator) {
+    const runtime::Communicator::Traffic now = o.communicator->traffic(), was = o.traffic_mark;
+    o.traffic_mark = now;
+    double all_steps = 0;
+    for (std::size_t r = 0; r < seconds.size(); ++r) all_steps += ran(r);
+    const auto bytes = static_cast<double>(now.device_bytes + now.host_bytes - was.device_bytes - was.host_bytes);
+    const auto calls = static_cast<double>(now.device_collectives + now.host_collectives - was.device_collectives -
+                                           was.host_collectives);
+    std::printf(" sent_bytes_per_step=%.6g collectives_per_step=%.4g", bytes / all_steps, calls / all_steps);
+  }
+  std::printf("\n");
 }
 
 /// The lines comparing the filters' estimates with the exact log-evidence.

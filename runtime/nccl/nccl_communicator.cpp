@@ -134,6 +134,7 @@ std::string NcclCommunicator::description() const {
 void NcclCommunicator::all_gather(const void* in, void* out, std::size_t bytes, gpu::Backend where) {
   check(cudaSetDevice(device_), "cudaSetDevice");
   if (bytes == 0) return;
+  count(where, static_cast<std::uint64_t>(bytes) * (size_ - 1));
   if (where == gpu::Backend::cpu) {
     // on the host communicator's stream, through pinned memory: no wait for the device's other work
     const std::size_t all = bytes * (size_ + 1);
@@ -184,6 +185,7 @@ void NcclCommunicator::all_to_all(const void* send, std::span<const std::size_t>
   const std::size_t sent = std::accumulate(send_bytes.begin(), send_bytes.end(), std::size_t{0});
   const std::size_t received = std::accumulate(recv_bytes.begin(), recv_bytes.end(), std::size_t{0});
   if (sent == 0 && received == 0) return;  // (nothing to enqueue: one rank, or a shard that keeps its particles)
+  count(where, to_others(send_bytes, rank_));
   if (where == gpu::Backend::cpu) {
     // as all_gather's host form: the host communicator, pinned memory, no wait for the device's other work
     char* pinned = state_->pinned.at_least(sent + received);
@@ -223,6 +225,7 @@ void NcclCommunicator::all_to_all_many(std::span<const void* const> sends, std::
   const std::size_t sent = std::accumulate(send_bytes.begin(), send_bytes.end(), std::size_t{0});
   const std::size_t received = std::accumulate(recv_bytes.begin(), recv_bytes.end(), std::size_t{0});
   if (sends.empty() || (sent == 0 && received == 0)) return;
+  count(where, to_others(send_bytes, rank_) * sends.size());
   check(ncclGroupStart(), "ncclGroupStart");  // every buffer's sends and receives: one launch
   for (std::size_t k = 0; k < sends.size(); ++k)
     enqueue_pairs(static_cast<const char*>(sends[k]), send_bytes, static_cast<char*>(recvs[k]), recv_bytes, false);

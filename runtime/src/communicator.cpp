@@ -167,6 +167,7 @@ class InProcessCommunicator final : public Communicator {
     d.bytes = bytes;
     d.where = where;
     group_.collective(rank_, d);
+    count(where, static_cast<std::uint64_t>(bytes) * (size_ - 1));
   }
   void all_to_all(const void* send, std::span<const std::size_t> send_bytes, void* recv,
                   std::span<const std::size_t> recv_bytes, gpu::Backend where) override {
@@ -178,6 +179,7 @@ class InProcessCommunicator final : public Communicator {
     d.recv_bytes = recv_bytes;
     d.where = where;
     group_.collective(rank_, d);
+    count(where, to_others(send_bytes, rank_));
   }
   std::string description() const override {
     return tally::detail::message("in-process shard ", rank_, " of ", size_);

@@ -188,6 +188,27 @@ TEST_CASE("Shard::even splits a population in rank order", "[runtime][sharding]"
   CHECK_THROWS_AS(Shard::even(5, 3, 3), tally::domain_error);
 }
 
+TEST_CASE("A communicator counts what its rank sends the others", "[runtime][sharding]") {
+  InProcessGroup::run(3, [](std::shared_ptr<Communicator> comm) {
+    CHECK(comm->traffic().host_bytes == 0);
+    const std::uint64_t mine = comm->rank();
+    std::vector<std::uint64_t> all(3);
+    comm->all_gather(&mine, all.data(), sizeof mine, gpu::Backend::cpu);
+    CHECK(all == std::vector<std::uint64_t>{0, 1, 2});
+    // rank r sends r + 1 words to each rank (itself included: not counted) and receives q + 1 from rank q
+    const std::size_t r = comm->rank();
+    std::vector<std::size_t> send(3, 8 * (r + 1)), recv{8, 16, 24};
+    std::vector<std::uint64_t> out(6), in(3 * (r + 1), r);
+    comm->all_to_all(in.data(), send, out.data(), recv, gpu::Backend::cpu);
+    CHECK(out == std::vector<std::uint64_t>{0, 1, 1, 2, 2, 2});
+    const Communicator::Traffic t = comm->traffic();
+    CHECK(t.host_collectives == 2);
+    CHECK(t.host_bytes == 2 * 8 + 2 * 8 * (r + 1));  // the all-gather's word to two others, then r + 1 words to each
+    CHECK(t.device_bytes == 0);
+    CHECK(t.device_collectives == 0);
+  });
+}
+
 TEST_CASE("G shards on the CPU give the unsharded population's draws, weights, laws and evidence",
           "[runtime][sharding]") {
   check_splits(Device::cpu);

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <span>
@@ -63,6 +64,33 @@ class Communicator {
                                gpu::Backend where);
   /// What it is, for messages ("in-process shard 2 of 4", "NCCL rank 1 of 8 on device 1").
   virtual std::string description() const = 0;
+
+  /// What this rank has sent to the other ranks so far, by where the buffers lived (Backend::cuda: device memory,
+  /// Backend::cpu: host memory): bytes (an all_gather of b bytes sends b to each other rank, (size() - 1) b; an
+  /// all_to_all its send_bytes[q] for q != rank(): what a network between hosts would carry) and collectives called.
+  /// For tuning and for estimating a step's cost across hosts (the examples' RESULT lines).
+  struct Traffic {
+    std::uint64_t device_bytes = 0, host_bytes = 0, device_collectives = 0, host_collectives = 0;
+  };
+  Traffic traffic() const { return traffic_; }
+
+ protected:
+  /// Counts one collective (the implementations call it).
+  void count(gpu::Backend where, std::uint64_t bytes_to_others) {
+    const bool device = where == gpu::Backend::cuda;
+    (device ? traffic_.device_bytes : traffic_.host_bytes) += bytes_to_others;
+    ++(device ? traffic_.device_collectives : traffic_.host_collectives);
+  }
+  /// The bytes an all_to_all sends to ranks other than `me`.
+  static std::uint64_t to_others(std::span<const std::size_t> send_bytes, std::size_t me) {
+    std::uint64_t sum = 0;
+    for (std::size_t q = 0; q < send_bytes.size(); ++q)
+      if (q != me) sum += send_bytes[q];
+    return sum;
+  }
+
+ private:
+  Traffic traffic_;
 };
 
 /// G shards in one process, for tests and for simulated shards on one device: run(G, program) calls
