@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -93,8 +94,8 @@ struct FilterOptions {
   std::size_t shards = 1;  ///< --shards: the population cut in this many shards, run in this process
   bool nccl = false;       ///< --nccl: one shard per rank (launcher or MPI), one GPU each (join_nccl sets it)
   std::shared_ptr<runtime::Communicator> communicator;
-  /// The communicator's traffic when the last RESULT line was printed (print_result reports each filter's share).
-  mutable runtime::Communicator::Traffic traffic_mark{};
+  /// What rank 0 sent the other shards in each filter's runs so far (on_population's `method`; --nccl or --shards).
+  mutable std::map<std::string, runtime::Communicator::Traffic> traffic;
 
   /// --shards and --nccl (the examples with a particle filter that can be sharded).
   void add_sharding_to(CLI::App& app) {
@@ -124,14 +125,26 @@ struct FilterOptions {
 /// The value of body(pop) for the filter's population: one Graph of o.particles particles; o.shards shards of it in
 /// this process (runtime::InProcessGroup: each shard's body runs on its own thread, one after another, so the time is
 /// the shards' sum); or, with --nccl, this MPI rank's shard (o.communicator). Every shard's summaries, ESS and
-/// evidence are the population's; rank 0's result is returned.
+/// evidence are the population's; rank 0's result is returned. What rank 0 sends the others is added to
+/// o.traffic[method].
 template <class Body>
-auto on_population(const FilterOptions& o, std::uint64_t seed, Body body) {
+auto on_population(const FilterOptions& o, const char* method, std::uint64_t seed, Body body) {
   using Result = decltype(body(std::declval<runtime::Graph&>()));
+  using Traffic = runtime::Communicator::Traffic;
+  auto add = [&](const Traffic& after, const Traffic& before) {
+    Traffic& sum = o.traffic[method];
+    sum.device_bytes += after.device_bytes - before.device_bytes;
+    sum.host_bytes += after.host_bytes - before.host_bytes;
+    sum.device_collectives += after.device_collectives - before.device_collectives;
+    sum.host_collectives += after.host_collectives - before.host_collectives;
+  };
   if (o.communicator) {
     const auto& c = o.communicator;
+    const Traffic before = c->traffic();
     runtime::Graph pop(runtime::Shard::even(o.particles, c->size(), c->rank()), c, seed, o.backend());
-    return body(pop);
+    Result r = body(pop);
+    add(c->traffic(), before);
+    return r;
   }
   if (o.shards <= 1) {
     runtime::Graph pop(o.particles, seed, o.backend());
@@ -141,7 +154,9 @@ auto on_population(const FilterOptions& o, std::uint64_t seed, Body body) {
   runtime::InProcessGroup::run(o.shards, [&](std::shared_ptr<runtime::Communicator> c) {
     runtime::Graph pop(runtime::Shard::even(o.particles, o.shards, c->rank()), c, seed, o.backend());
     Result r = body(pop);
-    if (c->rank() == 0) out = std::move(r);
+    if (c->rank() != 0) return;
+    out = std::move(r);
+    add(c->traffic(), Traffic{});  // (each run's communicators are new)
   });
   return out;
 }
@@ -218,8 +233,8 @@ inline Spread spread(const std::vector<double>& x) {
 /// same runs (one run far off the others, as small steps on a device sometimes take, moves it less);
 /// first_run_seconds_per_step is run 1's; steps_run is the mean over the same runs as seconds_per_step. mean and sd
 /// are those of the finite log-evidences (failed: the runs at -inf); -inf and inf when every run failed. With
-/// --nccl the line ends with what this rank sent the others a step, over all runs (runtime::Communicator::Traffic
-/// since the last line): sent_bytes_per_step (device and host buffers), collectives_per_step.
+/// --nccl or --shards the line ends with what rank 0 sent the others a step, over all runs (o.traffic[method]):
+/// sent_bytes_per_step (device and host buffers), collectives_per_step.
 inline void print_result(const char* model, const char* method, const FilterOptions& o, std::size_t steps,
                          const std::vector<double>& evidence, const std::vector<double>& seconds,
                          std::size_t state_bytes, const std::vector<std::size_t>& steps_run = {}) {
@@ -246,14 +261,11 @@ inline void print_result(const char* model, const char* method, const FilterOpti
               "state_bytes=%zu",
               model, method, o.device.c_str(), o.particles, evidence.size(), steps, warm_steps, s.mean, s.sd,
               s.failed, warm, median, seconds.front() / ran(0), state_bytes);
-  if (o.communicator) {
-    const runtime::Communicator::Traffic now = o.communicator->traffic(), was = o.traffic_mark;
-    o.traffic_mark = now;
+  if (const auto t = o.traffic.find(method); t != o.traffic.end()) {
     double all_steps = 0;
     for (std::size_t r = 0; r < seconds.size(); ++r) all_steps += ran(r);
-    const auto bytes = static_cast<double>(now.device_bytes + now.host_bytes - was.device_bytes - was.host_bytes);
-    const auto calls = static_cast<double>(now.device_collectives + now.host_collectives - was.device_collectives -
-                                           was.host_collectives);
+    const auto bytes = static_cast<double>(t->second.device_bytes + t->second.host_bytes);
+    const auto calls = static_cast<double>(t->second.device_collectives + t->second.host_collectives);
     std::printf(" sent_bytes_per_step=%.6g collectives_per_step=%.4g", bytes / all_steps, calls / all_steps);
   }
   std::printf("\n");

@@ -241,8 +241,10 @@ int main(int argc, char** argv) {
     std::vector<double> delayed_seconds, boot_seconds;
     for (int r = 0; r < options.runs; ++r) {
       const std::uint64_t seed = options.seed + static_cast<std::uint64_t>(r);
-      delayed_runs.push_back(models::on_population(options, seed, [&](Graph& pop) { return delayed_filter(m, y, pop); }));
-      boot_runs.push_back(models::on_population(options, seed, [&](Graph& pop) { return bootstrap_filter(m, y, pop); }));
+      delayed_runs.push_back(
+          models::on_population(options, "delayed", seed, [&](Graph& pop) { return delayed_filter(m, y, pop); }));
+      boot_runs.push_back(
+          models::on_population(options, "bootstrap", seed, [&](Graph& pop) { return bootstrap_filter(m, y, pop); }));
       delayed_evidence.push_back(delayed_runs.back().log_evidence);
       boot_evidence.push_back(boot_runs.back().log_evidence);
       delayed_seconds.push_back(delayed_runs.back().seconds);

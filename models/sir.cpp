@@ -264,8 +264,10 @@ std::pair<std::vector<RunResult>, std::vector<RunResult>> compare(const Outbreak
   std::vector<RunResult> delayed, bootstrap;
   for (int k = 0; k < runs; ++k) {
     const std::uint64_t s = seed + static_cast<std::uint64_t>(k);
-    delayed.push_back(models::on_population(o, s, [&](Graph& pop) { return delayed_filter(data, pop, lambda); }));
-    bootstrap.push_back(models::on_population(o, s, [&](Graph& pop) { return bootstrap_filter(data, pop, lambda); }));
+    delayed.push_back(
+        models::on_population(o, "delayed", s, [&](Graph& pop) { return delayed_filter(data, pop, lambda); }));
+    bootstrap.push_back(
+        models::on_population(o, "bootstrap", s, [&](Graph& pop) { return bootstrap_filter(data, pop, lambda); }));
     if (runs > 1)
       std::fprintf(stderr, "days 1..%zu, run %d/%d (seed %llu): delayed sampling %s (%.2f s), bootstrap %s (%.2f s)\n",
                    data.days(), k + 1, runs, static_cast<unsigned long long>(s), outcome(delayed.back()).c_str(),

@@ -92,6 +92,7 @@ __global__ void init_kernel(Columns c, std::size_t count) {
   const long long t = thread_index();
   if (t == 0) {
     Report* r = c.report(blockIdx.y);
+    r->top = r->total = r->weighted = r->squares = 0.0;  // (set by finish_kernel; zero until then: a part's words)
     r->first_bad = count;
     r->lo = LLONG_MAX;
     r->hi = LLONG_MIN;
