@@ -1,6 +1,7 @@
 // Moving particles between shards: every live variable's laws and values sent to the shards whose particles need them.
 #include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <numeric>
@@ -122,6 +123,39 @@ std::optional<Exchange> ranges_exchange(Context& ctx, const std::vector<std::siz
   out.placement_column = gpu::detail::kept_first_placement(x, at, bounds[me], bounds[me + 1] - bounds[me], lo[me]);
   out.kept_first = true;
   return out;
+}
+
+/// The particles a range exchange may carry at most before the shards ask for their distinct ancestors instead
+/// (TALLY_SHARD_REQUESTS_ABOVE, default 65536: half a megabyte a column; 0 always asks).
+std::size_t requests_above() {
+  const char* set = std::getenv("TALLY_SHARD_REQUESTS_ABOVE");
+  if (set == nullptr || *set == '\0') return 65536;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(set, &end, 10);
+  if (*end != '\0')
+    tally::detail::fail<usage_error>("TALLY_SHARD_REQUESTS_ABOVE=", set, ": a number of particles is needed");
+  return static_cast<std::size_t>(v);
+}
+
+/// The exchange of nondecreasing ancestors `mine` (this shard's) by requests: each shard asks the others for its
+/// distinct ancestors they hold (gpu::detail::foreign_requests: the counts read back, one wait), the counts are
+/// exchanged on the host, the requests travel where the state lives, and the owners send those particles only.
+Exchange requested_exchange(Context& ctx, const gpu::Column<std::size_t>& mine) {
+  Communicator& c = comm_of(ctx);
+  const auto& bounds = shard_bounds(ctx);
+  const std::size_t me = c.rank();
+  gpu::detail::ForeignRequests asked = gpu::detail::foreign_requests(mine, bounds, me);
+  Exchange x;
+  x.recv = std::move(asked.per_shard);
+  x.send = exchange_counts(c, x.recv);
+  const std::size_t sent = std::accumulate(x.send.begin(), x.send.end(), std::size_t{0});
+  auto wanted = gpu::Column<std::size_t>::allocate(ctx.where, sent, "tally::runtime::Graph (particles asked for)");
+  c.all_to_all(asked.requests.data(), times(x.recv, sizeof(std::size_t)), wanted.data(),
+               times(x.send, sizeof(std::size_t)), ctx.where);
+  x.outgoing_column = gpu::detail::shifted_slice(wanted, 0, sent, bounds[me]);  // (this shard's local indices)
+  x.placement_column = std::move(asked.placement);
+  x.kept_first = true;
+  return x;
 }
 
 /// ranges_exchange for the population's ancestors `whole` (the same on every shard): the host reads 2 G entries.
@@ -533,8 +567,21 @@ gpu::Column<std::size_t> tiled_gather(Context& ctx, TiledPlan& tiled) {
   std::optional<Exchange> ranges = ranges_exchange(ctx, lo, hi, mine, 0);
   if (!ranges)
     throw communicator_error("tally::runtime::Graph: a sharded systematic resampling's plan is out of order");
+  // where a shard would receive many particles (as the plan says alike on every shard), most of them may have no
+  // offspring (concentrated weights): the shards then ask for their distinct ancestors only, at the cost of a wait
+  std::size_t most = 0;
+  for (std::size_t r = 0; r < g; ++r) {
+    std::size_t foreign = 0;
+    for (std::size_t q = 0; q < g; ++q)
+      if (q != r && lo[r] < bounds[q + 1] && hi[r] >= bounds[q])
+        foreign += std::min(hi[r], bounds[q + 1] - 1) - std::max(lo[r], bounds[q]) + 1;
+    most = std::max(most, foreign);
+  }
   phase.emplace(ctx, "resample: move");
-  gather_items(ctx, [&] { return std::move(*ranges); }, nullptr);
+  if (most > requests_above())
+    gather_items(ctx, [&] { return requested_exchange(ctx, mine); }, nullptr);
+  else
+    gather_items(ctx, [&] { return std::move(*ranges); }, nullptr);
   return mine;
 }
 

@@ -277,3 +277,48 @@ TEST_CASE("block_indices, repeated laws and add_repeated: values shared by block
     }
   CHECK_THROWS_AS(gpu::block_indices(4, 0, Backend::cpu), shape_error);
 }
+
+TEST_CASE("foreign_requests: a shard's distinct ancestors held by others, counted by shard, and its placement",
+          "[gpu][gather]") {
+  const std::vector<Backend> places = test_places();
+  const std::uint64_t seed = fresh_seed();
+  INFO("seed " << seed);
+  std::mt19937_64 gen(seed);
+  for (int trial = 0; trial < 16; ++trial) {
+    // G shards of a population; one shard's nondecreasing ancestors, runs of repeats and gaps among them
+    const std::size_t shards = 1 + gen() % 5, total = shards + gen() % 30'000, me = gen() % shards;
+    std::vector<std::size_t> bounds{0};
+    for (std::size_t q = 1; q < shards; ++q) bounds.push_back(bounds.back() + 1 + gen() % (total / shards));
+    bounds.push_back(total);
+    const std::size_t count = bounds[me + 1] - bounds[me];
+    std::vector<std::size_t> x(count);
+    const std::size_t jumps = 1 + gen() % 40;  // (0: repeats, else a gap of up to `jumps` particles)
+    for (std::size_t i = 0, v = gen() % total; i < count; ++i) x[i] = v = std::min(total - 1, v + gen() % (jumps + 1) / 2);
+    std::sort(x.begin(), x.end());
+    // by definition: the distinct entries outside [bounds[me], bounds[me + 1]), per holder, and each entry's place
+    std::vector<std::size_t> want_requests, want_per_shard(shards, 0), want_placement(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      const bool own = x[i] >= bounds[me] && x[i] < bounds[me + 1];
+      if (!own && (want_requests.empty() || want_requests.back() != x[i])) {
+        want_requests.push_back(x[i]);
+        std::size_t q = 0;
+        while (x[i] >= bounds[q + 1]) ++q;
+        ++want_per_shard[q];
+      }
+      want_placement[i] = own ? x[i] - bounds[me] : count + want_requests.size() - 1;
+    }
+    for (const Backend where : places) {
+      INFO((where == Backend::cpu ? "cpu" : "cuda") << ", trial " << trial << ": shard " << me << " of " << shards
+                                                    << ", " << count << " of " << total << " particles");
+      const auto got = gpu::detail::foreign_requests(Column<std::size_t>::from_host(x, where), bounds, me);
+      REQUIRE(got.requests.to_host() == want_requests);
+      REQUIRE(got.per_shard == want_per_shard);
+      REQUIRE(got.placement.to_host() == want_placement);
+    }
+  }
+  const std::size_t bounds[] = {0, 2, 4};
+  CHECK_THROWS_AS(gpu::detail::foreign_requests(Column<std::size_t>::from_host({3, 2}, Backend::cpu), bounds, 0),
+                  domain_error);
+  CHECK_THROWS_AS(gpu::detail::foreign_requests(Column<std::size_t>::from_host({0, 1}, Backend::cpu), bounds, 2),
+                  shape_error);
+}

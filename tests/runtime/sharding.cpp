@@ -1,6 +1,7 @@
 // Sharded populations: G shards (in one process) give the unsharded population's draws, weights and resamplings.
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <numeric>
 #include <stdexcept>
@@ -301,6 +302,29 @@ TEST_CASE("Shards of one size at tile borders resample over their own tiles, as 
     check_concentrated(Device::cpu, {5000}, 4, before);
     check_concentrated(Device::cpu, {1, 4095, 4096, 8191, 9000, 16383}, 4, before);
   }
+}
+
+/// The tile-aligned cases again with every resampling's particles asked for by the shards (their distinct
+/// ancestors only) instead of sent as ranges.
+static void check_requests(Device device) {
+  struct Asking {  // TALLY_SHARD_REQUESTS_ABOVE=0 while it lives
+    Asking() { setenv("TALLY_SHARD_REQUESTS_ABOVE", "0", 1); }
+    ~Asking() { unsetenv("TALLY_SHARD_REQUESTS_ABOVE"); }
+  } asking;
+  check_tile_aligned(device);
+  check_concentrated(device, {5000}, 4, BeforeResampling::summary);
+  check_concentrated(device, {3, 4096 * 3 + 17}, 2);
+  check_concentrated(device, {1, 4095, 4096, 8191, 9000, 16383}, 4, BeforeResampling::summary_then_observation);
+}
+
+TEST_CASE("Shards of one size at tile borders that ask for their distinct ancestors give the unsharded results",
+          "[runtime][sharding]") {
+  check_requests(Device::cpu);
+  if (!gpu::cuda_available()) {
+    WARN("device half skipped: " << gpu::device_description());
+    return;
+  }
+  check_requests(Device::cuda);
 }
 
 TEST_CASE("A small population on more shards than tiles, every split", "[runtime][sharding]") {

@@ -160,6 +160,59 @@ Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size
   return out;
 }
 
+detail::ForeignRequests foreign_requests(const Column<std::size_t>& x, std::span<const std::size_t> bounds,
+                                         std::size_t me) {
+  constexpr const char* who = "tally::gpu::detail::foreign_requests";
+  const std::size_t count = x.size(), shards = bounds.size() - 1, first = bounds[me], last = bounds[me + 1];
+  const auto n = static_cast<long long>(count);
+  const std::size_t* xp = x.data();
+  // flag_i = 1 where x_i is another shard's and the first of its run; its inclusive scan numbers the requests
+  auto scanned = Column<std::size_t>::allocate(Backend::cuda, std::max<std::size_t>(count, 1), who);
+  std::size_t* s = scanned.data();
+  each(count, [=] __device__(long long i) {
+    const std::size_t v = xp[i];
+    s[i] = (v < first || v >= last) && (i == 0 || xp[i - 1] != v) ? 1 : 0;
+  });
+  if (count > 0) {
+    std::size_t bytes = 0;
+    TALLY_CUDA_CHECK(cub::DeviceScan::InclusiveSum(nullptr, bytes, s, s, n));
+    auto temp = Column<unsigned char>::allocate(Backend::cuda, std::max<std::size_t>(bytes, 1), who);
+    TALLY_CUDA_CHECK(cub::DeviceScan::InclusiveSum(temp.data(), bytes, s, s, n));
+  }
+  // each shard's requests: the scan's rise over the run of x within its bounds (found by binary search)
+  const auto bounds_column = Column<std::size_t>::from_host(std::vector<std::size_t>(bounds.begin(), bounds.end()),
+                                                            Backend::cuda);
+  const std::size_t* b = bounds_column.data();
+  auto per_shard = Column<std::size_t>::allocate(Backend::cuda, shards, who);
+  std::size_t* ps = per_shard.data();
+  each(shards, [=] __device__(long long q) {
+    auto before = [&](std::size_t bound) {  // the requests among the x_i < bound
+      long long lo = 0, hi = n;           // the first i with x_i >= bound
+      while (lo < hi) {
+        const long long mid = lo + (hi - lo) / 2;
+        if (xp[mid] < bound) lo = mid + 1;
+        else hi = mid;
+      }
+      return lo > 0 ? s[lo - 1] : std::size_t{0};
+    };
+    ps[q] = before(b[q + 1]) - before(b[q]);
+  });
+  detail::ForeignRequests out{Column<std::size_t>(), Column<std::size_t>::allocate(Backend::cuda, count, who),
+                              per_shard.to_host()};  // (the wait)
+  std::size_t total = 0;
+  for (const std::size_t k : out.per_shard) total += k;
+  out.requests = Column<std::size_t>::allocate(Backend::cuda, total, who);
+  std::size_t* r = out.requests.data();
+  std::size_t* p = out.placement.data();
+  each(count, [=] __device__(long long i) {
+    const std::size_t v = xp[i];
+    const bool own = v >= first && v < last;
+    if (!own && (i == 0 || xp[i - 1] != v)) r[s[i] - 1] = v;
+    p[i] = own ? v - first : count + s[i] - 1;
+  });
+  return out;
+}
+
 Column<std::int64_t> law_lengths(const Laws& x) {
   auto out = Column<std::int64_t>::allocate(Backend::cuda, x.size(), "tally::gpu::detail::law_lengths");
   const std::int64_t* offset = x.view().offset;

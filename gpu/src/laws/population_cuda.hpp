@@ -73,6 +73,8 @@ Column<double> gather_two(const Column<double>& x, const Column<double>& y, cons
 Laws gather_two(const Laws& x, const Laws& y, const Column<std::size_t>& a, std::size_t max_length);
 Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size_t at, std::size_t first,
                                          std::size_t count, std::size_t lo);
+detail::ForeignRequests foreign_requests(const Column<std::size_t>& x, std::span<const std::size_t> bounds,
+                                         std::size_t me);
 Column<std::int64_t> law_lengths(const Laws& x);
 Laws laws_of_lengths(const Column<std::int64_t>& lengths, std::size_t total, std::size_t max_length, const char* who);
 Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::size_t>& ancestors);

@@ -114,6 +114,9 @@ Column<std::size_t> kept_first_placement(const Column<std::size_t>&, std::size_t
                                          std::size_t) {
   none("kept_first_placement");
 }
+detail::ForeignRequests foreign_requests(const Column<std::size_t>&, std::span<const std::size_t>, std::size_t) {
+  none("foreign_requests");
+}
 Column<std::int64_t> law_lengths(const Laws&) { none("law_lengths"); }
 Laws laws_of_lengths(const Column<std::int64_t>&, std::size_t, std::size_t, const char*) { none("laws_of_lengths"); }
 Column<std::int64_t> gather(const Column<std::int64_t>&, const Column<std::size_t>&) { none("gather"); }

@@ -629,6 +629,36 @@ Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size
   return Column<std::size_t>::host_values(std::move(out));
 }
 
+ForeignRequests foreign_requests(const Column<std::size_t>& x, std::span<const std::size_t> bounds, std::size_t me) {
+  constexpr const char* who = "tally::gpu::detail::foreign_requests";
+  if (bounds.size() < me + 2)
+    tally::detail::fail<shape_error>(who, ": shard ", me, " among ", bounds.size(), " bounds");
+  if (on_device(x.where())) return population_cuda::foreign_requests(x, bounds, me);
+  const std::vector<std::size_t>& v = x.host();
+  const std::size_t first = bounds[me], last = bounds[me + 1], count = v.size();
+  ForeignRequests out{Column<std::size_t>::host_values({}), Column<std::size_t>::host_values({}),
+                      std::vector<std::size_t>(bounds.size() - 1, 0)};
+  std::vector<std::size_t>& requests = out.requests.host();
+  std::vector<std::size_t> placement(count);
+  for (std::size_t i = 0, q = 0; i < count; ++i) {
+    if ((i > 0 && v[i] < v[i - 1]) || v[i] >= bounds.back())
+      tally::detail::fail<domain_error>(who, ": entry ", i, " is ", v[i], " (nondecreasing entries below ",
+                                        bounds.back(), " are needed)");
+    if (v[i] >= first && v[i] < last) {
+      placement[i] = v[i] - first;
+      continue;
+    }
+    if (requests.empty() || requests.back() != v[i]) {
+      requests.push_back(v[i]);
+      while (v[i] >= bounds[q + 1]) ++q;  // (v nondecreasing: q only grows)
+      ++out.per_shard[q];
+    }
+    placement[i] = count + requests.size() - 1;
+  }
+  out.placement = Column<std::size_t>::host_values(std::move(placement));
+  return out;
+}
+
 Column<std::int64_t> law_lengths(const Laws& x) {
   if (on_device(x.where())) return population_cuda::law_lengths(x);
   std::vector<std::int64_t> out(x.size());

@@ -199,6 +199,20 @@ Laws gather_two(const Laws& x, const Laws& y, const Column<std::size_t>& a);
 /// at + count > x.size(), tally::domain_error on the host where some v < lo).
 Column<std::size_t> kept_first_placement(const Column<std::size_t>& x, std::size_t at, std::size_t first,
                                          std::size_t count, std::size_t lo);
+/// The particles a shard needs from the other shards, each once, for its nondecreasing ancestors x (population
+/// indices) and the shards' bounds (G + 1 numbers: shard q holds bounds[q] .. bounds[q + 1] - 1; this shard is
+/// `me`, count = x.size() its particles): requests, the distinct x_i outside this shard in increasing order (so
+/// grouped by the shard holding them, in rank order), where x lives; per_shard[q], how many of them shard q holds (0
+/// for me), on the host (a device x: read back, the one wait); placement_i = x_i - bounds[me] for this shard's own
+/// x_i, else count + the index of x_i among the requests: the index gather_two takes with this shard's particles as
+/// x and the requested ones, received in order, as y. A sharded resampling whose ranges would carry many particles
+/// of no offspring sends these instead. tally::shape_error unless bounds has me + 2 entries at least; the host
+/// checks that x is nondecreasing and within the bounds (tally::domain_error), the device does not.
+struct ForeignRequests {
+  Column<std::size_t> requests, placement;
+  std::vector<std::size_t> per_shard;
+};
+ForeignRequests foreign_requests(const Column<std::size_t>& x, std::span<const std::size_t> bounds, std::size_t me);
 /// Law i's length offset_{i+1} - offset_i, where the laws live (a sharded resampling sends them before the
 /// weights, so that the receiver lays its laws out without the host).
 Column<std::int64_t> law_lengths(const Laws& x);
