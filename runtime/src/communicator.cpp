@@ -179,7 +179,21 @@ class InProcessCommunicator final : public Communicator {
     d.recv_bytes = recv_bytes;
     d.where = where;
     group_.collective(rank_, d);
-    count(where, to_others(send_bytes, rank_));
+    if (!grouping_) count(where, to_others(send_bytes, rank_));
+  }
+  /// One exchange per buffer, counted as one collective, as NCCL's group counts it (the traffic estimates hosts').
+  void all_to_all_many(std::span<const void* const> sends, std::span<const std::size_t> send_bytes,
+                       std::span<void* const> recvs, std::span<const std::size_t> recv_bytes,
+                       gpu::Backend where) override {
+    grouping_ = true;
+    try {
+      Communicator::all_to_all_many(sends, send_bytes, recvs, recv_bytes, where);
+    } catch (...) {
+      grouping_ = false;
+      throw;
+    }
+    grouping_ = false;
+    if (!sends.empty()) count(where, to_others(send_bytes, rank_) * sends.size());
   }
   std::string description() const override {
     return tally::detail::message("in-process shard ", rank_, " of ", size_);
@@ -188,6 +202,7 @@ class InProcessCommunicator final : public Communicator {
  private:
   Group& group_;
   std::size_t rank_, size_;
+  bool grouping_ = false;  // inside all_to_all_many: its exchanges are counted together
 };
 
 }  // namespace

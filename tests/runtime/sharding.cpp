@@ -207,6 +207,14 @@ TEST_CASE("A communicator counts what its rank sends the others", "[runtime][sha
     CHECK(t.host_bytes == 2 * 8 + 2 * 8 * (r + 1));  // the all-gather's word to two others, then r + 1 words to each
     CHECK(t.device_bytes == 0);
     CHECK(t.device_collectives == 0);
+    // two buffers exchanged together: one collective (NCCL groups them), twice the bytes
+    std::vector<std::uint64_t> out2(6);
+    const void* sends[] = {in.data(), in.data()};
+    void* recvs[] = {out.data(), out2.data()};
+    comm->all_to_all_many(sends, send, recvs, recv, gpu::Backend::cpu);
+    CHECK(out2 == out);
+    CHECK(comm->traffic().host_collectives == 3);
+    CHECK(comm->traffic().host_bytes == t.host_bytes + 2 * 2 * 8 * (r + 1));
   });
 }
 
