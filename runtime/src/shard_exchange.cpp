@@ -126,7 +126,8 @@ std::optional<Exchange> ranges_exchange(Context& ctx, const std::vector<std::siz
 }
 
 /// The particles a range exchange may carry at most before the shards ask for their distinct ancestors instead
-/// (TALLY_SHARD_REQUESTS_ABOVE, default 65536: half a megabyte a column; 0 always asks).
+/// (TALLY_SHARD_REQUESTS_ABOVE, default 65536: half a megabyte a column; 0 always asks). Every rank must see the
+/// same value (mpirun -x): the two ways call different collectives.
 std::size_t requests_above() {
   const char* set = std::getenv("TALLY_SHARD_REQUESTS_ABOVE");
   if (set == nullptr || *set == '\0') return 65536;
@@ -564,9 +565,6 @@ gpu::Column<std::size_t> tiled_gather(Context& ctx, TiledPlan& tiled) {
     lo[q] = tiled.plan.tiles[2 * q] * gpu::tiles::tile_size;
     hi[q] = std::min(bounds.back(), (tiled.plan.tiles[2 * q + 1] + 1) * gpu::tiles::tile_size) - 1;
   }
-  std::optional<Exchange> ranges = ranges_exchange(ctx, lo, hi, mine, 0);
-  if (!ranges)
-    throw communicator_error("tally::runtime::Graph: a sharded systematic resampling's plan is out of order");
   // where a shard would receive many particles (as the plan says alike on every shard), most of them may have no
   // offspring (concentrated weights): the shards then ask for their distinct ancestors only, at the cost of a wait
   std::size_t most = 0;
@@ -578,10 +576,14 @@ gpu::Column<std::size_t> tiled_gather(Context& ctx, TiledPlan& tiled) {
     most = std::max(most, foreign);
   }
   phase.emplace(ctx, "resample: move");
-  if (most > requests_above())
+  if (most > requests_above()) {
     gather_items(ctx, [&] { return requested_exchange(ctx, mine); }, nullptr);
-  else
-    gather_items(ctx, [&] { return std::move(*ranges); }, nullptr);
+    return mine;
+  }
+  std::optional<Exchange> ranges = ranges_exchange(ctx, lo, hi, mine, 0);
+  if (!ranges)
+    throw communicator_error("tally::runtime::Graph: a sharded systematic resampling's plan is out of order");
+  gather_items(ctx, [&] { return std::move(*ranges); }, nullptr);
   return mine;
 }
 
