@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <cstdlib>
+#include <fstream>
 #include <map>
 #include <optional>
 
@@ -54,6 +55,32 @@ gpu::Backend resolve(Device d, std::size_t particles) {
                              held, " bytes (", static_cast<double>(held) / P, " per particle); with this step it needs about ",
                              per_particle, " bytes per particle, so about ", fit, " particles would fit"),
       e.requested, e.free);
+}
+
+/// The host memory a new process could still have (Linux's MemAvailable; 0 where it cannot be read).
+std::size_t host_available_bytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  std::size_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit)
+    if (key == "MemAvailable:") return kib * 1024;
+  return 0;
+}
+
+/// A graph whose log-weights (8 bytes a particle) the host cannot hold: host_memory_error with how many would fit.
+[[noreturn]] void host_out_of_memory(std::size_t particles) {
+  const double bytes = 8.0 * static_cast<double>(particles);
+  const std::size_t available = host_available_bytes();
+  throw host_memory_error(
+      tally::detail::message("tally::runtime::Graph of ", particles, " particles: the host cannot hold their ", bytes,
+                             " bytes of log-weights (8 a particle, before any variable); ",
+                             available > 0 ? tally::detail::message("about ", available, " bytes are available, so "
+                                                                    "at most about ", available / 8,
+                                                                    " particles would fit, fewer with variables")
+                                           : std::string("the memory available could not be read, so how many "
+                                                         "particles would fit is not known")),
+      static_cast<std::size_t>(std::min(bytes, 1.8e19)), available);
 }
 
 /// f(), with a device allocation that fails said again with what the graph holds (counted only then). Only the
@@ -153,6 +180,8 @@ Graph::Graph(std::size_t particles, std::uint64_t seed, Device device, Truncatio
     context_ = std::make_shared<detail::Context>(particles, seed, where, t);
   } catch (const device_memory_error& e) {  // the log-weights alone do not fit
     out_of_memory(particles, e, 0);
+  } catch (const std::bad_alloc&) {  // the host's: said with what would fit
+    host_out_of_memory(particles);
   }
 }
 

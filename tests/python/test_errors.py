@@ -128,3 +128,8 @@ def test_observing_a_value_that_is_not_an_integer_says_so():
     again = tally.Graph(3, 1, "cpu")
     z = again.binomial(again.assume(tally.Poisson(3.0)), 0.5)
     np.testing.assert_array_equal(np.asarray(again.observe(z, np.array([1.0, 2.0, 1.0])).log_likelihoods), from_list)
+
+
+def test_a_graph_too_large_for_memory_says_how_many_particles_would_fit():
+    with pytest.raises(MemoryError, match="particles would fit"):
+        tally.Graph(2**40)

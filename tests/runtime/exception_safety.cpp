@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "tally/distributions.hpp"
+#include "sanitizers.hpp"
 #include "tally/runtime/graph.hpp"
 
 using namespace tally;
@@ -264,4 +265,23 @@ TEST_CASE("a sum of a variable and its child past max_work is refused at once, a
     }
   }
   REQUIRE(Graph::live_nodes() == live);
+}
+
+TEST_CASE("a graph too large for the host's memory says how many particles would fit", "[runtime][exception_safety]") {
+  if (tally::test::sanitized) {  // (AddressSanitizer aborts on an allocation it cannot make, before any bad_alloc)
+    WARN("skipped under AddressSanitizer");
+    return;
+  }
+  const std::size_t particles = std::size_t{1} << 40;  // 8 TiB of log-weights
+  try {
+    Graph g(particles, 1, Device::cpu);
+    FAIL("a graph of 2^40 particles was made");
+  } catch (const tally::host_memory_error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("1099511627776 particles") != std::string::npos);
+    CHECK(what.find("would fit") != std::string::npos);
+    CHECK(e.requested == 8 * particles);
+  }
+  Graph small(4, 1, Device::cpu);  // and the next graph is made as usual
+  CHECK(small.particles() == 4);
 }

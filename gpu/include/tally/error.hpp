@@ -2,11 +2,14 @@
 #pragma once
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <new>
 #include <limits>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace tally {
 
@@ -28,6 +31,16 @@ struct overflow_error : std::overflow_error {
 /// A CUDA call that failed (no device, out of device memory, a failed launch); the message names the call.
 struct cuda_error : std::runtime_error {
   using std::runtime_error::runtime_error;
+};
+
+/// Host memory that does not suffice: a std::bad_alloc (Python: MemoryError) whose message says what was asked for
+/// and what would fit (a population says how many particles).
+struct host_memory_error : std::bad_alloc {
+  host_memory_error(std::string what, std::size_t requested_bytes, std::size_t available_bytes)
+      : message(std::move(what)), requested(requested_bytes), available(available_bytes) {}
+  const char* what() const noexcept override { return message.c_str(); }
+  std::string message;
+  std::size_t requested, available;
 };
 
 namespace detail {

@@ -225,7 +225,8 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// Exceptions (tests/runtime/exception_safety.cpp; fuzz/engine.cpp checks them on random programs). Every
 /// operation throws only tally's documented types: usage_error (misuse), tally::domain_error, shape_error,
 /// overflow_error (a law larger than Truncation::max_size, or costlier than max_work), inexact_error (strict
-/// mode), cuda_error and device_memory_error (a CUDA graph). Each gives one of two guarantees:
+/// mode), cuda_error and device_memory_error (a CUDA graph), host_memory_error (a constructor whose log-weights do
+/// not fit on the host). Each gives one of two guarantees:
 /// - *Strong* (nothing changed: log-weights, laws, values, draws and the live nodes are as before the call):
 ///   every check of the arguments (an empty handle or one of another Graph, a variable observed twice or at
 ///   itself, per-particle vectors of the wrong size, out-of-range probabilities and ancestors), which all come
@@ -265,7 +266,9 @@ class Graph {
  public:
   /// particles >= 1 (domain_error otherwise); Device::automatic.
   explicit Graph(std::size_t particles = 1, std::uint64_t seed = 1, Truncation truncation = {});
-  /// Device::cuda without a usable device: tally::cuda_error.
+  /// Device::cuda without a usable device: tally::cuda_error. Too many particles for their log-weights alone:
+  /// device_memory_error (the device) or host_memory_error (the host, a std::bad_alloc; Python's MemoryError), each
+  /// saying about how many particles would fit.
   Graph(std::size_t particles, std::uint64_t seed, Device device, Truncation truncation = {});
   /// G groups of S particles (Groups): domain_error where G or S is 0 or G S overflows; Device::cuda without a
   /// usable device: tally::cuda_error. Device::automatic chooses by G S particles.
