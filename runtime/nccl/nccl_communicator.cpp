@@ -23,52 +23,37 @@ void check(cudaError_t r, const char* what) {
   if (r != cudaSuccess)
     throw communicator_error(tally::detail::message("tally::runtime::NcclCommunicator: ", what, ": ", cudaGetErrorString(r)));
 }
-/// Device memory for staging host buffers, kept and grown as needed (cudaMalloc and cudaFree wait for the whole
-/// device: a host collective a step would pay that each time).
-struct Staging {
-  Staging() = default;
-  ~Staging() {
-    if (p != nullptr) cudaFree(p);
-  }
+/// Memory for staging host buffers, kept and grown as needed: device memory, or page-locked host memory (copies to
+/// and from it can be asynchronous). Allocating and freeing wait for the whole device: a host collective a step
+/// would pay that each time.
+class Staging {
+ public:
+  enum Kind { device, pinned };
+  explicit Staging(Kind kind) : kind_(kind) {}
+  ~Staging() { release(); }
   Staging(const Staging&) = delete;
   Staging& operator=(const Staging&) = delete;
   char* at_least(std::size_t size) {
-    if (size > bytes) {
-      if (p != nullptr) cudaFree(p);
-      p = nullptr;
-      bytes = 0;
+    if (size > bytes_) {
+      release();
       void* q = nullptr;
-      check(cudaMalloc(&q, size), "cudaMalloc (staging)");
-      p = q;
-      bytes = size;
+      if (kind_ == device) check(cudaMalloc(&q, size), "cudaMalloc (staging)");
+      else check(cudaMallocHost(&q, size), "cudaMallocHost (staging)");
+      p_ = q;
+      bytes_ = size;
     }
-    return static_cast<char*>(p);
+    return static_cast<char*>(p_);
   }
-  void* p = nullptr;
-  std::size_t bytes = 0;
-};
-/// Page-locked host memory for the same (copies to and from it can be asynchronous), kept and grown as needed.
-struct PinnedStaging {
-  PinnedStaging() = default;
-  ~PinnedStaging() {
-    if (p != nullptr) cudaFreeHost(p);
+
+ private:
+  void release() {
+    if (p_ != nullptr) kind_ == device ? cudaFree(p_) : cudaFreeHost(p_);
+    p_ = nullptr;
+    bytes_ = 0;
   }
-  PinnedStaging(const PinnedStaging&) = delete;
-  PinnedStaging& operator=(const PinnedStaging&) = delete;
-  char* at_least(std::size_t size) {
-    if (size > bytes) {
-      if (p != nullptr) cudaFreeHost(p);
-      p = nullptr;
-      bytes = 0;
-      void* q = nullptr;
-      check(cudaMallocHost(&q, size), "cudaMallocHost (staging)");
-      p = q;
-      bytes = size;
-    }
-    return static_cast<char*>(p);
-  }
-  void* p = nullptr;
-  std::size_t bytes = 0;
+  Kind kind_;
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
 };
 }  // namespace
 
@@ -79,8 +64,8 @@ struct NcclCommunicator::State {
   // so that a host collective waits for the other ranks only, not for the graph's device work queued before it
   ncclComm_t host_comm = nullptr;
   cudaStream_t host_stream = nullptr;
-  Staging staging;        // device: what is sent, then what is received
-  PinnedStaging pinned;   // host: the same, page-locked
+  Staging staging{Staging::device};  // what is sent, then what is received
+  Staging pinned{Staging::pinned};   // the same on the host, page-locked
   State() = default;
   State(const State&) = delete;
   State& operator=(const State&) = delete;
