@@ -57,15 +57,14 @@ gpu::Backend resolve(Device d, std::size_t particles) {
       e.requested, e.free);
 }
 
-/// The host memory a new process could still have (Linux's MemAvailable; 0 where it cannot be read).
+/// The host memory a process could still have: Linux's MemAvailable and SwapFree (0 where they cannot be read).
 std::size_t host_available_bytes() {
   std::ifstream meminfo("/proc/meminfo");
-  std::string key;
-  std::size_t kib = 0;
-  std::string unit;
+  std::string key, unit;
+  std::size_t kib = 0, sum = 0;
   while (meminfo >> key >> kib >> unit)
-    if (key == "MemAvailable:") return kib * 1024;
-  return 0;
+    if (key == "MemAvailable:" || key == "SwapFree:") sum += kib * 1024;
+  return sum;
 }
 
 /// A graph whose log-weights (8 bytes a particle) the host cannot hold: host_memory_error with how many would fit.
@@ -176,6 +175,12 @@ Graph::Graph(std::size_t particles, std::uint64_t seed, Truncation t) : Graph(pa
 Graph::Graph(std::size_t particles, std::uint64_t seed, Device device, Truncation t) {
   if (particles == 0) tally::detail::fail<domain_error>("tally::runtime::Graph: particles must be >= 1");
   const gpu::Backend where = resolve(device, particles);
+  // log-weights of a gigabyte or more that the host cannot hold are refused before they are asked for: where the
+  // kernel overcommits memory, the allocation would succeed and the process be killed when they are written
+  if (where == gpu::Backend::cpu && particles >= (std::size_t{1} << 27)) {
+    const std::size_t available = host_available_bytes();
+    if (available > 0 && particles > available / sizeof(double)) host_out_of_memory(particles);
+  }
   try {
     context_ = std::make_shared<detail::Context>(particles, seed, where, t);
   } catch (const device_memory_error& e) {  // the log-weights alone do not fit
