@@ -3,7 +3,9 @@
 // the same steps unsynchronized (at small P the unsynchronized column is the host's time in each call: launches, and
 // waits for the device where a call reads something back). Usage:
 //   bench_step_profile [P] [runs] [program] [free]   program: sir (the delayed filter, default), sir-bootstrap,
-//                      population, population-bootstrap, hmm, hmm-bootstrap; free: the free-running runs only (for
+//                      population, population-bootstrap, hmm, hmm-bootstrap, groups, groups-bootstrap (one
+//                      iteration of models/population_pmmh: P / 1024 groups of 1024 particles, a (phi, p) per
+//                      group); free: the free-running runs only (for
 //                      bench/host_sampler.cpp's profile of the host)   (a developer's tool)
 // The free-running runs sit between cudaProfilerStart and cudaProfilerStop: traced with bench/cupti_trace.cpp, they
 // give scripts/trace-summary its window (it divides by runs x steps, the number printed as "steps traced").
@@ -12,6 +14,7 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -125,6 +128,35 @@ std::size_t population(Graph& pop, Clock& clock, bool delayed) {
   return y.size();
 }
 
+/// One iteration of models/population_pmmh's chains (models/population_groups.hpp): P / 1024 groups of 1024
+/// particles, the population model with a survival and a detection probability per group, 20 seasons.
+std::size_t groups(Graph& pop, Clock& clock, bool delayed) {
+  const std::vector<std::int64_t> y{30, 25, 28, 31, 27, 33, 29, 26, 30, 32, 28, 27, 31, 29, 30, 28, 26, 29, 31, 30};
+  std::vector<Thinning> survive, detect;
+  for (std::size_t g = 0; g < pop.groups(); ++g) {
+    survive.emplace_back(0.7 + 0.2 * double(g) / double(pop.groups()));
+    detect.emplace_back(0.5 + 0.2 * double(g) / double(pop.groups()));
+  }
+  Variable N = clock("assume N0", [&] { return pop.assume(Poisson(50.0)); });
+  if (!delayed) clock("realize N", [&] { pop.realize(N); });
+  for (std::size_t t = 0; t < y.size(); ++t) {
+    if (t > 0) {
+      const Variable S = clock("assume(N, phi_g)", [&] { return pop.assume(N, survive); });
+      const Variable I = clock("assume I", [&] { return pop.assume(Poisson(10.0)); });
+      if (!delayed) {
+        clock("realize S", [&] { pop.realize(S); });
+        clock("realize I", [&] { pop.realize(I); });
+      }
+      N = clock("add(S, I)", [&] { return pop.add(S, I); });
+    }
+    const Variable obs = clock("assume(N, p_g)", [&] { return pop.assume(N, detect); });
+    clock("observe y", [&] { pop.observe(obs, y[t]); });
+    if (!delayed) clock("resample_groups", [&] { return pop.resample_groups(1.0).log_mean_weight.to_host(); });
+  }
+  if (delayed) clock("resample_groups(0)", [&] { return pop.resample_groups(0.0).log_mean_weight.to_host(); });
+  return y.size();
+}
+
 /// The hmm model's 50 steps (3 states, Poisson emissions; counts cycling through typical values).
 std::size_t hmm(Graph& pop, Clock& clock, bool delayed) {
   Eigen::VectorXd init = Eigen::Vector3d(0.5, 0.3, 0.2);
@@ -150,8 +182,12 @@ double run(const std::string& program, std::size_t P, std::uint64_t seed, Clock&
   cudaDeviceSynchronize();
   const auto t0 = std::chrono::steady_clock::now();
   {
-    Graph pop(P, seed, runtime::Device::cuda);
-    if (program == "sir" || program == "sir-bootstrap") steps = sir(pop, clock, program == "sir");
+    const bool grouped = program == "groups" || program == "groups-bootstrap";
+    Graph pop = grouped ? Graph(runtime::Groups{std::max<std::size_t>(P / 1024, 1), std::min<std::size_t>(P, 1024)},
+                                seed, runtime::Device::cuda)
+                        : Graph(P, seed, runtime::Device::cuda);
+    if (grouped) steps = groups(pop, clock, program == "groups");
+    else if (program == "sir" || program == "sir-bootstrap") steps = sir(pop, clock, program == "sir");
     else if (program == "population" || program == "population-bootstrap")
       steps = population(pop, clock, program == "population");
     else if (program == "hmm" || program == "hmm-bootstrap") steps = hmm(pop, clock, program == "hmm");

@@ -26,7 +26,8 @@ namespace {
 /// The prior: phi and p uniform on this box (the proposal's moves outside it are rejected without a filter).
 constexpr double phi_lo = 0.3, phi_hi = 0.99, p_lo = 0.1, p_hi = 0.99;
 
-/// A chain's effective sample size (Geyer's initial positive sequence of autocorrelations).
+/// A chain's effective sample size (Geyer's initial positive sequence of autocorrelations). A chain that never
+/// moved (zero variance: every proposal rejected, as when its likelihood estimates are -inf) holds one sample's worth.
 double effective_samples(const std::vector<double>& x) {
   const std::size_t n = x.size();
   if (n < 4) return double(n);
@@ -38,7 +39,7 @@ double effective_samples(const std::vector<double>& x) {
     return s / double(n);
   };
   const double c0 = autocovariance(0);
-  if (!(c0 > 0)) return double(n);
+  if (!(c0 > 0)) return 1.0;
   double sum = 0;
   for (std::size_t lag = 0; lag + 1 < n; lag += 2) {
     const double pair = (autocovariance(lag) + autocovariance(lag + 1)) / c0;

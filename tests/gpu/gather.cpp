@@ -2,7 +2,9 @@
 // definition out_{k,i} = x_{k, a_i} and against one column at a time, on the host and on the device.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <span>
 #include <vector>
@@ -264,6 +266,28 @@ TEST_CASE("block_indices, repeated laws and add_repeated: values shared by block
         REQUIRE(spread.log_scale[i] == batch.log_scale[k]);
         const auto got = spread[i], want = batch[k];
         REQUIRE(std::vector<double>(got.begin(), got.end()) == std::vector<double>(want.begin(), want.end()));
+      }
+      // laws that use less than their room (a conditioning's posteriors: shorter than their priors), spread alike
+      {
+        gpu::PmfBatch counts = batch;  // (counts: lower bounds >= 0)
+        std::vector<std::int64_t> observed(blocks);
+        for (std::size_t k = 0; k < blocks; ++k) {
+          counts.lo[k] = std::abs(batch.lo[k]);
+          observed[k] = counts.lo[k] + static_cast<std::int64_t>(gen() % 3);
+        }
+        const auto laws = gpu::Laws::from_host(counts, where);
+        auto ll = Column<double>::from_host(std::vector<double>(blocks, 0.0), where);
+        const gpu::Laws posterior =
+            gpu::condition_on_thinning(laws, Column<std::int64_t>::from_host(observed, where), 0.5, ll);
+        const auto want = posterior.to_host(), got = gpu::repeated(posterior, per).to_host();
+        REQUIRE(got.size() == particles);
+        for (std::size_t i = 0; i < particles; ++i) {
+          const std::size_t k = i / per;
+          REQUIRE(got.lo[i] == want.lo[k]);
+          REQUIRE(got.log_scale[i] == want.log_scale[k]);
+          const auto g = got[i], w = want[k];
+          REQUIRE(std::vector<double>(g.begin(), g.end()) == std::vector<double>(w.begin(), w.end()));
+        }
       }
       // acc_i += x_{i / per}
       std::vector<double> acc(particles), x(blocks);

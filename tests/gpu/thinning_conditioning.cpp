@@ -216,6 +216,45 @@ TEST_CASE("thin: the device computes what the host does, and zeros in a far tail
   }
 }
 
+TEST_CASE("thin on the device: every width of its kernels (registers for laws of up to 1024 values, in place past "
+          "them) computes what the host does, with one probability per law",
+          "[population][thinning][device]") {
+  if (test::skip_without_device()) return;
+  std::random_device fresh;
+  const std::uint64_t seed = (std::uint64_t{fresh()} << 32) | fresh();
+  INFO("seed " << seed);
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  // the longest thinned law of a batch (lo + its last positive entry + 1) picks the kernel: 32 x 1, 2, 4, ..., 32
+  // values in registers, or the accumulator in place past 1024
+  for (const double longest : {20.0, 33.0, 100.0, 250.0, 500.0, 1000.0, 1024.0, 1300.0}) {
+    INFO("laws of up to " << longest << " values after thinning");
+    const std::size_t P = 1 + gen() % 200;
+    const double lo_max = u(gen) * longest / 2;
+    gpu::PmfBatch x = random_laws(gen, P, std::max(1.0, longest - lo_max), lo_max);
+    std::vector<double> q(P);
+    for (double& v : q) v = u(gen) < 0.1 ? 1e-3 : u(gen) < 0.1 ? 1.0 - 1e-3 : u(gen);
+    const auto hq = Column<double>::host_values(q), dq = Column<double>::from_host(q, Backend::cuda);
+    const gpu::PmfBatch h = gpu::thin(gpu::Laws::from_host(x, Backend::cpu), hq).to_host();
+    const gpu::PmfBatch d = gpu::thin(gpu::Laws::from_host(x, Backend::cuda), dq).to_host();
+    REQUIRE(d.offset == h.offset);
+    REQUIRE(d.lo == h.lo);
+    for (std::size_t i = 0; i < P; ++i) {
+      INFO("law " << i << " (lo " << x.lo[i] << ", " << x.length(i) << " values, q = " << q[i] << ")");
+      if (h.log_scale[i] == -inf) {
+        REQUIRE(d.log_scale[i] == -inf);
+        continue;
+      }
+      REQUIRE(std::abs(d.log_scale[i] - h.log_scale[i]) <= 1e-12 * std::max(1.0, std::abs(h.log_scale[i])));
+      const auto hw = h[i], dw = d[i];
+      for (std::size_t k = 0; k < hw.size(); ++k) {
+        INFO("k = " << k << ": host " << hw[k] << ", device " << dw[k]);
+        REQUIRE(std::abs(dw[k] - hw[k]) <= 1e-14 * hw[k]);  // the same operations in the same order
+      }
+    }
+  }
+}
+
 namespace {
 
 /// The law of Binomial(X, q) for X's law (w on lo .. lo + m - 1, log-scale 0), by the defining sum in long double

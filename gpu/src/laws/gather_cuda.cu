@@ -51,7 +51,34 @@ __global__ void gathered_two_lengths_kernel(const std::int64_t* x_offset, const 
   lengths[i] = offset[a + 1] - offset[a];
 }
 
+/// One warp per law of the result: law i is x's law a = i / times, the r = i % times-th of its copies. The copies of
+/// law a follow each other where a's `times` copies start: out.offset_i = times (x.offset_a - x.offset_0) + r len_a
+/// (every law before a copied `times` times, then r copies of a), so no scan of lengths is needed.
+__global__ void repeated_laws_kernel(PmfBatchView x, std::size_t times, MutablePmfBatchView out) {
+  const long long i = warp_index();
+  const int lane = threadIdx.x & 31;
+  if (i >= static_cast<long long>(out.count)) return;
+  const auto t = static_cast<long long>(times);
+  const long long a = i / t, r = i % t;
+  const std::int64_t from = x.offset[a], m = x.offset[a + 1] - from, to = t * (from - x.offset[0]) + r * m;
+  for (std::int64_t j = lane; j < m; j += 32) out.weights[to + j] = x.weights[from + j];
+  if (lane == 0) {
+    if (i == 0) out.offset[0] = 0;
+    out.offset[i + 1] = to + m;
+    out.lo[i] = x.lo[a];
+    out.log_scale[i] = x.log_scale[a];
+  }
+}
+
 }  // namespace
+
+Laws repeated(const Laws& x, std::size_t times) {
+  // room for times copies of x's room (x's laws may use less of it after a conditioning: so will the copies)
+  Laws out = Laws::allocate(Backend::cuda, x.size() * times, x.total() * times, x.max_length(), "tally::gpu::repeated");
+  if (out.size() > 0) repeated_laws_kernel<<<warp_blocks(out.size()), block>>>(x.view(), times, out.mutable_view());
+  launched();
+  return out;
+}
 
 Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::size_t>& ancestors) {
   auto out = Column<std::int64_t>::allocate(Backend::cuda, ancestors.size(), "tally::gpu::gather");

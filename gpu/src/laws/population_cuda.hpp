@@ -63,6 +63,7 @@ Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const
 Column<std::int64_t> filled(std::int64_t v, std::size_t count);
 Column<double> filled(double v, std::size_t count);
 Column<double> repeated(const Column<double>& values, std::size_t times);
+Laws repeated(const Laws& x, std::size_t times);
 void beta_update(Column<double>& a, Column<double>& b, const Column<std::int64_t>& n, const Column<std::int64_t>& k);
 Column<std::size_t> index_ranges(std::span<const detail::IndexRange> ranges, std::size_t total);
 Column<std::size_t> shifted_slice(const Column<std::size_t>& x, std::size_t first, std::size_t count,

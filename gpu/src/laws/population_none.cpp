@@ -96,6 +96,7 @@ Column<std::int64_t> linear(const Column<std::int64_t>&, std::int64_t, const Col
 Column<std::int64_t> filled(std::int64_t, std::size_t) { none("filled"); }
 Column<double> filled(double, std::size_t) { none("filled"); }
 Column<double> repeated(const Column<double>&, std::size_t) { none("repeated"); }
+Laws repeated(const Laws&, std::size_t) { none("repeated"); }
 void add_repeated(Column<double>&, const Column<double>&, std::size_t) { none("add_repeated"); }
 Column<std::size_t> block_indices(std::size_t, std::size_t) { none("block_indices"); }
 void beta_update(Column<double>&, Column<double>&, const Column<std::int64_t>&, const Column<std::int64_t>&) { none("beta_update"); }

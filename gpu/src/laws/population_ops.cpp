@@ -481,6 +481,7 @@ Column<std::size_t> block_indices(std::size_t count, std::size_t per, Backend wh
 
 Laws repeated(const Laws& x, std::size_t times) {
   if (times == 0) tally::detail::fail<shape_error>("tally::gpu::repeated: times = 0");
+  if (on_device(x.where())) return population_cuda::repeated(x, times);  // (offsets from x's: no lengths read back)
   return gather(x, block_indices(x.size() * times, times, x.where()));
 }
 

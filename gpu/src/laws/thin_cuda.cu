@@ -14,10 +14,6 @@ using namespace kernels;
 
 namespace {
 
-/// The longest law whose Horner accumulator a block keeps in shared memory: block / 32 warps of this many doubles
-/// fill the 48 KB a block may have without asking (longer laws work in place in the result, in global memory).
-inline constexpr std::int64_t shared_thinning_length = 48 * 1024 / 8 / (block / 32);
-
 /// lengths[i] = lo_i + j_i + 1 (the thinning's support 0 .. lo_i + j_i), j_i the last entry of positive weight
 /// (0 for a law without mass), 0 for i = count. A law with positive weight below 0 is reported (first_bad); a box
 /// that starts below 0 with zeros there (a difference's box) is a count's law.
@@ -44,15 +40,13 @@ __global__ void thinned_lengths_kernel(PmfBatchView x, std::int64_t* lengths, Le
 }
 
 /// One warp per law: Horner's rule (detail::horner_thinning_entry) from n = len - 1 down to 0, the accumulator in
-/// shared memory (in_shared: `stride` doubles a warp) or in place in the result. Each step updates its entries from
+/// place in the result (for laws too long for thin_registers_kernel). Each step updates its entries from
 /// the highest chunk of 32 down: a chunk reads a_{base - 1} .. a_{base + 31} before it writes a_base .. a_{base + 31},
 /// and a_{base - 1} is written only by the next chunk (lower), so every entry is computed from the previous step's
 /// values, as the CPU's descending loop does. The weights enter scaled by 2^-e (w_max in [1, 2)), an exact scaling
 /// that the log-scale takes back. q_each: law i's own probability q_each[i] (null: q_all for every law).
-template <bool in_shared>
 __global__ void thin_kernel(PmfBatchView x, double q_all, const double* q_each, const std::int64_t* offsets,
-                            MutablePmfBatchView out, std::int64_t stride) {
-  extern __shared__ double shared_accumulators[];
+                            MutablePmfBatchView out) {
   const long long i = warp_index();
   const int lane = threadIdx.x & 31;
   if (i >= static_cast<long long>(x.count)) return;
@@ -64,7 +58,7 @@ __global__ void thin_kernel(PmfBatchView x, double q_all, const double* q_each, 
   for (std::int64_t n = lane; n < len; n += 32)
     if (n - lo >= 0 && n - lo < m) w_max = fmax(w_max, w[n - lo]);
   w_max = warp_max(w_max);
-  double* acc = in_shared ? shared_accumulators + (threadIdx.x >> 5) * stride : out.weights + at;
+  double* acc = out.weights + at;
   for (std::int64_t j = lane; j < len; j += 32) acc[j] = 0.0;
   __syncwarp();
   const int e = w_max > 0.0 ? detail::thinning_scale_exponent(w_max) : 0;
@@ -94,6 +88,81 @@ __global__ void thin_kernel(PmfBatchView x, double q_all, const double* q_each, 
   }
 }
 
+/// The longest law whose Horner accumulator a warp keeps in its registers (32 lanes x register_thinning_chunk
+/// entries); longer laws use thin_kernel.
+inline constexpr int register_thinning_chunk = 32;
+
+/// thin_kernel's steps with the accumulator in registers: lane L holds a_j for j = L C .. L C + C - 1 (C = chunk,
+/// 32 C >= len). Step n computes every entry from the previous step's values, the same operations as thin_kernel
+/// (so the same results, bit for bit): a lane reads the old a_{L C - 1} of the lane below by a shuffle before it
+/// updates, then its own entries from the highest down (a_c reads the old a_{c - 1}, written after it). A lane whose
+/// lowest entry L C is at or past the step's size (entries 0 .. size - 1 can be nonzero) holds zeros that stay zero
+/// (drop 0 + keep 0), so it skips the step. The weights w_n reach lane 0 by a shuffle from a window of 32 of them
+/// that the warp loads together every 32 steps (one coalesced read instead of one read per step).
+template <int chunk>
+__global__ void thin_registers_kernel(PmfBatchView x, double q_all, const double* q_each, const std::int64_t* offsets,
+                                      MutablePmfBatchView out) {
+  const long long i = warp_index();
+  const int lane = threadIdx.x & 31;
+  if (i >= static_cast<long long>(x.count)) return;
+  const double keep = q_each ? q_each[i] : q_all, drop = 1.0 - keep;
+  const std::int64_t at = offsets[i], len = offsets[i + 1] - at, lo = x.lo[i], m = x.offset[i + 1] - x.offset[i];
+  const double* w = x.weights + x.offset[i];
+  double w_max = 0.0;
+  for (std::int64_t n = lane; n < len; n += 32)
+    if (n - lo >= 0 && n - lo < m) w_max = fmax(w_max, w[n - lo]);
+  w_max = warp_max(w_max);
+  double a[chunk];
+#pragma unroll
+  for (int c = 0; c < chunk; ++c) a[c] = 0.0;
+  const int e = w_max > 0.0 ? detail::thinning_scale_exponent(w_max) : 0;
+  const double scale = ldexp(1.0, -e);
+  const std::int64_t first = static_cast<std::int64_t>(lane) * chunk;  // this lane's lowest entry
+  if (w_max > 0.0) {
+    double window = 0.0;  // lane k: w_{top - k} scaled, for the 32 steps from n = top down
+    std::int64_t top = len - 1;
+    for (std::int64_t n = len - 1; n >= 0; --n) {
+      if ((top - n) % 32 == 0) {
+        top = n;
+        const std::int64_t v = n - lane - lo;
+        window = n - lane >= 0 && v >= 0 && v < m ? w[v] * scale : 0.0;
+      }
+      const double wn = __shfl_sync(full_warp, window, static_cast<int>(top - n));
+      const double below = __shfl_up_sync(full_warp, a[chunk - 1], 1);
+      if (first < len - n) {
+#pragma unroll
+        for (int c = chunk - 1; c >= 1; --c) a[c] = detail::horner_thinning_entry(keep, drop, a[c], a[c - 1]);
+        a[0] = detail::horner_thinning_entry(keep, drop, a[0], lane == 0 ? 0.0 : below) + (lane == 0 ? wn : 0.0);
+      }
+    }
+  }
+  double top = 0.0;
+#pragma unroll
+  for (int c = 0; c < chunk; ++c) top = fmax(top, a[c]);
+  top = warp_max(top);
+#pragma unroll
+  for (int c = 0; c < chunk; ++c)
+    if (first + c < len) out.weights[at + first + c] = top > 0.0 ? a[c] / top : 0.0;
+  if (lane == 0) {
+    if (i == 0) out.offset[0] = 0;
+    out.offset[i + 1] = offsets[i + 1];
+    out.lo[i] = 0;
+    out.log_scale[i] = top > 0.0 ? x.log_scale[i] + (static_cast<double>(e) * detail::ln_two + log(top)) : -INFINITY;
+  }
+}
+
+/// thin_registers_kernel with the least chunk (a power of two) that holds `longest` entries in a warp.
+void launch_thin_registers(std::int64_t longest, std::size_t count, PmfBatchView x, double q, const double* q_each,
+                           const std::int64_t* offsets, MutablePmfBatchView out) {
+  const unsigned blocks = warp_blocks(count);
+  if (longest <= 32) thin_registers_kernel<1><<<blocks, block>>>(x, q, q_each, offsets, out);
+  else if (longest <= 64) thin_registers_kernel<2><<<blocks, block>>>(x, q, q_each, offsets, out);
+  else if (longest <= 128) thin_registers_kernel<4><<<blocks, block>>>(x, q, q_each, offsets, out);
+  else if (longest <= 256) thin_registers_kernel<8><<<blocks, block>>>(x, q, q_each, offsets, out);
+  else if (longest <= 512) thin_registers_kernel<16><<<blocks, block>>>(x, q, q_each, offsets, out);
+  else thin_registers_kernel<register_thinning_chunk><<<blocks, block>>>(x, q, q_each, offsets, out);
+}
+
 Laws thin_with(const Laws& x, double q, const double* q_each) {
   constexpr const char* who = "tally::gpu::thin";
   const std::size_t count = x.size();
@@ -109,13 +178,10 @@ Laws thin_with(const Laws& x, double q, const double* q_each) {
   Laws out = Laws::allocate(Backend::cuda, count, static_cast<std::size_t>(r.total), r.longest, who);
   if (count > 0) {
     const auto longest = static_cast<std::int64_t>(r.longest);
-    if (longest <= shared_thinning_length) {
-      const std::size_t bytes = static_cast<std::size_t>(block / 32) * static_cast<std::size_t>(longest) * sizeof(double);
-      thin_kernel<true><<<warp_blocks(count), block, bytes>>>(x.view(), q, q_each, offsets.data(), out.mutable_view(),
-                                                             longest);
-    } else {
-      thin_kernel<false><<<warp_blocks(count), block>>>(x.view(), q, q_each, offsets.data(), out.mutable_view(), 0);
-    }
+    if (longest <= 32 * register_thinning_chunk)
+      launch_thin_registers(longest, count, x.view(), q, q_each, offsets.data(), out.mutable_view());
+    else
+      thin_kernel<<<warp_blocks(count), block>>>(x.view(), q, q_each, offsets.data(), out.mutable_view());
   }
   launched();
   return out;

@@ -161,7 +161,8 @@ Column<double> repeated(const Column<double>& values, std::size_t times);
 /// per block of `per` particles over the particles (per = 0: shape_error).
 Column<std::size_t> block_indices(std::size_t count, std::size_t per, Backend where);
 /// Each law `times` times, in order: law i of the result is law \f$\lfloor i / \mathrm{times} \rfloor\f$ of x (laws
-/// shared by blocks of particles made one per particle: a gather by block_indices). times = 0: shape_error.
+/// shared by blocks of particles made one per particle: on the host a gather by block_indices; on the device one
+/// launch whose offsets come from x's, with no lengths read back). times = 0: shape_error.
 Laws repeated(const Laws& x, std::size_t times);
 /// The conjugate update of Beta(a_i, b_i) by k_i successes in n_i trials: a_i += k_i, b_i += n_i - k_i (nothing
 /// where k_i is outside 0 .. n_i: an impossible count, whose particle has weight 0).
