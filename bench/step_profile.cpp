@@ -5,7 +5,8 @@
 //   bench_step_profile [P] [runs] [program] [free]   program: sir (the delayed filter, default), sir-bootstrap,
 //                      population, population-bootstrap, hmm, hmm-bootstrap, groups, groups-bootstrap (one
 //                      iteration of models/population_pmmh: P / 1024 groups of 1024 particles, a (phi, p) per
-//                      group); free: the free-running runs only (for
+//                      group), groups-hmm (hmm with a transition matrix and rates per group); free: the free-running
+//                      runs only (for
 //                      bench/host_sampler.cpp's profile of the host)   (a developer's tool)
 // The free-running runs sit between cudaProfilerStart and cudaProfilerStop: traced with bench/cupti_trace.cpp, they
 // give scripts/trace-summary its window (it divides by runs x steps, the number printed as "steps traced").
@@ -178,15 +179,42 @@ std::size_t hmm(Graph& pop, Clock& clock, bool delayed) {
   return steps;
 }
 
+/// hmm()'s program with a transition matrix and emission rates per group (P / 1024 groups of 1024 particles): each
+/// group's chain a little more or less sticky, its rates scaled.
+std::size_t groups_hmm(Graph& pop, Clock& clock) {
+  Eigen::VectorXd init = Eigen::Vector3d(0.5, 0.3, 0.2);
+  std::vector<MarkovStep> steps_of;
+  std::vector<IndexedPoisson> emissions;
+  for (std::size_t g = 0; g < pop.groups(); ++g) {
+    const double stay = 0.75 + 0.15 * double(g) / double(pop.groups()), move = (1.0 - stay) / 2;
+    Eigen::MatrixXd T(3, 3);
+    T << stay, move, move, move, stay, move, move, move, stay;
+    steps_of.emplace_back(T);
+    emissions.emplace_back(Eigen::Vector3d(2, 10, 25) * (0.8 + 0.4 * double(g) / double(pop.groups())));
+  }
+  const std::size_t steps = 50;
+  Variable x = clock("assume x0", [&] { return pop.assume(Categorical(init)); });
+  for (std::size_t t = 0; t < steps; ++t) {
+    const std::int64_t y = (t % 7) * 4;
+    if (t > 0) x = clock("markov step", [&] { return pop.assume(x, steps_of); });
+    const Variable e = clock("emission", [&] { return pop.assume(x, emissions); });
+    clock("observe y", [&] { pop.observe(e, y); });
+    clock("realize x", [&] { pop.realize(x); });
+    clock("resample_groups", [&] { return pop.resample_groups(t + 1 == steps ? 0.0 : 0.5); });
+  }
+  return steps;
+}
+
 double run(const std::string& program, std::size_t P, std::uint64_t seed, Clock& clock, std::size_t& steps) {
   cudaDeviceSynchronize();
   const auto t0 = std::chrono::steady_clock::now();
   {
-    const bool grouped = program == "groups" || program == "groups-bootstrap";
+    const bool grouped = program == "groups" || program == "groups-bootstrap" || program == "groups-hmm";
     Graph pop = grouped ? Graph(runtime::Groups{std::max<std::size_t>(P / 1024, 1), std::min<std::size_t>(P, 1024)},
                                 seed, runtime::Device::cuda)
                         : Graph(P, seed, runtime::Device::cuda);
-    if (grouped) steps = groups(pop, clock, program == "groups");
+    if (program == "groups-hmm") steps = groups_hmm(pop, clock);
+    else if (grouped) steps = groups(pop, clock, program == "groups");
     else if (program == "sir" || program == "sir-bootstrap") steps = sir(pop, clock, program == "sir");
     else if (program == "population" || program == "population-bootstrap")
       steps = population(pop, clock, program == "population");

@@ -231,13 +231,27 @@ Laws host_copy(const Laws& x) {
   return out;
 }
 
+/// The device's child for a law per group: set g the child of group g, for the `laws` laws of x (one per particle of
+/// each group, or one per group); none where the groups' laws have no such form (affine maps), which stay on the
+/// host.
+std::optional<gpu::ChildKernel> group_kernel(const GroupLaws& each, std::size_t laws, gpu::Backend where) {
+  if (each.laws.empty() || std::holds_alternative<AffineLaw>(each.laws[0]) || laws != each.laws.size() * each.group_size)
+    return std::nullopt;
+  std::vector<gpu::ChildKernel> sets;
+  sets.reserve(each.laws.size());
+  for (const ChildLaw& law : each.laws) sets.push_back(child_kernel(law, gpu::Backend::cpu));
+  return gpu::ChildKernel::per_set(sets, each.group_size, where);
+}
+
 /// s_x X + s_y Y for a child Y | X of device laws X (gpu::mix), with its error bound.
-Laws device_mix(const Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y) {
-  const gpu::ChildKernel k = child_kernel(law, at.where);
+Laws device_mix(const Place& at, const Laws& x, const gpu::ChildKernel& k, int sign_x, int sign_y) {
   const bool nonnegative = sign_x >= 0 && sign_y > 0 && (sign_x == 0 || x.device_nonnegative) &&
                            (k.kind != gpu::ChildKernel::Kind::affine || (k.a > 0 && k.c >= 0 && x.device_nonnegative));
   return device_laws(gpu::mix(*x.device, k, sign_x, sign_y, at.truncation.tolerance, at.truncation.max_size),
                      mixed_error(k, x.device_error, at.truncation), nonnegative);
+}
+Laws device_mix(const Place& at, const Laws& x, const ChildLaw& law, int sign_x, int sign_y) {
+  return device_mix(at, x, child_kernel(law, at.where), sign_x, sign_y);
 }
 
 /// The bounds from rho = e max_i M_i / L_i (conditioned(), below) on the posterior, min(2, 2 rho) and at least e,
@@ -479,7 +493,10 @@ Laws push(Place& at, const Laws& x, const GroupLaws& each) {
     require_counts(x, "tally::runtime: Binomial(x, q)");
     return device_laws(gpu::thin(*x.device, each.keep), x.device_error, true);
   }
-  if (x.device) return push(at, host_copy(x), each);  // other kinds per group: on the host, the laws back after
+  if (x.device) {  // other kinds per group: one kernel over the groups' children
+    if (auto k = group_kernel(each, x.device->size(), at.where)) return device_mix(at, x, *k, 0, 1);
+    return push(at, host_copy(x), each);  // (affine maps per group: on the host, the laws back after)
+  }
   const Batch<Pmf>& h = x.host;
   const auto key = each.host_key(at.particles);
   return host_map_once(at, distinct_inputs(at, &h, nullptr, nullptr, key.data()),
@@ -555,7 +572,12 @@ Laws condition(Place& at, const Laws& x, const GroupLaws& each, const Values& y,
     return conditioned(x, nullptr, x.device_error, ll, true,
                        [&] { return gpu::condition_on_thinning(*x.device, *y, each.keep, ll.values); });
   }
-  if (x.device) return condition(at, host_copy(x), each, y, ll);  // other kinds per group: on the host
+  if (x.device) {  // other kinds per group: p(y_i | k) per entry from each group's child, exact
+    if (auto k = group_kernel(each, x.device->size(), at.where))
+      return conditioned(x, nullptr, x.device_error, ll, x.device_nonnegative,
+                         [&] { return gpu::condition_on_mix(*x.device, *k, 0, 1, *y, ll.values); });
+    return condition(at, host_copy(x), each, y, ll);  // (affine maps per group: on the host)
+  }
   const Batch<Pmf>& h = x.host;
   const auto yv = to_vector(y);
   const auto key = each.host_key(at.particles);
@@ -683,7 +705,10 @@ Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int si
                             [&](Place& sub) { return joint_sum(sub, per_block(x, per), law, sign_x, sign_y, sub_each); });
   }
   if (x.parameters || x.shared) return joint_sum(at, dense(x), law, sign_x, sign_y, each);
-  if (x.device && each) return joint_sum(at, host_copy(x), law, sign_x, sign_y, each);
+  if (x.device && each) {
+    if (auto k = group_kernel(*each, x.device->size(), at.where)) return device_mix(at, x, *k, sign_x, sign_y);
+    return joint_sum(at, host_copy(x), law, sign_x, sign_y, each);
+  }
   if (x.device) return device_mix(at, x, law, sign_x, sign_y);
   const Batch<Pmf>& h = x.host;
   const auto key = each ? each->host_key(at.particles) : std::vector<double>{};
@@ -721,7 +746,13 @@ Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int s
     });
   }
   if (x.parameters || x.shared) return condition_on_joint_sum(at, dense(x), law, sign_x, sign_y, z, ll, each);
-  if (x.device && each) return condition_on_joint_sum(at, host_copy(x), law, sign_x, sign_y, z, ll, each);
+  if (x.device && each) {
+    if (auto k = group_kernel(*each, x.device->size(), at.where))
+      return conditioned(x, nullptr, x.device_error, ll, x.device_nonnegative, [&] {
+        return gpu::condition_on_mix(*x.device, *k, sign_x, sign_y, *z, ll.values);
+      });
+    return condition_on_joint_sum(at, host_copy(x), law, sign_x, sign_y, z, ll, each);
+  }
   if (x.device)  // p(y | k) evaluated exactly per entry: only X's own bound
     return conditioned(x, nullptr, x.device_error, ll, x.device_nonnegative, [&] {
       return gpu::condition_on_mix(*x.device, child_kernel(law, at.where), sign_x, sign_y, *z, ll.values);

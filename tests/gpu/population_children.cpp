@@ -541,3 +541,120 @@ TEST_CASE("population child mixtures on the device match the host", "[population
   const gpu::Laws laws = gpu::Laws::from_host(random_laws(gen, P, Kind::categorical), Backend::cuda);
   CHECK_THROWS_AS(gpu::mix(laws, kernel(children(gen)[3], Backend::cpu), 0, 1, tolerance, max_size), tally::shape_error);
 }
+
+namespace {
+
+/// Laws first .. first + count - 1 of a batch, as a batch of their own.
+gpu::PmfBatch slice(const gpu::PmfBatch& b, std::size_t first, std::size_t count) {
+  gpu::PmfBatch out;
+  for (std::size_t i = first; i < first + count; ++i) {
+    const auto w = b[i];
+    out.push_back(std::vector<double>(w.begin(), w.end()), b.lo[i], b.log_scale[i]);
+  }
+  return out;
+}
+
+/// A child of the kind with random parameters of its own.
+Child random_child(std::mt19937_64& gen, Kind kind) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  Child ch;
+  ch.kind = kind;
+  ch.q = kind == Kind::binomial ? u(gen) : 4.0 * u(gen);
+  ch.rates = Eigen::VectorXd(K);
+  for (std::size_t k = 0; k < K; ++k) ch.rates[Eigen::Index(k)] = u(gen) < 0.2 ? 0.0 : 30.0 * u(gen);
+  ch.t = random_transition(gen);
+  return ch;
+}
+
+}  // namespace
+
+TEST_CASE("a child per set of laws: law i takes its set's child, on the host and the device",
+          "[population][children]") {
+  std::random_device seed_source;  // fresh inputs each run; the seed is printed on failure
+  const std::uint64_t seed = (std::uint64_t(seed_source()) << 32) | seed_source();
+  INFO("seed " << seed);
+  std::mt19937_64 gen(seed);
+  const bool device = gpu::cuda_available();
+  for (const Kind kind : {Kind::binomial, Kind::scaled_poisson, Kind::indexed_poisson, Kind::categorical})
+    for (int trial = 0; trial < 3; ++trial) {
+      const std::size_t sets = 1 + gen() % 6, per = 1 + gen() % 50, P = sets * per;
+      INFO("kind " << int(kind) << ", " << sets << " sets of " << per << " laws");
+      std::vector<Child> each;
+      for (std::size_t s = 0; s < sets; ++s) each.push_back(random_child(gen, kind));
+      const gpu::PmfBatch x = random_laws(gen, P, kind);
+      std::vector<std::int64_t> z(P);
+      for (auto& v : z) v = std::int64_t(gen() % 40) - 10;
+      const auto per_set = [&](Backend where) {
+        std::vector<gpu::ChildKernel> ks;
+        for (const Child& ch : each) ks.push_back(kernel(ch, Backend::cpu));
+        return gpu::ChildKernel::per_set(ks, per, where);
+      };
+      for (const auto& [sx, sy] : all_signs) {
+        INFO("signs " << sx << ", " << sy);
+        const gpu::Laws hx = gpu::Laws::from_host(x, Backend::cpu);
+        const gpu::PmfBatch mixed = gpu::mix(hx, per_set(Backend::cpu), sx, sy, tolerance, max_size).to_host();
+        auto ll = gpu::filled(-0.5, P, Backend::cpu);
+        const gpu::PmfBatch conditioned =
+            gpu::condition_on_mix(hx, per_set(Backend::cpu), sx, sy, gpu::Column<std::int64_t>::host_values(z), ll)
+                .to_host();
+        const std::vector<double> lls = ll.to_host();
+        // each set's laws by its own child alone: the same functions in the same order, the same bits
+        for (std::size_t s = 0; s < sets; ++s) {
+          const gpu::Laws own = gpu::Laws::from_host(slice(x, s * per, per), Backend::cpu);
+          const gpu::PmfBatch m1 = gpu::mix(own, kernel(each[s], Backend::cpu), sx, sy, tolerance, max_size).to_host();
+          auto ll1 = gpu::filled(-0.5, per, Backend::cpu);
+          const std::vector<std::int64_t> z1(z.begin() + std::ptrdiff_t(s * per), z.begin() + std::ptrdiff_t(s * per + per));
+          const gpu::PmfBatch c1 = gpu::condition_on_mix(own, kernel(each[s], Backend::cpu), sx, sy,
+                                                         gpu::Column<std::int64_t>::host_values(z1), ll1)
+                                       .to_host();
+          const std::vector<double> l1 = ll1.to_host();
+          for (std::size_t j = 0; j < per; ++j) {
+            const std::size_t i = s * per + j;
+            INFO("law " << i);
+            for (const auto& [got, want] : {std::pair{&mixed, &m1}, std::pair{&conditioned, &c1}}) {
+              REQUIRE(got->lo[i] == want->lo[j]);
+              REQUIRE(got->log_scale[i] == want->log_scale[j]);
+              const auto g = (*got)[i], w = (*want)[j];
+              REQUIRE(std::vector<double>(g.begin(), g.end()) == std::vector<double>(w.begin(), w.end()));
+            }
+            REQUIRE(lls[i] == l1[j]);
+          }
+        }
+        if (!device) continue;
+        const gpu::Laws dx = gpu::Laws::from_host(x, Backend::cuda);
+        const gpu::PmfBatch dm = gpu::mix(dx, per_set(Backend::cuda), sx, sy, tolerance, max_size).to_host();
+        auto dll = gpu::filled(-0.5, P, Backend::cuda);
+        const gpu::PmfBatch dc = gpu::condition_on_mix(dx, per_set(Backend::cuda), sx, sy,
+                                                       gpu::Column<std::int64_t>::from_host(z, Backend::cuda), dll)
+                                     .to_host();
+        const std::vector<double> dl = dll.to_host();
+        for (const auto& [got, want] : {std::pair{&dm, &mixed}, std::pair{&dc, &conditioned}}) {
+          REQUIRE(got->offset == want->offset);
+          REQUIRE(got->lo == want->lo);
+          for (std::size_t k = 0; k < want->weights.size(); ++k)
+            REQUIRE(std::abs(got->weights[k] - want->weights[k]) <= 1e-12);
+          for (std::size_t i = 0; i < P; ++i) REQUIRE(close(got->log_scale[i], want->log_scale[i], 1e-12));
+        }
+        for (std::size_t i = 0; i < P; ++i) REQUIRE(close(dl[i], lls[i], 1e-12));
+      }
+    }
+  // sizes and forms that do not fit
+  std::vector<gpu::ChildKernel> two;
+  two.push_back(gpu::ChildKernel::scaled_poisson(1.0));
+  two.push_back(gpu::ChildKernel::scaled_poisson(2.0));
+  const gpu::ChildKernel k = gpu::ChildKernel::per_set(two, 3, Backend::cpu);
+  REQUIRE(k.laws() == 6);
+  const gpu::Laws five = gpu::Laws::from_host(random_laws(gen, 5, Kind::scaled_poisson), Backend::cpu);
+  CHECK_THROWS_AS(gpu::mix(five, k, 0, 1, tolerance, max_size), shape_error);
+  std::vector<gpu::ChildKernel> none, affine, mixed_kinds, shapes;
+  CHECK_THROWS_AS(gpu::ChildKernel::per_set(none, 1, Backend::cpu), domain_error);
+  CHECK_THROWS_AS(gpu::ChildKernel::per_set(two, 0, Backend::cpu), domain_error);
+  affine.push_back(gpu::ChildKernel::affine(2, 1));
+  CHECK_THROWS_AS(gpu::ChildKernel::per_set(affine, 1, Backend::cpu), domain_error);
+  mixed_kinds.push_back(gpu::ChildKernel::scaled_poisson(1.0));
+  mixed_kinds.push_back(gpu::ChildKernel::binomial(0.5));
+  CHECK_THROWS_AS(gpu::ChildKernel::per_set(mixed_kinds, 1, Backend::cpu), domain_error);
+  shapes.push_back(kernel(random_child(gen, Kind::categorical), Backend::cpu));
+  shapes.push_back(gpu::ChildKernel::categorical(gpu::Table::from_host(std::vector<double>{0.5, 0.5}, 1, 2, Backend::cpu)));
+  CHECK_THROWS_AS(gpu::ChildKernel::per_set(shapes, 1, Backend::cpu), shape_error);
+}

@@ -17,17 +17,40 @@ namespace tally::gpu::detail {
 using ChildKind = ChildKernel::Kind;
 using tally::detail::int128;
 
-/// What the formulas read of a ChildKernel: its scalars and its table's values where the laws live.
+/// What the formulas read of a ChildKernel: its scalars and its table's values where the laws live. A per_set
+/// kernel's view holds every set's (q_each, the stacked table); at(i) is law i's own.
 struct ChildView {
   ChildKind kind;
   double q;
   std::int64_t a, c;
   const double* table;
   std::int64_t rows, cols;
+  const double* q_each = nullptr;  // per_set: each set's q (binomial, scaled_poisson)
+  std::int64_t per = 0;            // per_set: laws per set (0: every law's child is this one)
+  /// Law i's child: set s = i / per's q and rows (K of them, from row s K of the stacked table).
+  TALLY_HOST_DEVICE ChildView at(std::int64_t i) const {
+    if (per == 0) return *this;
+    ChildView v = *this;
+    const std::int64_t s = i / per;
+    if (q_each) v.q = q_each[s];  // (a set of scalar children)
+    else v.table = table + s * rows * cols;
+    v.per = 0;
+    return v;
+  }
 };
 
-inline ChildView child_view(const ChildKernel& k, const double* table) {
-  return {k.kind, k.q, k.a, k.c, table, static_cast<std::int64_t>(k.table.rows), static_cast<std::int64_t>(k.table.cols)};
+/// k's view with its table's values (and a per_set kernel's scalars) at `table` and `q_each`, where they live.
+inline ChildView child_view(const ChildKernel& k, const double* table, const double* q_each = nullptr) {
+  const bool stacked = k.per > 0 && k.set_rows > 0;
+  return {k.kind,
+          k.q,
+          k.a,
+          k.c,
+          table,
+          static_cast<std::int64_t>(stacked ? k.set_rows : k.table.rows),
+          static_cast<std::int64_t>(k.table.cols),
+          q_each,
+          static_cast<std::int64_t>(k.per)};
 }
 
 /// \f$ \log p(y \mid k) \f$ (-inf where impossible).

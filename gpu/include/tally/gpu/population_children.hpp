@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "tally/gpu/population_arrays.hpp"
 #include "tally/gpu/population_chain.hpp"
@@ -21,12 +22,25 @@ namespace tally::gpu {
 /// Move-only (it owns its table, which lives where the particles do). Made by the named constructors, which
 /// validate the parameters (tally::domain_error; tally::shape_error for a table of the wrong shape); the operations
 /// check the scalars and the table's shape and place again, not the table's entries.
+///
+/// One child per set of laws (per_set): law i of the batch takes set \f$\lfloor i / \mathrm{per} \rfloor\f$'s child
+/// (a group's own parameters: per = S for one law per particle, 1 for one law per group). Its sets are of one kind;
+/// their scalars are a column (q_each) and their tables one table of their rows stacked (set s's K rows are rows s K
+/// .. s K + K - 1), where the laws live.
 struct ChildKernel {
+  /// The five kinds of child above.
   enum class Kind { binomial, scaled_poisson, indexed_poisson, categorical, affine };
+  /// Which of them this child is.
   Kind kind = Kind::affine;
   double q = 0;               ///< binomial: keep probability q in [0, 1]; scaled_poisson: scale a >= 0 (rate a k)
+  ///@{
   std::int64_t a = 1, c = 0;  ///< affine: y = a k + c, a != 0
+  ///@}
   Table table;                ///< indexed_poisson: K x 1 rates (finite, >= 0); categorical: K x C, rows stochastic
+  std::size_t per = 0;        ///< per_set: the laws of each set (0: one child for every law)
+  std::size_t sets = 1;       ///< per_set: the number of sets (the batch holds sets x per laws)
+  Column<double> q_each;      ///< per_set of binomial or scaled_poisson children: each set's q
+  std::size_t set_rows = 0;   ///< per_set of table children: K, each set's rows (table.rows = sets K)
 
   /// Binomial(k, q), q in [0, 1].
   static ChildKernel binomial(double q);
@@ -39,12 +53,19 @@ struct ChildKernel {
   static ChildKernel categorical(Table transition);
   /// y = a k + c, a != 0.
   static ChildKernel affine(std::int64_t a, std::int64_t c);
+  /// One child per set of `per` laws (per >= 1), set s's child sets[s] (made by the constructors above, on the host
+  /// or where `where` says: their scalars and tables are copied there). The sets must be of one kind other than
+  /// affine, with tables of one shape (tally::domain_error, tally::shape_error otherwise, and for no sets).
+  static ChildKernel per_set(const std::vector<ChildKernel>& sets, std::size_t per, Backend where);
+  /// The number of laws the kernel takes: sets x per for per_set, any (0) otherwise.
+  std::size_t laws() const { return per * sets; }
   /// True for the two Poisson kinds (the only ones whose results are truncated).
   bool poisson() const { return kind == Kind::scaled_poisson || kind == Kind::indexed_poisson; }
 };
 
 // Like population_ops.hpp, both functions run where their operands live (a table-backed child's table must live
-// there too: tally::shape_error otherwise) and throw tally::shape_error for operands of different sizes. The signs
+// there too: tally::shape_error otherwise) and throw tally::shape_error for operands of different sizes (and for a
+// per_set child whose sets x per is not the number of laws). The signs
 // must be s_x in {-1, 0, 1} and s_y in {-1, 1} (tally::domain_error otherwise).
 //
 // The parent checks, per live particle i on its support of positive weight [lo_i, hi_i] (zero weights at the

@@ -26,6 +26,8 @@
 #include "tally/runtime/conjugate.hpp"
 #include "tally/runtime/observation.hpp"
 
+/// The delayed-sampling runtime that an engine drives: Graph and its handles (Variable, Continuous), the reports
+/// of its observations (Observation, Exactness, Fallback), and sharding (Shard, Communicator).
 namespace tally::runtime {
 
 namespace detail {
@@ -43,6 +45,7 @@ struct usage_error : std::logic_error {
 class Variable {
  public:
   Variable() = default;
+  /// Whether the handle is empty (default-made or moved from): every Graph call refuses it (usage_error).
   bool empty() const { return node_ == nullptr; }
 
  private:
@@ -55,6 +58,7 @@ class Variable {
 class Continuous {
  public:
   Continuous() = default;
+  /// Whether the handle is empty (default-made or moved from): every Graph call refuses it (usage_error).
   bool empty() const { return node_ == nullptr; }
 
  private:
@@ -77,8 +81,11 @@ inline constexpr std::size_t automatic_cuda_particles = 4096;
 
 /// What one live variable of a graph holds (Graph::memory).
 struct NodeMemory {
+  /// Its name (Graph::name), or "#k".
   std::string name;
+  /// The bytes its state holds (laws: 8 per weight and 24 per law; values: 8 per particle; a joint law counted once).
   std::size_t bytes;
+  /// bytes / P.
   double bytes_per_particle;
 };
 
@@ -105,8 +112,10 @@ enum class DependenceMethod {
 /// "Dependence queries in the runtime"): on chains and running sums a pair's search walks a good part of
 /// the graph while the closure costs about N^2 / 64 word operations and two allocations, and they break even near
 /// N = 64 M K; below 16 pairs the closure's fixed cost (a few microseconds) loses to the search on small graphs.
+///@{
 inline constexpr std::size_t dependence_closure_min_pairs = 16;
 inline constexpr std::size_t dependence_closure_nodes_per_pair = 64;
+///@}
 /// Above this the closure's two bit matrices (2 x N^2 / 8 bytes: 64 MiB at 16384) are not worth their memory.
 inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 
@@ -116,8 +125,9 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// state operations dispatch once (runtime/src/state.cpp): host laws are tally::Pmf with the distributions'
 /// algebra and error bounds, device laws are tally::gpu batches. What has no device kernel runs on the host for a
 /// CUDA graph, its laws copied there and back, with the same results: the compound laws of counts of a Gamma or
-/// Beta parameter other than a binomial's (negative binomial and Poisson counts), everything of a Dirichlet, a
-/// child law per group other than a thinning, and the joint laws (below).
+/// Beta parameter other than a binomial's (negative binomial and Poisson counts), everything of a Dirichlet, and the
+/// joint laws (below). A child law per group (a thinning, a scaled or indexed Poisson, a Markov step) runs on the
+/// device as one kernel over the groups' own parameters.
 ///
 /// Equal laws are computed once. On the host, particles whose inputs to an operation are identical share one
 /// computation and one copy of its result. On the device, a prior is one law shared by every particle and a
@@ -254,6 +264,8 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 ///   error wins (gpu/include/tally/gpu/deferred_checks.hpp). By then the failed operation's results are in the
 ///   graph: treat the graph as one whose last operations failed (the basic guarantee), as on the CPU path, where
 ///   the same error is thrown by the operation itself.
+/// \class tally::runtime::Graph
+
 /// A population of G groups of S particles each (G S particles in all): particle i is in group i / S. Each group is
 /// a filter of its own: its own parameters (a per-group parameter, see Graph), its own weights, resampled within
 /// the group (Graph::resample_groups), and its own log-evidence. Groups{1, P} is an ordinary graph of P particles.
@@ -305,8 +317,10 @@ class Graph {
   /// This graph's particles (a shard's own: shard().count).
   std::size_t particles() const;
   /// Its groups: G, and S particles each (1 and particles() for a graph made without groups).
+  ///@{
   std::size_t groups() const;
   std::size_t group_size() const;
+  ///@}
   /// The population's index of this graph's first group (0 unless the graph is a rank's share of groups).
   std::size_t first_group() const;
   /// The shard this graph holds: Shard{0, P, 0, P} for an unsharded graph.
@@ -319,16 +333,20 @@ class Graph {
   gpu::Backend backend() const;
   /// Strict mode: any fallback the runtime would take (see Fallback) throws inexact_error naming the variable
   /// instead of sampling it. Off by default.
+  ///@{
   void strict(bool on);
   bool strict() const;
+  ///@}
   /// The variables the runtime sampled on its own since the last observation (a marginal(), value(), beta(), ...
   /// that had to prune a marginalized child or fall back), in the order drawn: what the next observation's
   /// exactness() will list first. Empty while everything since the last observation was exact. A decision about
   /// the whole population (a joint law past its budget in one particle) is reported here for every particle.
   const std::vector<Sampled>& pending_samplings() const;
   /// Names x in reports and errors (exactness, memory); variables are "#k" otherwise.
+  ///@{
   void name(const Variable& x, std::string name);
   void name(const Continuous& x, std::string name);
+  ///@}
 
   // ---- discrete variables ----
   /// x ~ prior (constant parameters); any family with to_pmf works: assume(Binomial(100, 0.3)).
@@ -358,6 +376,7 @@ class Graph {
   /// marginalized at once (each group's law made once, shared by its particles) and goes on on the exact path like
   /// any root. Its tails are those of the graph's truncation (each law's error bound): unlike a root of constant
   /// parameters, an observation far past a law's window is not widened from its family.
+  ///@{
   Variable assume(const std::vector<Pmf>& laws);
   template <class Family>
   Variable assume(const std::vector<Family>& laws)
@@ -374,15 +393,20 @@ class Graph {
     }
     return assume(pmfs);
   }
+  ///@}
   /// A realized count: v in every particle, or v[i] in particle i (per-particle values the engine computed).
+  ///@{
   Variable constant(std::int64_t v);
   Variable constant(const std::vector<std::int64_t>& v);
   Variable constant(gpu::Column<std::int64_t> v);
+  ///@}
   /// y | x ~ law: Binomial(x, q), Poisson(a x), Poisson(rates[x]), Categorical(T[x]).
+  ///@{
   Variable assume(const Variable& x, const Thinning& law);
   Variable assume(const Variable& x, const ScaledPoisson& law);
   Variable assume(const Variable& x, const IndexedPoisson& law);
   Variable assume(const Variable& x, const MarkovStep& law);
+  ///@}
   /// y | x ~ laws[g] in group g: a thinning probability per group (laws.size() == groups(), shape_error
   /// otherwise), kept on the exact path as one law: y's laws, and x's posterior when y is observed, are each
   /// particle's own (on a CUDA graph: one kernel over the population with the probabilities in device memory).
@@ -393,9 +417,11 @@ class Graph {
   /// The same with a scaled Poisson, an indexed Poisson or a Markov step per group (a contact rate, emission rates
   /// or a transition matrix per parameter set): exact as the thinning's, each particle's laws computed with its
   /// group's law on the host (for a CUDA graph too, the laws copied there and back, as for one such law).
+  ///@{
   Variable assume(const Variable& x, const std::vector<ScaledPoisson>& laws);
   Variable assume(const Variable& x, const std::vector<IndexedPoisson>& laws);
   Variable assume(const Variable& x, const std::vector<MarkovStep>& laws);
+  ///@}
   /// Binomial(x, q) (the same as assume(x, Thinning(q))).
   Variable binomial(const Variable& x, double q) { return assume(x, Thinning(q)); }
   /// Children of several random parents, kept exactly in one joint law with them (see "Joint laws" above):
@@ -413,8 +439,10 @@ class Graph {
   /// and a host column are checked here, before anything changes; a device column's values are checked on the
   /// device when the laws are formed or drawn from (domain_error naming the particle then), so that building the
   /// node reads nothing back.
+  ///@{
   Variable binomial(const Variable& x, const std::vector<double>& p);
   Variable binomial(const Variable& x, gpu::Column<double> p);
+  ///@}
   /// y ~ Binomial(x, rho) with rho a Beta variable (usage_error for another family) and x a random count.
   /// With x not realized, y is recorded and x is left as it is, and:
   /// - observe(y, v) (v per particle or one for all) is exact when, after grafting, rho is a marginalized Beta(a_i,
@@ -442,24 +470,36 @@ class Graph {
   ///   kernel) and places the posteriors back on the device, as joint laws do.
   Variable binomial(const Variable& x, const Continuous& rho);
   /// a x + c (a != 0), and x + y, x - y.
+  ///@{
   Variable affine(const Variable& x, std::int64_t a, std::int64_t c);
   Variable add(const Variable& x, const Variable& y);
   Variable subtract(const Variable& x, const Variable& y);
+  ///@}
 
   // ---- conjugate continuous parents and their counts ----
+  /// rho ~ law, a conjugate continuous root: a Beta for binomial, bernoulli and negative_binomial counts, a Gamma for
+  /// poisson counts, a Dirichlet for categorical ones. It stays marginalized while its counts are observed (conjugate
+  /// updates, exactly).
+  ///@{
   Continuous assume(const Beta& law);
   Continuous assume(const Gamma& law);
   Continuous assume(const Dirichlet& law);
+  ///@}
   /// Per-group or per-particle hyperparameters: rho ~ laws[g] in every particle of group g (laws.size() ==
   /// groups()) or laws[i] in particle i (laws.size() == particles(); shape_error for another size or none). The
   /// conjugate updates and marginals then go on per particle, exactly as from one law (a parameter set's own prior
   /// in each group of a grouped graph).
+  ///@{
   Continuous assume(const std::vector<Beta>& laws);
   Continuous assume(const std::vector<Gamma>& laws);
   Continuous assume(const std::vector<Dirichlet>& laws);
+  ///@}
   /// k ~ Binomial(n, rho) with rho ~ Beta; n may differ per particle (one entry per particle).
+  ///@{
   Variable binomial(std::int64_t n, const Continuous& rho);
   Variable binomial(const std::vector<std::int64_t>& n, const Continuous& rho);
+  ///@}
+  /// k ~ Bernoulli(rho), rho ~ Beta: binomial(1, rho).
   Variable bernoulli(const Continuous& rho) { return binomial(1, rho); }
   /// k ~ NegativeBinomial(r, rho) (failures before the r-th success), rho ~ Beta.
   Variable negative_binomial(double r, const Continuous& rho);
@@ -510,8 +550,10 @@ class Graph {
   /// for the device) for all of them on a CUDA graph, where summarizing each would wait once each.
   std::vector<gpu::WeightedSummary> summarize(std::span<const Variable> xs, std::span<const double> probabilities);
   /// Realizes x (draws it from its exact posterior where it is not yet realized) and copies nothing back.
+  ///@{
   void realize(const Variable& x);
   void realize(const Continuous& x);
+  ///@}
   /// x's law in each particle (a point mass once realized).
   std::vector<Pmf> marginal(const Variable& x);
   /// A continuous variable's value per particle (drawn if needed): rho for Beta/Gamma, pi for Dirichlet.
@@ -520,9 +562,11 @@ class Graph {
   std::vector<double> scalar_value(const Continuous& x);
   /// The posterior parameters per particle; usage_error if realized or of another family. As for marginal(), a
   /// marginalized child that absorbed observations is realized first, so that the parameters reflect them.
+  ///@{
   std::vector<Beta> beta(const Continuous& x);
   std::vector<Gamma> gamma(const Continuous& x);
   std::vector<Dirichlet> dirichlet(const Continuous& x);
+  ///@}
 
   // ---- dependence ----
   /// Which variables observing each observation can change now. result[i] lists, in increasing order, every j with
@@ -611,6 +655,7 @@ class Graph {
   std::size_t bytes() const;
   /// Particle i's random stream (for the engine's own draws, reproducibly; apart from the graph's draws).
   RandomStream& stream(std::size_t i);
+  /// The truncation settings the graph was made with (tolerance, max_size, the joint laws' budget, ...).
   const Truncation& truncation() const;
 
   /// Live variables of all graphs in this process (the tests check it returns to zero).
