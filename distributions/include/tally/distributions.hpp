@@ -1,6 +1,13 @@
 // Everything in distributions/ in one include: the pmf types, the ten families, and the exact algebra.
 #pragma once
 
+/// \namespace tally
+/// Everything of tally. Directly in it: the exact algebra of discrete laws (distributions/): Pmf and SparsePmf,
+/// the ten families with pdf, log_pdf, cdf, quantile, support, mean, variance and to_pmf, sums, differences,
+/// affine maps, child laws and their marginals, conditioning, joint laws (JointPmf) and sampling; and the
+/// exceptions every layer throws (tally/error.hpp). The runtime is tally::runtime, the arrays and kernels
+/// tally::gpu.
+
 #include "tally/distributions/algebra.hpp"
 #include "tally/distributions/bernoulli.hpp"
 #include "tally/distributions/beta_binomial.hpp"

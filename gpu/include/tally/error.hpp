@@ -36,11 +36,17 @@ struct cuda_error : std::runtime_error {
 /// Host memory that does not suffice: a std::bad_alloc (Python: MemoryError) whose message says what was asked for
 /// and what would fit (a population says how many particles).
 struct host_memory_error : std::bad_alloc {
+  /// The message, and the bytes asked for and available.
   host_memory_error(std::string what, std::size_t requested_bytes, std::size_t available_bytes)
       : message(std::move(what)), requested(requested_bytes), available(available_bytes) {}
+  /// The message.
   const char* what() const noexcept override { return message.c_str(); }
+  /// What was asked for and what would fit, in words.
   std::string message;
+  /// The bytes asked for, and the bytes available.
+  ///@{
   std::size_t requested, available;
+  ///@}
 };
 
 namespace detail {

@@ -28,13 +28,17 @@ Pmf shift(const Pmf& x, std::int64_t c);
 
 /// Law of a X + c: support {a k + c}, which has gaps when |a| > 1 (hence the sparse form); a = 0 gives the point
 /// mass at c. Throws overflow_error when some a k + c leaves int64.
+///@{
 SparsePmf affine(const Pmf& x, std::int64_t a, std::int64_t c);
 SparsePmf affine(const SparsePmf& x, std::int64_t a, std::int64_t c);
+///@}
 
 /// Law of X + Y for independent X, Y with sparse supports: every pair of points, masses multiplied, equal sums
 /// merged; O(mn log mn). Error bound as for the dense sum. overflow_error, at once, when the m n pairs are more
 /// than t.max_size (the result could have that many points; Truncation's default when t is not given).
+///@{
 SparsePmf sum(const SparsePmf& x, const SparsePmf& y);
 SparsePmf sum(const SparsePmf& x, const SparsePmf& y, const Truncation& t);
+///@}
 
 }  // namespace tally

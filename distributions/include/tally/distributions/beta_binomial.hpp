@@ -17,9 +17,13 @@ namespace tally {
 /// Domain: n >= 0; alpha, beta finite and > 0 (domain_error otherwise).
 class BetaBinomial {
  public:
+  /// n trials whose success probability is Beta(alpha, beta) distributed (domain_error outside the domain above).
   BetaBinomial(std::int64_t trials, double alpha, double beta);
+  /// n.
   std::int64_t trials() const { return trials_; }
+  /// alpha.
   double alpha() const { return alpha_; }
+  /// beta.
   double beta() const { return beta_; }
 
  private:
@@ -32,6 +36,8 @@ class BetaBinomial {
 template <>
 inline constexpr bool value_family<BetaBinomial> = true;
 
+/// P(X = k), the exponential of log_pdf in extended precision (about 1e-16 relative while it is a normal double); 0
+/// outside [0, n].
 double pdf(const BetaBinomial& d, std::int64_t k);
 /// Three negative-binomial Loader terms (in long double),
 /// \f$\log \mathrm{NB}(k; \alpha, p) + \log \mathrm{NB}(n-k; \beta, p) - \log \mathrm{NB}(n; \alpha+\beta, p)\f$
@@ -45,7 +51,9 @@ double cdf(const BetaBinomial& d, std::int64_t k);
 std::int64_t quantile(const BetaBinomial& d, double prob);
 /// [0, n].
 std::pair<std::int64_t, std::int64_t> support(const BetaBinomial& d);
+/// \f$n\alpha/(\alpha+\beta)\f$.
 double mean(const BetaBinomial& d);
+/// \f$n\alpha\beta(\alpha+\beta+n) / ((\alpha+\beta)^2(\alpha+\beta+1))\f$.
 double variance(const BetaBinomial& d);
 /// The pmf on [0, n] (U-shaped laws), or, when unimodal, on the part of it above flush_fraction of the mode
 /// (the entries left out are in the error bound); overflow_error beyond t.max_size.

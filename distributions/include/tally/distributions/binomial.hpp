@@ -14,8 +14,11 @@ namespace tally {
 /// Domain: n >= 0, 0 <= p <= 1 (domain_error otherwise).
 class Binomial {
  public:
+  /// n trials, each a success with probability p (domain_error outside the domain above).
   Binomial(std::int64_t trials, double success);
+  /// n.
   std::int64_t trials() const { return trials_; }
+  /// p.
   double success() const { return success_; }
 
  private:
@@ -27,6 +30,7 @@ class Binomial {
 template <>
 inline constexpr bool value_family<Binomial> = true;
 
+/// P(X = k), the exponential of log_pdf; 0 outside [0, n].
 double pdf(const Binomial& d, std::int64_t k);
 /// Loader's saddle-point form: accurate far beyond the range of pdf (log_pdf(Binomial(4000, .5), 0) = 4000 log .5).
 double log_pdf(const Binomial& d, std::int64_t k);
@@ -36,8 +40,11 @@ double log_pdf(const Binomial& d, std::int64_t k);
 double cdf(const Binomial& d, std::int64_t k);
 /// The smallest k with cdf(d, k) >= prob.
 std::int64_t quantile(const Binomial& d, double prob);
+/// [0, n].
 std::pair<std::int64_t, std::int64_t> support(const Binomial& d);
+/// n p.
 double mean(const Binomial& d);
+/// n p (1 - p).
 double variance(const Binomial& d);
 /// The pmf on [0, n], less entries below flush_fraction of the mode (their mass is in the error bound).
 Pmf to_pmf(const Binomial& d, const Truncation& t = {});

@@ -16,6 +16,7 @@ namespace tally {
 /// >= 0, and a positive sum (domain_error otherwise). Zero weights are allowed (points of zero mass).
 class Categorical {
  public:
+  /// The K weights w (normalized here; shape_error or domain_error outside the domain above).
   explicit Categorical(Eigen::VectorXd probabilities);
   /// The normalized probabilities (they sum to 1 up to rounding), whatever the scale of the weights given.
   const Eigen::VectorXd& probabilities() const { return probabilities_; }
@@ -32,14 +33,19 @@ class Categorical {
   friend Pmf to_pmf(const Categorical& d, const Truncation& t);
 };
 
+/// P(X = k) = probabilities()[k]; 0 outside [0, K-1].
 double pdf(const Categorical& d, std::int64_t k);
+/// log P(X = k), from the weight as given where the normalized probability is subnormal; -inf outside [0, K-1].
 double log_pdf(const Categorical& d, std::int64_t k);
+/// P(X <= k): the partial sums of the weights over their total (exactly 1 from K-1 on).
 double cdf(const Categorical& d, std::int64_t k);
 /// The smallest k in [0, K-1] with cdf(d, k) >= prob.
 std::int64_t quantile(const Categorical& d, double prob);
 /// [0, K-1].
 std::pair<std::int64_t, std::int64_t> support(const Categorical& d);
+/// \f$\sum_k k\, p_k\f$ (in extended precision).
 double mean(const Categorical& d);
+/// \f$\sum_k (k - \mu)^2 p_k\f$ (in extended precision).
 double variance(const Categorical& d);
 /// The pmf on [0, K-1] (zero weights at the ends trimmed); exact up to flushing below flush_fraction.
 Pmf to_pmf(const Categorical& d, const Truncation& t = {});

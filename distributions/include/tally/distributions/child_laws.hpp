@@ -11,27 +11,35 @@ namespace tally {
 
 /// Y | X = x ~ Binomial(x, q): each of x individuals kept with probability q. Needs X >= 0.
 struct Thinning {
+  /// q = keep (domain_error outside [0, 1]).
   explicit Thinning(double keep);
+  /// q, the probability that each individual is kept.
   double keep;
 };
 
 /// Y | X = x ~ Poisson(a x): a count whose rate scales with X (a >= 0). Needs X >= 0.
 struct ScaledPoisson {
+  /// a = scale (domain_error unless finite and >= 0).
   explicit ScaledPoisson(double scale);
+  /// a, the rate per unit of X.
   double scale;
 };
 
 /// Y | X = x ~ Poisson(rates_x): an emission whose rate is looked up by the state x in {0, ..., K-1} (rates finite,
 /// >= 0, else domain_error), e.g. a hidden Markov model's Poisson observations. Needs 0 <= X < K.
 struct IndexedPoisson {
+  /// The K rates (shape_error when there is none, domain_error unless each is finite and >= 0).
   explicit IndexedPoisson(Eigen::VectorXd rates);
+  /// rates_x: the rate of Y in state x.
   Eigen::VectorXd rates;
 };
 
-/// Y | X = x ~ Categorical(T_{x,\cdot}): one step of a Markov chain on {0, ..., K-1} with a K x C row-stochastic
+/// Y | X = x ~ Categorical(\f$T_{x,\cdot}\f$): one step of a Markov chain on {0, ..., K-1} with a K x C row-stochastic
 /// transition matrix T (each row non-negative, summing to 1 within 1e-9, else domain_error). Needs 0 <= X < K.
 struct MarkovStep {
+  /// T = transition (shape_error when empty, domain_error unless row-stochastic as above).
   explicit MarkovStep(Eigen::MatrixXd transition);
+  /// T: row x is the law of Y given X = x.
   Eigen::MatrixXd transition;
 };
 

@@ -16,7 +16,9 @@ namespace tally {
 /// is impossible.
 template <class Law>
 struct ConditionedLaw {
+  /// The posterior law; std::nullopt when the observation is impossible.
   std::optional<Law> posterior;
+  /// log P(observation); -inf when impossible.
   double log_likelihood;
 };
 

@@ -20,8 +20,11 @@ namespace tally {
 ///   (+inf when the bound is no longer informative, e.g. an observation less likely than the dropped mass).
 ///   The posterior's error_bound() likewise bounds its L1 distance to the exact posterior.
 struct Conditioned {
+  /// The normalized posterior; std::nullopt when the observation is impossible.
   std::optional<Pmf> posterior;
+  /// log P(observation) under the stored laws; -inf when impossible.
   double log_likelihood;
+  /// Bound on |log P_exact - log_likelihood| (+inf when no longer informative).
   double log_likelihood_error;
 };
 
@@ -39,10 +42,12 @@ Conditioned condition_on_difference(const Pmf& x, const Pmf& y, std::int64_t d);
 Conditioned condition_affine(const Pmf& x, std::int64_t a, std::int64_t c, std::int64_t v);
 
 /// X given an observed child Y = y of each law: posterior \f$\propto \mu_X(x)\,P(Y = y \mid X = x)\f$.
+///@{
 Conditioned condition(const Pmf& x, const Thinning& k, std::int64_t y);
 Conditioned condition(const Pmf& x, const ScaledPoisson& k, std::int64_t y);
 Conditioned condition(const Pmf& x, const MarkovStep& k, std::int64_t y);
 Conditioned condition(const Pmf& x, const IndexedPoisson& k, std::int64_t y);
+///@}
 
 /// X given Y = y for Y | X ~ Binomial(X, rho) with rho ~ Beta(alpha, beta) integrated out, that is
 /// Y | X = x ~ BetaBinomial(x, alpha, beta):

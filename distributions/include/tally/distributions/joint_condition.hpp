@@ -30,22 +30,29 @@ namespace tally {
 /// \f$\min(2, (\rho (1 + \rho) + s M / L) / (1 - \rho))\f$ (the normalizing constant's error included), or
 /// min(2, 2 rho) without a dropped measure.
 struct JointConditioned {
+  /// The normalized joint posterior; std::nullopt when the observation is impossible.
   std::optional<JointPmf> posterior;
+  /// log P(observation) under the stored law; -inf when impossible.
   double log_likelihood;
+  /// Bound on |log P_exact - log_likelihood| (above).
   double log_likelihood_error;
+  /// \f$\langle \hat\delta, l \rangle / L\f$: the dropped measure's part of the likelihood's error.
   double located_error = 0.0;
+  /// s M / L: the spread bound's part.
   double spread_error = 0.0;
 };
 
 /// X given an observed child Y = y: \f$\pi(x) \propto \mu(x)\, P(Y = y \mid x)\f$, and
 /// \f$L = \sum_x \mu(x) P(Y = y \mid x)\f$. The products are formed in logs (Loader's log-pmfs), so every posterior
 /// entry keeps full relative precision. Parents outside the law's domain: domain_error, as for add_child.
+///@{
 JointConditioned condition(const JointPmf& d, int axis, const Thinning& k, std::int64_t y);
 JointConditioned condition(const JointPmf& d, int axis, const ScaledPoisson& k, std::int64_t y);
 JointConditioned condition(const JointPmf& d, int axis, const IndexedPoisson& k, std::int64_t y);
 JointConditioned condition(const JointPmf& d, int axis, const MarkovStep& k, std::int64_t y);
 JointConditioned condition(const JointPmf& d, const SelectedThinning& k, std::int64_t y);
 JointConditioned condition(const JointPmf& d, const SelectedScaledPoisson& k, std::int64_t y);
+///@}
 
 /// X given \f$\sum_a \kappa_a X_a = z\f$: the entries on that hyperplane, \f$L = \sum_{\kappa \cdot x = z} \mu(x)\f$.
 /// Computed in 128 bits (no overflow). shape_error when coefficients has not rank() entries.
@@ -66,6 +73,7 @@ Coordinates sample(const JointPmf& d, RandomStream& rng);
 
 /// A coordinate drawn from its marginal, and the law of the others given it.
 struct CoordinateDraw {
+  /// The coordinate drawn.
   std::int64_t value;
   /// slice(d, axis, value) normalized (axis removed); std::nullopt for a rank-1 joint.
   std::optional<JointPmf> rest;

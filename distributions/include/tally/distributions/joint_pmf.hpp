@@ -54,11 +54,17 @@ class JointPmf {
   static JointPmf from_log(Coordinates lo, Coordinates shape, const Eigen::VectorXd& log_weights,
                            double error_bound = no_error);
 
+  /// k, the number of coordinates (axes).
   int rank() const { return static_cast<int>(lo_.size()); }
+  /// The box's lower corner: lo_a for each axis a.
   const Coordinates& lo() const { return lo_; }
+  /// The box's extents, one per axis.
   const Coordinates& shape() const { return shape_; }
+  /// lo_a: the smallest value of coordinate `axis` in the box.
   std::int64_t lo(int axis) const { return lo_[static_cast<std::size_t>(axis)]; }
+  /// hi_a = lo_a + extent_a - 1: its largest value.
   std::int64_t hi(int axis) const { return lo(axis) + extent(axis) - 1; }
+  /// extent_a: the number of values of coordinate `axis` in the box.
   std::int64_t extent(int axis) const { return shape_[static_cast<std::size_t>(axis)]; }
   /// Distance in the weight vector between neighbours along `axis`: the product of the later extents.
   std::int64_t stride(int axis) const;
@@ -66,6 +72,7 @@ class JointPmf {
   Eigen::Index size() const { return weights_.size(); }
   /// Stored weights in row-major order, largest equal to 1.
   const Eigen::VectorXd& weights() const { return weights_; }
+  /// The log scale: the measure is weights() times e^log_scale().
   double log_scale() const { return log_scale_; }
   /// The whole bound: the spread bound plus the dropped measure's mass relative to this law's mass.
   double error_bound() const { return error_bound_ + dropped_ratio_; }

@@ -16,8 +16,11 @@ namespace tally {
 /// Domain: r finite and > 0, 0 < p <= 1 (domain_error otherwise); p = 1 is the point mass at 0.
 class NegativeBinomial {
  public:
+  /// r = successes (real, > 0) and p = success, the success probability (domain_error outside the domain above).
   NegativeBinomial(double successes, double success);
+  /// r.
   double successes() const { return successes_; }
+  /// p.
   double success() const { return success_; }
 
  private:
@@ -29,6 +32,7 @@ class NegativeBinomial {
 template <>
 inline constexpr bool value_family<NegativeBinomial> = true;
 
+/// P(X = k), the exponential of log_pdf in extended precision (about 1e-16 relative); 0 for k < 0.
 double pdf(const NegativeBinomial& d, std::int64_t k);
 /// Loader's saddle-point form with real r: absolute error a few ulps of the result, far beyond the range of pdf.
 double log_pdf(const NegativeBinomial& d, std::int64_t k);
@@ -39,7 +43,9 @@ double cdf(const NegativeBinomial& d, std::int64_t k);
 std::int64_t quantile(const NegativeBinomial& d, double prob);
 /// [0, INT64_MAX] ([0, 0] when p = 1).
 std::pair<std::int64_t, std::int64_t> support(const NegativeBinomial& d);
+/// r (1 - p) / p.
 double mean(const NegativeBinomial& d);
+/// r (1 - p) / p^2.
 double variance(const NegativeBinomial& d);
 /// The pmf on [lo, hi] with both tails (each at most tolerance/2) dropped; the dropped mass, relative to the
 /// mass kept, is the error bound.

@@ -46,18 +46,25 @@ class Pmf {
 
   /// Copies share the weights (immutable): a copy costs a reference count, not the array. A moved-from Pmf is a
   /// copy too, so that every Pmf keeps its invariants.
+  ///@{
   Pmf(const Pmf&) = default;
   Pmf& operator=(const Pmf&) = default;
+  ///@}
 
+  /// The first point of the range (it has positive mass).
   std::int64_t lo() const { return lo_; }
+  /// The last point of the range, lo + size - 1 (it has positive mass).
   std::int64_t hi() const { return lo_ + (static_cast<std::int64_t>(weights_->size()) - 1); }
+  /// The number of stored weights, hi - lo + 1.
   Eigen::Index size() const { return weights_->size(); }
   /// Stored weights, largest equal to 1.
   const Eigen::VectorXd& weights() const { return *weights_; }
   /// Whether this and `other` hold one stored array of weights (a copy shares its original's): a test in O(1)
   /// that implies equal weights.
   bool shares_weights(const Pmf& other) const { return weights_ == other.weights_; }
+  /// s: the measure is weights() times e^s.
   double log_scale() const { return log_scale_; }
+  /// e: \f$\|\mu - \mu_{exact}\|_1 \le e \, \|\mu\|_1\f$ (see the class comment).
   double error_bound() const { return error_bound_; }
 
   /// \f$\log \sum_k \mu(k)\f$.
@@ -90,7 +97,9 @@ std::int64_t quantile(const Pmf& d, double prob);
 /// [lo, hi]: the first and last points with positive mass.
 std::pair<std::int64_t, std::int64_t> support(const Pmf& d);
 /// Mean and variance of the normalized measure.
+///@{
 double mean(const Pmf& d);
 double variance(const Pmf& d);
+///@}
 
 }  // namespace tally

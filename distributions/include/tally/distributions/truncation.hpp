@@ -46,7 +46,9 @@ struct Truncation {
   /// children appended, several-parent children, draws) stay on the host. A batch does not carry dropped measures:
   /// each table's whole bound becomes its spread bound, which stays sound but can be looser (see track_dropped).
   enum class JointBatches { automatic, host, batched };
+  /// Where joint operations on different tables run (JointBatches above).
   JointBatches joint_batches = JointBatches::automatic;
+  /// The distinct tables' entries (all together) from which `automatic` batches a joint operation on a CUDA graph.
   std::int64_t joint_batch_entries = std::int64_t{1} << 16;
 };
 

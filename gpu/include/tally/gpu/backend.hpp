@@ -4,8 +4,21 @@
 #include <cstddef>
 #include <string>
 
+/// Arrays and the operations on them, each with a CUDA kernel beside a CPU reference of the same contract: the
+/// functions directly in tally::gpu dispatch between the two (select()), those of tally::gpu::cpu and
+/// tally::gpu::cuda are the two implementations. Knows nothing of random variables, only of arrays.
 namespace tally::gpu {
 
+/// \namespace tally::gpu::cpu
+/// The CPU references: the same contract as the dispatching function of the same name in tally::gpu, always on
+/// the host (what the tests compare the kernels with).
+
+/// \namespace tally::gpu::cuda
+/// The CUDA implementations: the same contract as the dispatching function of the same name in tally::gpu, always
+/// on the device (cuda_error where no device can be used or the kernels are not built); the `_device` forms work
+/// on device memory.
+
+/// Where an operation runs: the CPU reference or the CUDA kernel.
 enum class Backend { cpu, cuda };
 
 /// True when this build of tally contains CUDA kernels.

@@ -32,7 +32,9 @@ class BitMatrix {
     return n % 64 == 0 ? ~std::uint64_t{0} : (std::uint64_t{1} << (n % 64)) - 1;
   }
 
+  /// n.
   std::size_t size() const { return n_; }
+  /// ceil(n / 64): the words of each of this matrix's rows.
   std::size_t words_per_row() const { return words_per_row(n_); }
   /// M(i, j); tally::shape_error when i or j is not below size().
   bool get(std::size_t i, std::size_t j) const;

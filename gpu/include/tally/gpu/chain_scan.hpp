@@ -14,19 +14,26 @@ namespace tally::gpu {
 /// start to i has it: reachability along time series without a graph search. Throws tally::shape_error when the
 /// sizes differ. Prefix sums: the CPU adds in chain order, the GPU in CUB's order (the results agree to rounding).
 /// The dispatch points: CUDA when built, a device is present and n >= 2^20.
+///@{
 std::vector<std::uint64_t> chain_prefix_or(std::span<const std::uint64_t> x, std::span<const std::uint8_t> head);
 std::vector<double> chain_prefix_sum(std::span<const double> x, std::span<const std::uint8_t> head);
+///@}
 
 namespace cpu {
+/// The CPU references: one pass in node order.
+///@{
 std::vector<std::uint64_t> chain_prefix_or(std::span<const std::uint64_t> x, std::span<const std::uint8_t> head);
 std::vector<double> chain_prefix_sum(std::span<const double> x, std::span<const std::uint8_t> head);
+///@}
 }  // namespace cpu
 
 namespace cuda {
 /// Two CUB calls: DeviceScan::InclusiveSum of the head flags (each node's chain number), then
 /// DeviceScan::InclusiveScanByKey with OR or + over the chain numbers.
+///@{
 std::vector<std::uint64_t> chain_prefix_or(std::span<const std::uint64_t> x, std::span<const std::uint8_t> head);
 std::vector<double> chain_prefix_sum(std::span<const double> x, std::span<const std::uint8_t> head);
+///@}
 }  // namespace cuda
 
 }  // namespace tally::gpu

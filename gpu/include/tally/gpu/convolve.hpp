@@ -17,9 +17,11 @@ namespace tally::gpu {
 /// the problem is large enough to pay for it, and the CPU reference (`cpu::convolve`) otherwise. On the CPU, more
 /// than cpu_max_work = 2^36 multiply-adds (m n: tens of seconds on one core, two operands of 2^18 entries) is
 /// refused at once with tally::overflow_error naming the sizes, instead of an apparent hang (a device takes them).
+///@{
 inline constexpr double cpu_max_work = 68719476736.0;  // 2^36
 void convolve(std::span<const double> p, std::span<const double> q, std::span<double> r);
 void convolve(std::span<const float> p, std::span<const float> q, std::span<float> r);
+///@}
 
 namespace cuda {
 /// Which CUDA kernel computes a convolution.
@@ -37,19 +39,23 @@ enum class Kernel { automatic, tensor_core, direct, skew };
 /// The CUDA implementations, host memory in and out (copies included). Throw tally::cuda_error when tally was
 /// built without CUDA, there is no device, or a CUDA call fails (nothing is written to r then), and
 /// tally::shape_error as the CPU reference does.
+///@{
 void convolve(std::span<const double> p, std::span<const double> q, std::span<double> r,
               Kernel kernel = Kernel::automatic);
 void convolve(std::span<const float> p, std::span<const float> q, std::span<float> r,
               Kernel kernel = Kernel::automatic);
+///@}
 
 /// The same on device memory, asynchronously on `stream` (a cudaStream_t; nullptr for the default stream): the
 /// building blocks of the host versions above and of device-resident populations. p, q and r point to device
 /// arrays of m, n and m + n - 1 entries. Temporary storage (split partial sums) is allocated stream-ordered
 /// (cudaMallocAsync) and freed before returning.
+///@{
 void convolve_device(const double* p, std::size_t m, const double* q, std::size_t n, double* r,
                      void* stream = nullptr, Kernel kernel = Kernel::automatic);
 void convolve_device(const float* p, std::size_t m, const float* q, std::size_t n, float* r, void* stream = nullptr,
                      Kernel kernel = Kernel::automatic);
+///@}
 /// The two-phase form (CUB's convention): with temp == nullptr only sets temp_bytes to the temporary storage the
 /// call needs; call again with at least that many bytes of device memory at temp.
 void convolve_device(void* temp, std::size_t& temp_bytes, const double* p, std::size_t m, const double* q,
@@ -59,8 +65,10 @@ void convolve_device(void* temp, std::size_t& temp_bytes, const double* p, std::
 namespace cpu {
 /// The CPU reference of tally::gpu::convolve, with the same contract: blocked so that the compiler vectorizes
 /// it (AVX-512, AVX2+FMA or SSE2, chosen at run time).
+///@{
 void convolve(std::span<const double> p, std::span<const double> q, std::span<double> r);
 void convolve(std::span<const float> p, std::span<const float> q, std::span<float> r);
+///@}
 }  // namespace cpu
 
 }  // namespace tally::gpu

@@ -38,14 +38,18 @@ SumConditioning condition_on_sum_batched(const PmfBatch& x, const PmfBatch& y, s
 
 namespace cpu {
 /// CPU references with the same contracts.
+///@{
 PmfBatch convolve_batched(const PmfBatch& x, const PmfBatch& y);
 SumConditioning condition_on_sum_batched(const PmfBatch& x, const PmfBatch& y, std::span<const std::int64_t> z);
+///@}
 }  // namespace cpu
 
 namespace cuda {
 /// The CUDA implementations, host batches in and out (copies included): tally::cuda_error without a device.
+///@{
 PmfBatch convolve_batched(const PmfBatch& x, const PmfBatch& y, Kernel kernel = Kernel::automatic);
 SumConditioning condition_on_sum_batched(const PmfBatch& x, const PmfBatch& y, std::span<const std::int64_t> z);
+///@}
 
 /// Device-memory forms, asynchronous on `stream` (a cudaStream_t or nullptr). x and y hold `count` pmfs each with
 /// weights in [0, 1]; max_length must bound every m_i and n_i (it sizes the grid and picks the kernel; a smaller

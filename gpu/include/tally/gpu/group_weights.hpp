@@ -16,8 +16,10 @@ namespace tally::gpu {
 ///     \mathrm{ess}_g = \frac{(\sum_{i \in g} e^{\ell_i - m_g})^2}{\sum_{i \in g} e^{2(\ell_i - m_g)}} \in [1, S]. \f]
 /// A group whose log-weights are all -inf has m_g = log_mean_weight_g = -inf and ess_g = 0.
 struct GroupWeights {
+  /// m_g, the group's largest log-weight.
   Column<double> max_log_weight;
   Column<double> log_mean_weight;  ///< the group's log-evidence increment
+  /// ess_g, the group's effective sample size.
   Column<double> ess;
 };
 
@@ -56,8 +58,11 @@ GroupResampled resample_groups(const Column<double>& log_w, std::size_t group_si
 /// and ess_g as summarize_groups gives it. A group whose log-weights are all -inf gets its unweighted mean and
 /// variance, and ess_g = 0 (which says so). The variance is the second pass's, about the mean (no cancellation).
 struct GroupMoments {
+  /// mean_g.
   Column<double> mean;
+  /// variance_g.
   Column<double> variance;
+  /// ess_g, as summarize_groups gives it.
   Column<double> ess;
 };
 

@@ -28,10 +28,16 @@ class JointLaws {
   /// One law in host memory: the box and the row-major weights (any non-negative finite values: from_host rescales
   /// them to largest 1), and the log scale.
   struct Law {
+    /// The box: its lower corner and its extents, one per axis.
+    ///@{
     std::vector<std::int64_t> lo, shape;
+    ///@}
+    /// The weights, row-major over the box.
     std::vector<double> weights;
+    /// s: the law is the weights times e^s.
     double log_scale = 0.0;
   };
+  /// No laws (size() 0, rank 1, on the CPU).
   JointLaws() = default;
   /// The laws, where `where` keeps them. shape_error: a rank outside 1 .. max_joint_rank, a law of another rank, an
   /// extent < 1 or a weight count that is not the product of the extents; domain_error: a negative, NaN or infinite
@@ -43,18 +49,25 @@ class JointLaws {
   /// The laws in host memory (a copy from the device).
   std::vector<Law> to_host() const;
 
+  /// k, the rank of every law.
   int rank() const { return rank_; }
+  /// P, the number of laws.
   std::size_t size() const { return count_; }
+  /// Where the laws' arrays are.
   Backend where() const { return where_; }
   /// The boxes on the host: lo and shape (size() x rank(), row by row) and the offsets (size() + 1).
+  ///@{
   const std::vector<std::int64_t>& lo() const { return host_lo_; }
   const std::vector<std::int64_t>& shape() const { return host_shape_; }
   const std::vector<std::int64_t>& offset() const { return host_offset_; }
+  ///@}
+  /// The number of weights of all laws together (the last offset).
   std::size_t total() const { return static_cast<std::size_t>(host_offset_.empty() ? 0 : host_offset_.back()); }
   /// Bytes held: 8 a weight, 8 (1 + 2 rank) a law for its scale, offset and box, 8 more for the last offset.
   std::size_t bytes() const { return 8 * total() + 8 * (1 + 2 * static_cast<std::size_t>(rank_)) * count_ + 8; }
 
   /// The arrays where the laws are (host vectors for Backend::cpu, device memory for Backend::cuda).
+  ///@{
   const Column<double>& weights() const { return weights_; }
   Column<double>& weights() { return weights_; }
   const Column<double>& log_scale() const { return log_scale_; }
@@ -62,6 +75,7 @@ class JointLaws {
   const Column<std::int64_t>& offset_column() const { return offset_; }
   const Column<std::int64_t>& lo_column() const { return lo_; }
   const Column<std::int64_t>& shape_column() const { return shape_; }
+  ///@}
 
  private:
   int rank_ = 1;

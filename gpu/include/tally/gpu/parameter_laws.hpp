@@ -18,8 +18,11 @@ enum class ParameterFamily {
 /// P laws of counts on 0 .. n_i given by their parameters (columns not owned; all in one place, one per particle).
 /// Their weights are those binomial_laws and beta_binomial_laws write (population_ops.hpp).
 struct ParameterLaws {
+  /// Binomial or BetaBinomial.
   ParameterFamily family;
+  /// n_i, the trials of each law.
   const Column<std::int64_t>& n;
+  /// a_i: the success probability q_i (binomial) or alpha_i (beta_binomial).
   const Column<double>& a;
   const Column<double>& b;  ///< beta_binomial only (binomial: any column, not read)
   /// A bound on every n_i known to the caller (tally/gpu/later_max.hpp), or none: with it the device sizes what it

@@ -17,9 +17,13 @@ namespace tally {
 /// A device allocation that does not fit: what was asked for and what was free when it was refused. The message
 /// says it; a population rethrows it with the number of particles that would fit.
 struct device_memory_error : cuda_error {
+  /// The message, and the bytes asked for and free.
   device_memory_error(const std::string& what, std::size_t requested_bytes, std::size_t free_bytes)
       : cuda_error(what), requested(requested_bytes), free(free_bytes) {}
+  /// The bytes asked for, and the bytes free on the device when it was refused.
+  ///@{
   std::size_t requested, free;
+  ///@}
 };
 
 namespace gpu {
@@ -85,6 +89,7 @@ class Column {
       detail::device_copy(c.data(), values.data(), values.size() * sizeof(T), 0);
     return c;
   }
+  /// A copy, in the same place.
   Column clone() const {
     Column c = allocate(where_, size_, "tally::gpu::Column::clone");
     if (where_ == Backend::cpu)
@@ -93,6 +98,7 @@ class Column {
       detail::device_copy(c.data(), data(), bytes(), 2);
     return c;
   }
+  /// The values in host memory (a copy from the device, which waits for it).
   std::vector<T> to_host() const {
     if (where_ == Backend::cpu) return host_;
     std::vector<T> out(size_);
@@ -100,15 +106,24 @@ class Column {
     return out;
   }
 
+  /// Where the values are.
   Backend where() const { return where_; }
+  /// n, the number of values.
   std::size_t size() const { return size_; }
+  /// Whether n is 0.
   bool empty() const { return size_ == 0; }
+  /// n sizeof(T).
   std::size_t bytes() const { return size_ * sizeof(T); }
+  /// The first value, in host or device memory as where() says.
+  ///@{
   T* data() { return where_ == Backend::cpu ? host_.data() : static_cast<T*>(device_.get()); }
   const T* data() const { return where_ == Backend::cpu ? host_.data() : static_cast<const T*>(device_.get()); }
+  ///@}
   /// The host values (Backend::cpu only; the CPU reference reads and writes them in place).
+  ///@{
   std::vector<T>& host() { return host_; }
   const std::vector<T>& host() const { return host_; }
+  ///@}
 
  private:
   Backend where_ = Backend::cpu;
@@ -123,6 +138,7 @@ class Column {
 /// but not thread-safe (as a population is not).
 class DeviceScalar {
  public:
+  /// A number known on the host.
   DeviceScalar(double known = 0.0) : known_(known) {}
   /// The first element of `cell`, read when asked (a host column's at once).
   explicit DeviceScalar(Column<double> cell) {
@@ -131,6 +147,7 @@ class DeviceScalar {
     else
       pending_ = std::make_shared<Pending>(Pending{std::move(cell), 0.0, false});
   }
+  /// The number (read back from the device, and then kept, on the first call).
   double value() const {
     if (!pending_) return known_;
     if (!pending_->read) {
@@ -163,23 +180,31 @@ class Laws {
   /// Room for `count` laws with `total` weights in all, none longer than max_length (device: uninitialized).
   static Laws allocate(Backend where, std::size_t count, std::size_t total, std::size_t max_length, const char* who);
 
+  /// Where the laws are.
   Backend where() const { return where_; }
+  /// P, the number of laws.
   std::size_t size() const { return count_; }
   /// The number of weights of all laws together, and a bound on each law's length (exact where made from
   /// parameters; an upper bound after conditioning).
+  ///@{
   std::size_t total() const { return total_; }
   std::size_t max_length() const { return max_length_; }
+  ///@}
   /// Bytes held: 8 per weight and 24 per law (offset, lower bound, log-scale).
   std::size_t bytes() const { return 8 * total_ + 24 * count_ + 8; }
   /// The laws in host memory (a copy from the device).
   PmfBatch to_host() const;
 
   /// Backend::cpu: the batch itself.
+  ///@{
   const PmfBatch& host() const { return host_; }
   PmfBatch& host() { return host_; }
+  ///@}
   /// Backend::cuda: device views.
+  ///@{
   PmfBatchView view() const;
   MutablePmfBatchView mutable_view();
+  ///@}
 
  private:
   Backend where_ = Backend::cpu;

@@ -11,8 +11,12 @@ namespace tally::gpu {
 /// A rows x cols matrix of doubles, row-major, where a population lives: a K x C transition matrix, or K rates as
 /// a K x 1 table. Immutable once made; particles share it (resampling never copies it).
 struct Table {
+  /// The rows x cols values, row-major, where the population lives.
   Column<double> values;
+  /// The table's shape.
+  ///@{
   std::size_t rows = 0, cols = 0;
+  ///@}
   /// The same values on the host, where the table was made from host values (from_host): what checks of the table
   /// read, so that they need no copy back from the device. Empty otherwise.
   std::vector<double> host_copy;
@@ -20,6 +24,7 @@ struct Table {
   std::vector<double> host_values() const { return host_copy.empty() ? values.to_host() : host_copy; }
   /// A copy of rows * cols row-major host values (tally::shape_error for another count or an empty table).
   static Table from_host(std::span<const double> row_major, std::size_t rows, std::size_t cols, Backend where);
+  /// Where the values are.
   Backend where() const { return values.where(); }
 };
 
@@ -51,7 +56,9 @@ Laws condition_on_states(const Laws& x, const Table& log_lik, Column<double>& lo
 /// one of its C values or T_{k,y} = 0), and for an observed V = v of indexed Poisson rates (l_k = log Pois(v; r_k)),
 /// by the formulas of condition_on_markov and condition_on_poisson, placed where `where` says (the tables are read
 /// on the host: made there, they cost no copy).
+///@{
 Table markov_state_log_likelihoods(const Table& t, std::int64_t y, Backend where);
 Table poisson_state_log_likelihoods(const Table& rates, std::int64_t v, Backend where);
+///@}
 
 }  // namespace tally::gpu

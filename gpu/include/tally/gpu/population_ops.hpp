@@ -91,9 +91,15 @@ void observe_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v,
 /// The smallest and largest values of positive weight over every law (laws with no mass left out); lo > hi
 /// when no law has mass. Device: one pass, one warp per law, and the two numbers read back (one synchronization).
 struct ValueRange {
+  /// The smallest and largest value of positive weight.
+  ///@{
   std::int64_t lo, hi;
+  ///@}
+  /// Whether no law has mass.
   bool empty() const { return lo > hi; }
 };
+/// The smallest and largest values of positive weight over every law (ValueRange above; device: one pass and the two
+/// numbers read back).
 ValueRange support_range(const Laws& x);
 /// The largest over the particles of \f$ M_i / L_i \f$, where \f$ M_i = e^{s_i} \sum_k w_{i,k} \f$ is the mass of
 /// law i (times that of y's law i, when y is given) and \f$ \log L_i = \mathrm{after}_i - \mathrm{before}_i \f$ the
@@ -105,10 +111,12 @@ double max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before
 /// particle on the device, a CUB reduction, one number read back.
 double max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after);
 /// max_mass_ratio left on the device (nothing read back, no wait): the number is copied back when first read.
+///@{
 DeviceScalar max_mass_ratio_later(const Laws& x, const Laws* y, const Column<double>& before,
                                   const Column<double>& after);
 DeviceScalar max_mass_ratio_later(const Column<double>& log_mass, const Column<double>& before,
                                   const Column<double>& after);
+///@}
 /// acc_i += x_i.
 void add_to(Column<double>& acc, const Column<double>& x);
 /// \f$acc_i \mathrel{+}= x_{\lfloor i / \mathrm{times} \rfloor}\f$: one value per block of `times` particles added to
@@ -144,15 +152,19 @@ Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std
 
 /// The host draws behind sample_beta, one particle at a time: a Gamma(shape, 1) variate (Marsaglia and Tsang) and
 /// a Beta(a, b) variate on the uniforms philox_uniform(seed, particle, counter * 256 + j), j < 256.
+///@{
 double gamma_variate(double shape, std::uint64_t seed, std::uint64_t particle, std::uint64_t counter);
 double beta_variate(double a, double b, std::uint64_t seed, std::uint64_t particle, std::uint64_t counter);
+///@}
 /// r_i = a x_i + b y_i + c, or tally::overflow_error when some r_i leaves int64 (device: a flag and the particle's
 /// x and y recorded; raised at once, or inside gpu::DeferChecks where the host next waits).
 Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const Column<std::int64_t>& y,
                             std::int64_t b, std::int64_t c);
 /// P copies of v.
+///@{
 Column<std::int64_t> filled(std::int64_t v, std::size_t count, Backend where);
 Column<double> filled(double v, std::size_t count, Backend where);
+///@}
 /// Each value `times` times, in order, where `values` lives: \f$r_i = v_{\lfloor i / \mathrm{times} \rfloor}\f$ for i
 /// < values.size() times (a per-group parameter spread over its group's particles; one launch on the device, no copy
 /// of P values). times = 0: shape_error.
@@ -225,13 +237,17 @@ Laws laws_of_lengths(const Column<std::int64_t>& lengths, std::size_t total, std
 }  // namespace detail
 
 /// Resampling by ancestors: out_i = x_{ancestors_i}.
+///@{
 Column<std::int64_t> gather(const Column<std::int64_t>& x, const Column<std::size_t>& ancestors);
 Column<double> gather(const Column<double>& x, const Column<std::size_t>& ancestors);
+///@}
 /// Several columns of one place gathered by the same ancestors, in the order given: out_{k,i} = x_{k, ancestors_i}
 /// (what gather returns for each); on the device one launch for all of them (a resampling moves every live column).
+///@{
 std::vector<Column<std::int64_t>> gather(std::span<const Column<std::int64_t>* const> xs,
                                          const Column<std::size_t>& ancestors);
 std::vector<Column<double>> gather(std::span<const Column<double>* const> xs, const Column<std::size_t>& ancestors);
+///@}
 /// Copies of several columns of one place and one size (Column::clone of each; on the device one launch for all).
 std::vector<Column<double>> copies(std::span<const Column<double>* const> xs);
 /// Laws: law i becomes law ancestors_i (device: lengths gathered, scanned and their total read back, then the

@@ -12,6 +12,7 @@ namespace tally::gpu {
 void uniforms(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::span<double> out);
 
 namespace cpu {
+/// The CPU reference (one draw after another).
 void uniforms(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::span<double> out);
 }  // namespace cpu
 

@@ -17,6 +17,7 @@ class ReachableSums {
   /// words.size() must be capacity / 64 + 1, with no bit above capacity set (tally::shape_error otherwise).
   ReachableSums(std::int64_t capacity, std::vector<std::uint64_t> words);
 
+  /// c: the set holds the totals 0 .. c.
   std::int64_t capacity() const { return capacity_; }
   /// Whether t is a subset sum (false outside [0, capacity]): the decision problem.
   bool contains(std::int64_t t) const;
@@ -26,6 +27,7 @@ class ReachableSums {
   std::int64_t count() const;
   /// The reachable totals in increasing order.
   std::vector<std::int64_t> totals() const;
+  /// The packed bits, capacity / 64 + 1 words.
   std::span<const std::uint64_t> words() const { return words_; }
 
  private:
@@ -52,14 +54,17 @@ SubsetSumAnswer subset_sum(std::span<const std::int64_t> w, std::int64_t c);
 
 namespace cpu {
 /// The CPU reference: one in-place pass per weight over the packed row, from the top word down.
+///@{
 ReachableSums reachable_sums(std::span<const std::int64_t> w, std::int64_t c);
 SubsetSumAnswer subset_sum(std::span<const std::int64_t> w, std::int64_t c);
+///@}
 /// out |= in << shift over packed rows of equal length (bits shifted past the end are dropped); shift >= 0.
 /// `in` and `out` may be the same row. The step of sumsets in general: A + {s_0, s_1, ...} = OR_k (A << s_k).
 void shift_or(std::span<const std::uint64_t> in, std::int64_t shift, std::span<std::uint64_t> out);
 }  // namespace cpu
 
 namespace cuda {
+/// Which CUDA kernel runs the dynamic programme.
 enum class DpKernel {
   automatic,      ///< bit_packed, with the number of weights per pass that the benchmark found fastest
   bit_packed,     ///< one launch per `weights_per_pass` weights: row' = OR over their 2^K subset sums s of row << s
@@ -67,10 +72,12 @@ enum class DpKernel {
 };
 /// The CUDA implementations: rows in device memory, ping-ponged; only the active prefix (totals up to the sum of
 /// the weights so far) is touched. weights_per_pass in [1, 3] (0: the default of `automatic`).
+///@{
 ReachableSums reachable_sums(std::span<const std::int64_t> w, std::int64_t c, DpKernel kernel = DpKernel::automatic,
                              int weights_per_pass = 0);
 SubsetSumAnswer subset_sum(std::span<const std::int64_t> w, std::int64_t c, DpKernel kernel = DpKernel::automatic,
                            int weights_per_pass = 0);
+///@}
 }  // namespace cuda
 
 }  // namespace tally::gpu

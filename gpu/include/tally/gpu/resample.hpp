@@ -13,11 +13,14 @@ namespace tally::gpu {
 /// \f[ \log \sum_i e^{\ell_i} = m + \log \sum_i e^{\ell_i - m}, \qquad
 ///     \mathrm{ESS} = \frac{(\sum_i e^{\ell_i - m})^2}{\sum_i e^{2(\ell_i - m)}} \in [1, P]. \f]
 struct WeightSummary {
+  /// m, the largest log-weight.
   double max_log_weight;
   double log_sum;  ///< log of the sum of the weights (the log-evidence increment is log_sum - log P)
+  /// The effective sample size, in [1, P].
   double ess;
 };
 
+/// How ancestors are drawn from the normalized weights.
 enum class Resampler {
   /// One uniform u = philox_uniform(seed, 0, counter); particle i gets the positions [k(C_{i-1}), k(C_i)) with
   /// \f$k(c) = \min(P, \lfloor c\,g + u \rfloor)\f$, g = P / W (computed as fma(c, g, u), one rounding), k(W) = P,
@@ -48,6 +51,7 @@ std::vector<std::size_t> resample(std::span<const double> log_w, Resampler kind,
                                   std::uint64_t counter, WeightSummary* summary = nullptr);
 
 namespace cpu {
+/// The CPU reference of summarize_log_weights (one core).
 WeightSummary summarize_log_weights(std::span<const double> log_w);
 /// The reference: systematic follows the tiles of resample_order.hpp step by step (one core).
 std::vector<std::size_t> resample(std::span<const double> log_w, Resampler kind, std::uint64_t seed,
@@ -55,6 +59,7 @@ std::vector<std::size_t> resample(std::span<const double> log_w, Resampler kind,
 }  // namespace cpu
 
 namespace cuda {
+/// Which CUDA implementation resample() and resample_device() run.
 enum class ResampleKernel {
   automatic,  ///< fused for systematic, cub_composition for multinomial
   /// Systematic only (tally::domain_error with multinomial). Three passes over tiles of T = 4096 particles: the
@@ -99,10 +104,12 @@ void resample_device(void* temp, std::size_t& temp_bytes, const double* log_w, s
 /// order, so the same bits, for a caller that reads it back with other numbers in one wait (gpu::summarize) and
 /// resamples later without a wait of its own. `temp`: weight_totals_bytes(p) bytes; `report`: weight_report_bytes
 /// device bytes (8-byte aligned) that get the totals, to be copied back and read with weight_summary_of. p >= 1.
+///@{
 std::size_t weight_totals_bytes(std::size_t p);
 inline constexpr std::size_t weight_report_bytes = 48;
 void weight_totals(void* temp, const double* log_w, std::size_t p, void* report);
 WeightSummary weight_summary_of(const void* host_report);
+///@}
 }  // namespace cuda
 
 }  // namespace tally::gpu

@@ -37,10 +37,13 @@ class ShardedSystematic {
   /// weights beyond the largest it reports: NaN and +inf show there as +inf.
   Column<double> report(const Column<double>& log_w);
 
+  /// What pass 2 found: the population's largest log-weight, its summary, and where each shard's positions and
+  /// ancestors begin.
   struct Plan {
     /// The population's largest log-weight, NaN counted as +inf. +inf: a weight is NaN or +inf; -inf: every weight
     /// is 0 (the population is impossible). Only where it is finite are the summary and the starts set.
     double largest = 0;
+    /// The population's WeightSummary (where largest is finite).
     WeightSummary summary{};
     std::vector<std::size_t> start;  ///< G + 1 positions: start[r] = k(O_{r S / T}), start[G] = P
     /// For each shard r, the tiles of the ancestors of its first and last positions, r S and (r + 1) S - 1 (2 G

@@ -8,6 +8,8 @@
 
 #include "tally/gpu/resample.hpp"
 
+/// Systematic resampling as three passes over tiles of tile_size particles (tile_totals, combine_tiles,
+/// tile_ancestors), so that the shards of a population compute the population's resampling together, bit for bit.
 namespace tally::gpu::tiles {
 
 /// The tile of Resampler::systematic: particles T t .. T t + T - 1 form tile t (resample.hpp and
@@ -19,8 +21,11 @@ inline constexpr std::size_t tile_size = 4096;
 /// Pass 1 of one tile: m_t = max_i l_i, and s_t, q_t the sums of x_i = e^{l_i - m_t} and of x_i^2 in the block order
 /// (0 and 0 when every l_i is -inf, with m_t = -inf).
 struct TileTotals {
+  /// m_t.
   double max_log_weight;
+  /// s_t.
   double sum;
+  /// q_t.
   double sum_squares;
 };
 /// Pass 1 over the log-weights of one tile (1 to T of them; the tile's particles past them, past P, count as
@@ -30,9 +35,16 @@ TileTotals tile_totals(std::span<const double> l);
 /// Pass 2, the same on every shard: from the n tiles' totals (in tile order) and the number of particles P, the
 /// tiles' factors f_t = e^{m_t - M}, their starts O_0 .. O_n (O_n = W, the total), and the summary.
 struct TilePlan {
+  /// P.
   std::size_t particles = 0;
+  /// M = max_t m_t, W = sum_t f_t s_t, Q = sum_t f_t^2 q_t, and g = P / W.
+  ///@{
   double max_log_weight = 0, total = 0, squares = 0, scale = 0;  // M, W, Q, g = P / W
+  /// f_t for each tile, and the starts O_0 to O_n.
+  ///@{
   std::vector<double> factor, start;
+  ///@}
+  ///@}
   /// Where tile t's run of positions begins for the uniform u: k(O_t) (k(O_0) = 0, k(O_n) = P). Tile t writes the
   /// positions [begin(t, u), begin(t + 1, u)).
   std::size_t begin(std::size_t t, double u) const;

@@ -26,6 +26,7 @@ namespace tally::gpu {
 std::vector<std::int64_t> sample_batched(const PmfBatch& pmfs, std::uint64_t seed, std::uint64_t counter);
 
 namespace cpu {
+/// The CPU reference: the rule above, pmf after pmf.
 std::vector<std::int64_t> sample_batched(const PmfBatch& pmfs, std::uint64_t seed, std::uint64_t counter);
 /// The draw of pmf `index` of a batch by the rule above, for one pmf w_k exp(s) on lo, lo + 1, ... held elsewhere
 /// (w non-empty, >= 0): lo + j with u = philox_uniform(seed, index, counter). A w of all zeros draws lo. The same
@@ -36,6 +37,7 @@ std::int64_t sample_one(std::span<const double> w, std::int64_t lo, std::uint64_
 }  // namespace cpu
 
 namespace cuda {
+/// Which CUDA kernel draws.
 enum class SampleKernel {
   automatic,  ///< warp_per_pmf
   /// One warp per pmf, in the lane-segment order above: each lane reads its 8 contiguous weights of a tile (four

@@ -17,25 +17,32 @@ namespace tally::gpu {
 /// Throws tally::domain_error (a weight negative or not finite, k = 0), tally::shape_error (a vector longer than 63)
 /// and tally::overflow_error (an integer vector whose total reaches 2^62).
 /// The dispatch point: CUDA when built, a device is present and there are at least 2^16 samples in all.
+///@{
 std::vector<std::vector<std::int64_t>> sampled_subset_sums(const std::vector<std::vector<std::int64_t>>& vectors,
                                                            std::size_t k, std::uint64_t seed);
 std::vector<std::vector<double>> sampled_subset_sums(const std::vector<std::vector<double>>& vectors, std::size_t k,
                                                      std::uint64_t seed);
+///@}
 
 namespace cpu {
+/// The CPU reference: the same permutation and sums, one sample after another.
+///@{
 std::vector<std::vector<std::int64_t>> sampled_subset_sums(const std::vector<std::vector<std::int64_t>>& vectors,
                                                            std::size_t k, std::uint64_t seed);
 std::vector<std::vector<double>> sampled_subset_sums(const std::vector<std::vector<double>>& vectors, std::size_t k,
                                                      std::uint64_t seed);
+///@}
 }  // namespace cpu
 
 namespace cuda {
 /// One launch computes every sample's sum (one thread per sample); a segmented sort and a compaction then remove
 /// the duplicates of each vector on the device.
+///@{
 std::vector<std::vector<std::int64_t>> sampled_subset_sums(const std::vector<std::vector<std::int64_t>>& vectors,
                                                            std::size_t k, std::uint64_t seed);
 std::vector<std::vector<double>> sampled_subset_sums(const std::vector<std::vector<double>>& vectors, std::size_t k,
                                                      std::uint64_t seed);
+///@}
 }  // namespace cuda
 
 }  // namespace tally::gpu

@@ -18,9 +18,13 @@ namespace tally::gpu {
 /// (2^n * 2^-1074 at most; a subset 10^-300 times less likely than the mode is still kept).
 template <class T>
 struct SubsetSumLaw {
+  /// v_0 < ... < v_{m-1}, the distinct values of positive probability.
   std::vector<T> values;
+  /// weights_j, as above (the most likely subset's is 1).
   std::vector<double> weights;
+  /// \f$\sum_i \log \max(p_i, 1-p_i)\f$.
   double log_scale = 0.0;
+  /// The relative mass lost to underflow, as above.
   double error_bound = 0.0;
 };
 
@@ -39,14 +43,18 @@ inline constexpr int max_enumerated_weights = 36;
 /// [0,1]), tally::overflow_error (more than max_enumerated_weights weights with 0 < p < 1, or, on the device,
 /// more memory than it has: the message says how much was needed).
 /// The dispatch point: CUDA when built, a device is present and there are at least 2^18 subsets; else the CPU.
+///@{
 SubsetSumLaw<std::int64_t> subset_sum_law(std::span<const std::int64_t> w, std::span<const double> p);
 SubsetSumLaw<double> subset_sum_law(std::span<const double> w, std::span<const double> p);
+///@}
 
 namespace cpu {
 /// The CPU reference: the same Gray-code walk and arithmetic, merged by a dense table (integer weights whose
 /// total is below 2^24) or by sorting.
+///@{
 SubsetSumLaw<std::int64_t> subset_sum_law(std::span<const std::int64_t> w, std::span<const double> p);
 SubsetSumLaw<double> subset_sum_law(std::span<const double> w, std::span<const double> p);
+///@}
 }  // namespace cpu
 
 namespace cuda {
@@ -67,13 +75,16 @@ enum class SubsetMerge {
   /// The seed-000 baseline, for benchmarks: one thread per subset with an n-step bit loop, then `sort`'s merge.
   per_mask,
 };
+/// The largest total of integer weights that SubsetMerge::table merges.
 inline constexpr std::int64_t max_table_span = 4096;
 
 /// The CUDA implementation (host arrays in and out): tally::cuda_error without a device.
+///@{
 SubsetSumLaw<std::int64_t> subset_sum_law(std::span<const std::int64_t> w, std::span<const double> p,
                                           SubsetMerge merge = SubsetMerge::automatic);
 SubsetSumLaw<double> subset_sum_law(std::span<const double> w, std::span<const double> p,
                                     SubsetMerge merge = SubsetMerge::automatic);
+///@}
 }  // namespace cuda
 
 }  // namespace tally::gpu

@@ -22,12 +22,16 @@ namespace tally::gpu {
 /// where \f$v_{(1)} \le v_{(2)} \le \dots\f$ are the values in increasing order with their weights \f$w_{(k)}\f$
 /// (the weighted inverse cdf; the largest value where rounding leaves the cumulative sum a hair below p).
 struct WeightedSummary {
+  /// \f$\bar v\f$, the weighted mean.
   double mean = 0;
+  /// ESS, the effective sample size of the weights.
   double ess = 0;
   bool all_impossible = false;            ///< every log-weight was -inf (the summary is unweighted)
   std::vector<std::int64_t> quantiles;  ///< Q(p) for each requested p, in the order given
   /// \f$\min_i v_i\f$ and \f$\max_i v_i\f$ over every particle, whatever its weight
+  ///@{
   std::int64_t lo = 0, hi = 0;
+  ///@}
 };
 
 /// The summary of P values (P >= 1) under P log-weights where they live (tally::shape_error for other sizes or

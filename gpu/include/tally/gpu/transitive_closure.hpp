@@ -14,8 +14,10 @@ namespace tally::gpu {
 /// cuda_min_product_nodes, run on the device when one is present (TALLY_DEVICE=gpu or cpu forces either way);
 /// smaller ones on the CPU. At N = 512 the CPU took 0.17 ms and the device 0.24 ms; at N = 1024, 0.54 against
 /// 0.28 (products: 0.065 against 0.093 ms, then 0.24 against 0.12 ms).
+///@{
 inline constexpr std::size_t cuda_min_closure_nodes = 1024;
 inline constexpr std::size_t cuda_min_product_nodes = 1024;
+///@}
 /// ClosureOrder::automatic relabels in topological order from this many nodes on: the host's order and the two
 /// permutations cost more than the triangle saves below it (N = 8192: 5.2 ms against 4.3 as given; N = 16384:
 /// 16.1 against 24.5 ms).

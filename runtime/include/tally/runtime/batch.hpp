@@ -42,16 +42,20 @@ class Batch {
     return b;
   }
 
+  /// Whether the batch holds no value (made by the default constructor, or cleared).
   bool empty() const { return !single_ && many_.empty(); }
+  /// P, the particles it has a value for.
   std::size_t size() const { return single_ ? count_ : many_.size(); }
   /// Whether every particle holds one stored value (P = 1 included).
   bool uniform() const { return single_.has_value(); }
+  /// Particle i's value.
   const T& operator[](std::size_t i) const { return single_ ? *single_ : many_[i]; }
   /// Particle i's value becomes v (a uniform batch of several particles becomes one value per particle first).
   void set(std::size_t i, T v) {
     if (single_ && count_ > 1) spread();
     (single_ ? *single_ : many_[i]) = std::move(v);
   }
+  /// Drops every value (then empty()).
   void clear() {
     single_.reset();
     count_ = 1;

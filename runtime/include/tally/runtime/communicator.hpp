@@ -20,9 +20,13 @@ namespace tally::runtime {
 /// cover 0 .. total - 1 in rank order, each with at least one particle (Graph's sharded constructor checks it on
 /// its first collective).
 struct Shard {
+  /// This shard's rank among the shards.
   std::size_t index = 0;
+  /// The number of particles it holds (>= 1).
   std::size_t count = 1;
+  /// The population's index of its first particle.
   std::size_t first = 0;
+  /// The population's particles, over all shards.
   std::size_t total = 1;
   /// The even split of `total` particles over `shards`: shard `index` gets floor(total / shards) particles, one
   /// more for the first total % shards (tally::domain_error when total < shards or index >= shards).
@@ -46,7 +50,9 @@ struct communicator_error : std::runtime_error {
 class Communicator {
  public:
   virtual ~Communicator() = default;
+  /// This rank, in 0 .. size() - 1.
   virtual std::size_t rank() const = 0;
+  /// The number of ranks (shards).
   virtual std::size_t size() const = 0;
   /// Every rank gives `bytes` bytes at `in`; out (size() * bytes) receives rank r's at out + r * bytes.
   virtual void all_gather(const void* in, void* out, std::size_t bytes, gpu::Backend where) = 0;
@@ -70,8 +76,12 @@ class Communicator {
   /// all_to_all its send_bytes[q] for q != rank(): what a network between hosts would carry) and collectives called.
   /// For tuning and for estimating a step's cost across hosts (the examples' RESULT lines).
   struct Traffic {
+    /// Bytes sent to the other ranks from device and from host buffers, and the collectives called on each.
+    ///@{
     std::uint64_t device_bytes = 0, host_bytes = 0, device_collectives = 0, host_collectives = 0;
+    ///@}
   };
+  /// What this rank has sent so far (Traffic above).
   Traffic traffic() const { return traffic_; }
 
  protected:
@@ -103,6 +113,7 @@ class Communicator {
 /// If a rank throws, the ranks waiting in or later entering a collective get communicator_error, and run() rethrows
 /// the first rank's exception once every thread has ended. A rank that returns while others still enter
 /// collectives makes them throw communicator_error too (a program that is not the same on every shard).
+/// \class tally::runtime::InProcessGroup
 class InProcessGroup;
 
 /// Rendezvous through a file, for launchers without MPI (LauncherBootstrap, nccl_communicator.hpp): one rank

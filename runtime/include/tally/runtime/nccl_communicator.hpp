@@ -43,6 +43,7 @@ class NcclCommunicator final : public Communicator {
 
   std::size_t rank() const override { return rank_; }
   std::size_t size() const override { return size_; }
+  /// The CUDA device this rank drives.
   int device() const { return device_; }
   void all_gather(const void* in, void* out, std::size_t bytes, gpu::Backend where) override;
   void all_to_all(const void* send, std::span<const std::size_t> send_bytes, void* recv,
@@ -83,8 +84,11 @@ class LauncherBootstrap {
   /// Reads the variables; tally::usage_error naming the variable when one is missing or not a number, or the rank
   /// is not below the world size.
   LauncherBootstrap();
+  /// This process's rank (TALLY_RANK).
   std::size_t rank() const { return rank_; }
+  /// The number of ranks (TALLY_WORLD_SIZE).
   std::size_t size() const { return size_; }
+  /// This rank among the ranks of its host (TALLY_LOCAL_RANK).
   std::size_t local_rank() const { return local_rank_; }
   /// The NCCL communicator of all the launched ranks (collective: every rank calls it). device < 0: local_rank()
   /// modulo the number of visible devices. communicator_error when rank 0's id does not come within `timeout`.
@@ -111,8 +115,11 @@ class MpiBootstrap {
   ~MpiBootstrap();
   MpiBootstrap(const MpiBootstrap&) = delete;
   MpiBootstrap& operator=(const MpiBootstrap&) = delete;
+  /// This process's rank (in MPI_COMM_WORLD).
   std::size_t rank() const { return rank_; }
+  /// The number of ranks (of MPI_COMM_WORLD).
   std::size_t size() const { return size_; }
+  /// This rank among the ranks of its host (MPI_COMM_TYPE_SHARED).
   std::size_t local_rank() const { return local_rank_; }
   /// The NCCL communicator of all MPI ranks (collective over MPI_COMM_WORLD). device < 0: local_rank() modulo the
   /// number of visible devices.

@@ -39,6 +39,7 @@ const char* to_string(Fallback f);
 /// One variable the runtime sampled to go on.
 struct Sampled {
   std::string variable;  ///< its name (Graph::name), or "#k" (the k-th variable of the graph)
+  /// Why it was sampled.
   Fallback reason;
 };
 
@@ -68,8 +69,10 @@ struct Exactness {
 /// Thrown in strict mode (Graph::strict) instead of sampling: which variable would have been sampled and why.
 /// The graph is unchanged by the refused step and stays usable.
 struct inexact_error : std::runtime_error {
+  /// The message, and the variables that would have been sampled.
   inexact_error(const std::string& what, std::vector<Sampled> would_sample)
       : std::runtime_error(what), sampled(std::move(would_sample)) {}
+  /// The variables that would have been sampled, and why.
   std::vector<Sampled> sampled;
 };
 
@@ -79,6 +82,7 @@ struct inexact_error : std::runtime_error {
 class Observation {
  public:
   Observation() = default;
+  /// The log-likelihoods where they live, and the report (made by Graph::observe).
   Observation(gpu::Column<double> log_likelihood, Exactness exactness)
       : column_(std::make_shared<gpu::Column<double>>(std::move(log_likelihood))),
         exactness_(std::move(exactness)) {}
@@ -89,6 +93,7 @@ class Observation {
       : Observation(std::move(log_likelihood), std::move(exactness)) {
     pending_error_ = std::move(truncation_error);
   }
+  /// P, the number of log-likelihoods (0 for a default-made Observation).
   std::size_t size() const { return column_ ? column_->size() : 0; }
   /// Particle i's log-likelihood (the first read of a device column copies it to the host once).
   double operator[](std::size_t i) const { return log_likelihoods().at(i); }
