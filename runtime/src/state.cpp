@@ -234,8 +234,59 @@ Laws host_copy(const Laws& x) {
 /// The device's child for a law per group: set g the child of group g, for the `laws` laws of x (one per particle of
 /// each group, or one per group); none where the groups' laws have no such form (affine maps), which stay on the
 /// host.
+/// Whether the groups' laws are of one kind with tables of one shape (what stacks into one device table).
+bool stackable(const GroupLaws& each) {
+  if (each.laws.empty()) return false;
+  const ChildLaw& first = each.laws[0];
+  return std::all_of(each.laws.begin(), each.laws.end(), [&](const ChildLaw& law) {
+    if (law.index() != first.index()) return false;
+    if (auto* r = std::get_if<IndexedPoisson>(&law)) return r->rates.size() == std::get<IndexedPoisson>(first).rates.size();
+    if (auto* m = std::get_if<MarkovStep>(&law)) {
+      const Eigen::MatrixXd& t = std::get<MarkovStep>(first).transition;
+      return m->transition.rows() == t.rows() && m->transition.cols() == t.cols();
+    }
+    return true;
+  });
+}
+
+/// The groups' K x 1 tables of log-likelihoods of one observed value y, stacked (group g's K entries from g K): a
+/// Markov step's log T_{k, y} or an indexed Poisson's log Pois(y; r_k) (condition_on_states' tables); none for other
+/// kinds.
+std::optional<gpu::Table> group_state_log_likelihoods(const GroupLaws& each, std::int64_t y, gpu::Backend where) {
+  if (!stackable(each) || !(std::holds_alternative<MarkovStep>(each.laws[0]) ||
+                            std::holds_alternative<IndexedPoisson>(each.laws[0])))
+    return std::nullopt;
+  std::vector<double> stacked;
+  for (const ChildLaw& law : each.laws) {
+    const gpu::Table l =
+        std::holds_alternative<MarkovStep>(law)
+            ? gpu::markov_state_log_likelihoods(markov_table(std::get<MarkovStep>(law).transition, gpu::Backend::cpu), y,
+                                                gpu::Backend::cpu)
+            : gpu::poisson_state_log_likelihoods(child_kernel(law, gpu::Backend::cpu).table, y, gpu::Backend::cpu);
+    stacked.insert(stacked.end(), l.values.host().begin(), l.values.host().end());
+  }
+  return gpu::Table::from_host(stacked, stacked.size(), 1, where);
+}
+
+/// The groups' Markov tables stacked (group g's K rows from g K), for markov_rows of realized states; none for
+/// other kinds.
+std::optional<gpu::Table> group_markov_table(const GroupLaws& each, gpu::Backend where) {
+  if (!stackable(each) || !std::holds_alternative<MarkovStep>(each.laws[0])) return std::nullopt;
+  const Eigen::MatrixXd& t0 = std::get<MarkovStep>(each.laws[0]).transition;
+  std::vector<double> stacked;
+  stacked.reserve(each.laws.size() * static_cast<std::size_t>(t0.size()));
+  for (const ChildLaw& law : each.laws) {
+    const Eigen::MatrixXd& t = std::get<MarkovStep>(law).transition;
+    for (Eigen::Index r = 0; r < t.rows(); ++r)
+      for (Eigen::Index c = 0; c < t.cols(); ++c) stacked.push_back(t(r, c));  // (row-major, as markov_table)
+  }
+  return gpu::Table::from_host(stacked, each.laws.size() * static_cast<std::size_t>(t0.rows()),
+                               static_cast<std::size_t>(t0.cols()), where);
+}
+
 std::optional<gpu::ChildKernel> group_kernel(const GroupLaws& each, std::size_t laws, gpu::Backend where) {
-  if (each.laws.empty() || std::holds_alternative<AffineLaw>(each.laws[0]) || laws != each.laws.size() * each.group_size)
+  if (!stackable(each) || std::holds_alternative<AffineLaw>(each.laws[0]) ||
+      laws != each.laws.size() * each.group_size)
     return std::nullopt;
   std::vector<gpu::ChildKernel> sets;
   sets.reserve(each.laws.size());
@@ -505,7 +556,12 @@ Laws push(Place& at, const Laws& x, const GroupLaws& each) {
 
 Laws push_realized(Place& at, const Values& x, const GroupLaws& each) {
   if (each.thinning()) return binomial_laws(at, x, each.keep);
-  if (at.device()) return push(at, points(at, x), each);
+  if (at.device()) {  // a Markov step per group: each particle its group's row; other kinds by their mixtures
+    if (at.particles == each.laws.size() * each.group_size)
+      if (auto t = group_markov_table(each, at.where))
+        return device_laws(gpu::markov_rows(*x, *t, each.group_size), 0.0, true);
+    return push(at, points(at, x), each);
+  }
   const std::int64_t* v = x.column->host().data();
   const auto key = each.host_key(at.particles);
   return host_map_once(at, distinct_inputs(at, nullptr, nullptr, v, key.data()),
@@ -573,6 +629,10 @@ Laws condition(Place& at, const Laws& x, const GroupLaws& each, const Values& y,
                        [&] { return gpu::condition_on_thinning(*x.device, *y, each.keep, ll.values); });
   }
   if (x.device) {  // other kinds per group: p(y_i | k) per entry from each group's child, exact
+    if (y.same && x.device->size() == each.laws.size() * each.group_size)  // one observed value: each group's
+      if (auto l = group_state_log_likelihoods(each, *y.same, at.where))   // likelihood of each state, once
+        return conditioned(x, nullptr, x.device_error, ll, true,
+                           [&] { return gpu::condition_on_states(*x.device, *l, ll.values, each.group_size); });
     if (auto k = group_kernel(each, x.device->size(), at.where))
       return conditioned(x, nullptr, x.device_error, ll, x.device_nonnegative,
                          [&] { return gpu::condition_on_mix(*x.device, *k, 0, 1, *y, ll.values); });

@@ -2,11 +2,13 @@
 // (marginal and condition of child_laws / condition.hpp), errors, and the device against the host.
 #include <catch2/catch.hpp>
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <random>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "gpu/device.hpp"
@@ -354,4 +356,82 @@ TEST_CASE("population laws given one observed value for all: the tabulated likel
   CHECK_THROWS_AS(gpu::condition_on_states(laws, table, ll), tally::shape_error);
   const gpu::Table two = gpu::Table::from_host(std::vector<double>{0.0, -1.0}, 2, 1, Backend::cpu);
   CHECK_THROWS_AS(gpu::condition_on_states(laws, two, ll), tally::domain_error);
+}
+
+TEST_CASE("Markov rows and tabulated likelihoods with a table per set of particles: each set's own, on the host and "
+          "the device",
+          "[population]") {
+  std::random_device seed_source;
+  const std::uint64_t seed = (std::uint64_t(seed_source()) << 32) | seed_source();
+  INFO("seed " << seed);
+  std::mt19937_64 gen(seed);
+  const bool device = gpu::cuda_available();
+  for (int trial = 0; trial < 6; ++trial) {
+    const std::size_t sets = 1 + gen() % 7, per = 1 + gen() % 60, P = sets * per;
+    INFO(sets << " sets of " << per);
+    std::vector<gpu::Table> tables, logliks;
+    std::vector<double> stacked_t, stacked_l;
+    const std::int64_t y = std::int64_t(gen() % (C + 1));  // C: off the columns, an impossible observation
+    for (std::size_t s = 0; s < sets; ++s) {
+      const std::vector<double> t = row_major(random_transition(gen, K, C));
+      stacked_t.insert(stacked_t.end(), t.begin(), t.end());
+      tables.push_back(gpu::Table::from_host(t, K, C, Backend::cpu));
+      logliks.push_back(gpu::markov_state_log_likelihoods(tables.back(), y, Backend::cpu));
+      const std::vector<double>& l = logliks.back().values.host();
+      stacked_l.insert(stacked_l.end(), l.begin(), l.end());
+    }
+    std::vector<std::int64_t> states(P);
+    for (auto& v : states) v = std::int64_t(gen() % K);
+    const gpu::PmfBatch x = random_laws(gen, P);
+    const auto run = [&](Backend where) {
+      const gpu::Table t = gpu::Table::from_host(stacked_t, sets * K, C, where);
+      const gpu::Table l = gpu::Table::from_host(stacked_l, sets * K, 1, where);
+      auto ll = gpu::filled(0.5, P, where);
+      const gpu::PmfBatch rows = gpu::markov_rows(gpu::Column<std::int64_t>::from_host(states, where), t, per).to_host();
+      const gpu::PmfBatch posterior = gpu::condition_on_states(gpu::Laws::from_host(x, where), l, ll, per).to_host();
+      return std::make_tuple(rows, posterior, ll.to_host());
+    };
+    const auto [rows, posterior, ll] = run(Backend::cpu);
+    for (std::size_t s = 0; s < sets; ++s) {  // each set by its own table alone: the same bits
+      const std::vector<std::int64_t> own(states.begin() + std::ptrdiff_t(s * per), states.begin() + std::ptrdiff_t(s * per + per));
+      const gpu::PmfBatch r1 = gpu::markov_rows(gpu::Column<std::int64_t>::host_values(own), tables[s]).to_host();
+      gpu::PmfBatch xs;
+      for (std::size_t i = s * per; i < s * per + per; ++i) {
+        const auto w = x[i];
+        xs.push_back(std::vector<double>(w.begin(), w.end()), x.lo[i], x.log_scale[i]);
+      }
+      auto l1 = gpu::filled(0.5, per, Backend::cpu);
+      const gpu::PmfBatch c1 = gpu::condition_on_states(gpu::Laws::from_host(xs, Backend::cpu), logliks[s], l1).to_host();
+      for (std::size_t j = 0; j < per; ++j) {
+        const std::size_t i = s * per + j;
+        INFO("particle " << i);
+        for (const auto& [got, want] : {std::pair{&rows, &r1}, std::pair{&posterior, &c1}}) {
+          REQUIRE(got->lo[i] == want->lo[j]);
+          REQUIRE(got->log_scale[i] == want->log_scale[j]);
+          const auto g = (*got)[i], w = (*want)[j];
+          REQUIRE(std::vector<double>(g.begin(), g.end()) == std::vector<double>(w.begin(), w.end()));
+        }
+        REQUIRE(ll[i] == l1.to_host()[j]);
+      }
+    }
+    if (!device) continue;
+    const auto [d_rows, d_posterior, d_ll] = run(Backend::cuda);
+    CHECK(d_rows.weights == rows.weights);  // copies of table rows divided by their maximum: exact
+    for (std::size_t i = 0; i < P; ++i)    // (the log of the maximum: the device's log, to rounding)
+      REQUIRE((d_rows.log_scale[i] == rows.log_scale[i] ||
+               std::abs(d_rows.log_scale[i] - rows.log_scale[i]) <= 1e-12 * std::max(1.0, std::abs(rows.log_scale[i]))));
+    REQUIRE(d_posterior.offset == posterior.offset);
+    for (std::size_t k = 0; k < posterior.weights.size(); ++k)
+      REQUIRE(std::abs(d_posterior.weights[k] - posterior.weights[k]) <= 1e-12);
+    for (std::size_t i = 0; i < P; ++i) {
+      INFO("particle " << i);
+      REQUIRE((d_ll[i] == ll[i] || std::abs(d_ll[i] - ll[i]) <= 1e-12 * std::max(1.0, std::abs(ll[i]))));
+    }
+  }
+  // a table that does not stack one per set
+  const gpu::Table five = gpu::Table::from_host(std::vector<double>(5 * C, 1.0 / C), 5, C, Backend::cpu);
+  CHECK_THROWS_AS(gpu::markov_rows(gpu::Column<std::int64_t>::host_values(std::vector<std::int64_t>(6, 0)), five, 3),
+                  tally::shape_error);
+  CHECK_THROWS_AS(gpu::markov_rows(gpu::Column<std::int64_t>::host_values(std::vector<std::int64_t>(7, 0)), five, 3),
+                  tally::shape_error);
 }

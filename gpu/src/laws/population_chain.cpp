@@ -61,6 +61,17 @@ Laws rows_to_laws(std::size_t count, std::size_t c, Row row, const char* who) {
   return out;
 }
 
+/// The rows of each set's table where a table of `rows` rows stacks one per set of `per` of `count` particles (per 0:
+/// one table, all its rows); shape_error where the sets do not divide the particles or the rows.
+std::size_t set_rows(std::size_t count, std::size_t rows, std::size_t per, const char* who) {
+  if (per == 0 || count == 0) return rows;
+  const std::size_t sets = count / per;
+  if (count % per != 0 || sets == 0 || rows % sets != 0)
+    tally::detail::fail<shape_error>(who, ": a table per set of ", per, " of ", count, " particles cannot stack ", rows,
+                                     " rows");
+  return rows / sets;
+}
+
 }  // namespace
 
 Table Table::from_host(std::span<const double> row_major, std::size_t rows, std::size_t cols, Backend where) {
@@ -96,19 +107,22 @@ Laws markov_step(const Laws& x, const Table& t) {
       who);
 }
 
-Laws markov_rows(const Column<std::int64_t>& x, const Table& t) {
+Laws markov_rows(const Column<std::int64_t>& x, const Table& t) { return markov_rows(x, t, 0); }
+
+Laws markov_rows(const Column<std::int64_t>& x, const Table& t, std::size_t per) {
   constexpr const char* who = "tally::gpu::markov_rows";
   same_place(t, x.where(), who);
-  if (on_device(x.where())) return population_cuda::markov_rows(x, t);
+  const std::size_t k = set_rows(x.size(), t.rows, per, who);
+  if (on_device(x.where())) return population_cuda::markov_rows(x, t, per, k);
   const std::vector<std::int64_t>& s = x.host();
   for (std::size_t i = 0; i < s.size(); ++i)
-    if (s[i] < 0 || s[i] >= static_cast<std::int64_t>(t.rows)) detail::fail_state(who, i, s[i], t.rows);
+    if (s[i] < 0 || s[i] >= static_cast<std::int64_t>(k)) detail::fail_state(who, i, s[i], k);
   const std::vector<double>& tv = t.values.host();
   return rows_to_laws(
       s.size(), t.cols,
       [&](std::size_t i, std::vector<double>& r) {
-        std::copy_n(tv.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(s[i]) * t.cols), t.cols,
-                    r.begin());
+        const std::size_t row = (per > 0 ? i / per * k : 0) + static_cast<std::size_t>(s[i]);
+        std::copy_n(tv.begin() + static_cast<std::ptrdiff_t>(row * t.cols), t.cols, r.begin());
         return 0.0;
       },
       who);
@@ -161,15 +175,22 @@ Table poisson_state_log_likelihoods(const Table& rates, std::int64_t v, Backend 
 }
 
 Laws condition_on_states(const Laws& x, const Table& log_lik, Column<double>& log_likelihood) {
+  return condition_on_states(x, log_lik, log_likelihood, 0);
+}
+
+Laws condition_on_states(const Laws& x, const Table& log_lik, Column<double>& log_likelihood, std::size_t per) {
   constexpr const char* who = "tally::gpu::condition_on_states";
   same_shape(x, log_likelihood, who);
   same_place(log_lik, x.where(), who);
   if (log_lik.cols != 1)
     tally::detail::fail<shape_error>(who, ": the log-likelihoods must be a K x 1 table, not ", log_lik.rows, " x ", log_lik.cols);
-  if (on_device(x.where())) return population_cuda::condition_on_states(x, log_lik, log_likelihood);
-  check_states(x.host(), log_lik.rows, who);
+  const std::size_t states = set_rows(x.size(), log_lik.rows, per, who);
+  if (on_device(x.where())) return population_cuda::condition_on_states(x, log_lik, log_likelihood, per, states);
+  check_states(x.host(), states, who);
   const std::vector<double>& l = log_lik.values.host();
-  return detail::condition_by(x, [&](std::size_t, std::int64_t k) { return l[std::size_t(k)]; }, log_likelihood, who);
+  return detail::condition_by(
+      x, [&](std::size_t i, std::int64_t k) { return l[(per > 0 ? i / per * states : 0) + std::size_t(k)]; },
+      log_likelihood, who);
 }
 
 }  // namespace tally::gpu

@@ -81,7 +81,8 @@ __global__ void markov_step_kernel(PmfBatchView x, const double* t, std::int64_t
 /// One group of G lanes per particle: row T_{x_i, .}, or a flag when x_i is not a state.
 template <int G>
 __global__ void markov_rows_kernel(const std::int64_t* x, std::size_t count, const double* t, std::int64_t rows,
-                                   std::int64_t c, MutablePmfBatchView out, unsigned long long* first_bad) {
+                                   std::int64_t c, std::int64_t per, MutablePmfBatchView out,
+                                   unsigned long long* first_bad) {
   const long long i = thread_index() / G;
   const int lane = static_cast<int>(threadIdx.x % G);
   const bool here = i < static_cast<long long>(count);
@@ -91,7 +92,8 @@ __global__ void markov_rows_kernel(const std::int64_t* x, std::size_t count, con
     const std::int64_t s = x[i];
     const bool bad = s < 0 || s >= rows;
     if (bad && lane == 0) atomicMin(first_bad, static_cast<unsigned long long>(i));
-    for (std::int64_t j = lane; j < c; j += G) top = fmax(top, out.weights[i * c + j] = bad ? 0.0 : t[s * c + j]);
+    const double* own = per > 0 ? t + i / per * rows * c : t;  // (per > 0: the set's table of `rows` rows)
+    for (std::int64_t j = lane; j < c; j += G) top = fmax(top, out.weights[i * c + j] = bad ? 0.0 : own[s * c + j]);
   }
   finish_row<G>(i, here, lane, c, top, 0.0, out);
 }
@@ -114,7 +116,10 @@ struct PoissonLogLik {
 struct StateLogLik {
   const double* l;
   std::int64_t states;
-  __device__ double operator()(long long, std::int64_t k) const { return k >= 0 && k < states ? l[k] : -INFINITY; }
+  std::int64_t per = 0;  // > 0: a table of `states` entries per set of per laws, stacked
+  __device__ double operator()(long long i, std::int64_t k) const {
+    return k >= 0 && k < states ? l[(per > 0 ? i / per * states : 0) + k] : -INFINITY;
+  }
 };
 
 template <class LogLik>
@@ -141,21 +146,20 @@ Laws markov_step(const Laws& x, const Table& t) {
   return out;
 }
 
-Laws markov_rows(const Column<std::int64_t>& x, const Table& t) {
+Laws markov_rows(const Column<std::int64_t>& x, const Table& t, std::size_t per, std::size_t states) {
   constexpr const char* who = "tally::gpu::markov_rows";
   FirstBad bad(x.size());
   Laws out = Laws::allocate(Backend::cuda, x.size(), x.size() * t.cols, t.cols, who);
   if (x.size() > 0)
     with_lanes(t.cols, [&](auto lanes) {
       constexpr int G = decltype(lanes)::value;
-      markov_rows_kernel<G><<<group_blocks(x.size(), G), block>>>(x.data(), x.size(), t.values.data(),
-                                                                  static_cast<std::int64_t>(t.rows),
-                                                                  static_cast<std::int64_t>(t.cols), out.mutable_view(),
-                                                                  bad.data());
+      markov_rows_kernel<G><<<group_blocks(x.size(), G), block>>>(
+          x.data(), x.size(), t.values.data(), static_cast<std::int64_t>(states), static_cast<std::int64_t>(t.cols),
+          static_cast<std::int64_t>(per), out.mutable_view(), bad.data());
     });
   launched();
   const std::int64_t* xp = x.data();
-  const std::size_t rows = t.rows;
+  const std::size_t rows = states;
   bad.check([=] __device__(long long i) { return CheckPayload{xp[i], 0}; },
             [who, rows](std::size_t i, long long s, long long) { detail::fail_state(who, i, s, rows); });
   return out;
@@ -175,10 +179,13 @@ Laws condition_on_poisson(const Laws& x, const Table& rates, const Column<std::i
   return condition(x, PoissonLogLik{rates.values.data(), v.data()}, log_likelihood, who);
 }
 
-Laws condition_on_states(const Laws& x, const Table& log_lik, Column<double>& log_likelihood) {
+Laws condition_on_states(const Laws& x, const Table& log_lik, Column<double>& log_likelihood, std::size_t per,
+                         std::size_t states) {
   constexpr const char* who = "tally::gpu::condition_on_states";
-  check_states(x, log_lik.rows, who);
-  return condition(x, StateLogLik{log_lik.values.data(), static_cast<std::int64_t>(log_lik.rows)}, log_likelihood, who);
+  check_states(x, states, who);
+  return condition(
+      x, StateLogLik{log_lik.values.data(), static_cast<std::int64_t>(states), static_cast<std::int64_t>(per)},
+      log_likelihood, who);
 }
 
 }  // namespace tally::gpu::population_cuda

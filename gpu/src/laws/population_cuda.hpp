@@ -15,11 +15,13 @@ Laws condition_on_mix(const Laws& x, const ChildKernel& child, int sign_x, int s
                       Column<double>& log_likelihood);
 // population_chain_cuda.cu
 Laws markov_step(const Laws& x, const Table& t);
-Laws markov_rows(const Column<std::int64_t>& x, const Table& t);
+/// per > 0: a table of `states` rows per set of per particles, stacked in t.
+Laws markov_rows(const Column<std::int64_t>& x, const Table& t, std::size_t per, std::size_t states);
 Laws condition_on_markov(const Laws& x, const Table& t, const Column<std::int64_t>& y, Column<double>& log_likelihood);
 Laws condition_on_poisson(const Laws& x, const Table& rates, const Column<std::int64_t>& v,
                           Column<double>& log_likelihood);
-Laws condition_on_states(const Laws& x, const Table& log_lik, Column<double>& log_likelihood);
+Laws condition_on_states(const Laws& x, const Table& log_lik, Column<double>& log_likelihood, std::size_t per,
+                         std::size_t states);
 // population_ops_cuda.cu
 Laws broadcast(std::span<const double> w, std::int64_t lo, double log_scale, std::size_t count);
 Laws point_laws(const Column<std::int64_t>& v);

@@ -31,14 +31,16 @@ namespace {
 }  // namespace
 std::vector<LaterMax> largest_later(std::span<const Column<std::int64_t>* const>) { none("largest_later"); }
 Laws markov_step(const Laws&, const Table&) { none("markov_step"); }
-Laws markov_rows(const Column<std::int64_t>&, const Table&) { none("markov_rows"); }
+Laws markov_rows(const Column<std::int64_t>&, const Table&, std::size_t, std::size_t) { none("markov_rows"); }
 Laws condition_on_markov(const Laws&, const Table&, const Column<std::int64_t>&, Column<double>&) {
   none("condition_on_markov");
 }
 Laws condition_on_poisson(const Laws&, const Table&, const Column<std::int64_t>&, Column<double>&) {
   none("condition_on_poisson");
 }
-Laws condition_on_states(const Laws&, const Table&, Column<double>&) { none("condition_on_states"); }
+Laws condition_on_states(const Laws&, const Table&, Column<double>&, std::size_t, std::size_t) {
+  none("condition_on_states");
+}
 Laws mix(const Laws&, const ChildKernel&, int, int, double, std::int64_t) { none("mix"); }
 Laws condition_on_mix(const Laws&, const ChildKernel&, int, int, const Column<std::int64_t>&, Column<double>&) {
   none("condition_on_mix");

@@ -38,6 +38,11 @@ struct Table {
 Laws markov_step(const Laws& x, const Table& t);
 /// The laws of a step from realized states: \f$ \mu'_i = T_{x_i, \cdot} \f$ (0 <= x_i < K, else domain_error).
 Laws markov_rows(const Column<std::int64_t>& x, const Table& t);
+/// The same with a table per set of `per` particles (per >= 1; a group's own transition matrix): t stacks the
+/// sets' K x C tables, set s's rows s K .. s K + K - 1 (t.rows = sets K, sets = x.size() / per), and particle i reads
+/// set i / per's: \f$ \mu'_i = T^{(\lfloor i / \mathrm{per} \rfloor)}_{x_i, \cdot} \f$. shape_error where per does not
+/// divide x.size() or sets does not divide t.rows.
+Laws markov_rows(const Column<std::int64_t>& x, const Table& t, std::size_t per);
 /// X_i given Y_i = y_i where \f$ Y \mid X = k \sim \mathrm{Categorical}(T_{k, \cdot}) \f$:
 /// \f$ w'_{i,k} \propto w_{i,k} T_{k, y_i} \f$, and \f$ \log \sum_k \mu_i(k) T_{k, y_i} \f$ added to
 /// log_likelihood (-inf for y_i outside 0 .. C-1).
@@ -52,6 +57,9 @@ Laws condition_on_poisson(const Laws& x, const Table& rates, const Column<std::i
 /// l_k = log T_{k,y} or log Pois(y; r_k) tabulated once instead of per entry: \f$ w'_{i,k} \propto w_{i,k}\, e^{l_k}
 /// \f$, and \f$ \log \sum_k \mu_i(k)\, e^{l_k} \f$ added to log_likelihood.
 Laws condition_on_states(const Laws& x, const Table& log_lik, Column<double>& log_likelihood);
+/// The same with each set of `per` laws its own l (per >= 1; a group's own child): log_lik stacks the sets' K x 1
+/// tables (sets = x.size() / per, log_lik.rows = sets K) and law i reads set i / per's. shape_error as markov_rows'.
+Laws condition_on_states(const Laws& x, const Table& log_lik, Column<double>& log_likelihood, std::size_t per);
 /// condition_on_states's l_k for an observed Y = y of Markov step's table t (l_k = log T_{k,y}, -inf where y is not
 /// one of its C values or T_{k,y} = 0), and for an observed V = v of indexed Poisson rates (l_k = log Pois(v; r_k)),
 /// by the formulas of condition_on_markov and condition_on_poisson, placed where `where` says (the tables are read
