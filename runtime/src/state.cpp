@@ -231,9 +231,6 @@ Laws host_copy(const Laws& x) {
   return out;
 }
 
-/// The device's child for a law per group: set g the child of group g, for the `laws` laws of x (one per particle of
-/// each group, or one per group); none where the groups' laws have no such form (affine maps), which stay on the
-/// host.
 /// Whether the groups' laws are of one kind with tables of one shape (what stacks into one device table).
 bool stackable(const GroupLaws& each) {
   if (each.laws.empty()) return false;
@@ -284,6 +281,9 @@ std::optional<gpu::Table> group_markov_table(const GroupLaws& each, gpu::Backend
                                static_cast<std::size_t>(t0.cols()), where);
 }
 
+/// The device's child for a law per group: set g the child of group g, for the `laws` laws of x (one per particle of
+/// each group, or one per group); none where the groups' laws have no such form (affine maps, tables of several
+/// shapes), which stay on the host.
 std::optional<gpu::ChildKernel> group_kernel(const GroupLaws& each, std::size_t laws, gpu::Backend where) {
   if (!stackable(each) || std::holds_alternative<AffineLaw>(each.laws[0]) ||
       laws != each.laws.size() * each.group_size)
