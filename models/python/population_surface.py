@@ -10,7 +10,7 @@ probabilities come from NumPy arrays through tally.each. Nothing is drawn: every
 log-likelihood, read with resample_groups(0.0). The program checks one grid point against a graph of that point
 alone, prints the maximum, and draws the surface with its contours (matplotlib).
 
-Usage: PYTHONPATH=build/python python3 models/python/population_surface.py [--side 64] [--seasons 20]
+Usage: PYTHONPATH=build/python /usr/bin/python3 models/python/population_surface.py [--side 64] [--seasons 20]
        [--device cpu|gpu] [--plot population_surface_python.png]
 """
 

@@ -10,8 +10,8 @@ log-evidence as the C++ program (`build/models/sir --runs 1 --compare-days 0 --r
 Both draw the contacts tau ~ Binomial(S, 1 - exp(-lambda I / N)) (a chain binomial). The plot (matplotlib) shows
 the filtered S and R with their 90% bands and the data.
 
-Usage: PYTHONPATH=build/python python3 models/python/sir.py [--particles P] [--seed S] [--days D] [--device cpu|gpu]
-       [--plot sir_python.png]
+Usage: PYTHONPATH=build/python /usr/bin/python3 models/python/sir.py [--particles P] [--seed S] [--days D]
+       [--device cpu|gpu] [--plot sir_python.png]
 """
 
 import argparse
