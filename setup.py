@@ -41,7 +41,7 @@ class CMakeBuild(build_ext):
         destination = Path(self.get_ext_fullpath(ext.name)).parent
         destination.mkdir(parents=True, exist_ok=True)
         for item in package.iterdir():
-            if item.is_file() and (item.suffix in (".py", ".so") or ".so" in item.name):
+            if item.is_file() and item.suffix in (".py", ".so"):  # (the extension: _tally.<abi>.so)
                 shutil.copy2(item, destination / item.name)
 
 

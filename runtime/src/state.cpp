@@ -200,15 +200,16 @@ gpu::Table markov_table(const Eigen::MatrixXd& t, gpu::Backend where) {
   return gpu::Table::from_host(rows, static_cast<std::size_t>(t.rows()), static_cast<std::size_t>(t.cols()), where);
 }
 
+gpu::Table rates_table(const IndexedPoisson& k, gpu::Backend where) {
+  const auto K = static_cast<std::size_t>(k.rates.size());
+  return gpu::Table::from_host(std::span<const double>(k.rates.data(), K), K, 1, where);
+}
+
 gpu::ChildKernel child_kernel(const ChildLaw& law, gpu::Backend where) {
   return std::visit(
       overloaded{[&](const Thinning& k) { return gpu::ChildKernel::binomial(k.keep); },
                  [&](const ScaledPoisson& k) { return gpu::ChildKernel::scaled_poisson(k.scale); },
-                 [&](const IndexedPoisson& k) {
-                   const auto K = static_cast<std::size_t>(k.rates.size());
-                   return gpu::ChildKernel::indexed_poisson(
-                       gpu::Table::from_host(std::span<const double>(k.rates.data(), K), K, 1, where));
-                 },
+                 [&](const IndexedPoisson& k) { return gpu::ChildKernel::indexed_poisson(rates_table(k, where)); },
                  [&](const MarkovStep& k) { return gpu::ChildKernel::categorical(markov_table(k.transition, where)); },
                  [&](const AffineLaw& k) { return gpu::ChildKernel::affine(k.a, k.c); }},
       law);
@@ -259,7 +260,8 @@ std::optional<gpu::Table> group_state_log_likelihoods(const GroupLaws& each, std
         std::holds_alternative<MarkovStep>(law)
             ? gpu::markov_state_log_likelihoods(markov_table(std::get<MarkovStep>(law).transition, gpu::Backend::cpu), y,
                                                 gpu::Backend::cpu)
-            : gpu::poisson_state_log_likelihoods(child_kernel(law, gpu::Backend::cpu).table, y, gpu::Backend::cpu);
+            : gpu::poisson_state_log_likelihoods(rates_table(std::get<IndexedPoisson>(law), gpu::Backend::cpu), y,
+                                                 gpu::Backend::cpu);
     stacked.insert(stacked.end(), l.values.host().begin(), l.values.host().end());
   }
   return gpu::Table::from_host(stacked, stacked.size(), 1, where);
@@ -269,16 +271,14 @@ std::optional<gpu::Table> group_state_log_likelihoods(const GroupLaws& each, std
 /// other kinds.
 std::optional<gpu::Table> group_markov_table(const GroupLaws& each, gpu::Backend where) {
   if (!stackable(each) || !std::holds_alternative<MarkovStep>(each.laws[0])) return std::nullopt;
-  const Eigen::MatrixXd& t0 = std::get<MarkovStep>(each.laws[0]).transition;
   std::vector<double> stacked;
-  stacked.reserve(each.laws.size() * static_cast<std::size_t>(t0.size()));
+  std::size_t cols = 0;
   for (const ChildLaw& law : each.laws) {
-    const Eigen::MatrixXd& t = std::get<MarkovStep>(law).transition;
-    for (Eigen::Index r = 0; r < t.rows(); ++r)
-      for (Eigen::Index c = 0; c < t.cols(); ++c) stacked.push_back(t(r, c));  // (row-major, as markov_table)
+    const gpu::Table t = markov_table(std::get<MarkovStep>(law).transition, gpu::Backend::cpu);
+    stacked.insert(stacked.end(), t.values.host().begin(), t.values.host().end());
+    cols = t.cols;
   }
-  return gpu::Table::from_host(stacked, each.laws.size() * static_cast<std::size_t>(t0.rows()),
-                               static_cast<std::size_t>(t0.cols()), where);
+  return gpu::Table::from_host(stacked, stacked.size() / cols, cols, where);
 }
 
 /// The device's child for a law per group: set g the child of group g, for the `laws` laws of x (one per particle of
@@ -669,15 +669,12 @@ Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, L
         return gpu::condition_on_markov(*x.device, markov_table(m->transition, at.where), *y, ll.values);
       });
     if (auto* r = std::get_if<IndexedPoisson>(&law)) {
-      const auto rates_on = [&](gpu::Backend where) {
-        return gpu::Table::from_host(std::span<const double>(r->rates.data(), static_cast<std::size_t>(r->rates.size())),
-                                     static_cast<std::size_t>(r->rates.size()), 1, where);
-      };
       return conditioned(x, nullptr, e, ll, true, [&] {
         if (y.same)
           return gpu::condition_on_states(
-              *x.device, gpu::poisson_state_log_likelihoods(rates_on(gpu::Backend::cpu), *y.same, at.where), ll.values);
-        return gpu::condition_on_poisson(*x.device, rates_on(at.where), *y, ll.values);
+              *x.device, gpu::poisson_state_log_likelihoods(rates_table(*r, gpu::Backend::cpu), *y.same, at.where),
+              ll.values);
+        return gpu::condition_on_poisson(*x.device, rates_table(*r, at.where), *y, ll.values);
       });
     }
     // a scaled Poisson or an affine child: the likelihood p(y_i | k) per entry, exact

@@ -158,6 +158,8 @@ Laws per_group(const Place& at, const std::vector<Pmf>& laws, std::size_t per);
 Laws points(const Place& at, const Values& v);
 /// A Markov step's transition matrix as a row-major table where `where` says.
 gpu::Table markov_table(const Eigen::MatrixXd& t, gpu::Backend where);
+/// An indexed Poisson's rates as a K x 1 table where `where` says.
+gpu::Table rates_table(const IndexedPoisson& k, gpu::Backend where);
 /// A child law as the population kernels evaluate it (its table, if any, placed where `where` says).
 gpu::ChildKernel child_kernel(const ChildLaw& law, gpu::Backend where);
 /// A child law per group (Graph::assume(x, std::vector<Thinning>) and the other child laws' forms): particle i's

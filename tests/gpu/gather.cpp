@@ -251,22 +251,25 @@ TEST_CASE("block_indices, repeated laws and add_repeated: values shared by block
       const auto indices = gpu::block_indices(particles, per, where).to_host();
       REQUIRE(indices.size() == particles);
       for (std::size_t i = 0; i < particles; ++i) REQUIRE(indices[i] == i / per);
-      // laws of random lengths, lower bounds and scales: law i of the result is law i / per, bit for bit
+      // laws of random lengths, lower bounds and scales
       gpu::PmfBatch batch;
       for (std::size_t k = 0; k < blocks; ++k) {
         std::vector<double> w(1 + gen() % 40);
         for (auto& v : w) v = static_cast<double>(gen() % 1000) / 999.0;
         batch.push_back(w, static_cast<std::int64_t>(gen() % 200) - 100, -static_cast<double>(gen() % 7));
       }
-      const auto spread = gpu::repeated(gpu::Laws::from_host(batch, where), per).to_host();
-      REQUIRE(spread.size() == particles);
-      for (std::size_t i = 0; i < particles; ++i) {
-        const std::size_t k = i / per;
-        REQUIRE(spread.lo[i] == batch.lo[k]);
-        REQUIRE(spread.log_scale[i] == batch.log_scale[k]);
-        const auto got = spread[i], want = batch[k];
-        REQUIRE(std::vector<double>(got.begin(), got.end()) == std::vector<double>(want.begin(), want.end()));
-      }
+      // law i of spread is law i / per of laws, bit for bit
+      const auto require_spread = [&](const gpu::PmfBatch& spread, const gpu::PmfBatch& laws) {
+        REQUIRE(spread.size() == particles);
+        for (std::size_t i = 0; i < particles; ++i) {
+          const std::size_t k = i / per;
+          REQUIRE(spread.lo[i] == laws.lo[k]);
+          REQUIRE(spread.log_scale[i] == laws.log_scale[k]);
+          const auto got = spread[i], want = laws[k];
+          REQUIRE(std::vector<double>(got.begin(), got.end()) == std::vector<double>(want.begin(), want.end()));
+        }
+      };
+      require_spread(gpu::repeated(gpu::Laws::from_host(batch, where), per).to_host(), batch);
       // laws that use less than their room (a conditioning's posteriors: shorter than their priors), spread alike
       {
         gpu::PmfBatch counts = batch;  // (counts: lower bounds >= 0)
@@ -279,15 +282,7 @@ TEST_CASE("block_indices, repeated laws and add_repeated: values shared by block
         auto ll = Column<double>::from_host(std::vector<double>(blocks, 0.0), where);
         const gpu::Laws posterior =
             gpu::condition_on_thinning(laws, Column<std::int64_t>::from_host(observed, where), 0.5, ll);
-        const auto want = posterior.to_host(), got = gpu::repeated(posterior, per).to_host();
-        REQUIRE(got.size() == particles);
-        for (std::size_t i = 0; i < particles; ++i) {
-          const std::size_t k = i / per;
-          REQUIRE(got.lo[i] == want.lo[k]);
-          REQUIRE(got.log_scale[i] == want.log_scale[k]);
-          const auto g = got[i], w = want[k];
-          REQUIRE(std::vector<double>(g.begin(), g.end()) == std::vector<double>(w.begin(), w.end()));
-        }
+        require_spread(gpu::repeated(posterior, per).to_host(), posterior.to_host());
       }
       // acc_i += x_{i / per}
       std::vector<double> acc(particles), x(blocks);

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <sstream>
 #include <vector>
 
 #include "gpu/device.hpp"
@@ -169,6 +170,36 @@ TEST_CASE("condition_on_thinning: one observation shared by the particles (the d
   }
 }
 
+namespace {
+
+/// The device's thinning d against the host's h: the same offsets and bounds, log-scales to 1e-12, and weights equal
+/// (the same multiplications, additions and divisions in the same order on both sides: Horner's rule, no fused
+/// multiply-add; 1e-14 relative allowed for a host compiler that fuses them). x and q, where given, name each law.
+void require_same_thinning(const gpu::PmfBatch& h, const gpu::PmfBatch& d, const gpu::PmfBatch* x = nullptr,
+                           const std::vector<double>* q = nullptr) {
+  REQUIRE(d.offset == h.offset);
+  REQUIRE(d.lo == h.lo);
+  for (std::size_t i = 0; i < h.size(); ++i) {
+    std::ostringstream law;
+    law << "law " << i;
+    if (x) law << " (lo " << x->lo[i] << ", " << x->length(i) << " values)";
+    if (q) law << ", q = " << (*q)[i];
+    INFO(law.str());
+    if (h.log_scale[i] == -inf) {
+      REQUIRE(d.log_scale[i] == -inf);
+      continue;
+    }
+    REQUIRE(std::abs(d.log_scale[i] - h.log_scale[i]) <= 1e-12 * std::max(1.0, std::abs(h.log_scale[i])));
+    const auto hw = h[i], dw = d[i];
+    for (std::size_t k = 0; k < hw.size(); ++k) {
+      INFO("k = " << k << ": host " << hw[k] << ", device " << dw[k]);
+      REQUIRE(std::abs(dw[k] - hw[k]) <= 1e-14 * hw[k]);
+    }
+  }
+}
+
+}  // namespace
+
 TEST_CASE("thin: the device computes what the host does, and zeros in a far tail are not carried on",
           "[population][thinning]") {
   std::mt19937_64 gen(20261126);
@@ -195,24 +226,7 @@ TEST_CASE("thin: the device computes what the host does, and zeros in a far tail
       if (i == 7 || x.log_scale[i] == -inf) REQUIRE(h.log_scale[i] == -inf);
     }
     if (test::skip_without_device()) continue;
-    const gpu::PmfBatch d = gpu::thin(gpu::Laws::from_host(x, Backend::cuda), q).to_host();
-    REQUIRE(d.offset == h.offset);
-    REQUIRE(d.lo == h.lo);
-    for (std::size_t i = 0; i < P; ++i) {
-      INFO("law " << i);
-      if (h.log_scale[i] == -inf) {
-        REQUIRE(d.log_scale[i] == -inf);
-        continue;
-      }
-      REQUIRE(std::abs(d.log_scale[i] - h.log_scale[i]) <= 1e-12 * std::max(1.0, std::abs(h.log_scale[i])));
-      const auto hw = h[i], dw = d[i];
-      for (std::size_t k = 0; k < hw.size(); ++k) {
-        INFO("k = " << k << ": host " << hw[k] << ", device " << dw[k]);
-        // the same multiplications, additions and divisions in the same order on both sides (Horner's rule, no
-        // fused multiply-add): equal weights; a few ulps allowed for a host compiler that fuses them
-        REQUIRE(std::abs(dw[k] - hw[k]) <= 1e-14 * hw[k]);
-      }
-    }
+    require_same_thinning(h, gpu::thin(gpu::Laws::from_host(x, Backend::cuda), q).to_host());
   }
 }
 
@@ -236,22 +250,7 @@ TEST_CASE("thin on the device: every width of its kernels (registers for laws of
     for (double& v : q) v = u(gen) < 0.1 ? 1e-3 : u(gen) < 0.1 ? 1.0 - 1e-3 : u(gen);
     const auto hq = Column<double>::host_values(q), dq = Column<double>::from_host(q, Backend::cuda);
     const gpu::PmfBatch h = gpu::thin(gpu::Laws::from_host(x, Backend::cpu), hq).to_host();
-    const gpu::PmfBatch d = gpu::thin(gpu::Laws::from_host(x, Backend::cuda), dq).to_host();
-    REQUIRE(d.offset == h.offset);
-    REQUIRE(d.lo == h.lo);
-    for (std::size_t i = 0; i < P; ++i) {
-      INFO("law " << i << " (lo " << x.lo[i] << ", " << x.length(i) << " values, q = " << q[i] << ")");
-      if (h.log_scale[i] == -inf) {
-        REQUIRE(d.log_scale[i] == -inf);
-        continue;
-      }
-      REQUIRE(std::abs(d.log_scale[i] - h.log_scale[i]) <= 1e-12 * std::max(1.0, std::abs(h.log_scale[i])));
-      const auto hw = h[i], dw = d[i];
-      for (std::size_t k = 0; k < hw.size(); ++k) {
-        INFO("k = " << k << ": host " << hw[k] << ", device " << dw[k]);
-        REQUIRE(std::abs(dw[k] - hw[k]) <= 1e-14 * hw[k]);  // the same operations in the same order
-      }
-    }
+    require_same_thinning(h, gpu::thin(gpu::Laws::from_host(x, Backend::cuda), dq).to_host(), &x, &q);
   }
 }
 

@@ -39,6 +39,50 @@ __global__ void thinned_lengths_kernel(PmfBatchView x, std::int64_t* lengths, Le
   warp_fold_max(length, &r->longest);
 }
 
+/// What both thinning kernels read of law i (its warp, every lane) before their steps: its probability, where its
+/// result goes and how long it is, its source, and the exact power of two 2^-e that brings its largest weight on 0 ..
+/// len - 1 (the window's positive weights all lie there) to [1, 2) (e = 0 for a law without mass).
+struct ThinnedLaw {
+  double keep, drop;
+  std::int64_t at, len;    // the result: offsets[i] and its length
+  std::int64_t lo, m;      // the source's lower bound and its number of weights
+  const double* w;         // the source's weights
+  bool mass;               // a positive weight on 0 .. len - 1
+  int e;
+  double scale;            // 2^-e
+};
+
+__device__ inline ThinnedLaw thinned_law(PmfBatchView x, double q_all, const double* q_each,
+                                         const std::int64_t* offsets, long long i, int lane) {
+  ThinnedLaw t;
+  t.keep = q_each ? q_each[i] : q_all;
+  t.drop = 1.0 - t.keep;
+  t.at = offsets[i];
+  t.len = offsets[i + 1] - t.at;
+  t.lo = x.lo[i];
+  t.m = x.offset[i + 1] - x.offset[i];
+  t.w = x.weights + x.offset[i];
+  double w_max = 0.0;
+  for (std::int64_t n = lane; n < t.len; n += 32)
+    if (n - t.lo >= 0 && n - t.lo < t.m) w_max = fmax(w_max, t.w[n - t.lo]);
+  w_max = warp_max(w_max);
+  t.mass = w_max > 0.0;
+  t.e = t.mass ? detail::thinning_scale_exponent(w_max) : 0;
+  t.scale = ldexp(1.0, -t.e);
+  return t;
+}
+
+/// Lane 0 writes law i's offset, lower bound 0 and log-scale: the source's plus log(2^e top), top the largest entry
+/// of the accumulator, which the weights were divided by (-inf without mass).
+__device__ inline void finish_thinned(PmfBatchView x, const std::int64_t* offsets, long long i, int lane,
+                                      const ThinnedLaw& t, double top, MutablePmfBatchView out) {
+  if (lane != 0) return;
+  if (i == 0) out.offset[0] = 0;
+  out.offset[i + 1] = offsets[i + 1];
+  out.lo[i] = 0;
+  out.log_scale[i] = top > 0.0 ? x.log_scale[i] + (static_cast<double>(t.e) * detail::ln_two + log(top)) : -INFINITY;
+}
+
 /// One warp per law: Horner's rule (detail::horner_thinning_entry) from n = len - 1 down to 0, the accumulator in
 /// place in the result (for laws too long for thin_registers_kernel). Each step updates its entries from
 /// the highest chunk of 32 down: a chunk reads a_{base - 1} .. a_{base + 31} before it writes a_base .. a_{base + 31},
@@ -50,20 +94,13 @@ __global__ void thin_kernel(PmfBatchView x, double q_all, const double* q_each, 
   const long long i = warp_index();
   const int lane = threadIdx.x & 31;
   if (i >= static_cast<long long>(x.count)) return;
-  const double keep = q_each ? q_each[i] : q_all, drop = 1.0 - keep;
-  const std::int64_t at = offsets[i], len = offsets[i + 1] - at, lo = x.lo[i], m = x.offset[i + 1] - x.offset[i];
-  const double* w = x.weights + x.offset[i];
-  // the largest weight on 0 .. len - 1 (the window's positive weights all lie there)
-  double w_max = 0.0;
-  for (std::int64_t n = lane; n < len; n += 32)
-    if (n - lo >= 0 && n - lo < m) w_max = fmax(w_max, w[n - lo]);
-  w_max = warp_max(w_max);
+  const ThinnedLaw t = thinned_law(x, q_all, q_each, offsets, i, lane);
+  const double keep = t.keep, drop = t.drop, scale = t.scale, *w = t.w;
+  const std::int64_t at = t.at, len = t.len, lo = t.lo, m = t.m;
   double* acc = out.weights + at;
   for (std::int64_t j = lane; j < len; j += 32) acc[j] = 0.0;
   __syncwarp();
-  const int e = w_max > 0.0 ? detail::thinning_scale_exponent(w_max) : 0;
-  const double scale = ldexp(1.0, -e);
-  if (w_max > 0.0) {
+  if (t.mass) {
     for (std::int64_t n = len - 1; n >= 0; --n) {
       const std::int64_t size = len - n;  // a is nonzero on 0 .. size - 1 after this step
       const double wn = n - lo >= 0 && n - lo < m ? w[n - lo] * scale : 0.0;
@@ -80,12 +117,7 @@ __global__ void thin_kernel(PmfBatchView x, double q_all, const double* q_each, 
   for (std::int64_t k = lane; k < len; k += 32) top = fmax(top, acc[k]);
   top = warp_max(top);
   for (std::int64_t k = lane; k < len; k += 32) out.weights[at + k] = top > 0.0 ? acc[k] / top : 0.0;
-  if (lane == 0) {
-    if (i == 0) out.offset[0] = 0;
-    out.offset[i + 1] = offsets[i + 1];
-    out.lo[i] = 0;
-    out.log_scale[i] = top > 0.0 ? x.log_scale[i] + (static_cast<double>(e) * detail::ln_two + log(top)) : -INFINITY;
-  }
+  finish_thinned(x, offsets, i, lane, t, top, out);
 }
 
 /// The longest law whose Horner accumulator a warp keeps in its registers (32 lanes x register_thinning_chunk
@@ -105,20 +137,14 @@ __global__ void thin_registers_kernel(PmfBatchView x, double q_all, const double
   const long long i = warp_index();
   const int lane = threadIdx.x & 31;
   if (i >= static_cast<long long>(x.count)) return;
-  const double keep = q_each ? q_each[i] : q_all, drop = 1.0 - keep;
-  const std::int64_t at = offsets[i], len = offsets[i + 1] - at, lo = x.lo[i], m = x.offset[i + 1] - x.offset[i];
-  const double* w = x.weights + x.offset[i];
-  double w_max = 0.0;
-  for (std::int64_t n = lane; n < len; n += 32)
-    if (n - lo >= 0 && n - lo < m) w_max = fmax(w_max, w[n - lo]);
-  w_max = warp_max(w_max);
+  const ThinnedLaw t = thinned_law(x, q_all, q_each, offsets, i, lane);
+  const double keep = t.keep, drop = t.drop, scale = t.scale, *w = t.w;
+  const std::int64_t at = t.at, len = t.len, lo = t.lo, m = t.m;
   double a[chunk];
 #pragma unroll
   for (int c = 0; c < chunk; ++c) a[c] = 0.0;
-  const int e = w_max > 0.0 ? detail::thinning_scale_exponent(w_max) : 0;
-  const double scale = ldexp(1.0, -e);
   const std::int64_t first = static_cast<std::int64_t>(lane) * chunk;  // this lane's lowest entry
-  if (w_max > 0.0) {
+  if (t.mass) {
     double window = 0.0;  // lane k: w_{top - k} scaled, for the 32 steps from n = top down
     std::int64_t top = len - 1;
     for (std::int64_t n = len - 1; n >= 0; --n) {
@@ -143,12 +169,7 @@ __global__ void thin_registers_kernel(PmfBatchView x, double q_all, const double
 #pragma unroll
   for (int c = 0; c < chunk; ++c)
     if (first + c < len) out.weights[at + first + c] = top > 0.0 ? a[c] / top : 0.0;
-  if (lane == 0) {
-    if (i == 0) out.offset[0] = 0;
-    out.offset[i + 1] = offsets[i + 1];
-    out.lo[i] = 0;
-    out.log_scale[i] = top > 0.0 ? x.log_scale[i] + (static_cast<double>(e) * detail::ln_two + log(top)) : -INFINITY;
-  }
+  finish_thinned(x, offsets, i, lane, t, top, out);
 }
 
 /// thin_registers_kernel with the least chunk (a power of two) that holds `longest` entries in a warp.
