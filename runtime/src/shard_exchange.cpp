@@ -337,6 +337,7 @@ void gather_items(Context& ctx, const std::function<Exchange()>& plan, gpu::Colu
   auto add_laws = [&](Laws& l) {
     // laws shared by every particle (the same on every shard) or by a group (never split by an exchange) stay
     if (l.empty() || l.shared) return;
+    if (l.indexed) l = dense(l);  // (a shard's Markov steps are dense already: push_realized)
     Item it;
     it.kind = l.parameters ? Item::parameter_laws : l.device ? Item::device_laws : Item::pmfs;
     it.laws = &l;

@@ -13,6 +13,7 @@
 #include "tally/distributions/algebra.hpp"
 #include "tally/distributions/condition.hpp"
 #include "tally/error.hpp"
+#include "tally/gpu/indexed_laws.hpp"
 #include "tally/gpu/population_children.hpp"
 #include "tally/gpu/population_conjugate.hpp"
 #include "tally/gpu/population_ops.hpp"
@@ -81,9 +82,14 @@ Laws device_laws(gpu::Laws laws, Bound error, bool nonnegative = false) {
 /// (gpu::support_range), and only a law with positive weight below 0 is an error.
 void require_counts(const Laws& x, const char* who) {
   if (!x.device || x.device_nonnegative) return;
-  const gpu::PmfBatchView v = x.device->view();
-  std::vector<std::int64_t> lo(v.count);
-  if (v.count > 0) gpu::detail::device_copy(lo.data(), v.lo, v.count * sizeof(std::int64_t), 1);
+  std::vector<std::int64_t> lo;  // (a table of indexed laws may be a batch on the host)
+  if (x.device->where() == gpu::Backend::cpu) {
+    lo = x.device->host().lo;
+  } else {
+    const gpu::PmfBatchView v = x.device->view();
+    lo.resize(v.count);
+    if (v.count > 0) gpu::detail::device_copy(lo.data(), v.lo, v.count * sizeof(std::int64_t), 1);
+  }
   if (std::all_of(lo.begin(), lo.end(), [](std::int64_t l) { return l >= 0; })) return;
   const gpu::ValueRange r = gpu::support_range(*x.device);
   if (r.empty() || r.lo >= 0) return;
@@ -412,6 +418,72 @@ Laws observed_per_block(Place& at, std::size_t per, LogLikelihood& ll, Op op) {
   return out;
 }
 
+// ---- laws chosen from a table by an index (Laws::indexed) ----
+// An operation whose other inputs are the same in every particle runs once per law of the table; its result is
+// indexed as its input was.
+
+/// The place of the table's laws, one particle each, where the table lives (a small one on the host).
+Place one_per_law(const Place& at, const Laws& x) {
+  Place sub = at;
+  sub.particles = x.indexed->size();
+  sub.where = x.indexed->where();
+  return sub;
+}
+
+/// x's table as laws of their own, one per state.
+Laws table_of(const Laws& x) {
+  Laws out;
+  out.device = x.indexed;
+  out.device_error = x.device_error;
+  out.device_nonnegative = x.device_nonnegative;
+  return out;
+}
+
+/// The laws r of x's table's states, indexed as x is (hi: a bound on their values, where known).
+Laws indexed_as(Laws r, const Laws& x, std::optional<std::int64_t> hi = std::nullopt) {
+  r = dense(r);
+  Laws out;
+  out.indexed = std::move(r.device);
+  out.index = x.index;
+  out.indexed_hi = hi;
+  out.device_error = std::move(r.device_error);
+  out.device_nonnegative = r.device_nonnegative;
+  return out;
+}
+
+/// An operation once per law of x's table, op(sub, table).
+template <class Op>
+Laws mapped_per_law(Place& at, const Laws& x, Op op) {
+  Place sub = one_per_law(at, x);
+  Laws out = indexed_as(op(sub, table_of(x)), x);
+  at.bound_values = at.bound_values || sub.bound_values;
+  return out;
+}
+
+/// An observation's operation once per law of x's table, op(sub, table, sub_ll) with sub_ll zero, its values then
+/// added to each particle of that law in ll; the laws' support can only shrink (their bound is kept).
+template <class Op>
+Laws observed_per_law(Place& at, const Laws& x, LogLikelihood& ll, Op op) {
+  Place sub = one_per_law(at, x);
+  LogLikelihood table{gpu::filled(0.0, sub.particles, sub.where), ll.error};
+  Laws out = indexed_as(op(sub, table_of(x), table), x, x.indexed_hi);
+  gpu::add_indexed(ll.values, table.values, *x.index);
+  ll.error = std::move(table.error);
+  at.bound_values = at.bound_values || sub.bound_values;
+  return out;
+}
+
+/// The largest table of indexed laws kept on the host (K states x C values): its laws' operations are a few
+/// thousand host operations, cheaper than a kernel launch (about 5 us of the host's time each).
+constexpr Eigen::Index host_table_entries = 4096;
+
+/// The values 0 .. k - 1, where `at` keeps its state.
+Values states(const Place& at, std::size_t k) {
+  std::vector<std::int64_t> v(k);
+  for (std::size_t j = 0; j < k; ++j) v[j] = static_cast<std::int64_t>(j);
+  return make_values(at, v);
+}
+
 }  // namespace
 
 void add_host(LogLikelihood& ll, const std::vector<double>& values) {
@@ -426,7 +498,7 @@ void add_host(LogLikelihood& ll, const std::vector<double>& values) {
 
 // ---- Laws, Values ---------------------------------------------------------------------------------------------
 double Laws::error() const {
-  if (device || shared) return device_error;
+  if (device || shared || indexed) return device_error;
   double e = 0.0;
   for (std::size_t i = 0; i < (host.uniform() ? 1 : host.size()); ++i) e = std::max(e, host[i].error_bound());
   return e;
@@ -435,6 +507,7 @@ double Laws::error() const {
 std::size_t Laws::bytes() const {
   if (device) return device->bytes();
   if (shared) return shared->bytes();
+  if (indexed) return indexed->bytes() + index.column->bytes();
   if (parameters) return parameters->n.column->bytes() + parameters->a.bytes() + parameters->b.bytes();
   std::size_t b = 0;
   for (std::size_t i = 0; i < (host.uniform() ? 1 : host.size()); ++i) b += 8 * static_cast<std::size_t>(host[i].size()) + 24;
@@ -507,6 +580,7 @@ Laws points(const Place& at, const Values& v) {
 
 Laws push(Place& at, const Laws& x, const ChildLaw& law) {
   if (x.shared) return mapped_per_block(at, x.per, [&](Place& sub) { return push(sub, per_block(x, x.per), law); });
+  if (x.indexed) return mapped_per_law(at, x, [&](Place& sub, const Laws& t) { return push(sub, t, law); });
   if (x.parameters) return push(at, dense(x), law);
   if (x.device) {
     if (auto* t = std::get_if<Thinning>(&law)) {
@@ -525,8 +599,32 @@ Laws push(Place& at, const Laws& x, const ChildLaw& law) {
 Laws push_realized(Place& at, const Values& x, const ChildLaw& law) {
   if (at.device()) {
     if (auto* t = std::get_if<Thinning>(&law)) return binomial_laws(at, x, gpu::filled(t->keep, at.particles, at.where));
-    if (auto* m = std::get_if<MarkovStep>(&law))
-      return device_laws(gpu::markov_rows(*x, markov_table(m->transition, at.where)), 0.0, true);
+    if (auto* m = std::get_if<MarkovStep>(&law)) {
+      const Eigen::MatrixXd& matrix = m->transition;
+      if (at.sharded)  // (shards exchange dense laws)
+        return device_laws(gpu::markov_rows(*x, markov_table(matrix, at.where)), 0.0, true);
+      // one law per state, each particle's chosen by its state: K rows for P particles, made once per matrix and
+      // kept on the host where small (their work then costs no launch: the device's kernels take them along)
+      StateRows& cache = *at.state_rows;
+      if (!cache.rows || cache.transition.rows() != matrix.rows() || cache.transition.cols() != matrix.cols() ||
+          cache.transition != matrix) {
+        Place table_at = at;
+        table_at.where = matrix.size() <= host_table_entries ? gpu::Backend::cpu : at.where;
+        const auto k = static_cast<std::size_t>(matrix.rows());
+        cache.rows = std::make_shared<const gpu::Laws>(
+            gpu::markov_rows(*states(table_at, k), markov_table(matrix, table_at.where)));
+        cache.transition = matrix;
+      }
+      const auto k = static_cast<std::int64_t>(matrix.rows());
+      if (!(x.nonnegative && x.bound() && *x.bound() < k))
+        gpu::check_indices(*x, static_cast<std::size_t>(k), "tally::runtime: MarkovStep of a realized state");
+      Laws state;
+      state.index = x;
+      state.indexed = cache.rows;
+      state.indexed_hi = static_cast<std::int64_t>(matrix.cols()) - 1;
+      state.device_nonnegative = true;
+      return state;
+    }
     if (auto* f = std::get_if<AffineLaw>(&law)) return points(at, linear(x, f->a, {}, 0, f->c));
     return push(at, points(at, x), law);
   }
@@ -539,7 +637,7 @@ Laws push(Place& at, const Laws& x, const GroupLaws& each) {
   const std::size_t per = each.group_size;  // shared laws (by groups or all) with a law per group: once per group
   if (x.shared && each.one_per_group && x.per % per == 0)
     return mapped_per_block(at, per, [&](Place& sub) { return push(sub, per_block(x, per), *each.one_per_group); });
-  if (x.parameters || x.shared) return push(at, dense(x), each);
+  if (x.parameters || x.shared || x.indexed) return push(at, dense(x), each);
   if (x.device && each.thinning()) {
     require_counts(x, "tally::runtime: Binomial(x, q)");
     return device_laws(gpu::thin(*x.device, each.keep), x.device_error, true);
@@ -612,6 +710,7 @@ Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, con
 
 Laws dense(const Laws& x) {
   if (x.shared) return per_block(x, 1);
+  if (x.indexed) return device_laws(gpu::indexed(*x.indexed, *x.index), x.device_error, x.device_nonnegative);
   if (!x.parameters) return x;
   return device_laws(gpu::weights_of(x.parameters->laws()), 0.0, true);
 }
@@ -622,7 +721,7 @@ Laws condition(Place& at, const Laws& x, const GroupLaws& each, const Values& y,
     return observed_per_block(at, per, ll, [&](Place& sub, LogLikelihood& l) {
       return condition(sub, per_block(x, per), *each.one_per_group, per_block(sub, y), l);
     });
-  if (x.parameters || x.shared) return condition(at, dense(x), each, y, ll);
+  if (x.parameters || x.shared || x.indexed) return condition(at, dense(x), each, y, ll);
   if (x.device && each.thinning()) {
     require_counts(x, "tally::runtime: Binomial(x, q)");
     return conditioned(x, nullptr, x.device_error, ll, true,
@@ -651,7 +750,11 @@ Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, L
     return observed_per_block(at, x.per, ll, [&](Place& sub, LogLikelihood& l) {
       return condition(sub, per_block(x, x.per), law, per_block(sub, y), l);
     });
-  if (x.parameters || x.shared) return condition(at, dense(x), law, y, ll);
+  if (x.indexed && y.same)
+    return observed_per_law(at, x, ll, [&](Place& sub, const Laws& t, LogLikelihood& l) {
+      return condition(sub, t, law, filled_values(sub, *y.same), l);
+    });
+  if (x.parameters || x.shared || x.indexed) return condition(at, dense(x), law, y, ll);
   if (x.device) {
     const Bound& e = x.device_error;
     if (auto* t = std::get_if<Thinning>(&law)) {
@@ -694,7 +797,8 @@ Laws sum(Place& at, const Laws& x, const Laws& y, int sign) {
     const std::size_t per = std::min(x.per, y.per);
     return mapped_per_block(at, per, [&](Place& sub) { return sum(sub, per_block(x, per), per_block(y, per), sign); });
   }
-  if (x.parameters || y.parameters || x.shared || y.shared) return sum(at, dense(x), dense(y), sign);
+  if (x.parameters || y.parameters || x.shared || y.shared || x.indexed || y.indexed)
+    return sum(at, dense(x), dense(y), sign);
   if (x.device && y.device) {
     const Bound e = Bound::combine(x.device_error, y.device_error, [](double a, double b) { return a + b + a * b; });
     gpu::Laws negated;
@@ -716,7 +820,7 @@ Laws condition_on_sum(Place& at, const Laws& x, const Laws& y, int sign, const V
       return condition_on_sum(sub, per_block(x, per), per_block(y, per), sign, per_block(sub, z), l);
     });
   }
-  if (x.parameters || y.parameters || x.shared || y.shared)
+  if (x.parameters || y.parameters || x.shared || y.shared || x.indexed || y.indexed)
     return condition_on_sum(at, dense(x), dense(y), sign, z, ll);
   if (x.device && y.device) {
     // |L - L'| <= M_x M_y (e_x + e_y + 2 e_x e_y) for laws of mass M (tally::condition_on_sum)
@@ -738,7 +842,9 @@ Laws condition_on_sum(Place& at, const Laws& x, const Laws& y, int sign, const V
 Laws affine(Place& at, const Laws& x, std::int64_t a, const Values& c) {
   if (x.shared && c.same)
     return mapped_per_block(at, x.per, [&](Place& sub) { return affine(sub, per_block(x, x.per), a, per_block(sub, c)); });
-  if (x.parameters || x.shared) return affine(at, dense(x), a, c);
+  if (x.indexed && c.same)
+    return mapped_per_law(at, x, [&](Place& sub, const Laws& t) { return affine(sub, t, a, filled_values(sub, *c.same)); });
+  if (x.parameters || x.shared || x.indexed) return affine(at, dense(x), a, c);
   if (x.device) {
     // a X by a sign, or by a sparse image made dense (|a| > 1); then the shift by c_i, a convolution with the point
     // mass at c_i
@@ -761,7 +867,9 @@ Laws joint_sum(Place& at, const Laws& x, const ChildLaw& law, int sign_x, int si
     return mapped_per_block(at, per,
                             [&](Place& sub) { return joint_sum(sub, per_block(x, per), law, sign_x, sign_y, sub_each); });
   }
-  if (x.parameters || x.shared) return joint_sum(at, dense(x), law, sign_x, sign_y, each);
+  if (x.indexed && !each)
+    return mapped_per_law(at, x, [&](Place& sub, const Laws& t) { return joint_sum(sub, t, law, sign_x, sign_y); });
+  if (x.parameters || x.shared || x.indexed) return joint_sum(at, dense(x), law, sign_x, sign_y, each);
   if (x.device && each) {
     if (auto k = group_kernel(*each, x.device->size(), at.where)) return device_mix(at, x, *k, sign_x, sign_y);
     return joint_sum(at, host_copy(x), law, sign_x, sign_y, each);
@@ -802,7 +910,11 @@ Laws condition_on_joint_sum(Place& at, const Laws& x, const ChildLaw& law, int s
       return condition_on_joint_sum(sub, per_block(x, per), law, sign_x, sign_y, per_block(sub, z), l, sub_each);
     });
   }
-  if (x.parameters || x.shared) return condition_on_joint_sum(at, dense(x), law, sign_x, sign_y, z, ll, each);
+  if (x.indexed && z.same && !each)
+    return observed_per_law(at, x, ll, [&](Place& sub, const Laws& t, LogLikelihood& l) {
+      return condition_on_joint_sum(sub, t, law, sign_x, sign_y, filled_values(sub, *z.same), l);
+    });
+  if (x.parameters || x.shared || x.indexed) return condition_on_joint_sum(at, dense(x), law, sign_x, sign_y, z, ll, each);
   if (x.device && each) {
     if (auto k = group_kernel(*each, x.device->size(), at.where))
       return conditioned(x, nullptr, x.device_error, ll, x.device_nonnegative, [&] {
@@ -847,7 +959,15 @@ void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood
     ll.error = std::move(block.error);
     return;
   }
-  if (x.parameters || x.shared) return add_log_mass(at, dense(x), v, ll);
+  if (x.indexed && v.same) {  // once per law of the table, added to each particle holding it
+    const Place sub = one_per_law(at, x);
+    LogLikelihood table{gpu::filled(0.0, sub.particles, sub.where), ll.error};
+    add_log_mass(sub, table_of(x), filled_values(sub, *v.same), table);
+    gpu::add_indexed(ll.values, table.values, *x.index);
+    ll.error = std::move(table.error);
+    return;
+  }
+  if (x.parameters || x.shared || x.indexed) return add_log_mass(at, dense(x), v, ll);
   if (x.device) {
     ll.error = larger(ll.error, x.device_error);
     gpu::add_log_mass(*x.device, *v, ll.values);
@@ -875,8 +995,14 @@ Values sample(Place& at, const Laws& x) {
       return drawn;
     }
   }
-  if (x.parameters || x.shared) return sample(at, dense(x));
   const std::uint64_t k = at.draws;  // counted once drawn: a failed draw (device memory) is retried with k
+  if (x.indexed) {  // each particle's law drawn from in the table: the draws of the spread laws, without them
+    Values drawn = make_values(gpu::sample_indexed(*x.indexed, *x.index, at.seed, k, at.first_particle),
+                               x.device_nonnegative, x.indexed_hi ? gpu::LaterMax(*x.indexed_hi) : gpu::LaterMax());
+    ++at.draws;
+    return drawn;
+  }
+  if (x.parameters || x.shared) return sample(at, dense(x));
   if (x.device) {
     Values drawn = make_values(gpu::sample(*x.device, at.seed, k, at.first_particle), x.device_nonnegative);
     ++at.draws;
@@ -900,6 +1026,14 @@ Batch<Pmf> host_laws(const Laws& x) {
 }
 
 std::vector<Pmf> to_pmfs(const Laws& x) {
+  if (x.indexed) {  // the table read back once, each particle's law a copy of its state's (sharing its weights)
+    const std::vector<Pmf> table = to_pmfs(table_of(x));
+    const std::vector<std::int64_t> index = to_vector(x.index);
+    std::vector<Pmf> out;
+    out.reserve(index.size());
+    for (const std::int64_t j : index) out.push_back(table.at(static_cast<std::size_t>(j)));
+    return out;
+  }
   if (x.shared) {  // each law read back once, copied over its block (Pmf copies share their weights)
     const std::vector<Pmf> one = to_pmfs(per_block(x, x.per));
     std::vector<Pmf> out;
@@ -931,6 +1065,10 @@ std::vector<Pmf> to_pmfs(const Laws& x) {
 Laws gather(const Laws& x, const gpu::Column<std::size_t>& ancestors) {
   if (x.shared) return x;  // a resampling keeps particles in their groups: in the blocks that share a law
   Laws out = x;
+  if (x.indexed) {  // the states move, not the table
+    out.index = gather(x.index, ancestors);
+    return out;
+  }
   if (const ParameterForm* p = x.parameters.get()) {  // the parameters move, not the weights
     auto form = std::make_shared<ParameterForm>();
     form->family = p->family;

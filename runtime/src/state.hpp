@@ -30,6 +30,13 @@ struct AffineLaw {
 /// The law of a discrete child given its discrete parent.
 using ChildLaw = std::variant<Thinning, ScaledPoisson, IndexedPoisson, MarkovStep, AffineLaw>;
 
+/// The laws of a Markov step from each state of its matrix on the device (push_realized's table of rows), kept for the
+/// next step with the same matrix: a time-homogeneous chain makes its table once.
+struct StateRows {
+  Eigen::MatrixXd transition;
+  std::shared_ptr<const gpu::Laws> rows;
+};
+
 /// Where a graph's state lives and what its operations need: the number of particles, the backend, the
 /// truncation, and the draws so far (the k-th draw of the graph uses philox_uniform(seed, first_particle + i, k) in
 /// particle i: first_particle is 0 but for one shard of a sharded population, whose particle i is the population's
@@ -48,49 +55,10 @@ struct Place {
   /// One shard of a sharded population: the forms its laws take (shared or one per particle) must not depend on
   /// its particles' data, since every shard must hold the same forms for an exchange of particles.
   bool sharded = false;
+  /// The last Markov step's table of rows (shared by the places made from this one).
+  std::shared_ptr<StateRows> state_rows = std::make_shared<StateRows>();
   bool device() const { return where == gpu::Backend::cuda; }
 };
-
-/// Device count laws kept as their parameters (Binomial(n_i, q_i) or BetaBinomial(n_i, a_i, b_i), q, a and b copied
-/// when the laws were made): their weights are written only where an operation needs them (dense()), and an observed
-/// sum of two such laws is conditioned straight from the parameters (gpu::condition_on_sum of ParameterLaws).
-struct ParameterForm;
-
-/// P laws of a marginalized count: tally::Pmf per particle on the host (with its own error bound), or one batch in
-/// device memory with one bound for all (the largest; the same propagation rules as Pmf's), or, on the device, their
-/// parameters alone (exact: no bound), or, on the device, laws shared by blocks of particles.
-///
-/// Shared laws: `shared` holds P / per laws and particle i's law is shared[i / per]: one law for every particle (per
-/// = P: a prior before anything per particle touched it) or one per group (per = S: a per-group law). An operation
-/// whose inputs are all shared by blocks (shared laws, a value the same in every particle, a law per group) runs
-/// once per block and its result is shared the same way, so that equal laws are computed once; anything else makes
-/// them one per particle first (dense). Every resampling keeps particles in their groups, so it leaves shared laws
-/// as they are.
-struct Laws {
-  Batch<Pmf> host;
-  std::shared_ptr<const gpu::Laws> device;
-  std::shared_ptr<const ParameterForm> parameters;  // set only while `device` and `shared` are not
-  std::shared_ptr<const gpu::Laws> shared;  // set only while `device` and `parameters` are not
-  std::size_t per = 0;                      // particles per shared law (with `shared`)
-  Bound device_error = 0.0;  // pending where an observation's bound is still on the device (bound.hpp)
-  bool device_nonnegative = false;  // device laws known to lie on [0, inf) without reading them back
-  bool empty() const { return host.empty() && !device && !parameters && !shared; }
-  void clear() {
-    host.clear();
-    device.reset();
-    parameters.reset();
-    shared.reset();
-    per = 0;
-    device_error = 0.0;
-    device_nonnegative = false;
-  }
-  /// The largest error bound of the laws.
-  double error() const;
-  std::size_t bytes() const;
-};
-
-/// Whether x's laws are host Pmfs (x.host), neither on the device nor in parameter form nor shared.
-inline bool on_host(const Laws& x) { return !x.device && !x.parameters && !x.shared; }
 
 /// P integers (realized values, per-particle constants) where the graph keeps them; immutable, shared by copies.
 struct Values {
@@ -107,6 +75,61 @@ struct Values {
   std::int64_t operator[](std::size_t i) const { return column->host()[i]; }
   const gpu::Column<std::int64_t>& operator*() const { return *column; }
 };
+
+/// Device count laws kept as their parameters (Binomial(n_i, q_i) or BetaBinomial(n_i, a_i, b_i), q, a and b copied
+/// when the laws were made): their weights are written only where an operation needs them (dense()), and an observed
+/// sum of two such laws is conditioned straight from the parameters (gpu::condition_on_sum of ParameterLaws).
+struct ParameterForm;
+
+/// P laws of a marginalized count: tally::Pmf per particle on the host (with its own error bound), or one batch in
+/// device memory with one bound for all (the largest; the same propagation rules as Pmf's), or, on the device, their
+/// parameters alone (exact: no bound), or, on the device, laws shared by blocks of particles, or, on the device, laws
+/// chosen from a table by an index per particle.
+///
+/// Shared laws: `shared` holds P / per laws and particle i's law is shared[i / per]: one law for every particle (per
+/// = P: a prior before anything per particle touched it) or one per group (per = S: a per-group law). An operation
+/// whose inputs are all shared by blocks (shared laws, a value the same in every particle, a law per group) runs
+/// once per block and its result is shared the same way, so that equal laws are computed once; anything else makes
+/// them one per particle first (dense). Every resampling keeps particles in their groups, so it leaves shared laws
+/// as they are.
+///
+/// Indexed laws: `indexed` holds K laws and particle i's law is indexed[index_i] (gpu/indexed_laws.hpp): the laws of
+/// a Markov step from a realized state, one per state of the transition matrix. An operation
+/// whose other inputs are the same in every particle (a child law, a constant observation) runs once per law of the
+/// table and its result is indexed by the same index; a draw takes each particle's law from the table; anything
+/// else spreads them first (dense). A resampling gathers the index, not the laws.
+struct Laws {
+  Batch<Pmf> host;
+  std::shared_ptr<const gpu::Laws> device;
+  std::shared_ptr<const ParameterForm> parameters;  // set only while `device` and `shared` are not
+  std::shared_ptr<const gpu::Laws> shared;  // set only while `device` and `parameters` are not
+  std::size_t per = 0;                      // particles per shared law (with `shared`)
+  std::shared_ptr<const gpu::Laws> indexed;  // set only while `device`, `parameters` and `shared` are not
+  Values index;                              // with `indexed`: particle i's law is indexed[index_i]
+  std::optional<std::int64_t> indexed_hi;    // with `indexed`: a bound on every value of the table, where known
+  Bound device_error = 0.0;  // pending where an observation's bound is still on the device (bound.hpp)
+  bool device_nonnegative = false;  // device laws known to lie on [0, inf) without reading them back
+  bool empty() const { return host.empty() && !device && !parameters && !shared && !indexed; }
+  void clear() {
+    host.clear();
+    device.reset();
+    parameters.reset();
+    shared.reset();
+    per = 0;
+    indexed.reset();
+    index = {};
+    indexed_hi.reset();
+    device_error = 0.0;
+    device_nonnegative = false;
+  }
+  /// The largest error bound of the laws.
+  double error() const;
+  std::size_t bytes() const;
+};
+
+/// Whether x's laws are host Pmfs (x.host), neither on the device nor in parameter form nor shared nor indexed.
+inline bool on_host(const Laws& x) { return !x.device && !x.parameters && !x.shared && !x.indexed; }
+
 
 struct ParameterForm {
   gpu::ParameterFamily family;
@@ -207,7 +230,7 @@ Laws binomial_laws(Place& at, const Values& n, gpu::Column<double>&& p);
 Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, const gpu::Column<double>& a,
                     const gpu::Column<double>* b);
 /// x with its weights, one law per particle: x itself unless it is kept as parameters (then its weights are written)
-/// or shared (then spread over the particles).
+/// or shared or indexed (then spread over the particles).
 Laws dense(const Laws& x);
 /// X | Y = y_i for the child Y | X ~ law; adds log P(Y = y_i) to ll.
 Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, LogLikelihood& ll);

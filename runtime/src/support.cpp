@@ -198,9 +198,10 @@ Maybe leaf_support(const Node& n, Work& work) {
   if (n.state == State::realized) {
     return point_set(to_vector(n.value));
   }
-  if (n.state == State::marginalized && (n.marginal.device || n.marginal.shared)) {
-    // two numbers read back (shared laws: the range of the distinct laws is every particle's)
-    const gpu::ValueRange r = gpu::support_range(n.marginal.device ? *n.marginal.device : *n.marginal.shared);
+  if (n.state == State::marginalized && (n.marginal.device || n.marginal.shared || n.marginal.indexed)) {
+    // two numbers read back (shared or indexed laws: the range of the distinct laws covers every particle's)
+    const Laws& m = n.marginal;
+    const gpu::ValueRange r = gpu::support_range(m.device ? *m.device : m.shared ? *m.shared : *m.indexed);
     if (r.empty()) return std::nullopt;                                 // every particle dead: anything goes
     return interval_set(r.lo, r.hi);
   }

@@ -1,6 +1,7 @@
 // Private: the CUDA forms of population_ops (population_ops_cuda.cu; throwing stubs in population_none.cpp).
 #pragma once
 
+#include "tally/gpu/indexed_laws.hpp"
 #include "tally/gpu/later_max.hpp"
 #include "tally/gpu/parameter_laws.hpp"
 #include "tally/gpu/population_chain.hpp"
@@ -53,6 +54,12 @@ void release_pinned_guard();
 void add_repeated(Column<double>& acc, const Column<double>& x, std::size_t times);
 Column<std::size_t> block_indices(std::size_t count, std::size_t per);
 Column<std::int64_t> sample(const Laws& x, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream);
+// indexed_laws_cuda.cu
+Laws indexed(const Laws& table, const Column<std::int64_t>& index);
+Column<std::int64_t> sample_indexed(const Laws& table, const Column<std::int64_t>& index, std::uint64_t seed,
+                                    std::uint64_t counter, std::uint64_t first_stream);
+void add_indexed(Column<double>& acc, const Column<double>& x, const Column<std::int64_t>& index);
+void check_indices(const Column<std::int64_t>& index, std::size_t laws, const char* who);
 // shared_draws_cuda.cu
 Column<std::int64_t> sample_shared(const detail::DrawTable& t, std::int64_t lo, std::size_t count, std::uint64_t seed,
                                    std::uint64_t counter, std::uint64_t first_stream);

@@ -132,6 +132,12 @@ std::vector<Column<double>> gather(std::span<const Column<double>* const>, const
 }
 std::vector<Column<double>> copies(std::span<const Column<double>* const>) { none("copies"); }
 Laws gather(const Laws&, const Column<std::size_t>&) { none("gather"); }
+Laws indexed(const Laws&, const Column<std::int64_t>&) { none("indexed"); }
+Column<std::int64_t> sample_indexed(const Laws&, const Column<std::int64_t>&, std::uint64_t, std::uint64_t, std::uint64_t) {
+  none("sample_indexed");
+}
+void add_indexed(Column<double>&, const Column<double>&, const Column<std::int64_t>&) { none("add_indexed"); }
+void check_indices(const Column<std::int64_t>&, std::size_t, const char*) { none("check_indices"); }
 Column<std::size_t> resample(const Column<double>&, Resampler, std::uint64_t, std::uint64_t, WeightSummary&, double,
                              const WeightSummary*) {
   none("resample");

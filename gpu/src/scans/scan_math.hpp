@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <span>
 #include <vector>
@@ -38,7 +39,7 @@ inline constexpr int lane_weights = 8;
 inline constexpr std::int64_t scan_tile = warp_lanes * lane_weights;  // 256 weights
 
 /// The Kogge-Stone inclusive scan of 32 values, as the host runs it (each round reads the previous round).
-inline void warp_order_scan(double (&x)[warp_lanes]) {
+TALLY_HOST_DEVICE inline void warp_order_scan(double (&x)[warp_lanes]) {
   for (int d = 1; d < warp_lanes; d *= 2) {
     double previous[warp_lanes];
     for (int l = 0; l < warp_lanes; ++l) previous[l] = x[l];
@@ -54,14 +55,12 @@ struct LaneTile {
   double total;                  // S_31
 };
 
-/// The lane sums and their scan of tile t (t * 256 < w.size()), in the order above.
-inline LaneTile scan_lane_tile(std::span<const double> w, std::int64_t t) {
-  const auto m = static_cast<std::int64_t>(w.size());
+/// The lane sums and their scan of tile t of the m weights at w (t * 256 < m), in the order above.
+TALLY_HOST_DEVICE inline LaneTile scan_lane_tile(const double* w, std::int64_t m, std::int64_t t) {
   LaneTile tile;  // every member is written below
   for (int l = 0; l < warp_lanes; ++l) {
     const std::int64_t first = t * scan_tile + std::int64_t{lane_weights} * l;  // lane l's weight r = 0
-    for (int r = 0; r < lane_weights; ++r)
-      tile.w[l][r] = first + r < m ? w[static_cast<std::size_t>(first + r)] : 0.0;
+    for (int r = 0; r < lane_weights; ++r) tile.w[l][r] = first + r < m ? w[first + r] : 0.0;
     double s = tile.w[l][0];
     for (int r = 1; r < lane_weights; ++r) s = s + tile.w[l][r];
     tile.inclusive[l] = s;
@@ -71,6 +70,10 @@ inline LaneTile scan_lane_tile(std::span<const double> w, std::int64_t t) {
   for (int l = 1; l < warp_lanes; ++l) tile.exclusive[l] = tile.inclusive[l - 1];
   tile.total = tile.inclusive[warp_lanes - 1];
   return tile;
+}
+/// The same for a span of weights.
+inline LaneTile scan_lane_tile(std::span<const double> w, std::int64_t t) {
+  return scan_lane_tile(w.data(), static_cast<std::int64_t>(w.size()), t);
 }
 
 /// The index j in [0, m) drawn from the weights w (all >= 0) by the uniform u, by the rule above (32 lanes
@@ -123,29 +126,52 @@ struct DrawTable {
   std::vector<std::int64_t> last_positive;  // T
   std::int64_t last_tile = -1;
 };
-inline DrawTable draw_table(std::span<const double> w) {
-  const auto m = static_cast<std::int64_t>(w.size());
-  const std::int64_t tiles = (m + scan_tile - 1) / scan_tile;
-  DrawTable d;
-  d.carry.assign(static_cast<std::size_t>(tiles) + 1, 0.0);
-  d.c.assign(w.size(), std::numeric_limits<double>::quiet_NaN());
-  d.last_positive.assign(static_cast<std::size_t>(tiles), -1);
+/// A quiet NaN, on the host and the device alike.
+TALLY_HOST_DEVICE inline double quiet_nan() {
+  const std::uint64_t bits = 0x7ff8'0000'0000'0000ull;
+  double d;
+  memcpy(&d, &bits, sizeof d);
+  return d;
+}
+/// The number of tiles T of a pmf of m weights: ceil(m / 256) (t * 256 < m for t < T).
+TALLY_HOST_DEVICE inline std::int64_t draw_tiles(std::int64_t m) { return (m + scan_tile - 1) / scan_tile; }
+/// DrawTable's arrays for the m weights at w, written into carry (T + 1 doubles), c (m doubles) and last_positive
+/// (T integers) where the caller keeps them (a kernel, one thread a law, does the same); returns last_tile. The
+/// NaN of a zero weight's C_j is never greater than a target.
+TALLY_HOST_DEVICE inline std::int64_t fill_draw_table(const double* w, std::int64_t m, double* carry, double* c,
+                                                      std::int64_t* last_positive) {
+  const std::int64_t tiles = draw_tiles(m);
+  std::int64_t last_tile = -1;
+  carry[0] = 0.0;
   for (std::int64_t t = 0; t < tiles; ++t) {
-    const LaneTile tile = scan_lane_tile(w, t);
-    if (tile.total > 0.0) d.last_tile = t;
-    const auto k = static_cast<std::size_t>(t);
-    d.carry[k + 1] = d.carry[k] + tile.total;
+    const LaneTile tile = scan_lane_tile(w, m, t);
+    if (tile.total > 0.0) last_tile = t;
+    carry[t + 1] = carry[t] + tile.total;
+    last_positive[t] = -1;
     for (int l = 0; l < warp_lanes; ++l) {  // lane_segment_draw's step 3, for every lane of every tile
-      double c = d.carry[k] + tile.exclusive[l];
+      double acc = carry[t] + tile.exclusive[l];
       for (int r = 0; r < lane_weights; ++r) {
-        c = c + tile.w[l][r];
+        acc = acc + tile.w[l][r];
         const std::int64_t j = t * scan_tile + std::int64_t{lane_weights} * l + r;
-        if (!(tile.w[l][r] > 0.0)) continue;  // (j >= m reads a weight of 0)
-        d.c[static_cast<std::size_t>(j)] = c;
-        d.last_positive[k] = j;
+        if (!(tile.w[l][r] > 0.0)) {  // (j >= m reads a weight of 0 and has no entry)
+          if (j < m) c[j] = quiet_nan();  // never a hit
+          continue;
+        }
+        c[j] = acc;
+        last_positive[t] = j;
       }
     }
   }
+  return last_tile;
+}
+inline DrawTable draw_table(std::span<const double> w) {
+  const auto m = static_cast<std::int64_t>(w.size());
+  const std::int64_t tiles = draw_tiles(m);
+  DrawTable d;
+  d.carry.assign(static_cast<std::size_t>(tiles) + 1, 0.0);
+  d.c.assign(w.size(), 0.0);
+  d.last_positive.assign(static_cast<std::size_t>(tiles), -1);
+  d.last_tile = fill_draw_table(w.data(), m, d.carry.data(), d.c.data(), d.last_positive.data());
   return d;
 }
 

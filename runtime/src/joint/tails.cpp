@@ -206,7 +206,7 @@ LaterTails::Result follow_tails(const DroppedTails& known, const Batch<Pmf>& pos
 Bound condition_tails(Node& n, const Tails& tails, const ChildLaw& law, const Values& y,
                       std::vector<double> log_likelihood, const Bound& before, const Bound& ordinary) {
   n.tails.reset();
-  if (!tails || n.marginal.device || n.marginal.parameters || n.marginal.shared) return ordinary;
+  if (!tails || !on_host(n.marginal)) return ordinary;
   if (log_likelihood.size() != tails->laws().size()) return ordinary;
   n.tails = LaterTails::later(n.marginal.host, tails->depth() + 1,
                               [tails, law, v = to_vector(y), ll = std::move(log_likelihood)](

@@ -17,7 +17,7 @@ void uniforms(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std
 }  // namespace cpu
 
 namespace cuda {
-/// The CUDA implementation (device memory in and out, one thread per draw). Throws tally::gpu::cuda_error when
+/// The CUDA implementation (device memory in and out, one thread per draw). Throws tally::cuda_error when
 /// tally was built without CUDA, there is no device, or a CUDA call fails.
 void uniforms(std::uint64_t seed, std::uint64_t stream, std::uint64_t first, std::span<double> out);
 }  // namespace cuda

@@ -134,7 +134,11 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// per-group law one law per group; an operation whose inputs are all shared that way (shared laws, a constant, a
 /// per-group child law) runs once per law and its result stays shared, through observations of constants and every
 /// resampling, until something per particle (a drawn value, a per-particle parameter) makes the laws one per
-/// particle. A filter whose particles all hold the same exact laws then costs about one particle's work. The same
+/// particle. A filter whose particles all hold the same exact laws then costs about one particle's work. A Markov
+/// step from a realized state holds one law per state of its matrix (made once per matrix), each particle's chosen
+/// by its state: conditioning it on a constant observation, or pushing a child law through it, runs once per state
+/// (each particle's log-likelihood then its state's), a draw takes each particle's law from that table, and a
+/// resampling moves the states alone (an HMM's step costs K laws, not P). The same
 /// holds on the host: a prior, and a joint law, that every particle holds is stored once (tally::runtime::Batch's
 /// uniform form), and an operation whose inputs are all held once runs once.
 ///
@@ -236,7 +240,8 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// operation throws only tally's documented types: usage_error (misuse), tally::domain_error, shape_error,
 /// overflow_error (a law larger than Truncation::max_size, or costlier than max_work), inexact_error (strict
 /// mode), cuda_error and device_memory_error (a CUDA graph), host_memory_error (a constructor whose log-weights do
-/// not fit on the host). Each gives one of two guarantees:
+/// not fit on the host), and tally::runtime::communicator_error (a sharded graph whose ranks fail or disagree:
+/// tally/runtime/communicator.hpp). Each gives one of two guarantees:
 /// - *Strong* (nothing changed: log-weights, laws, values, draws and the live nodes are as before the call):
 ///   every check of the arguments (an empty handle or one of another Graph, a variable observed twice or at
 ///   itself, per-particle vectors of the wrong size, out-of-range probabilities and ancestors), which all come
