@@ -425,15 +425,15 @@ Laws observed_per_block(Place& at, std::size_t per, LogLikelihood& ll, Op op) {
 /// The place of the table's laws, one particle each, where the table lives (a small one on the host).
 Place one_per_law(const Place& at, const Laws& x) {
   Place sub = at;
-  sub.particles = x.indexed->size();
-  sub.where = x.indexed->where();
+  sub.particles = x.indexed->table->size();
+  sub.where = x.indexed->table->where();
   return sub;
 }
 
 /// x's table as laws of their own, one per state.
 Laws table_of(const Laws& x) {
   Laws out;
-  out.device = x.indexed;
+  out.device = x.indexed->table;
   out.device_error = x.device_error;
   out.device_nonnegative = x.device_nonnegative;
   return out;
@@ -443,9 +443,7 @@ Laws table_of(const Laws& x) {
 Laws indexed_as(Laws r, const Laws& x, std::optional<std::int64_t> hi = std::nullopt) {
   r = dense(r);
   Laws out;
-  out.indexed = std::move(r.device);
-  out.index = x.index;
-  out.indexed_hi = hi;
+  out.indexed = std::make_shared<const IndexedForm>(IndexedForm{std::move(r.device), x.indexed->index, hi});
   out.device_error = std::move(r.device_error);
   out.device_nonnegative = r.device_nonnegative;
   return out;
@@ -466,8 +464,8 @@ template <class Op>
 Laws observed_per_law(Place& at, const Laws& x, LogLikelihood& ll, Op op) {
   Place sub = one_per_law(at, x);
   LogLikelihood table{gpu::filled(0.0, sub.particles, sub.where), ll.error};
-  Laws out = indexed_as(op(sub, table_of(x), table), x, x.indexed_hi);
-  gpu::add_indexed(ll.values, table.values, *x.index);
+  Laws out = indexed_as(op(sub, table_of(x), table), x, x.indexed->hi);
+  gpu::add_indexed(ll.values, table.values, *x.indexed->index);
   ll.error = std::move(table.error);
   at.bound_values = at.bound_values || sub.bound_values;
   return out;
@@ -507,7 +505,7 @@ double Laws::error() const {
 std::size_t Laws::bytes() const {
   if (device) return device->bytes();
   if (shared) return shared->bytes();
-  if (indexed) return indexed->bytes() + index.column->bytes();
+  if (indexed) return indexed->table->bytes() + indexed->index.column->bytes();
   if (parameters) return parameters->n.column->bytes() + parameters->a.bytes() + parameters->b.bytes();
   std::size_t b = 0;
   for (std::size_t i = 0; i < (host.uniform() ? 1 : host.size()); ++i) b += 8 * static_cast<std::size_t>(host[i].size()) + 24;
@@ -619,9 +617,8 @@ Laws push_realized(Place& at, const Values& x, const ChildLaw& law) {
       if (!(x.nonnegative && x.bound() && *x.bound() < k))
         gpu::check_indices(*x, static_cast<std::size_t>(k), "tally::runtime: MarkovStep of a realized state");
       Laws state;
-      state.index = x;
-      state.indexed = cache.rows;
-      state.indexed_hi = static_cast<std::int64_t>(matrix.cols()) - 1;
+      state.indexed = std::make_shared<const IndexedForm>(
+          IndexedForm{cache.rows, x, static_cast<std::int64_t>(matrix.cols()) - 1});
       state.device_nonnegative = true;
       return state;
     }
@@ -710,7 +707,8 @@ Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, con
 
 Laws dense(const Laws& x) {
   if (x.shared) return per_block(x, 1);
-  if (x.indexed) return device_laws(gpu::indexed(*x.indexed, *x.index), x.device_error, x.device_nonnegative);
+  if (x.indexed)
+    return device_laws(gpu::indexed(*x.indexed->table, *x.indexed->index), x.device_error, x.device_nonnegative);
   if (!x.parameters) return x;
   return device_laws(gpu::weights_of(x.parameters->laws()), 0.0, true);
 }
@@ -963,7 +961,7 @@ void add_log_mass(const Place& at, const Laws& x, const Values& v, LogLikelihood
     const Place sub = one_per_law(at, x);
     LogLikelihood table{gpu::filled(0.0, sub.particles, sub.where), ll.error};
     add_log_mass(sub, table_of(x), filled_values(sub, *v.same), table);
-    gpu::add_indexed(ll.values, table.values, *x.index);
+    gpu::add_indexed(ll.values, table.values, *x.indexed->index);
     ll.error = std::move(table.error);
     return;
   }
@@ -997,8 +995,9 @@ Values sample(Place& at, const Laws& x) {
   }
   const std::uint64_t k = at.draws;  // counted once drawn: a failed draw (device memory) is retried with k
   if (x.indexed) {  // each particle's law drawn from in the table: the draws of the spread laws, without them
-    Values drawn = make_values(gpu::sample_indexed(*x.indexed, *x.index, at.seed, k, at.first_particle),
-                               x.device_nonnegative, x.indexed_hi ? gpu::LaterMax(*x.indexed_hi) : gpu::LaterMax());
+    const IndexedForm& f = *x.indexed;
+    Values drawn = make_values(gpu::sample_indexed(*f.table, *f.index, at.seed, k, at.first_particle),
+                               x.device_nonnegative, f.hi ? gpu::LaterMax(*f.hi) : gpu::LaterMax());
     ++at.draws;
     return drawn;
   }
@@ -1028,7 +1027,7 @@ Batch<Pmf> host_laws(const Laws& x) {
 std::vector<Pmf> to_pmfs(const Laws& x) {
   if (x.indexed) {  // the table read back once, each particle's law a copy of its state's (sharing its weights)
     const std::vector<Pmf> table = to_pmfs(table_of(x));
-    const std::vector<std::int64_t> index = to_vector(x.index);
+    const std::vector<std::int64_t> index = to_vector(x.indexed->index);
     std::vector<Pmf> out;
     out.reserve(index.size());
     for (const std::int64_t j : index) out.push_back(table.at(static_cast<std::size_t>(j)));
@@ -1066,7 +1065,8 @@ Laws gather(const Laws& x, const gpu::Column<std::size_t>& ancestors) {
   if (x.shared) return x;  // a resampling keeps particles in their groups: in the blocks that share a law
   Laws out = x;
   if (x.indexed) {  // the states move, not the table
-    out.index = gather(x.index, ancestors);
+    const IndexedForm& f = *x.indexed;
+    out.indexed = std::make_shared<const IndexedForm>(IndexedForm{f.table, gather(f.index, ancestors), f.hi});
     return out;
   }
   if (const ParameterForm* p = x.parameters.get()) {  // the parameters move, not the weights

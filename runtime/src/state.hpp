@@ -81,6 +81,9 @@ struct Values {
 /// sum of two such laws is conditioned straight from the parameters (gpu::condition_on_sum of ParameterLaws).
 struct ParameterForm;
 
+/// Device laws chosen from a table by an index per particle (Laws::indexed, below).
+struct IndexedForm;
+
 /// P laws of a marginalized count: tally::Pmf per particle on the host (with its own error bound), or one batch in
 /// device memory with one bound for all (the largest; the same propagation rules as Pmf's), or, on the device, their
 /// parameters alone (exact: no bound), or, on the device, laws shared by blocks of particles, or, on the device, laws
@@ -93,7 +96,7 @@ struct ParameterForm;
 /// them one per particle first (dense). Every resampling keeps particles in their groups, so it leaves shared laws
 /// as they are.
 ///
-/// Indexed laws: `indexed` holds K laws and particle i's law is indexed[index_i] (gpu/indexed_laws.hpp): the laws of
+/// Indexed laws: `indexed` holds a table of K laws and particle i's law is table[index_i] (gpu/indexed_laws.hpp): the laws of
 /// a Markov step from a realized state, one per state of the transition matrix. An operation
 /// whose other inputs are the same in every particle (a child law, a constant observation) runs once per law of the
 /// table and its result is indexed by the same index; a draw takes each particle's law from the table; anything
@@ -104,9 +107,7 @@ struct Laws {
   std::shared_ptr<const ParameterForm> parameters;  // set only while `device` and `shared` are not
   std::shared_ptr<const gpu::Laws> shared;  // set only while `device` and `parameters` are not
   std::size_t per = 0;                      // particles per shared law (with `shared`)
-  std::shared_ptr<const gpu::Laws> indexed;  // set only while `device`, `parameters` and `shared` are not
-  Values index;                              // with `indexed`: particle i's law is indexed[index_i]
-  std::optional<std::int64_t> indexed_hi;    // with `indexed`: a bound on every value of the table, where known
+  std::shared_ptr<const IndexedForm> indexed;  // set only while `device`, `parameters` and `shared` are not
   Bound device_error = 0.0;  // pending where an observation's bound is still on the device (bound.hpp)
   bool device_nonnegative = false;  // device laws known to lie on [0, inf) without reading them back
   bool empty() const { return host.empty() && !device && !parameters && !shared && !indexed; }
@@ -117,8 +118,6 @@ struct Laws {
     shared.reset();
     per = 0;
     indexed.reset();
-    index = {};
-    indexed_hi.reset();
     device_error = 0.0;
     device_nonnegative = false;
   }
@@ -130,6 +129,12 @@ struct Laws {
 /// Whether x's laws are host Pmfs (x.host), neither on the device nor in parameter form nor shared nor indexed.
 inline bool on_host(const Laws& x) { return !x.device && !x.parameters && !x.shared && !x.indexed; }
 
+
+struct IndexedForm {
+  std::shared_ptr<const gpu::Laws> table;  // K laws, on the device or (a small table) on the host
+  Values index;                            // particle i's law is table[index_i]
+  std::optional<std::int64_t> hi;          // a bound on every value of the table, where known
+};
 
 struct ParameterForm {
   gpu::ParameterFamily family;

@@ -201,7 +201,7 @@ Maybe leaf_support(const Node& n, Work& work) {
   if (n.state == State::marginalized && (n.marginal.device || n.marginal.shared || n.marginal.indexed)) {
     // two numbers read back (shared or indexed laws: the range of the distinct laws covers every particle's)
     const Laws& m = n.marginal;
-    const gpu::ValueRange r = gpu::support_range(m.device ? *m.device : m.shared ? *m.shared : *m.indexed);
+    const gpu::ValueRange r = gpu::support_range(m.device ? *m.device : m.shared ? *m.shared : *m.indexed->table);
     if (r.empty()) return std::nullopt;                                 // every particle dead: anything goes
     return interval_set(r.lo, r.hi);
   }

@@ -1,5 +1,6 @@
 // A hidden Markov model in a Graph (Markov steps, Poisson emissions): the forward algorithm's evidence in
 // every particle, filters, errors, bounded live nodes on long chains, and the device against the host.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <Eigen/Core>
 #include <cmath>
@@ -121,21 +122,31 @@ TEST_CASE("an HMM filter drawing each state from its posterior estimates the evi
 }
 
 TEST_CASE("HMM graph errors: states must be in the table; the graph stays usable", "[population]") {
+  Graph pop(8, 1);
+  Variable x = pop.assume(Categorical(init));
+  Variable y = pop.assume(x, IndexedPoisson(rates));
+  Variable big = pop.add(x, pop.constant(2));  // on 2 .. 4: leaves the 3 states
+  CHECK_THROWS_AS(pop.value(pop.assume(big, MarkovStep(T))), tally::domain_error);
+  Variable z = pop.constant(5);
+  CHECK_THROWS_AS(pop.value(pop.assume(z, MarkovStep(T))), tally::domain_error);
+  pop.observe(y, 4);  // still works after the errors
+  CHECK(std::isfinite(pop.log_weights()[0]));
+}
+
+TEST_CASE("HMM graph errors: a realized state outside the matrix, on either device", "[population]") {
   for (const gpu::Backend where : {gpu::Backend::cpu, gpu::Backend::cuda}) {
     if (where == gpu::Backend::cuda && tally::test::skip_without_device()) continue;
+    INFO((where == gpu::Backend::cuda ? "CUDA graph" : "CPU graph"));
     Graph pop(8, 1, on(where));
-    Variable x = pop.assume(Categorical(init));
-    Variable y = pop.assume(x, IndexedPoisson(rates));
-    Variable big = pop.add(x, pop.constant(2));  // on 2 .. 4: leaves the 3 states
-    CHECK_THROWS_AS(pop.value(pop.assume(big, MarkovStep(T))), tally::domain_error);
-    Variable z = pop.constant(5);  // a realized state outside the table
-    CHECK_THROWS_WITH(pop.value(pop.assume(z, MarkovStep(T))), Catch::Contains("state 5"));
+    Variable z = pop.constant(5);
+    CHECK_THROWS_WITH(pop.value(pop.assume(z, MarkovStep(T))), Catch::Contains("3 states"));
     Variable s = pop.assume(Categorical(init));
-    pop.realize(s);  // drawn states, each particle's step a row of the table
+    pop.realize(s);  // drawn states, each particle's step a row of the matrix
     Variable next = pop.assume(s, MarkovStep(T));
     pop.observe(pop.assume(next, IndexedPoisson(rates)), 7);
-    CHECK(pop.value(next).size() == 8);
-    pop.observe(y, 4);  // still works after the errors
+    const std::vector<std::int64_t> v = pop.value(next);
+    CHECK(v.size() == 8);
+    CHECK(std::all_of(v.begin(), v.end(), [](std::int64_t k) { return k >= 0 && k < K; }));
     CHECK(std::isfinite(pop.log_weights()[0]));
   }
 }
