@@ -35,7 +35,7 @@ double log_pdf(const Poisson& d, std::int64_t k);
 double cdf(const Poisson& d, std::int64_t k);
 /// The smallest k with cdf(d, k) >= prob; prob = 1 is a domain_error unless the rate is 0 (the support is unbounded).
 std::int64_t quantile(const Poisson& d, double prob);
-/// [0, INT64_MAX]: the support is unbounded above.
+/// [0, INT64_MAX]: the support is unbounded above; rate 0, the point mass at 0, has support [0, 0].
 std::pair<std::int64_t, std::int64_t> support(const Poisson& d);
 /// \f$\lambda\f$.
 double mean(const Poisson& d);

@@ -51,7 +51,8 @@ struct TilePlan {
   /// {M, M + log W, W^2 / Q}: the WeightSummary resample gives.
   WeightSummary summary() const;
 };
-/// Requires totals.size() == ceil(particles / T) and some tile of positive sum (tally::domain_error otherwise).
+/// Requires totals.size() == ceil(particles / T) (tally::shape_error otherwise) and some tile of positive sum
+/// (tally::domain_error otherwise: every log-weight -inf).
 TilePlan combine_tiles(std::span<const TileTotals> totals, std::size_t particles);
 
 /// Pass 3 of tile t: writes the ancestors (global particle indices T t + i) of the positions [begin(t), begin(t+1))
