@@ -30,8 +30,8 @@ struct AffineLaw {
 /// The law of a discrete child given its discrete parent.
 using ChildLaw = std::variant<Thinning, ScaledPoisson, IndexedPoisson, MarkovStep, AffineLaw>;
 
-/// The laws of a Markov step from each state of its matrix on the device (push_realized's table of rows), kept for the
-/// next step with the same matrix: a time-homogeneous chain makes its table once.
+/// The laws of a Markov step from each state of its matrix for a CUDA graph (push_realized's table of rows, on the
+/// host where small), kept for the next step with the same matrix: a time-homogeneous chain makes its table once.
 struct StateRows {
   Eigen::MatrixXd transition;
   std::shared_ptr<const gpu::Laws> rows;
@@ -96,11 +96,11 @@ struct IndexedForm;
 /// them one per particle first (dense). Every resampling keeps particles in their groups, so it leaves shared laws
 /// as they are.
 ///
-/// Indexed laws: `indexed` holds a table of K laws and particle i's law is table[index_i] (gpu/indexed_laws.hpp): the laws of
-/// a Markov step from a realized state, one per state of the transition matrix. An operation
-/// whose other inputs are the same in every particle (a child law, a constant observation) runs once per law of the
-/// table and its result is indexed by the same index; a draw takes each particle's law from the table; anything
-/// else spreads them first (dense). A resampling gathers the index, not the laws.
+/// Indexed laws: `indexed` holds a table of K laws and particle i's law is table[index_i] (gpu/indexed_laws.hpp):
+/// the laws of a Markov step from a realized state, one per state of the transition matrix. An operation whose
+/// other inputs are the same in every particle (a child law, a constant observation) runs once per law of the table
+/// and its result is indexed by the same index; a draw takes each particle's law from the table; anything else
+/// spreads them first (dense). A resampling gathers the index, not the laws.
 struct Laws {
   Batch<Pmf> host;
   std::shared_ptr<const gpu::Laws> device;
