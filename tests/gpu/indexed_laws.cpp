@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "device.hpp"
+#include "gpu/random_pmf.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu/deferred_checks.hpp"
 #include "tally/gpu/indexed_laws.hpp"
@@ -17,6 +18,7 @@
 namespace {
 
 using namespace tally::gpu;
+using tally::test::random_pmf;
 using tally::test::skip_without_device;
 
 /// K laws of random lengths (1 .. longest, or all `longest` long), weights of several shapes: sparse and tiny,
@@ -26,16 +28,7 @@ PmfBatch random_table(std::mt19937_64& gen, std::size_t k, std::size_t longest, 
   PmfBatch b;
   for (std::size_t j = 0; j < k; ++j) {
     const std::size_t m = equal_lengths ? longest : 1 + gen() % longest;
-    const int kind = static_cast<int>(gen() % 6);
-    std::vector<double> w(m);
-    for (auto& x : w) x = kind == 0 ? (u(gen) < 0.3 ? 0.0 : std::pow(10.0, -20.0 * u(gen))) : 1.0 - u(gen);
-    if (kind == 2) std::fill(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(m / 2), 0.0);
-    if (kind == 3) std::fill(w.begin() + static_cast<std::ptrdiff_t>((m + 1) / 2), w.end(), 0.0);
-    if (kind == 4) {
-      std::fill(w.begin(), w.end(), 0.0);
-      w[gen() % m] = 1.0;
-    }
-    if (kind == 5) std::fill(w.begin(), w.end(), 0.0);
+    std::vector<double> w = random_pmf(gen, m, static_cast<int>(gen() % 6));
     const double top = *std::max_element(w.begin(), w.end());
     for (auto& x : w) x = top > 0.0 ? x / top : 0.0;  // PmfBatch's form: maximum 1 (or a dead law of zeros)
     b.weights.insert(b.weights.end(), w.begin(), w.end());

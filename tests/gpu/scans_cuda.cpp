@@ -13,6 +13,7 @@
 #include "gpu/src/scans/scan_math.hpp"  // private: lane_segment_draw, the CPU's rule for one pmf and one uniform
 #include "device.hpp"
 #include "gpu/log_weights.hpp"
+#include "gpu/random_pmf.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu/backend.hpp"
 #include "tally/gpu/chain_scan.hpp"
@@ -23,25 +24,10 @@
 
 using namespace tally::gpu;
 using tally::test::population;
+using tally::test::random_pmf;
 using tally::test::skip_without_device;
 
 namespace {
-/// Random weights in [0, 1]: kind 0 sparse over 20 decades (30 % zeros), 1 dense, 2 leading half zero, 3 trailing
-/// half zero, 4 one positive weight, 5 all zero.
-std::vector<double> random_pmf(std::mt19937_64& gen, std::size_t length, int kind) {
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  std::vector<double> w(length);
-  for (auto& x : w) x = kind == 0 ? (u(gen) < 0.3 ? 0.0 : std::pow(10.0, -20.0 * u(gen))) : 1.0 - u(gen);
-  if (kind == 2) std::fill(w.begin(), w.begin() + static_cast<std::ptrdiff_t>(length / 2), 0.0);
-  if (kind == 3) std::fill(w.begin() + static_cast<std::ptrdiff_t>((length + 1) / 2), w.end(), 0.0);
-  if (kind == 4) {
-    std::fill(w.begin(), w.end(), 0.0);
-    w[gen() % length] = 0.5;
-  }
-  if (kind == 5) std::fill(w.begin(), w.end(), 0.0);
-  return w;
-}
-
 /// Appends w unscaled. Offsets are sums of lengths, so a pmf after one of odd length starts 8-byte aligned only
 /// (no double2 loads): both alignments occur throughout.
 void append_raw(PmfBatch& batch, const std::vector<double>& w, std::int64_t lo) {

@@ -1,9 +1,9 @@
 // Laws chosen from a table by an index per particle: the CPU reference (loops on one core) and the dispatch to CUDA.
 #include "tally/gpu/indexed_laws.hpp"
 
-#include <algorithm>
 
 #include "population_cuda.hpp"
+#include "tally/gpu/population_ops.hpp"
 #include "population_reference.hpp"
 #include "scan_math.hpp"
 #include "tally/gpu/philox.hpp"
@@ -33,21 +33,10 @@ Laws indexed(const Laws& table, const Column<std::int64_t>& index) {
   constexpr const char* who = "tally::gpu::indexed";
   same_place(table, index, who);
   if (on_device(index.where())) return population_cuda::indexed(table, index);
-  const PmfBatch& t = table.host();
-  const std::size_t p = index.size();
-  std::size_t total = 0;
-  for (std::size_t i = 0; i < p; ++i) total += t.length(position(index, i, t.size(), who));
-  Laws out = Laws::allocate(Backend::cpu, p, total, table.max_length(), who);
-  PmfBatch& b = out.host();
-  for (std::size_t i = 0; i < p; ++i) {
-    const std::size_t j = static_cast<std::size_t>(index.host()[i]);
-    const auto w = t[j];
-    std::copy(w.begin(), w.end(), b.weights.begin() + b.offset[i]);
-    b.offset[i + 1] = b.offset[i] + static_cast<std::int64_t>(w.size());
-    b.lo[i] = t.lo[j];
-    b.log_scale[i] = t.log_scale[j];
-  }
-  return out;
+  // the host's form is gather's, the index checked first as the table's positions
+  std::vector<std::size_t> positions(index.size());
+  for (std::size_t i = 0; i < positions.size(); ++i) positions[i] = position(index, i, table.size(), who);
+  return gather(table, Column<std::size_t>::host_values(std::move(positions)));
 }
 
 Column<std::int64_t> sample_indexed(const Laws& table, const Column<std::int64_t>& index, std::uint64_t seed,
