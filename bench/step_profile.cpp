@@ -5,7 +5,8 @@
 //   bench_step_profile [P] [runs] [program] [free]   program: sir (the delayed filter, default), sir-bootstrap,
 //                      population, population-bootstrap, hmm, hmm-bootstrap, groups, groups-bootstrap (one
 //                      iteration of models/population_pmmh: P / 1024 groups of 1024 particles, a (phi, p) per
-//                      group), groups-hmm (hmm with a transition matrix and rates per group); free: the free-running
+//                      group), groups-hmm (hmm with a transition matrix and rates per group), gamma-counts (counts
+//                      of an unknown Gamma rate, each drawn: a negative binomial law per particle); free: the free-running
 //                      runs only (for
 //                      bench/host_sampler.cpp's profile of the host)   (a developer's tool)
 // The free-running runs sit between cudaProfilerStart and cudaProfilerStop: traced with bench/cupti_trace.cpp, they
@@ -205,6 +206,23 @@ std::size_t groups_hmm(Graph& pop, Clock& clock) {
   return steps;
 }
 
+/// An unknown Poisson rate with Gamma prior: each step a count x_t ~ Poisson(lambda), Binomial(x_t, 0.6) observed,
+/// x_t drawn from its posterior (so that lambda's posterior is each particle's own from the second step on: the
+/// count's law is then a negative binomial per particle), resampling by ESS.
+std::size_t gamma_counts(Graph& pop, Clock& clock) {
+  const std::size_t steps = 10;
+  const runtime::Continuous lambda = clock("assume lambda", [&] { return pop.assume(runtime::Gamma(2.0, 0.1)); });
+  for (std::size_t t = 0; t < steps; ++t) {
+    const std::int64_t y = 8 + static_cast<std::int64_t>(t % 4) * 3;
+    const Variable x = clock("count", [&] { return pop.poisson(lambda, 1.0); });
+    const Variable seen = clock("detected", [&] { return pop.binomial(x, 0.6); });
+    clock("observe y", [&] { pop.observe(seen, y); });
+    clock("realize x", [&] { pop.realize(x); });
+    clock("resample", [&] { return pop.resample_by_weight(t + 1 == steps ? 0.0 : 0.5); });
+  }
+  return steps;
+}
+
 double run(const std::string& program, std::size_t P, std::uint64_t seed, Clock& clock, std::size_t& steps) {
   cudaDeviceSynchronize();
   const auto t0 = std::chrono::steady_clock::now();
@@ -219,6 +237,7 @@ double run(const std::string& program, std::size_t P, std::uint64_t seed, Clock&
     else if (program == "population" || program == "population-bootstrap")
       steps = population(pop, clock, program == "population");
     else if (program == "hmm" || program == "hmm-bootstrap") steps = hmm(pop, clock, program == "hmm");
+    else if (program == "gamma-counts") steps = gamma_counts(pop, clock);
     else {
       std::fprintf(stderr, "unknown program %s\n", program.c_str());
       std::exit(2);

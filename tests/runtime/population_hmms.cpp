@@ -122,15 +122,20 @@ TEST_CASE("an HMM filter drawing each state from its posterior estimates the evi
 }
 
 TEST_CASE("HMM graph errors: states must be in the table; the graph stays usable", "[population]") {
-  Graph pop(8, 1);
-  Variable x = pop.assume(Categorical(init));
-  Variable y = pop.assume(x, IndexedPoisson(rates));
-  Variable big = pop.add(x, pop.constant(2));  // on 2 .. 4: leaves the 3 states
-  CHECK_THROWS_AS(pop.value(pop.assume(big, MarkovStep(T))), tally::domain_error);
-  Variable z = pop.constant(5);
-  CHECK_THROWS_AS(pop.value(pop.assume(z, MarkovStep(T))), tally::domain_error);
-  pop.observe(y, 4);  // still works after the errors
-  CHECK(std::isfinite(pop.log_weights()[0]));
+  for (const gpu::Backend where : {gpu::Backend::cpu, gpu::Backend::cuda}) {
+    if (where == gpu::Backend::cuda && tally::test::skip_without_device()) continue;
+    INFO((where == gpu::Backend::cuda ? "CUDA graph" : "CPU graph"));
+    Graph pop(8, 1, on(where));
+    Variable x = pop.assume(Categorical(init));
+    Variable y = pop.assume(x, IndexedPoisson(rates));
+    Variable big = pop.add(x, pop.constant(2));  // on 2 .. 4: leaves the 3 states
+    CHECK_THROWS_WITH(pop.value(pop.assume(big, MarkovStep(T))), Catch::Contains("3 states"));
+    Variable z = pop.constant(5);
+    CHECK_THROWS_WITH(pop.value(pop.assume(z, MarkovStep(T))), Catch::Contains("3 states"));
+    pop.observe(y, 4);  // still works after the errors
+    CHECK(std::isfinite(pop.log_weights()[0]));
+    CHECK(pop.value(x).size() == 8);
+  }
 }
 
 TEST_CASE("HMM graph errors: a realized state outside the matrix, on either device", "[population]") {

@@ -1,6 +1,7 @@
 // Private: the CUDA forms of population_ops (population_ops_cuda.cu; throwing stubs in population_none.cpp).
 #pragma once
 
+#include "tally/gpu/count_laws.hpp"
 #include "tally/gpu/indexed_laws.hpp"
 #include "tally/gpu/later_max.hpp"
 #include "tally/gpu/parameter_laws.hpp"
@@ -23,6 +24,10 @@ Laws condition_on_poisson(const Laws& x, const Table& rates, const Column<std::i
                           Column<double>& log_likelihood);
 Laws condition_on_states(const Laws& x, const Table& log_lik, Column<double>& log_likelihood, std::size_t per,
                          std::size_t states);
+// count_laws_cuda.cu (b: null where the family has none)
+CountLaws count_laws(CountFamily family, double s, const Column<double>& a, const Column<double>* b, double tolerance,
+                     std::int64_t max_size);
+std::optional<double> common_value(const Column<double>& c);  // c not empty
 // population_ops_cuda.cu
 Laws broadcast(std::span<const double> w, std::int64_t lo, double log_scale, std::size_t count);
 Laws point_laws(const Column<std::int64_t>& v);

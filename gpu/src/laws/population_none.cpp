@@ -45,6 +45,10 @@ Laws mix(const Laws&, const ChildKernel&, int, int, double, std::int64_t) { none
 Laws condition_on_mix(const Laws&, const ChildKernel&, int, int, const Column<std::int64_t>&, Column<double>&) {
   none("condition_on_mix");
 }
+CountLaws count_laws(CountFamily, double, const Column<double>&, const Column<double>*, double, std::int64_t) {
+  none("count_laws");
+}
+std::optional<double> common_value(const Column<double>&) { none("common_value"); }
 Laws broadcast(std::span<const double>, std::int64_t, double, std::size_t) { none("broadcast"); }
 Laws point_laws(const Column<std::int64_t>&) { none("point_laws"); }
 Laws binomial_laws(const Column<std::int64_t>&, const Column<double>&, std::optional<std::int64_t>) {

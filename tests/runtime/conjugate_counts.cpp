@@ -1,0 +1,126 @@
+// Counts of Gamma and Beta parameters whose laws differ between particles (a drawn count entered each particle's
+// posterior, or the parameter was drawn): each particle's log-weight against its closed form, on the CPU graph and
+// on the CUDA graph (whose laws come from gpu::count_laws there), and the two graphs' laws against each other.
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "gpu/device.hpp"
+#include "tally/distributions.hpp"
+#include "tally/runtime/graph.hpp"
+
+using namespace tally;
+using namespace tally::runtime;
+
+namespace {
+
+/// log NegativeBinomial(k; r, p) (the test's own formula, lgamma in long double).
+double log_negative_binomial(std::int64_t k, double r, double p) {
+  const long double kd = static_cast<long double>(k), rd = r;
+  return static_cast<double>(std::lgamma(kd + rd) - std::lgamma(kd + 1.0L) - std::lgamma(rd) + rd * std::log(static_cast<long double>(p)) +
+                             kd * std::log1p(-static_cast<long double>(p)));
+}
+
+struct Run {
+  std::vector<std::int64_t> drawn;
+  std::vector<double> log_weights, rate;
+  std::vector<Pmf> laws;
+};
+
+/// lambda ~ Gamma(3, rate 0.5); x1 ~ Poisson(lambda) drawn in each particle; x2 ~ Poisson(2 lambda) with
+/// Binomial(x2, 0.4) = 5 observed (x2's law per particle: NegativeBinomial(3 + x1, 1.5 / 3.5)); then x2 and lambda
+/// drawn, and x3 ~ Poisson(1.5 lambda) with Binomial(x3, 0.3) = 2 observed (a Poisson law per particle). The log-weights
+/// after each observation, x2's marginal after its own.
+Run gamma_counts(Device device, std::size_t P) {
+  Graph g(P, 5, device);
+  g.strict(true);
+  Run out;
+  const Continuous lambda = g.assume(Gamma(3.0, 0.5));
+  out.drawn = g.value(g.poisson(lambda, 1.0));
+  const Variable x2 = g.poisson(lambda, 2.0);
+  REQUIRE(g.observe(g.binomial(x2, 0.4), 5).exact());
+  out.laws = g.marginal(x2);
+  out.log_weights = g.log_weights();
+  g.value(x2);  // (so that lambda's draw is from its conjugate posterior)
+  out.rate = g.scalar_value(lambda);
+  const Variable x3 = g.poisson(lambda, 1.5);
+  REQUIRE(g.observe(g.binomial(x3, 0.3), 2).exact());
+  const std::vector<double> after = g.log_weights();
+  out.log_weights.insert(out.log_weights.end(), after.begin(), after.end());
+  return out;
+}
+
+/// rho ~ Beta(2, 3); n1 ~ NegativeBinomial(4, rho) drawn in each particle; n2 ~ NegativeBinomial(4, rho) with
+/// Binomial(n2, 0.5) = 3 observed (n2's law per particle: a beta-negative-binomial of Beta(6, 3 + n1), a tail of
+/// order k^-7; made on the host for both graphs, at a tolerance of 1e-9: at the default 1e-15 the host's rule, which
+/// adds terms until 1 - their sum is within the tolerance, cannot get there through the terms' own rounding).
+Run beta_counts(Device device, std::size_t P) {
+  Truncation t;
+  t.tolerance = 1e-9;
+  Graph g(P, 9, device, t);
+  g.strict(true);
+  Run out;
+  const Continuous rho = g.assume(Beta(2.0, 3.0));
+  out.drawn = g.value(g.negative_binomial(4.0, rho));
+  const Variable n2 = g.negative_binomial(4.0, rho);
+  REQUIRE(g.observe(g.binomial(n2, 0.5), 3).exact());
+  out.laws = g.marginal(n2);
+  out.log_weights = g.log_weights();
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("counts of Gamma parameters that differ between particles: closed forms on both devices",
+          "[runtime][conjugate][device]") {
+  std::vector<Device> devices{Device::cpu};
+  if (gpu::cuda_available()) devices.push_back(Device::cuda);
+  const std::size_t P = 3000;
+  for (const Device device : devices) {
+    INFO((device == Device::cpu ? "CPU graph" : "CUDA graph"));
+    const Run r = gamma_counts(device, P);
+    REQUIRE(r.log_weights.size() == 2 * P);
+    std::int64_t distinct = 0;
+    for (std::size_t i = 0; i < P; ++i) {
+      INFO("particle " << i << ": x1 = " << r.drawn[i] << ", lambda = " << r.rate[i]);
+      distinct += i > 0 && r.drawn[i] != r.drawn[0];
+      // Binomial(x2, 0.4) | lambda ~ Poisson(0.8 lambda), lambda | x1 ~ Gamma(3 + x1, rate 1.5)
+      const double first = log_negative_binomial(5, 3.0 + static_cast<double>(r.drawn[i]), 1.5 / 2.3);
+      REQUIRE(r.log_weights[i] == Approx(first).epsilon(1e-12));
+      // Binomial(x3, 0.3) | lambda ~ Poisson(0.45 lambda), lambda drawn
+      const double rate = 0.45 * r.rate[i];
+      const double second = 2.0 * std::log(rate) - rate - std::log(2.0);
+      REQUIRE(r.log_weights[P + i] - r.log_weights[i] == Approx(second).epsilon(1e-11).margin(1e-12));
+    }
+    CHECK(distinct > static_cast<std::int64_t>(P / 2));  // (the laws do differ between particles)
+  }
+  if (devices.size() < 2) return;
+  const Run host = gamma_counts(Device::cpu, P), gpu_run = gamma_counts(Device::cuda, P);
+  REQUIRE(host.drawn == gpu_run.drawn);  // the same draws on both
+  for (std::size_t i = 0; i < P; i += 7) {
+    INFO("particle " << i);
+    for (std::int64_t k = host.laws[i].lo(); k <= host.laws[i].hi(); ++k)
+      REQUIRE(std::abs(pdf(host.laws[i], k) - pdf(gpu_run.laws[i], k)) <= 1e-13);
+  }
+}
+
+TEST_CASE("counts of Beta parameters that differ between particles: the CUDA graph's laws against the CPU graph's",
+          "[runtime][conjugate][device]") {
+  const std::size_t P = 2000;
+  const Run host = beta_counts(Device::cpu, P);
+  std::int64_t distinct = 0;
+  for (std::size_t i = 1; i < P; ++i) distinct += host.drawn[i] != host.drawn[0];
+  CHECK(distinct > static_cast<std::int64_t>(P / 2));
+  for (std::size_t i = 0; i < P; ++i) REQUIRE(std::isfinite(host.log_weights[i]));
+  if (tally::test::skip_without_device()) return;
+  const Run device = beta_counts(Device::cuda, P);
+  REQUIRE(host.drawn == device.drawn);
+  for (std::size_t i = 0; i < P; ++i) {
+    INFO("particle " << i << ": n1 = " << host.drawn[i]);
+    REQUIRE(device.log_weights[i] == Approx(host.log_weights[i]).epsilon(1e-12));
+    if (i % 7 != 0) continue;
+    for (std::int64_t k = host.laws[i].lo(); k <= host.laws[i].hi(); ++k)
+      REQUIRE(std::abs(pdf(host.laws[i], k) - pdf(device.laws[i], k)) <= 1e-13);
+  }
+}
