@@ -6,6 +6,7 @@
 
 #include "node.hpp"
 #include "tally/error.hpp"
+#include "tally/gpu/deferred_checks.hpp"
 #include "tally/gpu/population_conjugate.hpp"
 #include "tally/gpu/population_ops.hpp"
 
@@ -49,6 +50,29 @@ void tie(Node& x, Node& y, std::int64_t a, Values c) {
   x.tied = y.shared_from_this();
 }
 
+/// The states a child law reads from its parent: a Markov step's rows (every group's, for a step per group); 0
+/// for another law (it reads no states).
+std::int64_t states_read(const DiscreteChild& c) {
+  const auto* step = std::get_if<MarkovStep>(&c.law);
+  return step == nullptr ? 0 : static_cast<std::int64_t>(step->transition.rows());
+}
+
+/// Whether x's values are known on the host, without reading the device, to lie in 0 .. k - 1: x is a Markov
+/// step's child of at most k columns, a root whose prior lies there (and whose window cannot widen), or realized
+/// with a known bound there.
+bool within_states(const Node& x, std::int64_t k) {
+  if (const auto* c = std::get_if<DiscreteChild>(&x.kind))
+    if (const auto* step = std::get_if<MarkovStep>(&c->law)) return step->transition.cols() <= k;
+  if (const auto* r = std::get_if<DiscreteRoot>(&x.kind))
+    if (!(r->family && r->prior.error_bound() > 0.0) && r->prior.lo() >= 0 && r->prior.hi() < k) return true;
+  if (x.state == State::realized && !x.value.empty()) {
+    if (x.value.same) return *x.value.same >= 0 && *x.value.same < k;
+    const auto bound = x.value.bound();
+    return x.value.nonnegative && bound && *bound < k;
+  }
+  return false;
+}
+
 void marginalize(Node& n) {
   const auto keep = n.shared_from_this();
   Context& ctx = *n.context;
@@ -64,6 +88,11 @@ void marginalize(Node& n) {
                    else
                      n.marginal = x.state == State::realized ? push_realized(ctx, x.value, c.law)
                                                              : push(ctx, law(x), c.law);
+                   // a device step's check of x's states is deferred to the next wait: where the host cannot rule
+                   // its failure out, it is raised now, before the graft changes anything (so that a failed step
+                   // leaves the graph as it was, as on the host)
+                   if (const std::int64_t k = states_read(c); ctx.device() && k > 0 && !within_states(x, k))
+                     gpu::raise_deferred_checks();
                    // what truncation dropped from x's laws, pushed along (observations weigh it by its likelihood)
                    if (x.state == State::marginalized && !x.group && !c.each && follows_tails(ctx) &&
                        on_host(n.marginal))
