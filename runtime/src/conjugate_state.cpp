@@ -49,11 +49,12 @@ Laws device_count_laws(Place& at, const CountChild& c, Node& rho) {
   const Truncation& t = at.truncation;
   const gpu::Column<double>& a = known ? s.scalar : s.params.a;
   const std::optional<double> a0 = gpu::common_value(a);
-  const std::optional<double> b0 = known ? std::optional<double>(0.0) : a0 ? gpu::common_value(s.params.b) : std::nullopt;
+  const std::optional<double> b0 = known ? std::optional<double>(0.0)
+                                   : a0  ? gpu::common_value(s.params.b)
+                                         : std::nullopt;
   if (a0 && b0) {
-    if (known) return prior(at, poisson ? to_pmf(Poisson(c.scale * *a0), t) : to_pmf(NegativeBinomial(c.successes, *a0), t));
-    return prior(at, poisson ? marginal_poisson(scaled(Gamma(*a0, *b0), c.scale), t)
-                             : marginal_negative_binomial(Beta(*a0, *b0), c.successes, t));
+    if (!known) return prior(at, marginal_poisson(scaled(Gamma(*a0, *b0), c.scale), t));
+    return prior(at, poisson ? to_pmf(Poisson(c.scale * *a0), t) : to_pmf(NegativeBinomial(c.successes, *a0), t));
   }
   using gpu::CountFamily;
   const CountFamily family =

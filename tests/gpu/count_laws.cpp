@@ -135,8 +135,8 @@ TEST_CASE("count_laws: each weight against its 50-digit mass, the window's dropp
           // on that side, or the window is a single value
           if (w.size() > 1) {
             const big below = boost::multiprecision::exp(reference_log_mass(family, c.s, c.a[i], c.b[i], laws.lo[i]));
-            const big above =
-                boost::multiprecision::exp(reference_log_mass(family, c.s, c.a[i], c.b[i], laws.lo[i] + static_cast<std::int64_t>(w.size()) - 1));
+            const std::int64_t last = laws.lo[i] + static_cast<std::int64_t>(w.size()) - 1;
+            const big above = boost::multiprecision::exp(reference_log_mass(family, c.s, c.a[i], c.b[i], last));
             CHECK(static_cast<double>(below + above) > tolerance * 1e-6);
           }
         }
@@ -150,7 +150,8 @@ TEST_CASE("count_laws: each weight against its 50-digit mass, the window's dropp
 TEST_CASE("count_laws: point masses, and the window's ends near 0", "[counts]") {
   const auto one = [](double x) { return Column<double>::host_values({x}); };
   // rate 0 and success probability 1: the point mass at 0, no error
-  for (const auto& [family, s, a] : {std::tuple{CountFamily::poisson, 1.0, 0.0}, std::tuple{CountFamily::poisson, 0.0, 3.0},
+  for (const auto& [family, s, a] : {std::tuple{CountFamily::poisson, 1.0, 0.0},
+                                     std::tuple{CountFamily::poisson, 0.0, 3.0},
                                      std::tuple{CountFamily::negative_binomial, 2.5, 1.0}}) {
     const gpu::CountLaws out = gpu::count_laws(family, s, one(a), Column<double>(), 1e-12, 100);
     REQUIRE(out.laws.host().size() == 1);
@@ -163,7 +164,8 @@ TEST_CASE("count_laws: point masses, and the window's ends near 0", "[counts]") 
   // a tiny rate keeps 0 (and perhaps 1); r < 1 keeps 0 (the law decreases from there)
   const gpu::CountLaws tiny = gpu::count_laws(CountFamily::poisson, 1.0, one(1e-9), Column<double>(), 1e-6, 100);
   CHECK(tiny.laws.host().lo[0] == 0);
-  const gpu::CountLaws low_r = gpu::count_laws(CountFamily::negative_binomial, 0.5, one(0.01), Column<double>(), 1e-9, 1 << 20);
+  const gpu::CountLaws low_r =
+      gpu::count_laws(CountFamily::negative_binomial, 0.5, one(0.01), Column<double>(), 1e-9, 1 << 20);
   CHECK(low_r.laws.host().lo[0] == 0);
   // a large rate's window starts far from 0 and holds its mass
   const gpu::CountLaws wide = gpu::count_laws(CountFamily::poisson, 2.0, one(5e5), Column<double>(), 1e-12, 1 << 20);

@@ -17,9 +17,9 @@ namespace {
 
 /// log NegativeBinomial(k; r, p) (the test's own formula, lgamma in long double).
 double log_negative_binomial(std::int64_t k, double r, double p) {
-  const long double kd = static_cast<long double>(k), rd = r;
-  return static_cast<double>(std::lgamma(kd + rd) - std::lgamma(kd + 1.0L) - std::lgamma(rd) + rd * std::log(static_cast<long double>(p)) +
-                             kd * std::log1p(-static_cast<long double>(p)));
+  const long double kd = static_cast<long double>(k), rd = r, pd = p;
+  return static_cast<double>(std::lgamma(kd + rd) - std::lgamma(kd + 1.0L) - std::lgamma(rd) + rd * std::log(pd) +
+                             kd * std::log1p(-pd));
 }
 
 struct Run {
@@ -30,8 +30,8 @@ struct Run {
 
 /// lambda ~ Gamma(3, rate 0.5); x1 ~ Poisson(lambda) drawn in each particle; x2 ~ Poisson(2 lambda) with
 /// Binomial(x2, 0.4) = 5 observed (x2's law per particle: NegativeBinomial(3 + x1, 1.5 / 3.5)); then x2 and lambda
-/// drawn, and x3 ~ Poisson(1.5 lambda) with Binomial(x3, 0.3) = 2 observed (a Poisson law per particle). The log-weights
-/// after each observation, x2's marginal after its own.
+/// drawn, and x3 ~ Poisson(1.5 lambda) with Binomial(x3, 0.3) = 2 observed (a Poisson law per particle). The
+/// log-weights after each observation, x2's marginal after its own.
 Run gamma_counts(Device device, std::size_t P) {
   Graph g(P, 5, device);
   g.strict(true);

@@ -56,7 +56,9 @@ void check_count_arguments(CountFamily family, double s, double tolerance, std::
     tally::detail::fail<domain_error>(who, ": tolerance = ", tolerance, " must be in (0, 1)");
   if (max_size < 1) tally::detail::fail<domain_error>(who, ": max_size = ", max_size, " must be >= 1");
   const bool ok = family == CountFamily::poisson ? s >= 0.0 && s < INFINITY : s > 0.0 && s < INFINITY;
-  if (!ok) tally::detail::fail<domain_error>(who, ": s = ", s, family == CountFamily::poisson ? " must be >= 0 and finite" : " must be > 0 and finite");
+  if (!ok)
+    tally::detail::fail<domain_error>(who, ": s = ", s,
+                                      family == CountFamily::poisson ? " must be >= 0" : " must be > 0", " and finite");
 }
 
 }  // namespace detail
@@ -67,7 +69,8 @@ CountLaws count_laws(CountFamily family, double s, const Column<double>& a, cons
   const bool two = family == CountFamily::gamma_poisson;
   if (two || b.size() > 0) detail::same_shape(a, b, who);
   detail::check_count_arguments(family, s, tolerance, max_size, who);
-  if (detail::on_device(a.where())) return population_cuda::count_laws(family, s, a, two ? &b : nullptr, tolerance, max_size);
+  if (detail::on_device(a.where()))
+    return population_cuda::count_laws(family, s, a, two ? &b : nullptr, tolerance, max_size);
   PmfBatch batch;
   double error = 0.0;
   const std::size_t n = a.size();
@@ -84,7 +87,8 @@ CountLaws count_laws(CountFamily family, double s, const Column<double>& a, cons
     }
     if (status != detail::counts::CountStatus::ok)
       detail::fail_count_law(who, family, s, i, ai, bi, static_cast<int>(status), max_size);
-    for (std::int64_t k = range.lo; k <= range.hi; ++k) batch.weights.push_back(detail::counts::count_weight(law, range.top, k));
+    for (std::int64_t k = range.lo; k <= range.hi; ++k)
+      batch.weights.push_back(detail::counts::count_weight(law, range.top, k));
     batch.offset.push_back(static_cast<std::int64_t>(batch.weights.size()));
     batch.lo.push_back(range.lo);
     batch.log_scale.push_back(range.top);

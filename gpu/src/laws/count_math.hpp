@@ -133,7 +133,8 @@ TALLY_HOST_DEVICE inline CountRange count_range(const CountLaw& d, double tolera
       }
       out.lo = poisson_lower_cut(d.rate, half);
       out.hi = poisson_upper_cut(d.rate, half);
-      const double dropped = ::exp(poisson_lower_tail_bound(d.rate, out.lo)) + ::exp(poisson_upper_tail_bound(d.rate, out.hi));
+      const double dropped =
+          ::exp(poisson_lower_tail_bound(d.rate, out.lo)) + ::exp(poisson_upper_tail_bound(d.rate, out.hi));
       out.error = dropped / (1.0 - dropped);
       out.top = top_near(d, ::floor(d.rate));
       break;
@@ -177,7 +178,8 @@ TALLY_HOST_DEVICE inline CountRange count_range(const CountLaw& d, double tolera
       }
       out.lo = lo;
       out.hi = hi;
-      const double dropped = ::exp(negative_binomial_lower_tail_bound(d, lo)) + ::exp(negative_binomial_upper_tail_bound(d, hi));
+      const double dropped =
+          ::exp(negative_binomial_lower_tail_bound(d, lo)) + ::exp(negative_binomial_upper_tail_bound(d, hi));
       out.error = dropped / (1.0 - dropped);
       out.top = top_near(d, mode);
       break;

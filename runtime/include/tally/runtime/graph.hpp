@@ -129,8 +129,8 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// (below). The laws of Poisson counts of a Gamma rate and of counts of realized parameters are one host law shared
 /// by every particle while the particles' parameters are equal, and gpu::count_laws over the population once they
 /// differ (a drawn count entered each posterior): each law cut to its own window by geometric tail bounds, so that
-/// it may hold a few entries more than the CPU graph's, never less mass. A child law per group (a thinning, a scaled or indexed Poisson, a Markov step) runs on the
-/// device as one kernel over the groups' own parameters.
+/// it may hold a few entries more than the CPU graph's, never less mass. A child law per group (a thinning, a scaled
+/// or indexed Poisson, a Markov step) runs on the device as one kernel over the groups' own parameters.
 ///
 /// Equal laws are computed once. On the host, particles whose inputs to an operation are identical share one
 /// computation and one copy of its result. On the device, a prior is one law shared by every particle and a
