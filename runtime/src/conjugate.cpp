@@ -9,6 +9,7 @@
 #include "tally/distributions/categorical.hpp"
 #include "tally/distributions/negative_binomial.hpp"
 #include "tally/error.hpp"
+#include "tally/gpu/count_laws.hpp"
 
 namespace tally::runtime {
 
@@ -97,20 +98,15 @@ double log_marginal_categorical(const Dirichlet& pi, std::int64_t x) {
 
 Pmf marginal_negative_binomial(const Beta& rho, double r, const Truncation& t) {
   detail::check_positive(r, "tally::runtime::marginal_negative_binomial", "r");
-  // the terms are summed until the tail is below the tolerance: P(K > k) is the mass not yet seen
-  Eigen::VectorXd p(64);
-  double total = 0.0;
-  std::int64_t k = 0;
-  for (; 1.0 - total > t.tolerance; ++k) {
-    if (k >= t.max_size)
-      detail::fail<overflow_error>("tally::runtime::marginal_negative_binomial: the tail of the beta-negative-binomial "
-                                   "needs more than max_size = ", t.max_size, " entries to drop less than ",
-                                   t.tolerance, " (observed counts need no table: observe them directly)");
-    if (k >= p.size()) p.conservativeResize(2 * p.size());
-    p[k] = std::exp(log_marginal_negative_binomial(rho, r, k));
-    total += p[k];
-  }
-  return Pmf(0, p.head(k), 0.0, std::max(0.0, 1.0 - total));
+  // the cut by a bound on the polynomial tail, the masses by the saddle-point forms: gpu::count_laws' rule and
+  // formulas (a CUDA graph's laws are the same)
+  const gpu::CountLaws laws = gpu::count_laws(gpu::CountFamily::beta_negative_binomial, r,
+                                              gpu::Column<double>::host_values({rho.alpha}),
+                                              gpu::Column<double>::host_values({rho.beta}), t.tolerance, t.max_size);
+  const gpu::PmfBatch& b = laws.laws.host();
+  const auto w = b[0];
+  return Pmf(b.lo[0], Eigen::VectorXd(Eigen::Map<const Eigen::VectorXd>(w.data(), static_cast<Eigen::Index>(w.size()))),
+             b.log_scale[0], laws.error);
 }
 
 Beta posterior_negative_binomial(const Beta& rho, double r, std::int64_t k) {

@@ -1,6 +1,6 @@
 // Counts of conjugate parents on P particles: compound laws, closed-form evidence, conjugate updates and draws, by
 // tally::gpu's population operations where the graph keeps its state (what has no kernel is staged on the host:
-// the beta-negative-binomial's laws, and everything of a Dirichlet, whose parameters live on the host).
+// everything of a Dirichlet, whose parameters live on the host).
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -39,10 +39,11 @@ struct HostParameters {
 /// A Poisson(a lambda) count's parameter seen as the rate a lambda: Gamma(k, theta / a).
 Gamma scaled(const Gamma& g, double a) { return Gamma(g.shape, g.rate / a); }
 
-/// A Poisson count's laws on a CUDA graph, or a negative binomial's of a realized rho. Where every particle holds
-/// the same parameters (nothing per particle has entered rho yet), the one law the CPU graph makes, shared by all;
-/// otherwise gpu::count_laws over the population (each law cut to its own window: at most the same mass dropped,
-/// by geometric tail bounds rather than the host's exact tails, so a window may hold a few entries more).
+/// A negative binomial or Poisson count's laws on a CUDA graph. Where every particle holds the same parameters
+/// (nothing per particle has entered rho yet), the one law the CPU graph makes, shared by all; otherwise
+/// gpu::count_laws over the population (each law cut to its own window: at most the same mass dropped, by tail
+/// bounds rather than the host's exact tails, so a window may hold a few entries more; a Beta's negative binomial,
+/// the same law as the host's).
 Laws device_count_laws(Place& at, const CountChild& c, Node& rho) {
   const bool known = rho.state == State::realized, poisson = c.family == CountChild::poisson;
   const auto& s = *rho.continuous;
@@ -53,12 +54,13 @@ Laws device_count_laws(Place& at, const CountChild& c, Node& rho) {
                                    : a0  ? gpu::common_value(s.params.b)
                                          : std::nullopt;
   if (a0 && b0) {
-    if (!known) return prior(at, marginal_poisson(scaled(Gamma(*a0, *b0), c.scale), t));
-    return prior(at, poisson ? to_pmf(Poisson(c.scale * *a0), t) : to_pmf(NegativeBinomial(c.successes, *a0), t));
+    if (known) return prior(at, poisson ? to_pmf(Poisson(c.scale * *a0), t) : to_pmf(NegativeBinomial(c.successes, *a0), t));
+    return prior(at, poisson ? marginal_poisson(scaled(Gamma(*a0, *b0), c.scale), t)
+                             : marginal_negative_binomial(Beta(*a0, *b0), c.successes, t));
   }
   using gpu::CountFamily;
-  const CountFamily family =
-      known ? (poisson ? CountFamily::poisson : CountFamily::negative_binomial) : CountFamily::gamma_poisson;
+  const CountFamily family = known ? (poisson ? CountFamily::poisson : CountFamily::negative_binomial)
+                                   : (poisson ? CountFamily::gamma_poisson : CountFamily::beta_negative_binomial);
   const gpu::Column<double> none;
   gpu::CountLaws made =
       gpu::count_laws(family, poisson ? c.scale : c.successes, a, known ? none : s.params.b, t.tolerance, t.max_size);
@@ -77,8 +79,7 @@ Laws count_laws(Place& at, const CountChild& c, Node& rho) {
   if (at.device() && c.family == CountChild::binomial)  // kept as parameters: weights written when needed
     return known ? parameter_laws(at, gpu::ParameterFamily::binomial, c.trials, s.scalar, nullptr)
                  : parameter_laws(at, gpu::ParameterFamily::beta_binomial, c.trials, s.params.a, &s.params.b);
-  // (a negative binomial of a marginalized Beta, heavy-tailed, stays on the host: gpu/count_laws.hpp says why)
-  if (at.device() && (c.family == CountChild::poisson || (known && c.family == CountChild::negative_binomial)))
+  if (at.device() && (c.family == CountChild::poisson || c.family == CountChild::negative_binomial))
     return device_count_laws(at, c, rho);
   const HostParameters p(c, rho);
   const auto &a = p.a, &b = p.b, &value = p.value;

@@ -38,6 +38,11 @@ big reference_log_mass(CountFamily family, double s, double a, double b, std::in
       const big rb(r);
       return lgamma(kb + rb) - lgamma(kb + 1) - lgamma(rb) + rb * log(big(p)) + (k > 0 ? kb * log(big(q)) : big(0));
     }
+    case CountFamily::beta_negative_binomial: {
+      const big rb(s), ab(a), bb(b);
+      const auto lbeta = [](const big& x, const big& y) { return lgamma(x) + lgamma(y) - lgamma(x + y); };
+      return lgamma(kb + rb) - lgamma(kb + 1) - lgamma(rb) + lbeta(ab + rb, bb + kb) - lbeta(ab, bb);
+    }
   }
   return 0;
 }
@@ -49,7 +54,8 @@ struct Case {
 };
 
 /// P random parameters of the family: Poisson rates log-uniform on [5e-4, 2e4]; negative binomial r in [0.3, 40]
-/// with means up to about 5000; Gamma parameters log-uniform over shapes of 0.3 to 200 and rates of 0.05 to 50.
+/// with means up to about 5000; Gamma parameters log-uniform over shapes of 0.3 to 200 and rates of 0.05 to 50;
+/// Beta parameters a in [5, 40] and b in [0.2, 20] with r in [0.5, 10].
 Case random_case(CountFamily family, std::size_t P, std::mt19937_64& rng) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
   const auto log_uniform = [&](double lo, double hi) { return lo * std::pow(hi / lo, u(rng)); };
@@ -70,6 +76,13 @@ Case random_case(CountFamily family, std::size_t P, std::mt19937_64& rng) {
         c.b[i] = log_uniform(0.05, 50.0);
       }
       break;
+    case CountFamily::beta_negative_binomial:
+      c.s = log_uniform(0.5, 10.0);
+      for (std::size_t i = 0; i < P; ++i) {
+        c.a[i] = log_uniform(5.0, 40.0);  // a tail of order k^-(a + 1): a few hundred entries at these tolerances
+        c.b[i] = log_uniform(0.2, 20.0);
+      }
+      break;
   }
   return c;
 }
@@ -84,11 +97,13 @@ const char* name(CountFamily f) {
     case CountFamily::poisson: return "poisson";
     case CountFamily::negative_binomial: return "negative binomial";
     case CountFamily::gamma_poisson: return "gamma-poisson";
+    case CountFamily::beta_negative_binomial: return "beta-negative-binomial";
   }
   return "?";
 }
 
-constexpr CountFamily families[] = {CountFamily::poisson, CountFamily::negative_binomial, CountFamily::gamma_poisson};
+constexpr CountFamily families[] = {CountFamily::poisson, CountFamily::negative_binomial, CountFamily::gamma_poisson,
+                                    CountFamily::beta_negative_binomial};
 
 }  // namespace
 
@@ -192,6 +207,12 @@ TEST_CASE("count_laws: errors name the particle and the parameter", "[counts]") 
                     Catch::Contains("max_size = 100"));
   CHECK_THROWS_AS(gpu::count_laws(CountFamily::gamma_poisson, 1.0, col({1.0, 1.0}), col({1.0}), 1e-9, 100),
                   shape_error);
+  CHECK_THROWS_AS(gpu::count_laws(CountFamily::beta_negative_binomial, 1.0, col({2.0}), col({-1.0}), 1e-9, 100),
+                  domain_error);
+  // a Beta's negative binomial with a near 0: a tail of order k^-1.2, found too long without being made
+  CHECK_THROWS_WITH(gpu::count_laws(CountFamily::beta_negative_binomial, 2.0, col({0.2}), col({3.0}), 1e-15,
+                                    std::int64_t{1} << 27),
+                    Catch::Contains("max_size"));
 }
 
 TEST_CASE("common_value on the host", "[counts]") {

@@ -20,6 +20,7 @@ const char* count_family_name(CountFamily family) {
     case CountFamily::poisson: return "Poisson(s a)";
     case CountFamily::negative_binomial: return "NegativeBinomial(s, a)";
     case CountFamily::gamma_poisson: return "Poisson(s lambda), lambda ~ Gamma(a, b)";
+    case CountFamily::beta_negative_binomial: return "NegativeBinomial(s, rho), rho ~ Beta(a, b)";
   }
   return "a count law";
 }
@@ -29,7 +30,7 @@ std::string describe_count_law(CountFamily family, double s, double a, double b)
   std::ostringstream out;
   out.precision(17);
   out << count_family_name(family) << " with s = " << s << ", a = " << a;
-  if (family == CountFamily::gamma_poisson) out << ", b = " << b;
+  if (family == CountFamily::gamma_poisson || family == CountFamily::beta_negative_binomial) out << ", b = " << b;
   return out.str();
 }
 
@@ -66,7 +67,7 @@ void check_count_arguments(CountFamily family, double s, double tolerance, std::
 CountLaws count_laws(CountFamily family, double s, const Column<double>& a, const Column<double>& b, double tolerance,
                      std::int64_t max_size) {
   constexpr const char* who = "tally::gpu::count_laws";
-  const bool two = family == CountFamily::gamma_poisson;
+  const bool two = family == CountFamily::gamma_poisson || family == CountFamily::beta_negative_binomial;
   if (two || b.size() > 0) detail::same_shape(a, b, who);
   detail::check_count_arguments(family, s, tolerance, max_size, who);
   if (detail::on_device(a.where()))

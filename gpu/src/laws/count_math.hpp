@@ -28,7 +28,8 @@ namespace math = detail::conjugate;
 struct CountLaw {
   CountFamily family;
   double rate = 0.0;        // poisson: s a_i
-  double r = 0.0, p = 1.0, q = 0.0;  // negative_binomial (r = s), gamma_poisson (r = a_i)
+  double r = 0.0, p = 1.0, q = 0.0;  // negative_binomial and beta_negative_binomial (r = s), gamma_poisson (r = a_i)
+  double a = 0.0, b = 0.0;           // beta_negative_binomial: rho ~ Beta(a, b)
 };
 
 /// Why a particle has no law (count_laws' errors).
@@ -54,6 +55,11 @@ TALLY_HOST_DEVICE inline CountStatus read_law(CountFamily family, double s, doub
       out.q = s / total;
       return math::positive(a) && math::positive(b) ? CountStatus::ok : CountStatus::bad_parameter;
     }
+    case CountFamily::beta_negative_binomial:
+      out.r = s;
+      out.a = a;
+      out.b = b;
+      return math::positive(a) && math::positive(b) ? CountStatus::ok : CountStatus::bad_parameter;
   }
   return CountStatus::bad_parameter;
 }
@@ -66,6 +72,7 @@ TALLY_HOST_DEVICE inline double log_mass(const CountLaw& d, std::int64_t k) {
     case CountFamily::gamma_poisson:
       if (d.q == 0.0) return k == 0 ? 0.0 : -INFINITY;
       return math::negative_binomial_term(k, d.r, d.p, d.q);
+    case CountFamily::beta_negative_binomial: return math::beta_negative_binomial_log_mass(d.r, d.a, d.b, k);
   }
   return -INFINITY;
 }
@@ -99,6 +106,28 @@ TALLY_HOST_DEVICE inline double negative_binomial_mode(const CountLaw& d) {
   return d.r > 1.0 ? ::floor((d.r - 1.0) * d.q / d.p) : 0.0;
 }
 
+// ---- the beta-negative-binomial's cut ----------------------------------------------------------------------------
+// Its tail is polynomial (of order k^-(a + 1)): no geometric bound. With s = a + r + b,
+//   1 - rho_k = 1 - p(k + 1) / p(k) = ((a + 1) k + s - r b) / ((k + 1)(k + s)),
+// and ((a + 1) k + s - r b) / (k + 1) = a + 1 - (r - 1)(b - 1) / (k + 1), so that for every k >= y
+//   rho_k <= 1 - alpha / (k + s),   alpha = a + 1 - max(0, (r - 1)(b - 1)) / (y + 1).
+// Then p(y + j) <= p(y) exp(-alpha sum_{i < j} 1 / (y + s + i)) <= p(y) ((y + s) / (y + s + j))^alpha, and for
+// alpha > 1, summing over j >= 1 below the integral, P(K > y) <= p(y) (y + s) / (alpha - 1).
+
+/// log of that bound on P(K > y) (+inf where alpha <= 1).
+TALLY_HOST_DEVICE inline double beta_negative_binomial_upper_tail_bound(const CountLaw& d, std::int64_t y) {
+  const double yd = static_cast<double>(y), s = d.a + d.r + d.b, c = (d.r - 1.0) * (d.b - 1.0);
+  const double alpha = d.a + 1.0 - (c > 0.0 ? c / (yd + 1.0) : 0.0);
+  if (!(alpha > 1.0)) return INFINITY;
+  return log_mass(d, y) + ::log((yd + s) / (alpha - 1.0));
+}
+
+/// The mode: p(k + 1) >= p(k) exactly where k <= t = (r b - a - r - b) / (a + 1), so floor(t) + 1 (0 for t < 0).
+TALLY_HOST_DEVICE inline double beta_negative_binomial_mode(const CountLaw& d) {
+  const double t = (d.r * d.b - d.a - d.r - d.b) / (d.a + 1.0);
+  return t >= 0.0 ? ::floor(t) + 1.0 : 0.0;
+}
+
 /// Means at or above this put the cuts beyond what a dense range can hold.
 inline constexpr double count_mean_limit = 0x1p60;
 
@@ -119,8 +148,9 @@ TALLY_HOST_DEVICE inline double top_near(const CountLaw& d, double mode) {
 }
 
 /// The window of a law that drops at most `tolerance` of its mass (half from each tail, by the bounds above: cuts
-/// by bisection on them, as child_math.hpp's Poisson cuts). tolerance in (0, 1); too_long where the window holds
-/// more than max_size entries.
+/// by bisection on them, as child_math.hpp's Poisson cuts; the beta-negative-binomial keeps 0 and the whole
+/// tolerance goes to its upper tail). tolerance in (0, 1); too_long where the window holds more than max_size
+/// entries.
 TALLY_HOST_DEVICE inline CountRange count_range(const CountLaw& d, double tolerance, std::int64_t max_size) {
   CountRange out;
   const double half = tolerance / 2, t = ::log(half);
@@ -180,6 +210,36 @@ TALLY_HOST_DEVICE inline CountRange count_range(const CountLaw& d, double tolera
       out.hi = hi;
       const double dropped =
           ::exp(negative_binomial_lower_tail_bound(d, lo)) + ::exp(negative_binomial_upper_tail_bound(d, hi));
+      out.error = dropped / (1.0 - dropped);
+      out.top = top_near(d, mode);
+      break;
+    }
+    case CountFamily::beta_negative_binomial: {
+      // the smallest y >= the mode whose bound is <= log(tolerance): galloping up by 16 doubling, then a bisection
+      // keeping bound(hi) <= t' < bound(below); a y past max_size is too long at once
+      const double mode = beta_negative_binomial_mode(d), whole = ::log(tolerance);
+      if (!(mode < count_mean_limit)) {
+        out.status = CountStatus::beyond_int64;
+        return out;
+      }
+      const auto m = static_cast<std::int64_t>(mode);
+      std::int64_t below = m - 1, step = 16, hi = m;
+      while (beta_negative_binomial_upper_tail_bound(d, hi) > whole) {
+        if (hi >= max_size) {
+          out.status = CountStatus::too_long;
+          return out;
+        }
+        below = hi;
+        hi = m + step;
+        step *= 2;
+      }
+      while (hi - below > 1) {
+        const std::int64_t mid = below + (hi - below) / 2;
+        if (beta_negative_binomial_upper_tail_bound(d, mid) <= whole) hi = mid;
+        else below = mid;
+      }
+      out.hi = hi;
+      const double dropped = ::exp(beta_negative_binomial_upper_tail_bound(d, hi));
       out.error = dropped / (1.0 - dropped);
       out.top = top_near(d, mode);
       break;

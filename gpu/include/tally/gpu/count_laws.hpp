@@ -1,5 +1,5 @@
-// Laws of unbounded counts from per-particle parameters (Poisson, negative binomial, and the Poisson's Gamma
-// mixture), each cut to a window that drops at most a given mass: the CPU reference and the CUDA form.
+// Laws of unbounded counts from per-particle parameters (Poisson, negative binomial, and their Gamma and Beta
+// mixtures), each cut to a window that drops at most a given mass: the CPU reference and the CUDA form.
 #pragma once
 
 #include <cstdint>
@@ -17,9 +17,11 @@ enum class CountFamily {
   negative_binomial,
   /// Poisson(s lambda) with lambda ~ Gamma(shape a_i, rate b_i) integrated out (s > 0, a_i, b_i > 0 finite):
   /// NegativeBinomial(a_i, b_i / (b_i + s))
-  gamma_poisson
-  // (The negative binomial's Beta mixture is not here: its tail is polynomial, with no geometric bound to cut it by,
-  // and its terms' sum cannot tell 1 - 10^-15 from 1 to the formulas' own rounding.)
+  gamma_poisson,
+  /// NegativeBinomial(s, rho) with rho ~ Beta(a_i, b_i) integrated out (s > 0, a_i, b_i > 0 finite):
+  /// \f$ p(k) = \frac{\Gamma(k + s)}{k!\,\Gamma(s)} \frac{B(a_i + s, b_i + k)}{B(a_i, b_i)} \f$, a tail of order
+  /// \f$ k^{-(a_i + 1)} \f$
+  beta_negative_binomial
 };
 
 /// The laws and the largest relative error bound among them (tally::Pmf's error_bound: the mass cut from the
@@ -37,10 +39,14 @@ struct CountLaws {
 /// p(k - 1) / p(k) is at most its value at y - 1; above y, the ratio p(k + 1) / p(k) at most its value at y + 1 or
 /// its limit), each cut the farthest point whose bound is within half the tolerance, found by bisection; the error
 /// is d / (1 - d), d the two bounds' sum. A window may so hold a few entries more than one cut by the exact tails
-/// (tally::to_pmf's), never less mass. Each log mass by conjugate_math.hpp's saddle-point forms (within about 1e-14
+/// (tally::to_pmf's), never less mass. The beta-negative-binomial's tail is polynomial: its window starts at 0,
+/// and its upper cut is the first y past the mode with \f$ p(y)\,(y + s')/(\alpha - 1) \f$ within the tolerance,
+/// \f$ s' = a + s + b \f$, \f$ \alpha = a + 1 - \max(0, (s - 1)(b - 1))/(y + 1) > 1 \f$ (a bound on P(K > y) from
+/// the ratio of consecutive masses: count_math.hpp shows the working); a law whose a_i is near 0 needs very long
+/// windows (too_long past max_size, found without making them). Each log mass by conjugate_math.hpp's saddle-point forms (within about 1e-14
 /// relative of the log), the same formulas on the host and the device.
 ///
-/// Contract: a and b in one place, of one size (b may be empty but for gamma_poisson); tolerance in
+/// Contract: a and b in one place, of one size (b may be empty for poisson and negative_binomial); tolerance in
 /// (0, 1) and max_size >= 1 (tally::domain_error otherwise). Throws tally::domain_error naming the first particle
 /// whose parameters leave their domain, tally::overflow_error naming the first whose window leaves int64 (a mean
 /// of 2^60 or more) or holds more than max_size entries, tally::shape_error for columns of different sizes or

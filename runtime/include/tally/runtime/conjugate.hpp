@@ -69,8 +69,10 @@ Pmf marginal_binomial(const Beta& rho, std::int64_t n, const Truncation& t);
 Beta posterior_binomial(const Beta& rho, std::int64_t n, std::int64_t k);
 ///@}
 /// NegativeBinomial(r, rho) (failures before the r-th success), rho ~ Beta(a, b): the beta-negative-binomial
-/// \f$ P(k) = \frac{\Gamma(r+k)}{k!\,\Gamma(r)} \frac{B(a + r, b + k)}{B(a, b)} \f$, truncated at t.tolerance
-/// (heavy-tailed: overflow_error when the kept range exceeds t.max_size); posterior Beta(a + r, b + k).
+/// \f$ P(k) = \frac{\Gamma(r+k)}{k!\,\Gamma(r)} \frac{B(a + r, b + k)}{B(a, b)} \f$ on 0 .. y, y the first value past
+/// the mode where a bound on the tail P(K > y) is within t.tolerance (tally/gpu/count_laws.hpp: the tail is of order
+/// \f$ k^{-(a+1)} \f$, so a small a needs a long table; overflow_error, found before any table is made, when it
+/// exceeds t.max_size); the bound is the Pmf's error bound. Posterior Beta(a + r, b + k).
 ///@{
 Pmf marginal_negative_binomial(const Beta& rho, double r, const Truncation& t);
 Beta posterior_negative_binomial(const Beta& rho, double r, std::int64_t k);

@@ -124,13 +124,13 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// acts on all particles at once. The algorithm is the same on both devices (runtime/src/delayed_sampling.cpp); the
 /// state operations dispatch once (runtime/src/state.cpp): host laws are tally::Pmf with the distributions'
 /// algebra and error bounds, device laws are tally::gpu batches. What has no device kernel runs on the host for a
-/// CUDA graph, its laws copied there and back, with the same results: the law of a negative binomial count of a
-/// marginalized Beta (heavy-tailed: tally/gpu/count_laws.hpp says why), everything of a Dirichlet, and the joint laws
-/// (below). The laws of Poisson counts of a Gamma rate and of counts of realized parameters are one host law shared
-/// by every particle while the particles' parameters are equal, and gpu::count_laws over the population once they
-/// differ (a drawn count entered each posterior): each law cut to its own window by geometric tail bounds, so that
-/// it may hold a few entries more than the CPU graph's, never less mass. A child law per group (a thinning, a scaled
-/// or indexed Poisson, a Markov step) runs on the device as one kernel over the groups' own parameters.
+/// CUDA graph, its laws copied there and back, with the same results: everything of a Dirichlet, and the joint laws
+/// (below). The laws of negative binomial and Poisson counts of a Beta or Gamma parameter (marginalized or
+/// realized) are one host law shared by every particle while the particles' parameters are equal, and
+/// gpu::count_laws over the population once they differ (a drawn count entered each posterior): each law cut to its
+/// own window by tail bounds, so that it may hold a few entries more than the CPU graph's, never less mass. A child
+/// law per group (a thinning, a scaled or indexed Poisson, a Markov step) runs on the device as one kernel over the
+/// groups' own parameters.
 ///
 /// Equal laws are computed once. On the host, particles whose inputs to an operation are identical share one
 /// computation and one copy of its result. On the device, a prior is one law shared by every particle and a
