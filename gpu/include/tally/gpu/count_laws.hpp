@@ -27,7 +27,9 @@ enum class CountFamily {
 /// The laws and the largest relative error bound among them (tally::Pmf's error_bound: the mass cut from the
 /// tails, relative to what is kept).
 struct CountLaws {
+  /// Law i for particle i, where the parameters live.
   Laws laws;
+  /// The largest error bound of the laws (0 where no law was cut).
   double error = 0.0;
 };
 
