@@ -64,11 +64,7 @@ Laws device_count_laws(Place& at, const CountChild& c, Node& rho) {
   const gpu::Column<double> none;
   gpu::CountLaws made =
       gpu::count_laws(family, poisson ? c.scale : c.successes, a, known ? none : s.params.b, t.tolerance, t.max_size);
-  Laws out;
-  out.device = std::make_shared<const gpu::Laws>(std::move(made.laws));
-  out.device_error = made.error;
-  out.device_nonnegative = true;
-  return out;
+  return device_laws(std::move(made.laws), made.error, true);
 }
 
 }  // namespace

@@ -66,15 +66,15 @@ Laws place(const Place& at, Batch<Pmf> host) {
   return out;
 }
 
-namespace {
-
-Laws device_laws(gpu::Laws laws, Bound error, bool nonnegative = false) {
+Laws device_laws(gpu::Laws laws, Bound error, bool nonnegative) {
   Laws out;
   out.device = std::make_shared<const gpu::Laws>(std::move(laws));
   out.device_error = std::move(error);
   out.device_nonnegative = nonnegative;
   return out;
 }
+
+namespace {
 
 /// A thinning's or scaled Poisson's parent must be a count: device laws not known to be are checked, as the host's
 /// Pmf algebra checks them (tally::domain_error). A box may start below 0 with zeros there (the box of a difference

@@ -177,6 +177,8 @@ void add_host(LogLikelihood& ll, const std::vector<double>& values);
 // ---- laws ---------------------------------------------------------------------------------------------------
 /// Host Pmfs (one per particle) as laws where `at` keeps them (a device batch carries the largest error bound).
 Laws place(const Place& at, Batch<Pmf> host);
+/// Device laws with their bound (the largest of the laws') and whether they are known to lie on [0, inf).
+Laws device_laws(gpu::Laws laws, Bound error, bool nonnegative = false);
 /// P copies of one law (on the device: one law shared by all).
 Laws prior(const Place& at, const Pmf& law);
 /// One law per group, groups of `per` particles (laws.size() per == at.particles): shared on the device where per > 1,

@@ -80,14 +80,9 @@ CountLaws count_laws(CountFamily family, double s, const Column<double>& a, cons
   for (std::size_t i = 0; i < n; ++i) {
     const double ai = a.host()[i], bi = two ? b.host()[i] : 0.0;
     detail::counts::CountLaw law;
-    detail::counts::CountStatus status = detail::counts::read_law(family, s, ai, bi, law);
-    detail::counts::CountRange range;
-    if (status == detail::counts::CountStatus::ok) {
-      range = detail::counts::count_range(law, tolerance, max_size);
-      status = range.status;
-    }
-    if (status != detail::counts::CountStatus::ok)
-      detail::fail_count_law(who, family, s, i, ai, bi, static_cast<int>(status), max_size);
+    const detail::counts::CountRange range = detail::counts::window_of(family, s, ai, bi, tolerance, max_size, law);
+    if (range.status != detail::counts::CountStatus::ok)
+      detail::fail_count_law(who, family, s, i, ai, bi, static_cast<int>(range.status), max_size);
     for (std::int64_t k = range.lo; k <= range.hi; ++k)
       batch.weights.push_back(detail::counts::count_weight(law, range.top, k));
     batch.offset.push_back(static_cast<std::int64_t>(batch.weights.size()));

@@ -52,13 +52,9 @@ __global__ void windows_kernel(CountFamily family, double s, const double* a, co
     lengths[i] = 0;
   } else if (i < static_cast<long long>(count)) {
     counts::CountLaw law;
-    counts::CountStatus status = law_at(family, s, a, b, i, law);
-    counts::CountRange range;
-    if (status == counts::CountStatus::ok) {
-      range = counts::count_range(law, tolerance, max_size);
-      status = range.status;
-    }
-    if (status != counts::CountStatus::ok) {
+    const counts::CountRange range =
+        counts::window_of(family, s, a[i], b != nullptr ? b[i] : 0.0, tolerance, max_size, law);
+    if (range.status != counts::CountStatus::ok) {
       atomicMin(&r->first_bad, static_cast<unsigned long long>(i));
       lengths[i] = 1;
       lo[i] = 0;
@@ -139,8 +135,7 @@ CountLaws count_laws(CountFamily family, double s, const Column<double>& a, cons
     TALLY_CUDA_CHECK(cudaMemcpy(&ai, a.data() + i, sizeof ai, cudaMemcpyDeviceToHost));
     if (bp != nullptr) TALLY_CUDA_CHECK(cudaMemcpy(&bi, bp + i, sizeof bi, cudaMemcpyDeviceToHost));
     counts::CountLaw law;
-    counts::CountStatus status = counts::read_law(family, s, ai, bi, law);
-    if (status == counts::CountStatus::ok) status = counts::count_range(law, tolerance, max_size).status;
+    const counts::CountStatus status = counts::window_of(family, s, ai, bi, tolerance, max_size, law).status;
     detail::fail_count_law(who, family, s, i, ai, bi, static_cast<int>(status), max_size);
   }
   CountLaws out{Laws::allocate(Backend::cuda, count, static_cast<std::size_t>(r.total),

@@ -249,6 +249,18 @@ TALLY_HOST_DEVICE inline CountRange count_range(const CountLaw& d, double tolera
   return out;
 }
 
+/// Particle i's law from the family, s, a_i and b_i, and its window (status bad_parameter where the parameters leave
+/// their domain): what the host's loop, the device's windows pass and the device's error report each need.
+TALLY_HOST_DEVICE inline CountRange window_of(CountFamily family, double s, double a, double b, double tolerance,
+                                              std::int64_t max_size, CountLaw& law) {
+  if (read_law(family, s, a, b, law) != CountStatus::ok) {
+    CountRange bad;
+    bad.status = CountStatus::bad_parameter;
+    return bad;
+  }
+  return count_range(law, tolerance, max_size);
+}
+
 /// The weight of value k in a law with largest log mass top: e^{log p(k) - top}, at most 1.
 TALLY_HOST_DEVICE inline double count_weight(const CountLaw& d, double top, std::int64_t k) {
   return ::fmin(::exp(log_mass(d, k) - top), 1.0);
