@@ -6,8 +6,9 @@
 //                      population, population-bootstrap, hmm, hmm-bootstrap, groups, groups-bootstrap (one
 //                      iteration of models/population_pmmh: P / 1024 groups of 1024 particles, a (phi, p) per
 //                      group), groups-hmm (hmm with a transition matrix and rates per group), gamma-counts (counts
-//                      of an unknown Gamma rate, each drawn: a negative binomial law per particle); free: the free-running
-//                      runs only (for
+//                      of an unknown Gamma rate, each drawn: a negative binomial law per particle), wide-drawn (the
+//                      wide-law population model with its count drawn every season: each particle's survivors' law
+//                      its own, plus immigrants' law shared by all); free: the free-running runs only (for
 //                      bench/host_sampler.cpp's profile of the host)   (a developer's tool)
 // The free-running runs sit between cudaProfilerStart and cudaProfilerStop: traced with bench/cupti_trace.cpp, they
 // give scripts/trace-summary its window (it divides by runs x steps, the number printed as "steps traced").
@@ -223,6 +224,34 @@ std::size_t gamma_counts(Graph& pop, Clock& clock) {
   return steps;
 }
 
+/// The wide-law population model (bench/equal_laws.cpp) with X drawn every season, 8 seasons: X_0 ~ Poisson(230),
+/// X_t = Binomial(x_{t-1}, 0.6) + Poisson(lam_t) with lam_t from 300 to 420, Binomial(X_t, 0.5) observed, X_t drawn
+/// from its posterior; resampling by ESS. Each season's sum convolves every particle's own binomial law (about 470
+/// to 920 entries) with the immigrants' law (about 330 entries), shared by all. In the synchronized runs the drawn
+/// values are read back to count the convolution's terms (printed at the end), outside the calls timed.
+double wide_terms = 0.0;
+std::size_t wide_drawn(Graph& pop, Clock& clock) {
+  const double lam[] = {300.0, 330.0, 360.0, 390.0, 420.0, 390.0, 360.0, 330.0};
+  const std::int64_t y[] = {115, 234, 320, 387, 442, 460, 456, 439};
+  Variable x = clock("assume X0", [&] { return pop.assume(Poisson(230.0)); });
+  for (std::size_t t = 0; t < 8; ++t) {
+    if (t > 0) {
+      const Variable s = clock("binomial(x, 0.6)", [&] { return pop.binomial(x, 0.6); });
+      const Variable i = clock("assume I", [&] { return pop.assume(Poisson(lam[t])); });
+      x = clock("add(S, I)", [&] { return pop.add(s, i); });
+    }
+    const Variable obs = clock("binomial(X, 0.5)", [&] { return pop.binomial(x, 0.5); });
+    clock("observe y", [&] { pop.observe(obs, y[t]); });
+    clock("realize X", [&] { pop.realize(x); });
+    if (clock.sync && t + 1 < 8) {  // the next season's terms: (x_i + 1) survivors' entries by the immigrants' law
+      const std::size_t immigrants = tally::to_pmf(Poisson(lam[t + 1])).size();
+      for (const std::int64_t v : pop.values(x).to_host()) wide_terms += double(v + 1) * double(immigrants);
+    }
+    clock("resample", [&] { return pop.resample_by_weight(t + 1 == 8 ? 0.0 : 0.5); });
+  }
+  return 8;
+}
+
 double run(const std::string& program, std::size_t P, std::uint64_t seed, Clock& clock, std::size_t& steps) {
   cudaDeviceSynchronize();
   const auto t0 = std::chrono::steady_clock::now();
@@ -238,6 +267,7 @@ double run(const std::string& program, std::size_t P, std::uint64_t seed, Clock&
       steps = population(pop, clock, program == "population");
     else if (program == "hmm" || program == "hmm-bootstrap") steps = hmm(pop, clock, program == "hmm");
     else if (program == "gamma-counts") steps = gamma_counts(pop, clock);
+    else if (program == "wide-drawn") steps = wide_drawn(pop, clock);
     else {
       std::fprintf(stderr, "unknown program %s\n", program.c_str());
       std::exit(2);
@@ -280,5 +310,8 @@ int main(int argc, char** argv) {
   for (const auto& what : synced.order)
     std::printf("%-22s %12.3f %12.3f\n", what.c_str(), 1e3 * synced.seconds[what] / all,
                 1e3 * free_running.seconds[what] / all);
+  if (wide_terms > 0.0)
+    std::printf("convolution terms (multiply-adds) per step, from the synchronized runs' draws: %.4g\n",
+                wide_terms / all);
   return 0;
 }

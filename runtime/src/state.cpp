@@ -795,6 +795,20 @@ Laws sum(Place& at, const Laws& x, const Laws& y, int sign) {
     const std::size_t per = std::min(x.per, y.per);
     return mapped_per_block(at, per, [&](Place& sub) { return sum(sub, per_block(x, per), per_block(y, per), sign); });
   }
+  if ((x.shared != nullptr) != (y.shared != nullptr)) {
+    // one operand shared by blocks of particles (a prior, a law per group), the other one a particle: each block's
+    // law is read where it is, not copied to every particle
+    const Laws& s = x.shared ? x : y;
+    const Laws d = dense(x.shared ? y : x);
+    if (d.device) {
+      gpu::Laws negated;
+      const gpu::Laws& signed_d = x.shared ? signed_laws(*d.device, sign, negated) : *d.device;
+      const gpu::Laws& signed_s = x.shared ? *s.shared : signed_laws(*s.shared, sign, negated);
+      const Bound e = Bound::combine(d.device_error, s.device_error, [](double a, double b) { return a + b + a * b; });
+      return device_laws(gpu::convolve_shared(signed_d, signed_s, s.per), e,
+                         sign > 0 && d.device_nonnegative && s.device_nonnegative);
+    }
+  }
   if (x.parameters || y.parameters || x.shared || y.shared || x.indexed || y.indexed)
     return sum(at, dense(x), dense(y), sign);
   if (x.device && y.device) {

@@ -1,4 +1,5 @@
-// Batched convolution and conditioning on sums: the CPU reference against 50 digits, CUDA against the CPU.
+// Batched convolution (pairs, and laws against shared laws) and conditioning on sums: the CPU reference against 50
+// digits, CUDA against the CPU.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <limits>
@@ -9,6 +10,7 @@
 #include "tally/error.hpp"
 #include "tally/gpu/backend.hpp"
 #include "tally/gpu/convolve_batched.hpp"
+#include "tally/gpu/population_ops.hpp"
 
 using namespace tally::gpu;
 using tally::test::big;
@@ -217,6 +219,78 @@ TEST_CASE("CUDA batched conditioning on sums equals the CPU reference", "[gpu][b
       } else {
         REQUIRE(std::abs(got.log_likelihood[i] - want.log_likelihood[i]) <= 1e-13 * (1 + std::abs(want.log_likelihood[i])));
       }
+    }
+  }
+}
+
+namespace {
+
+/// y's laws each repeated `per` times (law b for particles b per .. b per + per - 1).
+PmfBatch repeat_laws(const PmfBatch& y, std::size_t per) {
+  PmfBatch r;
+  for (std::size_t b = 0; b < y.size(); ++b)
+    for (std::size_t k = 0; k < per; ++k)
+      r.push_back(std::vector<double>(y[b].begin(), y[b].end()), y.lo[b], y.log_scale[b]);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("convolution against shared laws (CPU) equals the batched convolution of the repeated laws",
+          "[gpu][batched]") {
+  std::mt19937_64 gen(509);
+  for (const std::size_t per : {std::size_t{1}, std::size_t{7}, std::size_t{64}}) {
+    const auto y = random_batch(gen, 3, 300, 150.0), x = random_batch(gen, 3 * per, 200, 150.0);
+    const Laws got = convolve_shared(Laws::from_host(x, Backend::cpu), Laws::from_host(y, Backend::cpu), per);
+    const PmfBatch want = cpu::convolve_batched(x, repeat_laws(y, per));
+    INFO("per " << per);
+    REQUIRE(got.host().offset == want.offset);
+    REQUIRE(got.host().lo == want.lo);
+    REQUIRE(got.host().log_scale == want.log_scale);
+    REQUIRE(got.host().weights == want.weights);  // the same sums in the same order
+  }
+  const auto y = random_batch(gen, 2, 10, 5.0), x = random_batch(gen, 6, 10, 5.0);
+  REQUIRE_THROWS_AS(convolve_shared(Laws::from_host(x, Backend::cpu), Laws::from_host(y, Backend::cpu), 2),
+                    tally::shape_error);
+  REQUIRE_THROWS_AS(convolve_shared(Laws::from_host(x, Backend::cpu), Laws::from_host(y, Backend::cpu), 0),
+                    tally::shape_error);
+}
+
+TEST_CASE("CUDA convolution against shared laws equals the CPU reference, fresh random laws",
+          "[gpu][batched][device]") {
+  if (!cuda_available()) {
+    WARN("skipped: " << device_description());
+    return;
+  }
+  std::random_device seed_source;
+  const std::uint64_t seed = (std::uint64_t{seed_source()} << 32) ^ seed_source();
+  INFO("seed " << seed);
+  std::mt19937_64 gen(seed);
+  struct Shape {
+    std::size_t laws, per, shared_length, own_length;
+  };
+  // one law for all and laws shared by blocks of 7, 32, 40, 64 or 96 particles; the small-pair kernel (up to 256
+  // outputs), the fused tensor-core kernel (up to 512) and the tiled one with its rescale pass, a shared law longer
+  // or shorter than the particles' own (the Toeplitz blocks made of either operand), laws of one entry
+  for (const Shape shape : {Shape{1, 1000, 400, 450}, Shape{1, 77, 4096, 600}, Shape{5, 32, 300, 300},
+                            Shape{3, 64, 1200, 2000}, Shape{1, 40, 9000, 100}, Shape{1, 33, 2, 4096},
+                            Shape{4, 7, 50, 60}, Shape{5, 40, 100, 100}, Shape{2, 96, 1, 1}, Shape{3, 7, 400, 300},
+                            Shape{1, 50, 20000, 100}}) {
+    const auto y = random_batch(gen, shape.laws, shape.shared_length, 150.0);
+    const auto x = random_batch(gen, shape.laws * shape.per, shape.own_length, 150.0);
+    const PmfBatch want =
+        convolve_shared(Laws::from_host(x, Backend::cpu), Laws::from_host(y, Backend::cpu), shape.per).host();
+    const Laws dx = Laws::from_host(x, Backend::cuda), dy = Laws::from_host(y, Backend::cuda);
+    INFO(shape.laws << " laws shared by " << shape.per << ", lengths up to " << shape.shared_length << " and "
+                    << shape.own_length);
+    require_same_batch(convolve_shared(dx, dy, shape.per).to_host(), want, 1e-12);
+    // the pairs' kernels, forced, each pair reading its shared law
+    for (const cuda::Kernel kernel : {cuda::Kernel::tensor_core, cuda::Kernel::direct}) {
+      Laws out = Laws::allocate(Backend::cuda, dx.size(), want.weights.size(), dx.max_length() + dy.max_length() - 1,
+                                "test");
+      cuda::convolve_shared_device(dx.view(), dy.view(), shape.per, dx.max_length(), dy.max_length(),
+                                   out.mutable_view(), nullptr, kernel);
+      require_same_batch(out.to_host(), want, 1e-12);
     }
   }
 }

@@ -173,3 +173,50 @@ TEST_CASE("a count of a conjugate parameter that every particle holds is one law
     CHECK(bytes < bytes1 + 24 * P + 4096);  // (one law a particle: more than 1 MB)
   }
 }
+
+namespace {
+
+/// A count drawn every season and its survivors joined by immigrants whose law a block of particles shares (one
+/// Poisson law for all, then one per group): each particle's own law convolved with a shared one. The log-weights,
+/// the draws, and the last season's laws' means.
+struct DrawnRun {
+  std::vector<double> log_weights, means;
+  std::vector<std::vector<std::int64_t>> drawn;
+};
+DrawnRun drawn_seasons(Device device, std::size_t groups, std::size_t size) {
+  Graph g(Groups{groups, size}, 23, device);
+  std::vector<Poisson> immigrants;
+  for (std::size_t k = 0; k < groups; ++k) immigrants.emplace_back(40.0 + 15.0 * double(k));
+  Variable x = g.assume(Poisson(60.0));
+  const std::int64_t y[] = {31, 45, 52, 60};
+  DrawnRun r;
+  for (std::size_t t = 0; t < 4; ++t) {
+    if (t > 0) {
+      const Variable survivors = g.binomial(x, 0.6);
+      x = t % 2 == 1 ? g.add(survivors, g.assume(Poisson(35.0))) : g.add(g.assume(immigrants), survivors);
+    }
+    g.observe(g.binomial(x, 0.5), y[t]);
+    if (t == 3) break;
+    r.drawn.push_back(g.value(x));  // drawn: each particle's survivors have their own law
+  }
+  r.log_weights = g.log_weights();
+  for (const Pmf& p : g.marginal(x)) r.means.push_back(mean(p));
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("device: a particle's own law plus a law its block shares equals the CPU graph's", "[runtime][groups][device]") {
+  if (tally::test::skip_without_device()) return;
+  for (const std::size_t size : {std::size_t{7}, std::size_t{64}, std::size_t{96}}) {
+    INFO("groups of " << size);
+    const std::size_t groups = 3;
+    const DrawnRun cpu = drawn_seasons(Device::cpu, groups, size), cuda = drawn_seasons(Device::cuda, groups, size);
+    REQUIRE(cuda.log_weights.size() == groups * size);
+    CHECK(cuda.drawn == cpu.drawn);
+    for (std::size_t i = 0; i < groups * size; ++i) {
+      CHECK(cuda.log_weights[i] == Approx(cpu.log_weights[i]).epsilon(1e-12));
+      CHECK(cuda.means[i] == Approx(cpu.means[i]).epsilon(1e-12));
+    }
+  }
+}

@@ -49,6 +49,10 @@ SumConditioning condition_on_sum_batched(const PmfBatch&, const PmfBatch&, std::
 void convolve_batched_device(PmfBatchView, PmfBatchView, std::size_t, MutablePmfBatchView, void*, Kernel, std::size_t) {
   throw cuda_error("tally::gpu::cuda::convolve_batched_device: tally was built without CUDA");
 }
+void convolve_shared_device(PmfBatchView, PmfBatchView, std::size_t, std::size_t, std::size_t, MutablePmfBatchView,
+                            void*, Kernel) {
+  throw cuda_error("tally::gpu::cuda::convolve_shared_device: tally was built without CUDA");
+}
 void condition_on_sum_batched_device(PmfBatchView, PmfBatchView, const std::int64_t*, MutablePmfBatchView, double*,
                                      void*) {
   throw cuda_error("tally::gpu::cuda::condition_on_sum_batched_device: tally was built without CUDA");

@@ -7,6 +7,7 @@
 #include "batch_shapes.hpp"
 #include "convolve_tensor.cuh"
 #include "cuda_check.cuh"
+#include "tally/error.hpp"
 #include "tally/gpu/convolve_batched.hpp"
 
 namespace tally::gpu::cuda {
@@ -266,13 +267,42 @@ struct DeviceBatch {
 
 }  // namespace
 
+namespace {
+
+/// The kernels of a batch of pairs, by the longest output a pair has and the longest operand: the small-pair
+/// kernel (rescale fused) up to 256 outputs, the tensor cores above (one warp a pair with the rescale fused while
+/// one 512-output tile holds a pair, a warp a tile and the rescale pass beyond), or the kernel asked for.
+void run_pairs(const kernels::Pairs<double>& pairs, const kernels::Rescale& rescale, long long longest_output,
+               long long longest_operand, Kernel kernel, cudaStream_t s) {
+  if (kernel == Kernel::automatic && longest_output <= small_max_outputs) {  // one launch, rescale fused
+    launch_small(pairs, rescale, longest_output, s);
+    TALLY_CUDA_CHECK(cudaGetLastError());
+    return;
+  }
+  if (kernel == Kernel::automatic || kernel == Kernel::tensor_core) {
+    if (longest_output <= fused_max_outputs) {  // one warp tile per pair: one launch, rescale fused
+      kernels::tensor_convolve_rescaled(pairs, rescale, s);
+      return;
+    }
+    // longer pairs: a warp per 512-output tile (more warps than pairs), then the rescale pass
+    kernels::tensor_convolve(pairs, longest_output, 0, kernels::TensorLayout::narrow, 1, nullptr, s);
+  } else if (kernel == Kernel::direct) {
+    kernels::simt_convolve(pairs, longest_output, s);
+  } else {
+    kernels::skew_convolve(pairs, longest_operand, longest_operand, s);
+  }
+  rescale_kernel<<<static_cast<unsigned>(pairs.count), rescale_threads, 0, s>>>(pairs, rescale);
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
 void convolve_batched_device(PmfBatchView x, PmfBatchView y, std::size_t max_length, MutablePmfBatchView out,
                              void* stream, Kernel kernel, std::size_t max_outputs) {
   if (x.count != y.count || out.count != x.count)
     tally::detail::fail<shape_error>("tally::gpu::cuda::convolve_batched_device: batches of ", x.count, ", ", y.count,
                                      " and ", out.count, " pmfs");
   if (x.count == 0) return;
-  const auto s = static_cast<cudaStream_t>(stream);
   kernels::Pairs<double> pairs;
   pairs.x = x.weights;
   pairs.y = y.weights;
@@ -284,26 +314,30 @@ void convolve_batched_device(PmfBatchView x, PmfBatchView y, std::size_t max_len
   const kernels::Rescale rescale{x.lo, y.lo, x.log_scale, y.log_scale, out.offset, out.lo, out.log_scale};
   const auto longest_output = static_cast<long long>(
       max_outputs > 0 ? std::min(max_outputs, 2 * max_length - 1) : 2 * max_length - 1);
-  if (kernel == Kernel::automatic && longest_output <= small_max_outputs) {  // one launch, rescale fused
-    launch_small(pairs, rescale, longest_output, s);
-    TALLY_CUDA_CHECK(cudaGetLastError());
-    return;
-  }
-  const auto tile_outputs = static_cast<long long>(2 * max_length - 1);
-  if (kernel == Kernel::automatic || kernel == Kernel::tensor_core) {
-    if (tile_outputs <= fused_max_outputs) {  // one warp tile per pair: one launch, rescale fused
-      kernels::tensor_convolve_rescaled(pairs, rescale, s);
-      return;
-    }
-    // longer pairs: a warp per 512-output tile (more warps than pairs), then the rescale pass
-    kernels::tensor_convolve(pairs, tile_outputs, 0, kernels::TensorLayout::narrow, 1, nullptr, s);
-  } else if (kernel == Kernel::direct) {
-    kernels::simt_convolve(pairs, tile_outputs, s);
-  } else {
-    kernels::skew_convolve(pairs, static_cast<long long>(max_length), static_cast<long long>(max_length), s);
-  }
-  rescale_kernel<<<static_cast<unsigned>(x.count), rescale_threads, 0, s>>>(pairs, rescale);
-  TALLY_CUDA_CHECK(cudaGetLastError());
+  run_pairs(pairs, rescale, longest_output, static_cast<long long>(max_length), kernel,
+            static_cast<cudaStream_t>(stream));
+}
+
+void convolve_shared_device(PmfBatchView x, PmfBatchView y, std::size_t per, std::size_t x_max_length,
+                            std::size_t shared_max_length, MutablePmfBatchView out, void* stream, Kernel kernel) {
+  const bool one_for_all = y.count == 1 && per >= x.count;
+  if (out.count != x.count || per == 0 || (!one_for_all && y.count * per != x.count))
+    tally::detail::fail<shape_error>("tally::gpu::cuda::convolve_shared_device: ", x.count, " laws against ", y.count,
+                                     " shared by ", per, " each, into ", out.count);
+  if (x.count == 0) return;
+  if (x.count > 0x7fffffffULL) throw cuda_error("tally::gpu::cuda::convolve_shared_device: batch too large");
+  kernels::Pairs<double> pairs;
+  pairs.x = x.weights;
+  pairs.y = y.weights;
+  pairs.out = out.weights;
+  pairs.x_offset = x.offset;
+  pairs.y_offset = y.offset;
+  pairs.count = static_cast<long long>(x.count);
+  pairs.y_per = one_for_all ? pairs.count : static_cast<long long>(per);
+  const kernels::Rescale rescale{x.lo, y.lo, x.log_scale, y.log_scale, out.offset, out.lo, out.log_scale};
+  run_pairs(pairs, rescale, static_cast<long long>(x_max_length + shared_max_length - 1),
+            static_cast<long long>(std::max(x_max_length, shared_max_length)), kernel,
+            static_cast<cudaStream_t>(stream));
 }
 
 void condition_on_sum_batched_device(PmfBatchView x, PmfBatchView y, const std::int64_t* z,

@@ -103,6 +103,28 @@ __device__ __forceinline__ void for_each_accumulator(long long P0, int g, int c,
       for (int e = 0; e < 2; ++e) f(r, nt, e, 32 * (P0 + 8 * nt + 2 * c + e) + 8 * r + g);
 }
 
+/// The pair with x the operand whose Toeplitz blocks the kernel forms. A warp's tile of 16 output blocks visits
+/// min(Dn, S32 + 15) d-steps (Dn = floor((l + 30) / 32) + 1 of x's blocks, S32 = ceil(s / 32) of y's), of which an
+/// output block uses min(Dn, S32): with x the longer law (l >= s) that is min(Dn, S32 + 15) against S32 useful, with
+/// x the shorter (Dn about S32 of the other order) every visited d-step but the edges' is useful. For a law of 900
+/// entries and one of 335, say, the tiles of 512 outputs do 48 d-steps with x the longer and 32 with x the shorter.
+/// So the narrow layout (batches, one warp a tile) takes the shorter as x; the wide layout (one large convolution,
+/// whose contraction is split over blocks along d) keeps the longer.
+template <bool ShorterAsToeplitz>
+__device__ __forceinline__ Pair<double> toeplitz_operands(Pair<double> p) {
+  if constexpr (ShorterAsToeplitz) {
+    if (p.s < p.l) {
+      const double* t = p.x;
+      p.x = p.y;
+      p.y = t;
+      const long long u = p.l;
+      p.l = p.s;
+      p.s = u;
+    }
+  }
+  return p;
+}
+
 /// Grid (pairs, tiles, splits). Block (i, y, z) computes, for pair i, the tiles y, y + gridDim.y, ... of 16 NW
 /// output blocks, its split z of the contraction. With rescale (NW = 1, gridDim.y = gridDim.z = 1: the warp sees
 /// its whole pair) it then divides the pair's outputs by their maximum, re-reading only what each lane wrote.
@@ -112,7 +134,7 @@ __global__ void __launch_bounds__(32 * NW) tensor_kernel(Pairs<double> pairs, in
   using S = Stage<NW, DC>;
   __shared__ double xs[S::x_entries];
   __shared__ double ys[8 * S::y_stride];
-  const Pair<double> p = pair_at(pairs, blockIdx.x);
+  const Pair<double> p = toeplitz_operands<NW == 1>(pair_at(pairs, blockIdx.x));
   const long long S32 = (p.s + 31) / 32, Dn = (p.l + 30) / 32 + 1;
   double* dst = (splits > 1 ? partial + blockIdx.z * partial_stride : pairs.out) + p.out;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, c = lane & 3;

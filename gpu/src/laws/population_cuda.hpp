@@ -39,6 +39,7 @@ Laws thin(const Laws& x, double q);
 Laws thin(const Laws& x, const Column<double>& q);
 Laws negate(const Laws& x);
 Laws convolve(const Laws& x, const Laws& y);
+Laws convolve_shared(const Laws& x, const Laws& y, std::size_t per);
 Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& z, Column<double>& log_likelihood);
 Laws condition_on_thinning(const Laws& x, const Column<std::int64_t>& v, double q, Column<double>& log_likelihood,
                            Column<double>* prior_log_mass);

@@ -66,6 +66,7 @@ Laws thin(const Laws&, double) { none("thin"); }
 Laws thin(const Laws&, const Column<double>&) { none("thin"); }
 Laws negate(const Laws&) { none("negate"); }
 Laws convolve(const Laws&, const Laws&) { none("convolve"); }
+Laws convolve_shared(const Laws&, const Laws&, std::size_t) { none("convolve_shared"); }
 Laws condition_on_sum(const Laws&, const Laws&, const Column<std::int64_t>&, Column<double>&) { none("condition_on_sum"); }
 Laws condition_on_thinning(const Laws&, const Column<std::int64_t>&, double, Column<double>&, Column<double>*) {
   none("condition_on_thinning");

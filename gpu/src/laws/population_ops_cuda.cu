@@ -369,6 +369,16 @@ Laws convolve(const Laws& x, const Laws& y) {
   return out;
 }
 
+Laws convolve_shared(const Laws& x, const Laws& y, std::size_t per) {
+  const std::size_t count = x.size();
+  // law i's outputs: x's n_i and m_b(i) - 1 more, at most per (y.total() - y.size()) over all
+  Laws out = Laws::allocate(Backend::cuda, count, x.total() + per * (y.total() - y.size()),
+                            x.max_length() + y.max_length() - 1, "tally::gpu::convolve_shared");
+  if (count > 0)
+    cuda::convolve_shared_device(x.view(), y.view(), per, x.max_length(), y.max_length(), out.mutable_view());
+  return out;
+}
+
 Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& z, Column<double>& log_likelihood) {
   constexpr const char* who = "tally::gpu::condition_on_sum";
   Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), who);

@@ -57,11 +57,23 @@ SumConditioning condition_on_sum_batched(const PmfBatch& x, const PmfBatch& y, s
 /// are written. max_outputs, when not 0, must bound every m_i + n_i - 1 (0: taken as 2 max_length - 1); it picks
 /// the small kernel's outputs per lane. `automatic`: the small-pair kernel (one warp per pair, both operands in
 /// shared memory, the rescale fused: one launch) when no pair has more than 256 outputs, else the tensor-core
-/// kernel: one warp per pair with the rescale fused when max_length <= 256, a warp per 512-output tile and then
-/// a rescale pass above; `tensor_core` forces the latter. `direct` (the SIMT tiled kernel) and `skew` (the
+/// kernel: one warp per pair with the rescale fused when no pair has more than 512 outputs, a warp per 512-output
+/// tile and then a rescale pass above (its Toeplitz blocks made of each pair's shorter operand, so that its work
+/// follows the product of the lengths, not the longer length squared); `tensor_core` forces the latter. `direct` (the SIMT tiled kernel) and `skew` (the
 /// seed-004 baseline; at most 65535 pairs) are followed by the rescale pass. No temporary storage.
 void convolve_batched_device(PmfBatchView x, PmfBatchView y, std::size_t max_length, MutablePmfBatchView out,
                              void* stream = nullptr, Kernel kernel = Kernel::automatic, std::size_t max_outputs = 0);
+/// Convolutions against shared laws: law i of x with law b(i) = floor(i / per) of y, the law its block of `per`
+/// particles shares (y.count per == x.count; or y.count == 1, one law for all, with per >= x.count),
+/// \f[ r_{i,k} = \sum_j x_{i,j} \, y_{b(i),k-j}, \qquad \mathrm{lo}(r_i) = \mathrm{lo}(x_i) + \mathrm{lo}(y_{b(i)}), \f]
+/// rescaled after: the same kernels, results and accuracy as convolve_batched_device on y's laws repeated per
+/// times, without the copies (each pair reads its shared law where it is, from the caches). Outputs are laid out as
+/// that call's (law i's m_b(i) + n_i - 1 weights follow those of laws 0 .. i-1), so `out` needs room for
+/// sum_i (m_b(i) + n_i - 1) weights. x_max_length and shared_max_length bound the lengths of x's and y's laws (they
+/// pick the kernel, as max_outputs does there). tally::shape_error for batches that do not fit. No temporary storage.
+void convolve_shared_device(PmfBatchView x, PmfBatchView y, std::size_t per, std::size_t x_max_length,
+                            std::size_t shared_max_length, MutablePmfBatchView out, void* stream = nullptr,
+                            Kernel kernel = Kernel::automatic);
 /// One launch: posterior (same offsets as x, written; lo copied) and log_likelihood (count entries).
 void condition_on_sum_batched_device(PmfBatchView x, PmfBatchView y, const std::int64_t* z, MutablePmfBatchView posterior,
                                      double* log_likelihood, void* stream = nullptr);

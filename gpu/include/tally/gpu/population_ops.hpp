@@ -58,6 +58,11 @@ Laws thin(const Laws& x, const Column<double>& q);
 Laws negate(const Laws& x);
 /// The law of X_i + Y_i (convolve_batched; the device form's kernel is picked by max_length).
 Laws convolve(const Laws& x, const Laws& y);
+/// The law of X_i + Y_{b(i)} with b(i) = floor(i / per): each of x's P laws convolved with the law of y that its
+/// block of `per` particles shares (y.size() per == P, per >= 1: shape_error otherwise), rescaled after as
+/// convolve's: the same laws as convolve(x, repeated(y, per)), by the same kernels, without the copies (each pair
+/// reads its shared law where it is: cuda::convolve_shared_device).
+Laws convolve_shared(const Laws& x, const Laws& y, std::size_t per);
 /// X_i given X_i + Y_i = z_i (condition_on_sum_batched); adds log P(X_i + Y_i = z_i) to log_likelihood.
 Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& z, Column<double>& log_likelihood);
 /// X_i given an observed thinning v_i ~ Binomial(X_i, q):

@@ -137,7 +137,9 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// per-group law one law per group; an operation whose inputs are all shared that way (shared laws, a constant, a
 /// per-group child law) runs once per law and its result stays shared, through observations of constants and every
 /// resampling, until something per particle (a drawn value, a per-particle parameter) makes the laws one per
-/// particle. A filter whose particles all hold the same exact laws then costs about one particle's work. A Markov
+/// particle. A filter whose particles all hold the same exact laws then costs about one particle's work. A sum of a
+/// particle's own law and a shared one (drawn survivors plus immigrants of one law, say) convolves each particle's
+/// law with its block's shared law where that is held (gpu::convolve_shared: no copy per particle). A Markov
 /// step from a realized state holds one law per state of its matrix (made once per matrix), each particle's chosen
 /// by its state: conditioning it on a constant observation, or pushing a child law through it, runs once per state
 /// (each particle's log-likelihood then its state's), a draw takes each particle's law from that table, and a
