@@ -265,9 +265,18 @@ struct DeviceBatch {
   }
 };
 
-}  // namespace
-
-namespace {
+/// Law i of x with law i / y_per of y, into out (the kernels' view of two batches).
+kernels::Pairs<double> pairs_of(PmfBatchView x, PmfBatchView y, MutablePmfBatchView out, long long y_per) {
+  kernels::Pairs<double> pairs;
+  pairs.x = x.weights;
+  pairs.y = y.weights;
+  pairs.out = out.weights;
+  pairs.x_offset = x.offset;
+  pairs.y_offset = y.offset;
+  pairs.count = static_cast<long long>(x.count);
+  pairs.y_per = y_per;
+  return pairs;
+}
 
 /// The kernels of a batch of pairs, by the longest output a pair has and the longest operand: the small-pair
 /// kernel (rescale fused) up to 256 outputs, the tensor cores above (one warp a pair with the rescale fused while
@@ -303,13 +312,7 @@ void convolve_batched_device(PmfBatchView x, PmfBatchView y, std::size_t max_len
     tally::detail::fail<shape_error>("tally::gpu::cuda::convolve_batched_device: batches of ", x.count, ", ", y.count,
                                      " and ", out.count, " pmfs");
   if (x.count == 0) return;
-  kernels::Pairs<double> pairs;
-  pairs.x = x.weights;
-  pairs.y = y.weights;
-  pairs.out = out.weights;
-  pairs.x_offset = x.offset;
-  pairs.y_offset = y.offset;
-  pairs.count = static_cast<long long>(x.count);
+  const kernels::Pairs<double> pairs = pairs_of(x, y, out, 1);
   if (x.count > 0x7fffffffULL) throw cuda_error("tally::gpu::cuda::convolve_batched_device: batch too large");
   const kernels::Rescale rescale{x.lo, y.lo, x.log_scale, y.log_scale, out.offset, out.lo, out.log_scale};
   const auto longest_output = static_cast<long long>(
@@ -326,14 +329,8 @@ void convolve_shared_device(PmfBatchView x, PmfBatchView y, std::size_t per, std
                                      " shared by ", per, " each, into ", out.count);
   if (x.count == 0) return;
   if (x.count > 0x7fffffffULL) throw cuda_error("tally::gpu::cuda::convolve_shared_device: batch too large");
-  kernels::Pairs<double> pairs;
-  pairs.x = x.weights;
-  pairs.y = y.weights;
-  pairs.out = out.weights;
-  pairs.x_offset = x.offset;
-  pairs.y_offset = y.offset;
-  pairs.count = static_cast<long long>(x.count);
-  pairs.y_per = one_for_all ? pairs.count : static_cast<long long>(per);
+  const kernels::Pairs<double> pairs =
+      pairs_of(x, y, out, one_for_all ? static_cast<long long>(x.count) : static_cast<long long>(per));
   const kernels::Rescale rescale{x.lo, y.lo, x.log_scale, y.log_scale, out.offset, out.lo, out.log_scale};
   run_pairs(pairs, rescale, static_cast<long long>(x_max_length + shared_max_length - 1),
             static_cast<long long>(std::max(x_max_length, shared_max_length)), kernel,

@@ -25,7 +25,8 @@ struct Pairs {
   long long y_per = 1;
 };
 
-/// One pair, its longer operand as x (length l) and its shorter as y (length s): every kernel's work grows with s.
+/// One pair, its longer operand as x (length l) and its shorter as y (length s): every kernel's work grows with s
+/// (the batched tensor-core kernel swaps them back: convolve_tensor.cu's toeplitz_operands says why).
 template <class T>
 struct Pair {
   const T* x;
@@ -36,6 +37,17 @@ struct Pair {
   long long outputs;  // l + s - 1
   long long y_law;    // which law of y (i / y_per)
 };
+
+/// Swaps a pair's operands (x with y, l with s).
+template <class T>
+__device__ inline void swap_operands(Pair<T>& r) {
+  const T* t = r.x;
+  r.x = r.y;
+  r.y = t;
+  const long long u = r.l;
+  r.l = r.s;
+  r.s = u;
+}
 
 template <class T>
 __device__ inline Pair<T> pair_at(const Pairs<T>& p, long long i) {
@@ -49,14 +61,7 @@ __device__ inline Pair<T> pair_at(const Pairs<T>& p, long long i) {
     out = x0 + p.y_per * (y0 - b) + (i - b * p.y_per) * (n - 1);
   }
   Pair<T> r{p.x + x0, m, p.y + y0, n, out, m + n - 1, b};
-  if (r.s > r.l) {
-    const T* t = r.x;
-    r.x = r.y;
-    r.y = t;
-    const long long u = r.l;
-    r.l = r.s;
-    r.s = u;
-  }
+  if (r.s > r.l) swap_operands(r);
   return r;
 }
 

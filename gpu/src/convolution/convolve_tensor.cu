@@ -112,16 +112,8 @@ __device__ __forceinline__ void for_each_accumulator(long long P0, int g, int c,
 /// whose contraction is split over blocks along d) keeps the longer.
 template <bool ShorterAsToeplitz>
 __device__ __forceinline__ Pair<double> toeplitz_operands(Pair<double> p) {
-  if constexpr (ShorterAsToeplitz) {
-    if (p.s < p.l) {
-      const double* t = p.x;
-      p.x = p.y;
-      p.y = t;
-      const long long u = p.l;
-      p.l = p.s;
-      p.s = u;
-    }
-  }
+  if constexpr (ShorterAsToeplitz)
+    if (p.s < p.l) swap_operands(p);
   return p;
 }
 
