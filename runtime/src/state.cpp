@@ -790,6 +790,13 @@ Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, L
       [&](std::size_t i) -> const Pmf& { return h[i]; });
 }
 
+namespace {
+/// The error bound of a sum of laws with bounds a and b (laws of mass within 1 +- a and 1 +- b): a + b + a b.
+Bound sum_error(const Bound& a, const Bound& b) {
+  return Bound::combine(a, b, [](double u, double v) { return u + v + u * v; });
+}
+}  // namespace
+
 Laws sum(Place& at, const Laws& x, const Laws& y, int sign) {
   if (x.shared && y.shared) {
     const std::size_t per = std::min(x.per, y.per);
@@ -804,7 +811,7 @@ Laws sum(Place& at, const Laws& x, const Laws& y, int sign) {
       gpu::Laws negated;
       const gpu::Laws& signed_d = x.shared ? signed_laws(*d.device, sign, negated) : *d.device;
       const gpu::Laws& signed_s = x.shared ? *s.shared : signed_laws(*s.shared, sign, negated);
-      const Bound e = Bound::combine(d.device_error, s.device_error, [](double a, double b) { return a + b + a * b; });
+      const Bound e = sum_error(d.device_error, s.device_error);
       return device_laws(gpu::convolve_shared(signed_d, signed_s, s.per), e,
                          sign > 0 && d.device_nonnegative && s.device_nonnegative);
     }
@@ -812,7 +819,7 @@ Laws sum(Place& at, const Laws& x, const Laws& y, int sign) {
   if (x.parameters || y.parameters || x.shared || y.shared || x.indexed || y.indexed)
     return sum(at, dense(x), dense(y), sign);
   if (x.device && y.device) {
-    const Bound e = Bound::combine(x.device_error, y.device_error, [](double a, double b) { return a + b + a * b; });
+    const Bound e = sum_error(x.device_error, y.device_error);
     gpu::Laws negated;
     return device_laws(gpu::convolve(*x.device, signed_laws(*y.device, sign, negated)), e,
                        sign > 0 && x.device_nonnegative && y.device_nonnegative);

@@ -11,24 +11,43 @@
 
 namespace tally::gpu::cpu {
 
-PmfBatch convolve_batched(const PmfBatch& x, const PmfBatch& y) {
-  constexpr const char* who = "tally::gpu::cpu::convolve_batched";
-  detail::check_pair_batches(x, y, who);
+namespace {
+
+/// Pair i: x's law i and y's law i / per (x and y checked by the caller, y.size() per == x.size()).
+PmfBatch convolve_pairs(const PmfBatch& x, const PmfBatch& y, std::size_t per, const char* who) {
   PmfBatch r;
-  r.weights.resize(x.weights.size() + y.weights.size() - x.size());
+  // law i has m_i + n_b - 1 weights: x's, and n_b - 1 more for each of the per particles of each law b of y
+  r.weights.resize(x.weights.size() + per * (y.weights.size() - y.size()));
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const std::size_t m = x.length(i), n = y.length(i);
+    const std::size_t b = i / per, m = x.length(i), n = y.length(b);
     std::span<double> out(r.weights.data() + r.offset.back(), m + n - 1);
-    cpu::convolve(x[i], y[i], out);
+    cpu::convolve(x[i], y[b], out);
     // rescale after: the maximum to 1 (0 only when an operand is all zeros)
     const double max = *std::max_element(out.begin(), out.end());
     for (double& v : out) v = max > 0.0 ? v / max : 0.0;
     r.offset.push_back(r.offset.back() + static_cast<std::int64_t>(m + n - 1));
-    r.lo.push_back(tally::detail::checked_add(x.lo[i], y.lo[i], who));
-    r.log_scale.push_back(max > 0.0 ? x.log_scale[i] + y.log_scale[i] + std::log(max)
+    r.lo.push_back(tally::detail::checked_add(x.lo[i], y.lo[b], who));
+    r.log_scale.push_back(max > 0.0 ? x.log_scale[i] + y.log_scale[b] + std::log(max)
                                     : -std::numeric_limits<double>::infinity());
   }
   return r;
+}
+
+}  // namespace
+
+PmfBatch convolve_batched(const PmfBatch& x, const PmfBatch& y) {
+  constexpr const char* who = "tally::gpu::cpu::convolve_batched";
+  detail::check_pair_batches(x, y, who);
+  return convolve_pairs(x, y, 1, who);
+}
+
+PmfBatch convolve_shared_batched(const PmfBatch& x, const PmfBatch& y, std::size_t per) {
+  constexpr const char* who = "tally::gpu::cpu::convolve_shared_batched";
+  check(x, who);
+  check(y, who);
+  if (per == 0 || y.size() * per != x.size())
+    tally::detail::fail<shape_error>(who, ": ", x.size(), " pmfs against ", y.size(), " shared by ", per, " each");
+  return convolve_pairs(x, y, per, who);
 }
 
 SumConditioning condition_on_sum_batched(const PmfBatch& x, const PmfBatch& y, std::span<const std::int64_t> z) {

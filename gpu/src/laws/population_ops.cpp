@@ -219,20 +219,7 @@ Laws convolve_shared(const Laws& x, const Laws& y, std::size_t per) {
     tally::detail::fail<shape_error>(who, ": ", x.size(), " laws against ", y.size(), " shared by ", per, " each");
   if (x.where() != y.where()) tally::detail::fail<shape_error>(who, ": the laws are on different devices");
   if (on_device(x.where())) return population_cuda::convolve_shared(x, y, per);
-  // the reference: pair i is x's law i and y's law i / per, as cpu::convolve_batched computes and rescales a pair
-  const PmfBatch& a = x.host();
-  const PmfBatch& s = y.host();
-  PmfBatch r;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const std::size_t b = i / per, m = a.length(i), n = s.length(b);
-    std::vector<double> out(m + n - 1);
-    cpu::convolve(a[i], s[b], out);
-    const double max = *std::max_element(out.begin(), out.end());
-    for (double& v : out) v = max > 0.0 ? v / max : 0.0;
-    r.push_back(out, tally::detail::checked_add(a.lo[i], s.lo[b], who),
-                max > 0.0 ? a.log_scale[i] + s.log_scale[b] + std::log(max) : -std::numeric_limits<double>::infinity());
-  }
-  return Laws::from_host(std::move(r), Backend::cpu);
+  return Laws::from_host(cpu::convolve_shared_batched(x.host(), y.host(), per), Backend::cpu);
 }
 
 Laws condition_on_sum(const Laws& x, const Laws& y, const Column<std::int64_t>& z, Column<double>& log_likelihood) {

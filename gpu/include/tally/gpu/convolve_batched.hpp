@@ -42,6 +42,9 @@ namespace cpu {
 PmfBatch convolve_batched(const PmfBatch& x, const PmfBatch& y);
 SumConditioning condition_on_sum_batched(const PmfBatch& x, const PmfBatch& y, std::span<const std::int64_t> z);
 ///@}
+/// The reference of cuda::convolve_shared_device: pmf i of x with pmf i / per of y (y.size() per == x.size(), per
+/// >= 1: shape_error), computed and rescaled as convolve_batched computes a pair.
+PmfBatch convolve_shared_batched(const PmfBatch& x, const PmfBatch& y, std::size_t per);
 }  // namespace cpu
 
 namespace cuda {
