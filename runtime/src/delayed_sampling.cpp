@@ -266,7 +266,22 @@ void draw_reported(const std::vector<Node*>& nodes, Fallback why) {
 /// marginalized descendants become coordinates, exactly, nothing drawn); only past the joint laws' budget
 /// (Fallback::joint_limit), or for a component a joint law cannot hold (a count of a conjugate parent below n:
 /// Fallback::pruned), is the M-path realized, deepest first, as in Murray et al.'s prune.
+/// Ends n's M-path above its unheld leaves: a marginalized node that only its parent's mchild holds (no handle, no
+/// child, no joint law or waiting Beta), with no M-path child of its own, no tie and no observation below it (not
+/// absorbed), carries no information about its parents, so dropping it is exact and draws nothing. Repeated up the
+/// path (a chain of such nodes goes at once).
+void drop_unheld_leaves(Node& n) {
+  for (auto path = m_path_below(n); !path.empty(); path.pop_back()) {
+    Node* leaf = path.back();
+    Node& parent = path.size() == 1 ? n : *path[path.size() - 2];
+    if (leaf->mchild || leaf->absorbed || leaf->tied || leaf->tied_to || leaf->group || parent.mchild.use_count() != 1)
+      return;
+    parent.mchild.reset();
+  }
+}
+
 void prune(Node& n) {
+  drop_unheld_leaves(n);
   if (!n.mchild) return;
   Absorbed a = Absorbed::unsupported;
   if (n.discrete() && (a = absorb(n)) == Absorbed::done) return;

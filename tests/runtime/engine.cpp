@@ -216,6 +216,38 @@ TEST_CASE("exactness: a second child of a variable with a marginalized child is 
   CHECK(o2.exact());
 }
 
+TEST_CASE("exactness: a marginalized child nobody holds any more, with nothing observed below it, is dropped, "
+          "not drawn", "[runtime][engine]") {
+  for (const bool joint : {true, false}) {
+    INFO((joint ? "joint laws on" : "joint laws off"));
+    for (const std::size_t depth : {std::size_t{1}, std::size_t{3}}) {
+      INFO("a path of " << depth << " unheld nodes");
+      Graph g(1, 2, Device::cpu, joint ? Truncation{} : no_joint_laws());
+      g.strict(true);
+      const Variable x = g.assume(Poisson(6.0));
+      {
+        Variable y = g.assume(x, Thinning(0.5));
+        for (std::size_t k = 1; k < depth; ++k) y = g.assume(y, Thinning(0.9));
+        g.marginal(y);  // the path x -> ... -> y, then every handle below x dropped
+      }
+      const Observation o = g.observe(g.assume(x, Thinning(0.2)), 1);
+      CHECK(o.exact());
+      CHECK(o.exactness().sampled.empty());
+      CHECK(o[0] == Approx(std::log(1.2) - 1.2).epsilon(1e-12));  // Binomial(x, .2) of Poisson(6): Poisson(1.2) at 1
+    }
+  }
+  // with an observation below it the child still counts, held or not (kept exact by a joint law, or reported)
+  Graph g(1, 2, Device::cpu, no_joint_laws());
+  const Variable x = g.assume(Poisson(6.0));
+  {
+    const Variable y = g.assume(x, Thinning(0.5));
+    REQUIRE(g.observe(g.assume(y, Thinning(0.5)), 1).exact());  // y absorbed the observation
+  }
+  const Observation o = g.observe(g.assume(x, Thinning(0.2)), 1);
+  REQUIRE(o.exactness().sampled.size() == 1);
+  CHECK(o.exactness().sampled[0].reason == Fallback::joint_limit);
+}
+
 TEST_CASE("the CPU draws by sample_batched's rule: the k-th draw uses philox_uniform(seed, i, k)", "[runtime][engine]") {
   const std::size_t P = 300;
   Graph g(P, 77, Device::cpu);
