@@ -13,28 +13,17 @@
 
 namespace tally::runtime::detail {
 
-bool observe_beta_thinning(Node& n, const Values& v, LogLikelihood& ll) {
-  Context& ctx = *n.context;
-  const auto keep = n.shared_from_this();
-  const std::shared_ptr<Node> x = n.parents[0], rho = n.parents[1];
-  graft(*rho);  // a mixture it waited on is resolved first; its M-path pruned
-  graft(*x);
-  if (x->state != State::marginalized || x->group || x->tied_to || x->tied || x->mchild) return false;
-  const bool known = rho->state == State::realized;  // then Y | X = x ~ Binomial(x, rho_i): a plain thinning
-  const auto ancestors = uninstantiated_ancestors(*x);  // X must not depend on rho (a count of rho, say)
-  if (!known && std::find(ancestors.begin(), ancestors.end(), rho.get()) != ancestors.end()) return false;
-  auto& s = *rho->continuous;
-  const Laws& laws = law(*x);
-  // a CUDA graph's laws are read back: the beta-binomial conditioning has no kernel, it runs on the host per
-  // distinct law and the posteriors go back to the device (as joint laws do)
-  const std::vector<Pmf> read_back = ctx.device() ? to_pmfs(laws) : std::vector<Pmf>{};
-  const auto law_at = [&](std::size_t i) -> const Pmf& { return ctx.device() ? read_back[i] : laws.host[i]; };
+namespace {
+
+/// The host graph's observation: each distinct input (a law, a, b, y: distinct.hpp) conditioned once, in particle
+/// order, by tally's distributions (a count whose support starts below 0 is refused here, before anything changes).
+Laws condition_host(Context& ctx, const Laws& laws, const Node::ContinuousState& s, bool known, const Values& v,
+                    LogLikelihood& ll) {
+  const auto law_at = [&](std::size_t i) -> const Pmf& { return laws.host[i]; };
   // a, b: rho's Beta parameters; known: a = rho_i and b unused
   const std::vector<double> a = known ? s.scalar.to_host() : s.params.a.to_host();
   const std::vector<double> b = known ? a : s.params.b.to_host();
   const std::vector<std::int64_t> y = to_vector(v);
-  // computed aside, once per distinct input (a law, a, b, y: distinct.hpp), in particle order (a count whose support
-  // starts below 0 is refused here, before anything changes)
   const auto first = first_copies(
       ctx.particles,
       [&](std::size_t i) {
@@ -59,9 +48,27 @@ bool observe_beta_thinning(Node& n, const Values& v, LogLikelihood& ll) {
     const Conditioned& c = results[i];
     return c.posterior ? *c.posterior : law_at(i);  // impossible: the weight says so
   });
-  Laws conditioned = place(ctx, std::move(posterior));
   add_host(ll, add);
   ll.error = error;
+  return place(ctx, std::move(posterior));
+}
+
+}  // namespace
+
+bool observe_beta_thinning(Node& n, const Values& v, LogLikelihood& ll) {
+  Context& ctx = *n.context;
+  const auto keep = n.shared_from_this();
+  const std::shared_ptr<Node> x = n.parents[0], rho = n.parents[1];
+  graft(*rho);  // a mixture it waited on is resolved first; its M-path pruned
+  graft(*x);
+  if (x->state != State::marginalized || x->group || x->tied_to || x->tied || x->mchild) return false;
+  const bool known = rho->state == State::realized;  // then Y | X = x ~ Binomial(x, rho_i): a plain thinning
+  const auto ancestors = uninstantiated_ancestors(*x);  // X must not depend on rho (a count of rho, say)
+  if (!known && std::find(ancestors.begin(), ancestors.end(), rho.get()) != ancestors.end()) return false;
+  auto& s = *rho->continuous;
+  Laws conditioned = ctx.device() ? condition_on_beta_thinning(ctx, law(*x), known ? s.scalar : s.params.a,
+                                                               known ? nullptr : &s.params.b, v, ll)
+                                  : condition_host(ctx, law(*x), s, known, v, ll);
   x->marginal = std::move(conditioned);
   x->absorbed = true;
   x->tails.reset();  // the dropped tails were those of the law before the observation

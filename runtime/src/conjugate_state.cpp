@@ -1,6 +1,6 @@
 // Counts of conjugate parents on P particles: compound laws, closed-form evidence, conjugate updates and draws, by
-// tally::gpu's population operations where the graph keeps its state (what has no kernel is staged on the host:
-// everything of a Dirichlet, whose parameters live on the host).
+// tally::gpu's population operations where the graph keeps its state (population_conjugate for Beta and Gamma
+// parents, population_dirichlet for a Dirichlet's categorical counts).
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -14,6 +14,7 @@
 #include "tally/distributions/poisson.hpp"
 #include "tally/gpu/count_laws.hpp"
 #include "tally/gpu/population_conjugate.hpp"
+#include "tally/gpu/population_dirichlet.hpp"
 #include "tally/gpu/population_ops.hpp"
 
 namespace tally::runtime::detail {
@@ -67,11 +68,44 @@ Laws device_count_laws(Place& at, const CountChild& c, Node& rho) {
   return device_laws(std::move(made.laws), made.error, true);
 }
 
+/// A categorical count's laws: Categorical(pi_i), or with pi ~ Dirichlet(alpha_i) integrated out its marginal
+/// Categorical(alpha_i / sum alpha_i). Rows known to be equal (nothing per particle entered alpha yet): one law for
+/// all; otherwise a law per particle (the device's gpu::categorical_laws; the host's once per distinct row).
+Laws categorical_count_laws(Place& at, Node& rho) {
+  const bool known = rho.state == State::realized;
+  const auto& s = *rho.continuous;
+  const gpu::Vectors& rows = known ? s.vector : s.params.dirichlet;
+  const std::size_t K = rows.dimension;
+  const auto law_of = [&](const double* r) {
+    const Eigen::VectorXd v = Eigen::Map<const Eigen::VectorXd>(r, static_cast<Eigen::Index>(K));
+    return known ? to_pmf(Categorical(v), at.truncation) : marginal_categorical(Dirichlet(v));
+  };
+  if (rows.uniform) {
+    std::vector<double> first(K);  // row 0, read back from the device (K numbers)
+    if (rows.where() == gpu::Backend::cpu) std::copy_n(rows.entries.host().begin(), K, first.begin());
+    else gpu::detail::device_copy(first.data(), rows.entries.data(), K * sizeof(double), 1);
+    return prior(at, law_of(first.data()));
+  }
+  if (at.device()) return device_laws(gpu::categorical_laws(rows), 0.0, true);
+  const double* h = rows.entries.host().data();
+  const auto row = [&](std::size_t i) { return h + i * K; };
+  const auto first = first_copies(
+      at.particles,
+      [&](std::size_t i) {
+        std::uint64_t key = 0;
+        for (std::size_t j = 0; j < K; ++j) key = mix(key, std::bit_cast<std::uint64_t>(row(i)[j]));
+        return key;
+      },
+      [&](std::size_t i, std::size_t j) { return std::equal(row(i), row(i) + K, row(j)); });
+  return place(at, to_batch(compute_once(first, [&](std::size_t i) { return law_of(row(i)); }), at.particles));
+}
+
 }  // namespace
 
 Laws count_laws(Place& at, const CountChild& c, Node& rho) {
   const bool known = rho.state == State::realized;
   auto& s = *rho.continuous;
+  if (c.family == CountChild::categorical) return categorical_count_laws(at, rho);
   if (at.device() && c.family == CountChild::binomial)  // kept as parameters: weights written when needed
     return known ? parameter_laws(at, gpu::ParameterFamily::binomial, c.trials, s.scalar, nullptr)
                  : parameter_laws(at, gpu::ParameterFamily::beta_binomial, c.trials, s.params.a, &s.params.b);
@@ -89,10 +123,9 @@ Laws count_laws(Place& at, const CountChild& c, Node& rho) {
         return known ? to_pmf(NegativeBinomial(c.successes, value[i]), t)
                      : marginal_negative_binomial(Beta(a[i], b[i]), c.successes, t);
       case CountChild::poisson:
-        return known ? to_pmf(Poisson(c.scale * value[i]), t) : marginal_poisson(scaled(Gamma(a[i], b[i]), c.scale), t);
-      case CountChild::categorical: break;
+      case CountChild::categorical: break;  // (categorical: above)
     }
-    return known ? to_pmf(Categorical(s.vector[i]), t) : marginal_categorical(s.params.dirichlet[i]);
+    return known ? to_pmf(Poisson(c.scale * value[i]), t) : marginal_poisson(scaled(Gamma(a[i], b[i]), c.scale), t);
   };
   // particles with equal parameters share one law (all of them before anything is drawn: then one law for all)
   const auto bits = [](const std::vector<double>& v, std::size_t i) { return v.empty() ? 0 : std::bit_cast<std::uint64_t>(v[i]); };
@@ -102,20 +135,15 @@ Laws count_laws(Place& at, const CountChild& c, Node& rho) {
         return mix(mix(mix(bits(a, i), bits(b, i)), bits(value, i)), n.empty() ? 0 : static_cast<std::uint64_t>(n[i]));
       },
       [&](std::size_t i, std::size_t j) {
-        if (c.family == CountChild::categorical) {
-          const Eigen::VectorXd &x = known ? s.vector[i] : s.params.dirichlet[i].alpha,
-                                &y = known ? s.vector[j] : s.params.dirichlet[j].alpha;
-          return x.size() == y.size() && x == y;
-        }
         return bits(a, i) == bits(a, j) && bits(b, i) == bits(b, j) && bits(value, i) == bits(value, j) &&
                (n.empty() || n[i] == n[j]);
       });
   return place(at, to_batch(compute_once(first, law), at.particles));
 }
 
-/// add_count_log_likelihood for every family but the categorical (whose Dirichlet lives on the host): by
-/// tally::gpu's population operations, where the graph keeps its columns (the same formulas on both).
-void add_count_log_likelihood_columns(const CountChild& c, Node& rho, const Values& v, LogLikelihood& ll) {
+/// add_count_log_likelihood: by tally::gpu's population operations, where the graph keeps its columns (the same
+/// formulas on both).
+void add_count_log_likelihood(Place&, const CountChild& c, Node& rho, const Values& v, LogLikelihood& ll) {
   const bool known = rho.state == State::realized;
   auto& s = *rho.continuous;
   switch (c.family) {
@@ -131,34 +159,27 @@ void add_count_log_likelihood_columns(const CountChild& c, Node& rho, const Valu
       if (known) gpu::add_poisson_log_mass(c.scale, s.scalar, *v, ll.values);
       else gpu::add_gamma_poisson_log_mass(c.scale, s.params.a, s.params.b, *v, ll.values);
       return;
-    case CountChild::categorical: break;
+    case CountChild::categorical:
+      if (known) gpu::add_categorical_log_mass(s.vector, *v, ll.values);
+      else gpu::add_dirichlet_categorical_log_mass(s.params.dirichlet, *v, ll.values);
+      return;
   }
 }
 
-void add_count_log_likelihood(Place& at, const CountChild& c, Node& rho, const Values& v, LogLikelihood& ll) {
-  if (c.family != CountChild::categorical) return add_count_log_likelihood_columns(c, rho, v, ll);
-  // Categorical(pi): pi's Dirichlet parameters (or its realized vectors) live on the host
-  const bool known = rho.state == State::realized;
-  const auto& s = *rho.continuous;
-  const std::vector<std::int64_t> k = to_vector(v);
-  std::vector<double> add(at.particles);
-  for (std::size_t i = 0; i < at.particles; ++i)
-    add[i] = known ? log_pdf(Categorical(s.vector[i]), k[i]) : log_marginal_categorical(s.params.dirichlet[i], k[i]);
-  add_host(ll, add);
-}
-
-void conjugate_update(Place& at, const CountChild& c, Node& rho, const Values& v) {
+void conjugate_update(Place&, const CountChild& c, Node& rho, const Values& v) {
   auto& p = rho.continuous->params;
   // where the graph keeps them; particles with impossible values keep their parameters (their weight is 0)
   switch (c.family) {
     case CountChild::binomial: gpu::beta_update(p.a, p.b, *c.trials, *v); return;
     case CountChild::negative_binomial: gpu::negative_binomial_update(p.a, p.b, c.successes, *v); return;
     case CountChild::poisson: gpu::gamma_poisson_update(p.a, p.b, c.scale, *v); return;  // Gamma(k + x, theta + s)
-    case CountChild::categorical: break;
+    case CountChild::categorical: {  // alpha_k + 1; one category observed in every particle keeps the rows equal
+      const bool uniform = p.dirichlet.uniform && v.same.has_value();
+      gpu::dirichlet_update(p.dirichlet, *v);
+      p.dirichlet.uniform = uniform;
+      return;
+    }
   }
-  const std::vector<std::int64_t> k = to_vector(v);
-  for (std::size_t i = 0; i < at.particles; ++i)
-    if (k[i] >= 0 && k[i] < p.dirichlet[i].alpha.size()) p.dirichlet.set(i, posterior_categorical(p.dirichlet[i], k[i]));
 }
 
 void draw_continuous(Place& at, Node& rho) {
@@ -169,15 +190,7 @@ void draw_continuous(Place& at, Node& rho) {
     case ContinuousRoot::beta: s.scalar = gpu::sample_beta(s.params.a, s.params.b, at.seed, k, at.first_particle); break;
     case ContinuousRoot::gamma: s.scalar = gpu::sample_gamma(s.params.a, s.params.b, at.seed, k, at.first_particle); break;
     case ContinuousRoot::dirichlet:
-      s.vector = Batch<Eigen::VectorXd>::make(at.particles, [&](std::size_t i) {
-        const Eigen::VectorXd& alpha = s.params.dirichlet[i].alpha;
-        Eigen::VectorXd g(alpha.size());
-        // component j on its own key, so that the draws of different components are independent
-        for (Eigen::Index j = 0; j < alpha.size(); ++j)
-          g[j] = gpu::gamma_variate(alpha[j], at.seed ^ (0x9E37'79B9'7F4A'7C15ull * static_cast<std::uint64_t>(j + 1)),
-                                    at.first_particle + i, k);
-        return Eigen::VectorXd(g / g.sum());
-      });
+      s.vector = gpu::sample_dirichlet(s.params.dirichlet, at.seed, k, at.first_particle);
       break;
   }
   ++at.draws;

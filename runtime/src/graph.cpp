@@ -533,11 +533,15 @@ Continuous Graph::assume(const Gamma& law) {
   });
 }
 Continuous Graph::assume(const Dirichlet& law) {
-  auto n = std::make_shared<Node>(context_, detail::ContinuousRoot{detail::ContinuousRoot::dirichlet},
-                                  State::marginalized);
-  n->continuous = std::make_unique<Node::ContinuousState>();
-  n->continuous->params.dirichlet = Batch<Dirichlet>::filled(particles(), law);
-  return Continuous(n);
+  return guarded(*this, [&] {
+    auto n = std::make_shared<Node>(context_, detail::ContinuousRoot{detail::ContinuousRoot::dirichlet},
+                                    State::marginalized);
+    n->continuous = std::make_unique<Node::ContinuousState>();
+    n->continuous->params.dirichlet = gpu::Vectors::filled(
+        std::span<const double>(law.alpha.data(), static_cast<std::size_t>(law.alpha.size())), particles(),
+        context_->where);
+    return Continuous(n);
+  });
 }
 
 namespace {
@@ -578,10 +582,21 @@ Continuous Graph::assume(const std::vector<Gamma>& laws) {
 }
 Continuous Graph::assume(const std::vector<Dirichlet>& laws) {
   const std::size_t per = particles_per_law(*context_, laws.size());
+  const auto K = static_cast<std::size_t>(laws.front().alpha.size());
+  for (std::size_t k = 0; k < laws.size(); ++k)
+    if (static_cast<std::size_t>(laws[k].alpha.size()) != K)
+      tally::detail::fail<shape_error>("tally::runtime::Graph::assume: Dirichlet law ", k, " has ", laws[k].alpha.size(),
+                                       " categories where law 0 has ", K, " (one dimension for every particle)");
+  std::vector<double> rows;
+  rows.reserve(particles() * K);
+  for (std::size_t i = 0; i < particles(); ++i) {
+    const Eigen::VectorXd& a = laws[i / per].alpha;
+    rows.insert(rows.end(), a.data(), a.data() + K);
+  }
   auto n = std::make_shared<Node>(context_, detail::ContinuousRoot{detail::ContinuousRoot::dirichlet},
                                   State::marginalized);
   n->continuous = std::make_unique<Node::ContinuousState>();
-  n->continuous->params.dirichlet = Batch<Dirichlet>::make(particles(), [&](std::size_t i) { return laws[i / per]; });
+  n->continuous->params.dirichlet = guarded(*this, [&] { return gpu::Vectors::from_rows(rows, K, context_->where); });
   return Continuous(n);
 }
 
@@ -852,7 +867,10 @@ std::vector<Eigen::VectorXd> Graph::value(const Continuous& x) {
   const auto& c = *n->continuous;
   std::vector<Eigen::VectorXd> out;
   if (std::get<detail::ContinuousRoot>(n->kind).family == detail::ContinuousRoot::dirichlet) {
-    for (std::size_t i = 0; i < particles(); ++i) out.push_back(c.vector[i]);
+    const std::vector<double> rows = c.vector.to_host();
+    const std::size_t K = c.vector.dimension;
+    for (std::size_t i = 0; i < particles(); ++i)
+      out.push_back(Eigen::Map<const Eigen::VectorXd>(rows.data() + i * K, static_cast<Eigen::Index>(K)));
     return out;
   }
   for (double v : c.scalar.to_host()) out.push_back(Eigen::VectorXd::Constant(1, v));
@@ -900,8 +918,11 @@ std::vector<Dirichlet> Graph::dirichlet(const Continuous& x) {
   const auto node = node_of(x, "dirichlet");
   require_family(*node, detail::ContinuousRoot::dirichlet, "dirichlet", "Dirichlet");  // before grafting: a refused query changes nothing
   const auto& p = unrealized(*this, node, "dirichlet").continuous->params;
+  const std::vector<double> rows = p.dirichlet.to_host();
+  const std::size_t K = p.dirichlet.dimension;
   std::vector<Dirichlet> out;
-  for (std::size_t i = 0; i < particles(); ++i) out.push_back(p.dirichlet[i]);
+  for (std::size_t i = 0; i < particles(); ++i)
+    out.emplace_back(Eigen::VectorXd(Eigen::Map<const Eigen::VectorXd>(rows.data() + i * K, static_cast<Eigen::Index>(K))));
   return out;
 }
 
@@ -1105,8 +1126,7 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
   std::vector<std::pair<detail::Laws*, const detail::Laws*>> new_laws;  // shared: copied in
   std::vector<std::pair<detail::Values*, const detail::Values*>> new_values;
   std::vector<std::pair<gpu::Column<double>*, gpu::Column<double>>> new_columns;
-  std::vector<std::pair<Node::ContinuousState*, std::pair<decltype(Node::ContinuousState::params.dirichlet),
-                                                           decltype(Node::ContinuousState::vector)>>> new_dirichlet;
+  std::vector<std::pair<gpu::Vectors*, gpu::Vectors>> new_vectors;
   std::vector<std::pair<std::shared_ptr<const gpu::Column<double>>*, std::shared_ptr<const gpu::Column<double>>>> new_p;
   std::vector<std::pair<detail::Laws*, detail::Laws>> own_laws;  // host laws, not shared: moved in
   auto gather_laws = [&](detail::Laws& l) {
@@ -1132,7 +1152,7 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
   auto gather_doubles = [&](gpu::Column<double>& c) {
     if (c.size() > 0) double_columns.push_back(&c);
   };
-  std::optional<std::vector<std::size_t>> host_ancestors;  // read back only for Dirichlet states (host batches)
+  std::optional<std::vector<std::size_t>> host_ancestors;  // read back only for joint laws (host tables)
   auto ancestors_on_host = [&]() -> const std::vector<std::size_t>& {
     if (!host_ancestors) host_ancestors = a.to_host();
     return *host_ancestors;
@@ -1152,13 +1172,8 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
       gather_doubles(c->params.a);
       gather_doubles(c->params.b);
       gather_doubles(c->scalar);
-      if (!c->params.dirichlet.empty() || !c->vector.empty()) {
-        auto dirichlet = c->params.dirichlet;
-        auto vector = c->vector;
-        if (!dirichlet.empty()) dirichlet.select(ancestors_on_host());
-        if (!vector.empty()) vector.select(ancestors_on_host());
-        new_dirichlet.emplace_back(c, std::make_pair(std::move(dirichlet), std::move(vector)));
-      }
+      for (gpu::Vectors* v : {&c->params.dirichlet, &c->vector})
+        if (!v->empty()) new_vectors.emplace_back(v, gpu::gather(*v, a));
     }
     if (n->operands)
       for (auto& o : *n->operands) gather_laws(o);
@@ -1187,10 +1202,7 @@ void Graph::gather(const gpu::Column<std::size_t>& a) {
   for (auto& [target, gathered] : new_laws) *target = *gathered;
   for (auto& [target, gathered] : new_values) *target = *gathered;
   for (auto& [target, gathered] : new_columns) *target = std::move(gathered);
-  for (auto& [c, gathered] : new_dirichlet) {
-    c->params.dirichlet = std::move(gathered.first);
-    c->vector = std::move(gathered.second);
-  }
+  for (auto& [target, gathered] : new_vectors) *target = std::move(gathered);
   for (auto& [target, gathered] : new_p) *target = std::move(gathered);
   if (groups) groups->commit();
 }

@@ -220,7 +220,7 @@ class Node : public std::enable_shared_from_this<Node> {
   struct ContinuousState {
     Params params;                 // the posterior parameters while marginalized (one family used)
     gpu::Column<double> scalar;    // realized Beta or Gamma
-    Batch<Eigen::VectorXd> vector; // realized Dirichlet
+    gpu::Vectors vector;           // realized Dirichlet: one probability vector per particle
     /// A Beta whose posterior is a mixture over a count X after an observed y ~ Binomial(X, rho): params are the
     /// Beta before that observation, and rho | X = x ~ Beta(a + y, b + x - y). Owning: X (mixture_count) and the
     /// observed node (mixture_observed, realized: its values are y, moved with the particles when resampling).

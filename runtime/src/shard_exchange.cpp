@@ -374,7 +374,7 @@ void gather_items(Context& ctx, const std::function<Exchange()>& plan, gpu::Colu
       add_column(s->params.a);
       add_column(s->params.b);
       add_column(s->scalar);
-      if (!s->params.dirichlet.empty() || !s->vector.empty()) {
+      if (!s->params.dirichlet.empty() || !s->vector.empty()) {  // (rows of K entries a particle: not moved yet)
         Item it;
         it.kind = Item::dirichlet;
         items.push_back(it);

@@ -7,6 +7,7 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 
 #include "distinct.hpp"
 
@@ -741,6 +742,19 @@ Laws condition(Place& at, const Laws& x, const GroupLaws& each, const Values& y,
   return host_conditioned(
       at, distinct_inputs(at, &h, nullptr, yv.data(), key.data()), ll,
       [&](std::size_t i) { return pull_pmf(h[i], each.at(i), yv[i]); }, [&](std::size_t i) -> const Pmf& { return h[i]; });
+}
+
+Laws condition_on_beta_thinning(Place& at, const Laws& x, const gpu::Column<double>& a, const gpu::Column<double>* b,
+                                const Values& y, LogLikelihood& ll) {
+  if (x.parameters || x.shared || x.indexed) return condition_on_beta_thinning(at, dense(x), a, b, y, ll);
+  if (!x.device)
+    tally::detail::fail<std::logic_error>("tally::runtime: condition_on_beta_thinning is for device laws (a host graph "
+                                     "conditions its distinct laws one at a time)");
+  require_counts(x, "tally::runtime: Binomial(x, rho)");
+  return conditioned(x, nullptr, x.device_error, ll, true, [&] {
+    return b ? gpu::condition_on_beta_thinning(*x.device, *y, a, *b, ll.values)
+             : gpu::condition_on_thinning(*x.device, *y, a, ll.values);
+  });
 }
 
 Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, LogLikelihood& ll) {

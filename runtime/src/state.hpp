@@ -17,6 +17,7 @@
 #include "bound.hpp"
 #include "tally/gpu/population_chain.hpp"
 #include "tally/gpu/population_children.hpp"
+#include "tally/gpu/population_dirichlet.hpp"
 #include "tally/runtime/batch.hpp"
 #include "tally/runtime/conjugate.hpp"
 
@@ -145,11 +146,11 @@ struct ParameterForm {
   }
 };
 
-/// Per-particle conjugate parameters: Beta(a, b) or Gamma(shape a, rate b) as two columns where the graph keeps
-/// them, or Dirichlet(alpha) on the host.
+/// Per-particle conjugate parameters where the graph keeps them: Beta(a, b) or Gamma(shape a, rate b) as two columns,
+/// or Dirichlet(alpha) as one vector per particle.
 struct Params {
   gpu::Column<double> a, b;
-  Batch<Dirichlet> dirichlet;
+  gpu::Vectors dirichlet;
 };
 
 /// A log-likelihood per particle where the graph keeps it, and the largest relative error bound of the likelihoods
@@ -241,6 +242,11 @@ Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, con
 Laws dense(const Laws& x);
 /// X | Y = y_i for the child Y | X ~ law; adds log P(Y = y_i) to ll.
 Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, LogLikelihood& ll);
+/// Device laws x given an observed y_i ~ Binomial(x_i, rho): rho ~ Beta(a_i, b_i) integrated out (b given:
+/// gpu::condition_on_beta_thinning) or a known rho_i = a_i (b null: the thinning with q_i = a_i), with the bounds of
+/// any device conditioning; domain_error, before anything changes, where x has mass below 0.
+Laws condition_on_beta_thinning(Place& at, const Laws& x, const gpu::Column<double>& a, const gpu::Column<double>* b,
+                                const Values& y, LogLikelihood& ll);
 /// X + sign Y for independent X, Y.
 Laws sum(Place& at, const Laws& x, const Laws& y, int sign);
 /// X | X + sign Y = z_i; adds log P(X + sign Y = z_i) to ll.

@@ -339,6 +339,10 @@ TEST_CASE("Binomial(X, rho) on a CUDA graph: the host graph's log-likelihoods, p
     std::vector<Beta> rhos;
     bool exact = false;
     std::size_t reported = 0;
+    std::vector<double> known_log_likelihoods;  // rho drawn before the observation: Binomial(x, rho_i), known rho_i
+    std::vector<Pmf> known_posteriors;
+    std::vector<Beta> rhos2;
+    std::vector<double> drawn_rho;
   };
   const auto run = [&](Device d) {
     Run r;
@@ -354,6 +358,24 @@ TEST_CASE("Binomial(X, rho) on a CUDA graph: the host graph's log-likelihoods, p
       r.rhos = g.beta(rho);
       r.reported = g.pending_samplings().size();
       r.xs = g.value(x);
+      // a second count, X + a drawn value, whose laws differ by particle, observed through rho's per-particle
+      // posterior, then a third through rho drawn (a known rho_i per particle)
+      const Variable z = g.add(g.assume(Binomial(15, 0.3)), x);
+      const Observation second = g.observe(g.binomial(z, rho), ys);
+      CHECK(second.exact());
+      r.known_log_likelihoods = second.log_likelihoods();
+      r.known_posteriors = g.marginal(z);
+      (void)g.value(z);  // rho's mixture resolved by z's value: Beta per particle again
+      r.rhos2 = g.beta(rho);
+      const std::vector<double> drawn = g.scalar_value(rho);
+      r.drawn_rho = drawn;
+      const Variable w = g.add(g.assume(Binomial(9, 0.6)), x);
+      const Observation third = g.observe(g.binomial(w, rho), ys);
+      CHECK(third.exact());
+      const auto l3 = third.log_likelihoods();
+      r.known_log_likelihoods.insert(r.known_log_likelihoods.end(), l3.begin(), l3.end());
+      const auto m3 = g.marginal(w);
+      r.known_posteriors.insert(r.known_posteriors.end(), m3.begin(), m3.end());
     }
     CHECK(Graph::live_nodes() == live);
     return r;
@@ -373,5 +395,17 @@ TEST_CASE("Binomial(X, rho) on a CUDA graph: the host graph's log-likelihoods, p
     CHECK(device.xs[i] == host.xs[i]);  // one engine: the same draws for the same seed
     CHECK(device.rhos[i].alpha == a0 + static_cast<double>(ys[i]));
     CHECK(device.rhos[i].beta == b0 + static_cast<double>(device.xs[i] - ys[i]));
+    CHECK(device.rhos2[i].alpha == host.rhos2[i].alpha);
+    CHECK(device.rhos2[i].beta == host.rhos2[i].beta);
+    CHECK(device.drawn_rho[i] == Approx(host.drawn_rho[i]).epsilon(1e-12));
+  }
+  REQUIRE(device.known_log_likelihoods.size() == 2 * P);
+  REQUIRE(device.known_posteriors.size() == 2 * P);
+  for (std::size_t i = 0; i < 2 * P; ++i) {  // rho's posterior per particle, then rho drawn
+    INFO((i < P ? "rho's posterior" : "rho drawn") << ", particle " << i % P);
+    CHECK(device.known_log_likelihoods[i] == Approx(host.known_log_likelihoods[i]).epsilon(1e-12));
+    const Pmf &c = host.known_posteriors[i], &e = device.known_posteriors[i];
+    for (std::int64_t k = std::min(c.lo(), e.lo()); k <= std::max(c.hi(), e.hi()); ++k)
+      CHECK(pdf(e, k) == Approx(pdf(c, k)).margin(1e-15).epsilon(1e-12));
   }
 }

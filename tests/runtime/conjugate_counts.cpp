@@ -1,9 +1,11 @@
-// Counts of Gamma and Beta parameters whose laws differ between particles (a drawn count entered each particle's
-// posterior, or the parameter was drawn): each particle's log-weight against its closed form, on the CPU graph and
-// on the CUDA graph (whose laws come from gpu::count_laws there), and the two graphs' laws against each other.
+// Counts of Gamma, Beta and Dirichlet parameters whose laws differ between particles (a drawn count entered each
+// particle's posterior, or the parameter was drawn): each particle's log-weight against its closed form, on the CPU
+// graph and on the CUDA graph (whose laws come from gpu::count_laws and gpu::categorical_laws there), and the two
+// graphs' laws against each other.
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "gpu/device.hpp"
@@ -129,5 +131,96 @@ TEST_CASE("counts of Beta parameters that differ between particles: the CUDA gra
     if (i % 7 != 0) continue;
     for (std::int64_t k = host.laws[i].lo(); k <= host.laws[i].hi(); ++k)
       REQUIRE(std::abs(pdf(host.laws[i], k) - pdf(device.laws[i], k)) <= 1e-13);
+  }
+}
+
+namespace {
+
+/// log(alpha_c / sum alpha) (the test's own formula); -inf off 0 .. K - 1.
+double log_categorical(const Eigen::VectorXd& alpha, std::int64_t c) {
+  if (c < 0 || c >= alpha.size()) return -std::numeric_limits<double>::infinity();
+  return std::log(alpha[c] / alpha.sum());
+}
+
+struct DirichletRun {
+  std::vector<std::int64_t> drawn;
+  std::vector<Dirichlet> after_draw, after_resampling;
+  std::vector<double> log_weights;
+  std::vector<Pmf> laws;
+  std::vector<Eigen::VectorXd> pi;
+};
+
+/// pi ~ Dirichlet(1, 2, 3, 0.5); c1 ~ Categorical(pi) drawn in each particle (alpha then per particle); c2 observed
+/// at particle i's own category i % 5 (4 is impossible: -inf); c3's marginal; a resampling by fixed ancestors (the
+/// rows move with the particles); pi drawn; c4 observed at 2 under the drawn pi.
+DirichletRun dirichlet_counts(Device device, std::size_t P) {
+  Graph g(P, 13, device);
+  g.strict(true);
+  DirichletRun out;
+  const Continuous pi = g.assume(Dirichlet(Eigen::Vector4d(1.0, 2.0, 3.0, 0.5)));
+  out.drawn = g.value(g.categorical(pi));
+  out.after_draw = g.dirichlet(pi);
+  std::vector<std::int64_t> cats(P);
+  for (std::size_t i = 0; i < P; ++i) cats[i] = static_cast<std::int64_t>(i % 5);
+  REQUIRE(g.observe(g.categorical(pi), cats).exact());
+  out.log_weights = g.log_weights();
+  out.laws = g.marginal(g.categorical(pi));
+  std::vector<std::size_t> ancestors(P);
+  for (std::size_t i = 0; i < P; ++i) ancestors[i] = (3 * i + 1) % P;
+  g.resample(ancestors);
+  out.after_resampling = g.dirichlet(pi);
+  out.pi = g.value(pi);
+  REQUIRE(g.observe(g.categorical(pi), 2).exact());
+  const std::vector<double> after = g.log_weights();
+  out.log_weights.insert(out.log_weights.end(), after.begin(), after.end());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("categorical counts of a Dirichlet that differ between particles: closed forms on both devices",
+          "[runtime][conjugate][device]") {
+  std::vector<Device> devices{Device::cpu};
+  if (gpu::cuda_available()) devices.push_back(Device::cuda);
+  const std::size_t P = 3000;
+  const Eigen::Vector4d alpha(1.0, 2.0, 3.0, 0.5);
+  std::vector<DirichletRun> runs;
+  for (const Device device : devices) {
+    INFO((device == Device::cpu ? "CPU graph" : "CUDA graph"));
+    runs.push_back(dirichlet_counts(device, P));
+    const DirichletRun& r = runs.back();
+    REQUIRE(r.log_weights.size() == 2 * P);
+    for (std::size_t i = 0; i < P; ++i) {
+      INFO("particle " << i << ": c1 = " << r.drawn[i]);
+      Eigen::VectorXd a = alpha;
+      a[r.drawn[i]] += 1.0;
+      REQUIRE(r.after_draw[i].alpha == a);
+      const std::int64_t c = static_cast<std::int64_t>(i % 5);
+      const double first = log_categorical(a, c);
+      if (std::isinf(first)) REQUIRE(r.log_weights[i] == first);
+      else REQUIRE(r.log_weights[i] == Approx(first).epsilon(1e-14));
+      if (c < 4) a[c] += 1.0;
+      for (std::int64_t k = 0; k < 4; ++k) REQUIRE(pdf(r.laws[i], k) == Approx(a[k] / a.sum()).epsilon(1e-14));
+      // after the resampling particle i holds particle (3 i + 1) % P's parameters
+      const std::size_t from = (3 * i + 1) % P;
+      REQUIRE(r.after_resampling[i].alpha.size() == 4);
+      Eigen::VectorXd b = alpha;
+      b[r.drawn[from]] += 1.0;
+      if (from % 5 < 4) b[static_cast<Eigen::Index>(from % 5)] += 1.0;
+      REQUIRE(r.after_resampling[i].alpha == b);
+      REQUIRE(r.pi[i].sum() == Approx(1.0).epsilon(1e-14));
+      const double second = std::log(r.pi[i][2]);
+      if (from % 5 == 4) REQUIRE(r.log_weights[P + i] == -std::numeric_limits<double>::infinity());
+      else REQUIRE(r.log_weights[P + i] - r.log_weights[from] == Approx(second).epsilon(1e-12).margin(1e-12));
+    }
+  }
+  if (runs.size() < 2) return;
+  const DirichletRun &host = runs[0], &device = runs[1];
+  REQUIRE(host.drawn == device.drawn);  // the same draws on both
+  for (std::size_t i = 0; i < P; ++i) {
+    INFO("particle " << i);
+    for (Eigen::Index j = 0; j < 4; ++j) REQUIRE(device.pi[i][j] == Approx(host.pi[i][j]).epsilon(1e-12));
+    if (std::isinf(host.log_weights[P + i])) REQUIRE(device.log_weights[P + i] == host.log_weights[P + i]);
+    else REQUIRE(device.log_weights[P + i] == Approx(host.log_weights[P + i]).epsilon(1e-12));
   }
 }

@@ -48,6 +48,25 @@ void add_beta_binomial_log_mass(const Column<std::int64_t>& n, const Column<doub
     log_likelihood.host()[i] += math::beta_binomial_log_mass(n.host()[i], k.host()[i], a.host()[i], b.host()[i]);
 }
 
+Laws condition_on_beta_thinning(const Laws& x, const Column<std::int64_t>& v, const Column<double>& a,
+                                const Column<double>& b, Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::condition_on_beta_thinning";
+  same_shape(x, v, who);
+  same_shape(x, a, who);
+  same_shape(x, b, who);
+  same_shape(x, log_likelihood, who);
+  if (on_device(x.where())) return population_cuda::condition_on_beta_thinning(x, v, a, b, log_likelihood);
+  check_positive(a, who, "a");
+  check_positive(b, who, "b");
+  const std::vector<std::int64_t>& observed = v.host();
+  return detail::condition_by(
+      x,
+      [&](std::size_t i, std::int64_t k) {
+        return math::beta_binomial_log_mass(k, observed[i], a.host()[i], b.host()[i]);
+      },
+      log_likelihood, who);
+}
+
 void add_binomial_log_mass(const Column<std::int64_t>& n, const Column<double>& q, const Column<std::int64_t>& k,
                            Column<double>& log_likelihood) {
   constexpr const char* who = "tally::gpu::add_binomial_log_mass";

@@ -24,6 +24,26 @@ void add_beta_binomial_log_mass(const Column<std::int64_t>& n, const Column<doub
   });
 }
 
+namespace {
+/// One term of condition_on_beta_thinning: log BetaBinomial(v_i; k, a_i, b_i) for the parent value k (NaN for bad
+/// parameters, as the columns' other kernels give).
+struct BetaThinningLogLik {
+  const std::int64_t* v;
+  const double *a, *b;
+  __device__ double operator()(long long i, std::int64_t k) const {
+    if (!math::positive(a[i]) || !math::positive(b[i])) return NAN;
+    return math::beta_binomial_log_mass(k, v[i], a[i], b[i]);
+  }
+};
+}  // namespace
+
+Laws condition_on_beta_thinning(const Laws& x, const Column<std::int64_t>& v, const Column<double>& a,
+                                const Column<double>& b, Column<double>& log_likelihood) {
+  Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), "tally::gpu::condition_on_beta_thinning");
+  condition_laws(x, BetaThinningLogLik{v.data(), a.data(), b.data()}, out, log_likelihood);
+  return out;
+}
+
 void add_binomial_log_mass(const Column<std::int64_t>& n, const double* q, double q_value,
                            const Column<std::int64_t>& k, Column<double>& log_likelihood) {
   const std::int64_t *np = n.data(), *kp = k.data();

@@ -7,6 +7,7 @@
 #include "tally/gpu/parameter_laws.hpp"
 #include "tally/gpu/population_chain.hpp"
 #include "tally/gpu/population_children.hpp"
+#include "tally/gpu/population_dirichlet.hpp"
 #include "tally/gpu/population_ops.hpp"
 #include "scan_math.hpp"
 
@@ -110,6 +111,8 @@ Laws condition_on_sum(const ParameterLaws& x, const ParameterLaws& y, int sign, 
 // population_conjugate_cuda.cu
 void add_beta_binomial_log_mass(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b,
                                 const Column<std::int64_t>& k, Column<double>& log_likelihood);
+Laws condition_on_beta_thinning(const Laws& x, const Column<std::int64_t>& v, const Column<double>& a,
+                                const Column<double>& b, Column<double>& log_likelihood);
 void add_binomial_log_mass(const Column<std::int64_t>& n, const double* q, double q_value,
                            const Column<std::int64_t>& k, Column<double>& log_likelihood);
 void observe_binomial(const Column<std::int64_t>& n, double q, const Column<std::int64_t>& k,
@@ -125,4 +128,12 @@ void add_gamma_poisson_log_mass(double s, const Column<double>& a, const Column<
 void negative_binomial_update(Column<double>& a, Column<double>& b, double r, const Column<std::int64_t>& k);
 void gamma_poisson_update(Column<double>& a, Column<double>& b, double s, const Column<std::int64_t>& k);
 Column<double> sample_gamma(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream);
+// population_dirichlet_cuda.cu (alpha: the rows are Dirichlet parameters, else probability vectors)
+Column<double> tiled(std::span<const double> row, std::size_t count);
+void add_categorical_log_mass(const Vectors& x, bool alpha, const Column<std::int64_t>& k,
+                              Column<double>& log_likelihood);
+void dirichlet_update(Vectors& alpha, const Column<std::int64_t>& k);
+Laws categorical_laws(const Vectors& rows);
+Vectors sample_dirichlet(const Vectors& alpha, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream);
+Column<double> gather_rows(const Vectors& x, const Column<std::size_t>& ancestors);
 }  // namespace tally::gpu::population_cuda

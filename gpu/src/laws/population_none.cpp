@@ -147,6 +147,18 @@ Column<std::size_t> resample(const Column<double>&, Resampler, std::uint64_t, st
                              const WeightSummary*) {
   none("resample");
 }
+Column<double> tiled(std::span<const double>, std::size_t) { none("Vectors::filled"); }
+void add_categorical_log_mass(const Vectors&, bool, const Column<std::int64_t>&, Column<double>&) {
+  none("add_categorical_log_mass");
+}
+void dirichlet_update(Vectors&, const Column<std::int64_t>&) { none("dirichlet_update"); }
+Laws categorical_laws(const Vectors&) { none("categorical_laws"); }
+Vectors sample_dirichlet(const Vectors&, std::uint64_t, std::uint64_t, std::uint64_t) { none("sample_dirichlet"); }
+Column<double> gather_rows(const Vectors&, const Column<std::size_t>&) { none("gather"); }
+Laws condition_on_beta_thinning(const Laws&, const Column<std::int64_t>&, const Column<double>&, const Column<double>&,
+                                Column<double>&) {
+  none("condition_on_beta_thinning");
+}
 void add_beta_binomial_log_mass(const Column<std::int64_t>&, const Column<double>&, const Column<double>&,
                                 const Column<std::int64_t>&, Column<double>&) { none("add_beta_binomial_log_mass"); }
 void add_binomial_log_mass(const Column<std::int64_t>&, const double*, double, const Column<std::int64_t>&,

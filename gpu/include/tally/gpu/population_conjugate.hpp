@@ -25,6 +25,16 @@ namespace tally::gpu {
 /// powers of p and 1 - p cancel; this p puts the last term at its mean), as log_pdf(BetaBinomial) does.
 void add_beta_binomial_log_mass(const Column<std::int64_t>& n, const Column<double>& a, const Column<double>& b,
                                 const Column<std::int64_t>& k, Column<double>& log_likelihood);
+/// X_i given an observed v_i ~ Binomial(X_i, rho), rho ~ Beta(a_i, b_i) integrated out: each law of x reweighted
+/// by the beta-binomial likelihood of its values,
+/// \f$ w'_{i,k} \propto w_{i,k} \binom{k}{v_i} B(a_i + v_i, b_i + k - v_i) / B(a_i, b_i) \f$ (zero for k < v_i,
+/// a negative k included), normalized (max 1 again), and
+/// \f$ \log L_i = \mathrm{log\_scale}_i + \log \sum_k w_{i,k} \ell_i(k) \f$ added to log_likelihood, the terms
+/// formed in logarithms (add_beta_binomial_log_mass's formula, once per entry). An impossible observation adds -inf
+/// and leaves the law as it was (the particle's weight says it). x, v, a, b and log_likelihood hold one entry per
+/// particle, in one place (shape_error otherwise).
+Laws condition_on_beta_thinning(const Laws& x, const Column<std::int64_t>& v, const Column<double>& a,
+                                const Column<double>& b, Column<double>& log_likelihood);
 /// Binomial(n_i, q_i) with a known q_i in [0, 1] (n_i >= 0): \f$\log\binom{n}{k} + k\log q + (n-k)\log(1-q)\f$,
 /// -inf off 0 .. n; q = 0 and q = 1 are the point masses at 0 and n.
 void add_binomial_log_mass(const Column<std::int64_t>& n, const Column<double>& q, const Column<std::int64_t>& k,

@@ -124,11 +124,13 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// acts on all particles at once. The algorithm is the same on both devices (runtime/src/delayed_sampling.cpp); the
 /// state operations dispatch once (runtime/src/state.cpp): host laws are tally::Pmf with the distributions'
 /// algebra and error bounds, device laws are tally::gpu batches. What has no device kernel runs on the host for a
-/// CUDA graph, its laws copied there and back, with the same results: everything of a Dirichlet, and the joint laws
-/// (below). The laws of negative binomial and Poisson counts of a Beta or Gamma parameter (marginalized or
-/// realized) are one host law shared by every particle while the particles' parameters are equal, and
-/// gpu::count_laws over the population once they differ (a drawn count entered each posterior): each law cut to its
-/// own window by tail bounds, so that it may hold a few entries more than the CPU graph's, never less mass. A child
+/// CUDA graph, its laws copied there and back, with the same results: the joint laws (below). A Dirichlet's
+/// parameters and draws are one vector per particle where the graph keeps its state (gpu::Vectors). The laws of
+/// negative binomial and Poisson counts of a Beta or Gamma parameter (marginalized or realized), and the
+/// categorical counts of a Dirichlet, are one host law shared by every particle while the particles' parameters are
+/// equal, and gpu::count_laws (gpu::categorical_laws) over the population once they differ (a drawn count entered
+/// each posterior): each count law cut to its own window by tail bounds, so that it may hold a few entries more
+/// than the CPU graph's, never less mass. A child
 /// law per group (a thinning, a scaled or indexed Poisson, a Markov step) runs on the device as one kernel over the
 /// groups' own parameters.
 ///
@@ -475,9 +477,8 @@ class Graph {
   ///   observation (domain_error, before x's law or the log-weights change).
   /// - otherwise (x in a joint law or tied, x depending on rho), and for any other use of y (its value, its law, a
   ///   child of y, a sum), x is realized first (Fallback::parent_realized, refused in strict mode) when it is not,
-  ///   and y is the count Binomial(x_i, rho) of rho, as before. A CUDA graph does the same: its observation reads
-  ///   x's laws back to the host, conditions each distinct law there (the beta-binomial conditioning has no
-  ///   kernel) and places the posteriors back on the device, as joint laws do.
+  ///   and y is the count Binomial(x_i, rho) of rho, as before. A CUDA graph does the same on the device
+  ///   (gpu::condition_on_beta_thinning; a realized rho: gpu::condition_on_thinning with q_i = rho_i).
   Variable binomial(const Variable& x, const Continuous& rho);
   /// a x + c (a != 0), and x + y, x - y.
   ///@{
