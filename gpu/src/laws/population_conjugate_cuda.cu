@@ -25,13 +25,13 @@ void add_beta_binomial_log_mass(const Column<std::int64_t>& n, const Column<doub
 }
 
 namespace {
-/// One term of condition_on_beta_thinning: log BetaBinomial(v_i; k, a_i, b_i) for the parent value k (NaN for bad
-/// parameters, as the columns' other kernels give).
+/// One term of condition_on_beta_thinning: log BetaBinomial(v_i; k, a_i, b_i) for the parent value k (-inf for bad
+/// parameters: the particle's log-likelihood is set to NaN after).
 struct BetaThinningLogLik {
   const std::int64_t* v;
   const double *a, *b;
   __device__ double operator()(long long i, std::int64_t k) const {
-    if (!math::positive(a[i]) || !math::positive(b[i])) return NAN;
+    if (!math::positive(a[i]) || !math::positive(b[i])) return -INFINITY;
     return math::beta_binomial_log_mass(k, v[i], a[i], b[i]);
   }
 };
@@ -41,6 +41,12 @@ Laws condition_on_beta_thinning(const Laws& x, const Column<std::int64_t>& v, co
                                 const Column<double>& b, Column<double>& log_likelihood) {
   Laws out = Laws::allocate(Backend::cuda, x.size(), x.total(), x.max_length(), "tally::gpu::condition_on_beta_thinning");
   condition_laws(x, BetaThinningLogLik{v.data(), a.data(), b.data()}, out, log_likelihood);
+  // (the conditioning takes a law whose terms are all NaN for impossible: bad parameters are NaN here, as documented)
+  const double *ap = a.data(), *bp = b.data();
+  double* l = log_likelihood.data();
+  each(x.size(), [=] __device__(long long i) {
+    if (!math::positive(ap[i]) || !math::positive(bp[i])) l[i] = NAN;
+  });
   return out;
 }
 
