@@ -8,8 +8,12 @@
 //                      group), groups-hmm (hmm with a transition matrix and rates per group), gamma-counts (counts
 //                      of an unknown Gamma rate, each drawn: a negative binomial law per particle), wide-drawn (the
 //                      wide-law population model with its count drawn every season: each particle's survivors' law
-//                      its own, plus immigrants' law shared by all); free: the free-running runs only (for
-//                      bench/host_sampler.cpp's profile of the host)   (a developer's tool)
+//                      its own, plus immigrants' law shared by all), dirichlet (categorical counts of a Dirichlet
+//                      over 6 categories, one drawn and one observed each step: the parameters per particle),
+//                      beta-thinning (Poisson counts observed through Binomial(X, rho) with rho ~ Beta, each then
+//                      drawn: the beta-binomial conditioning with rho's parameters per particle); free: the
+//                      free-running runs only (for bench/host_sampler.cpp's profile of the host)   (a developer's
+//                      tool)
 // The free-running runs sit between cudaProfilerStart and cudaProfilerStop: traced with bench/cupti_trace.cpp, they
 // give scripts/trace-summary its window (it divides by runs x steps, the number printed as "steps traced").
 // TALLY_BENCH_THINNING_LAWS=8|16|32 forces the laws a warp of the thinning observation's kernel (to compare them
@@ -252,6 +256,38 @@ std::size_t wide_drawn(Graph& pop, Clock& clock) {
   return 8;
 }
 
+/// pi ~ Dirichlet(1, 2, 3, 1, 0.5, 2); each of 10 steps draws one Categorical(pi) count in each particle (so that the
+/// parameters differ between particles), observes another at y_t, and resamples by ESS.
+std::size_t dirichlet(Graph& pop, Clock& clock) {
+  const std::size_t steps = 10;
+  Eigen::VectorXd alpha(6);
+  alpha << 1.0, 2.0, 3.0, 1.0, 0.5, 2.0;
+  const runtime::Continuous pi = clock("assume pi", [&] { return pop.assume(runtime::Dirichlet(alpha)); });
+  for (std::size_t t = 0; t < steps; ++t) {
+    clock("draw a category", [&] { pop.realize(pop.categorical(pi)); });
+    const Variable c = clock("categorical(pi)", [&] { return pop.categorical(pi); });
+    clock("observe y", [&] { pop.observe(c, static_cast<std::int64_t>((3 * t + 1) % 6)); });
+    clock("resample", [&] { return pop.resample_by_weight(t + 1 == steps ? 0.0 : 0.5); });
+  }
+  return steps;
+}
+
+/// rho ~ Beta(2, 3); each of 10 steps: X_t ~ Poisson(40 + 5 t) observed through Binomial(X_t, rho) at y_t (the
+/// beta-binomial conditioning of each particle's X with rho's parameters), X_t drawn (rho's posterior per particle
+/// then), a resampling by ESS.
+std::size_t beta_thinning(Graph& pop, Clock& clock) {
+  const std::size_t steps = 10;
+  const runtime::Continuous rho = clock("assume rho", [&] { return pop.assume(runtime::Beta(2.0, 3.0)); });
+  for (std::size_t t = 0; t < steps; ++t) {
+    const Variable x = clock("assume X", [&] { return pop.assume(Poisson(40.0 + 5.0 * double(t))); });
+    const Variable seen = clock("binomial(X, rho)", [&] { return pop.binomial(x, rho); });
+    clock("observe y", [&] { pop.observe(seen, static_cast<std::int64_t>(16 + 2 * t)); });
+    clock("realize X", [&] { pop.realize(x); });
+    clock("resample", [&] { return pop.resample_by_weight(t + 1 == steps ? 0.0 : 0.5); });
+  }
+  return steps;
+}
+
 double run(const std::string& program, std::size_t P, std::uint64_t seed, Clock& clock, std::size_t& steps) {
   cudaDeviceSynchronize();
   const auto t0 = std::chrono::steady_clock::now();
@@ -268,6 +304,8 @@ double run(const std::string& program, std::size_t P, std::uint64_t seed, Clock&
     else if (program == "hmm" || program == "hmm-bootstrap") steps = hmm(pop, clock, program == "hmm");
     else if (program == "gamma-counts") steps = gamma_counts(pop, clock);
     else if (program == "wide-drawn") steps = wide_drawn(pop, clock);
+    else if (program == "dirichlet") steps = dirichlet(pop, clock);
+    else if (program == "beta-thinning") steps = beta_thinning(pop, clock);
     else {
       std::fprintf(stderr, "unknown program %s\n", program.c_str());
       std::exit(2);
