@@ -19,14 +19,18 @@ namespace tally::gpu {
 struct Vectors {
   Column<double> entries;      ///< P K entries
   std::size_t dimension = 0;   ///< K (0: no vectors)
-  bool uniform = false;
+  bool uniform = false;        ///< every row known to be the same
+  /// P, the number of vectors.
   std::size_t size() const { return dimension == 0 ? 0 : entries.size() / dimension; }
+  /// Whether there are none.
   bool empty() const { return entries.empty(); }
+  /// Where the entries are.
   Backend where() const { return entries.where(); }
   /// count copies of row (K = row.size() >= 1: shape_error otherwise), uniform.
   static Vectors filled(std::span<const double> row, std::size_t count, Backend where);
   /// The rows of a host array of P K entries, K = dimension >= 1 (shape_error where K does not divide its size).
   static Vectors from_rows(const std::vector<double>& rows, std::size_t dimension, Backend where);
+  /// A copy (Vectors are move-only, as their Column).
   Vectors clone() const { return {entries.clone(), dimension, uniform}; }
   /// The entries on the host, row-major.
   std::vector<double> to_host() const { return entries.to_host(); }
