@@ -262,10 +262,6 @@ void draw_reported(const std::vector<Node*>& nodes, Fallback why) {
     if (c->state == State::marginalized) c->discrete() ? sample(*c) : sample_continuous(*c);
 }
 
-/// Makes n the end of its M-path. Where it can, the component is taken over by a joint law (absorb: n and its
-/// marginalized descendants become coordinates, exactly, nothing drawn); only past the joint laws' budget
-/// (Fallback::joint_limit), or for a component a joint law cannot hold (a count of a conjugate parent below n:
-/// Fallback::pruned), is the M-path realized, deepest first, as in Murray et al.'s prune.
 /// Ends n's M-path above its unheld leaves: a marginalized node that only its parent's mchild holds (no handle, no
 /// child, no joint law or waiting Beta), with no M-path child of its own, no tie and no observation below it (not
 /// absorbed), carries no information about its parents, so dropping it is exact and draws nothing. Repeated up the
@@ -280,6 +276,10 @@ void drop_unheld_leaves(Node& n) {
   }
 }
 
+/// Makes n the end of its M-path (its unheld leaves dropped first: drop_unheld_leaves). Where it can, the component is taken over by a joint law (absorb: n and its
+/// marginalized descendants become coordinates, exactly, nothing drawn); only past the joint laws' budget
+/// (Fallback::joint_limit), or for a component a joint law cannot hold (a count of a conjugate parent below n:
+/// Fallback::pruned), is the M-path realized, deepest first, as in Murray et al.'s prune.
 void prune(Node& n) {
   drop_unheld_leaves(n);
   if (!n.mchild) return;

@@ -130,9 +130,8 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// categorical counts of a Dirichlet, are one host law shared by every particle while the particles' parameters are
 /// equal, and gpu::count_laws (gpu::categorical_laws) over the population once they differ (a drawn count entered
 /// each posterior): each count law cut to its own window by tail bounds, so that it may hold a few entries more
-/// than the CPU graph's, never less mass. A child
-/// law per group (a thinning, a scaled or indexed Poisson, a Markov step) runs on the device as one kernel over the
-/// groups' own parameters.
+/// than the CPU graph's, never less mass. A child law per group (a thinning, a scaled or indexed Poisson, a Markov
+/// step) runs on the device as one kernel over the groups' own parameters.
 ///
 /// Equal laws are computed once. On the host, particles whose inputs to an operation are identical share one
 /// computation and one copy of its result. On the device, a prior is one law shared by every particle and a
