@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpu/device.hpp"
+#include "gpu/random_count_laws.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu/population_conjugate.hpp"
 #include "tally/gpu/population_ops.hpp"
@@ -22,28 +23,8 @@ namespace {
 
 constexpr double inf = std::numeric_limits<double>::infinity();
 
-/// P count laws from lo in 0 .. 400 with 1 .. 300 values: bumps down to e^-700 in their tails, a few with zeros
-/// inside, a few already without mass (log_scale -inf).
-gpu::PmfBatch random_laws(std::mt19937_64& gen, std::size_t P) {
-  std::uniform_real_distribution<double> u(0.0, 1.0);
-  gpu::PmfBatch b;
-  for (std::size_t i = 0; i < P; ++i) {
-    const auto lo = static_cast<std::int64_t>(u(gen) * 400), m = 1 + static_cast<std::int64_t>(u(gen) * 299);
-    const double centre = u(gen) * double(m), width = 1.0 + u(gen) * double(m) / 3.0;
-    std::vector<double> w(static_cast<std::size_t>(m));
-    double top = 0;
-    for (std::int64_t k = 0; k < m; ++k) {
-      const double z = (double(k) - centre) / width;
-      top = std::max(top, w[std::size_t(k)] = u(gen) < 0.05 ? 0.0 : std::exp(std::max(-0.5 * z * z, -700.0)));
-    }
-    if (top == 0) w[0] = top = 1;
-    for (const double x : w) b.weights.push_back(x / top);
-    b.offset.push_back(static_cast<std::int64_t>(b.weights.size()));
-    b.lo.push_back(lo);
-    b.log_scale.push_back(u(gen) < 0.02 ? -inf : -5.0 * u(gen));
-  }
-  return b;
-}
+/// P count laws from lo in 0 .. 400 with 1 .. 300 values, 2 % already without mass.
+gpu::PmfBatch random_laws(std::mt19937_64& gen, std::size_t P) { return test::random_count_laws(gen, P, 400, 300, 0.02); }
 
 /// Beta parameters from 0.05 to 500, log-uniform; observations around each law's values, some below (impossible
 /// or possible), some above every value (impossible).
