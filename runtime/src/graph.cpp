@@ -587,16 +587,16 @@ Continuous Graph::assume(const std::vector<Dirichlet>& laws) {
     if (static_cast<std::size_t>(laws[k].alpha.size()) != K)
       tally::detail::fail<shape_error>("tally::runtime::Graph::assume: Dirichlet law ", k, " has ", laws[k].alpha.size(),
                                        " categories where law 0 has ", K, " (one dimension for every particle)");
-  std::vector<double> rows;
-  rows.reserve(particles() * K);
-  for (std::size_t i = 0; i < particles(); ++i) {
-    const Eigen::VectorXd& a = laws[i / per].alpha;
-    rows.insert(rows.end(), a.data(), a.data() + K);
-  }
+  std::vector<double> rows;  // one row per law, then spread over the particles (no host array of P rows)
+  rows.reserve(laws.size() * K);
+  for (const Dirichlet& d : laws) rows.insert(rows.end(), d.alpha.data(), d.alpha.data() + K);
   auto n = std::make_shared<Node>(context_, detail::ContinuousRoot{detail::ContinuousRoot::dirichlet},
                                   State::marginalized);
   n->continuous = std::make_unique<Node::ContinuousState>();
-  n->continuous->params.dirichlet = guarded(*this, [&] { return gpu::Vectors::from_rows(rows, K, context_->where); });
+  n->continuous->params.dirichlet = guarded(*this, [&] {
+    gpu::Vectors v = gpu::Vectors::from_rows(rows, K, context_->where);
+    return per == 1 ? std::move(v) : gpu::gather(v, gpu::block_indices(particles(), per, context_->where));
+  });
   return Continuous(n);
 }
 
@@ -859,6 +859,19 @@ std::vector<Pmf> Graph::marginal(const Variable& x) {
   });
 }
 
+namespace {
+/// The P vectors on the host, one Eigen vector each.
+std::vector<Eigen::VectorXd> rows_of(const gpu::Vectors& v) {
+  const std::vector<double> flat = v.to_host();
+  const std::size_t K = v.dimension;
+  std::vector<Eigen::VectorXd> out;
+  out.reserve(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i)
+    out.emplace_back(Eigen::Map<const Eigen::VectorXd>(flat.data() + i * K, static_cast<Eigen::Index>(K)));
+  return out;
+}
+}  // namespace
+
 std::vector<Eigen::VectorXd> Graph::value(const Continuous& x) {
   auto n = node_of(x, "value");
   guarded(*this, [&] {
@@ -866,13 +879,7 @@ std::vector<Eigen::VectorXd> Graph::value(const Continuous& x) {
   });
   const auto& c = *n->continuous;
   std::vector<Eigen::VectorXd> out;
-  if (std::get<detail::ContinuousRoot>(n->kind).family == detail::ContinuousRoot::dirichlet) {
-    const std::vector<double> rows = c.vector.to_host();
-    const std::size_t K = c.vector.dimension;
-    for (std::size_t i = 0; i < particles(); ++i)
-      out.push_back(Eigen::Map<const Eigen::VectorXd>(rows.data() + i * K, static_cast<Eigen::Index>(K)));
-    return out;
-  }
+  if (std::get<detail::ContinuousRoot>(n->kind).family == detail::ContinuousRoot::dirichlet) return rows_of(c.vector);
   for (double v : c.scalar.to_host()) out.push_back(Eigen::VectorXd::Constant(1, v));
   return out;
 }
@@ -918,11 +925,8 @@ std::vector<Dirichlet> Graph::dirichlet(const Continuous& x) {
   const auto node = node_of(x, "dirichlet");
   require_family(*node, detail::ContinuousRoot::dirichlet, "dirichlet", "Dirichlet");  // before grafting: a refused query changes nothing
   const auto& p = unrealized(*this, node, "dirichlet").continuous->params;
-  const std::vector<double> rows = p.dirichlet.to_host();
-  const std::size_t K = p.dirichlet.dimension;
   std::vector<Dirichlet> out;
-  for (std::size_t i = 0; i < particles(); ++i)
-    out.emplace_back(Eigen::VectorXd(Eigen::Map<const Eigen::VectorXd>(rows.data() + i * K, static_cast<Eigen::Index>(K))));
+  for (Eigen::VectorXd& alpha : rows_of(p.dirichlet)) out.emplace_back(std::move(alpha));
   return out;
 }
 
