@@ -7,6 +7,7 @@
 
 #include "batches.hpp"
 #include "steps.hpp"
+#include "tally/distributions/algebra.hpp"
 #include "tally/error.hpp"
 
 namespace tally::runtime::detail {
@@ -248,11 +249,62 @@ Inputs gather_inputs(const Component& c) {
   return in;
 }
 
+/// A table over some of the component's nodes, independent of the others' tables (component_law).
+struct Factor {
+  JointPmf law;
+  std::vector<Node*> axes;
+};
+
+bool holds(const std::vector<Node*>& axes, const Node* u) { return std::find(axes.begin(), axes.end(), u) != axes.end(); }
+
+/// The nodes whose axes the law of u (entering the component's law) reads: its marginalized parents, its partner.
+std::vector<const Node*> read_by(const Node& u) {
+  std::vector<const Node*> r;
+  for (const Node* p : u.mparents)
+    if (p) r.push_back(p);
+  if (u.tied_to) r.push_back(u.tied_to);
+  return r;
+}
+
 /// Particle i's joint law of the component's nodes (axes in `axes`, temporaries summed out on the way).
+///
+/// Variable elimination over the component's factors: the law is built as a set of independent tables (a top
+/// starts one of its own), two tables are joined (their outer product) only when a node reads axes of both, and
+/// each node is summed out of its table right after its last use (Component::eliminated). So the tables of
+/// independent branches (the operands of a tree of sums, each a sum of counts) are each reduced to the one axis
+/// their reader needs before they meet, and no table holds more than the live nodes and the frontier of the order
+/// within its branch.
 JointPmf component_law(const Component& c, const Inputs& in, std::size_t i, std::vector<Node*>& axes,
                        const Truncation& t) {
-  std::optional<JointPmf> d;
+  std::optional<JointPmf> d;  // the current table, over `axes`
   axes.clear();
+  std::vector<Factor> parked;  // the other tables
+  const auto park = [&] {
+    if (d) parked.push_back({std::move(*d), std::move(axes)});
+    d.reset();
+    axes.clear();
+  };
+  // the tables holding any of `needed` joined into the current one (a top, reading nothing, starts a new one)
+  const auto gather = [&](const std::vector<const Node*>& needed) {
+    const auto needs = [&](const std::vector<Node*>& ax) {
+      return std::any_of(needed.begin(), needed.end(), [&](const Node* p) { return holds(ax, p); });
+    };
+    if (!d || !needs(axes)) park();
+    for (std::size_t f = 0; f < parked.size();) {
+      if (!needs(parked[f].axes)) {
+        ++f;
+        continue;
+      }
+      if (d) {
+        d = outer(*d, parked[f].law, t);
+        axes.insert(axes.end(), parked[f].axes.begin(), parked[f].axes.end());
+      } else {
+        d = std::move(parked[f].law);
+        axes = std::move(parked[f].axes);
+      }
+      parked.erase(parked.begin() + static_cast<std::ptrdiff_t>(f));
+    }
+  };
   auto append = [&](const JointPmf& e) { d = d ? outer(*d, e, t) : e; };
   auto conditioned = [&](Node* u) {
     if (const auto it = in.law.find(u); it != in.law.end()) *d = reweight(*d, position(axes, u), it->second[i]);
@@ -260,9 +312,16 @@ JointPmf component_law(const Component& c, const Inputs& in, std::size_t i, std:
   // node order[k] enters the law: its axis, from its parents' (an M-path child, a sum, a tie) or as a top
   const auto add_node = [&](std::size_t step) {
     Node* const u = c.order[step];
+    const auto& now = c.eliminated[step];
+    const auto summed_out_now = [&](const Node* p) { return std::find(now.begin(), now.end(), p) != now.end(); };
     if (Node* x = u->tied_to; x && u->mparents == std::array<Node*, 2>{}) {  // Y = a X + c
-      d = linear_combination(*d, unit(d->rank(), position(axes, x), u->tie_a), in.constants.at(u)[i], -1, t);
-      axes.push_back(u);
+      // in place of X where X is summed out right after (no table over both)
+      const int xa = position(axes, x), replace = summed_out_now(x) ? xa : -1;
+      d = linear_combination(*d, unit(d->rank(), xa, u->tie_a), in.constants.at(u)[i], replace, t);
+      if (replace >= 0)
+        axes[static_cast<std::size_t>(replace)] = u;
+      else
+        axes.push_back(u);
       return;
     }
     if (is_top(*u)) {
@@ -273,9 +332,8 @@ JointPmf component_law(const Component& c, const Inputs& in, std::size_t i, std:
     if (const auto* child = std::get_if<DiscreteChild>(&u->kind)) {
       Node* const p = u->mparents[0];
       const int pa = position(axes, p);
-      const auto& now = c.eliminated[step];
       const ChildLaw& law_i = law_at(child->law, child->each.get(), i);
-      if (std::find(now.begin(), now.end(), p) != now.end() && bounded_child(law_i)) {
+      if (summed_out_now(p) && bounded_child(law_i)) {
         // the parent is summed out right after: its child takes its axis in place (no table over both)
         if (const auto* q = std::get_if<Thinning>(&law_i))
           d = thin_in_place(*d, pa, q->keep);
@@ -289,22 +347,30 @@ JointPmf component_law(const Component& c, const Inputs& in, std::size_t i, std:
         axes.push_back(u);
       }
     } else if (const auto* s = std::get_if<Sum>(&u->kind)) {
+      // V = X_0 + s X_1 over the operands that are axes, in place of one of them that is summed out right after
+      // (so that a chain of sums never holds a table over a sum and both its operands); then each operand nobody
+      // else needs (an independent law) convolved along V's axis
       Coordinates kappa(axes.size(), 0);
-      int folded = 0;
+      int replace = -1;
+      std::vector<Pmf> folded;
       for (int k = 0; k < 2; ++k) {
         const std::int64_t coefficient = k == 0 ? 1 : s->sign;
         if (Node* p = u->mparents[static_cast<std::size_t>(k)]) {
-          kappa[static_cast<std::size_t>(position(axes, p))] += coefficient;
-        } else {  // an operand nobody else needs: an independent axis, summed out below
-          append(joint(in.operands.at(u)[static_cast<std::size_t>(k)][i]));
-          axes.push_back(nullptr);
-          kappa.push_back(coefficient);
-          ++folded;
+          const int pa = position(axes, p);
+          kappa[static_cast<std::size_t>(pa)] += coefficient;
+          if (replace < 0 && summed_out_now(p)) replace = pa;
+        } else {
+          const Pmf& y = in.operands.at(u)[static_cast<std::size_t>(k)][i];
+          folded.push_back(coefficient > 0 ? y : negate(y));
         }
       }
-      d = linear_combination(*d, kappa, 0, -1, t);
-      axes.push_back(u);
-      for (; folded > 0; --folded) drop_axis(*d, axes, static_cast<int>(axes.size()) - 2);
+      d = linear_combination(*d, kappa, 0, replace, t);
+      if (replace >= 0)
+        axes[static_cast<std::size_t>(replace)] = u;
+      else
+        axes.push_back(u);
+      const int v = position(axes, u);
+      for (const Pmf& y : folded) d = add_independent(*d, v, y, t);
     } else if (const auto* j = std::get_if<JointSum>(&u->kind)) {
       const int x = position(axes, u->mparents[0]);
       if (const auto it = in.realized_y.find(u); it != in.realized_y.end()) {  // Y realized
@@ -335,11 +401,20 @@ JointPmf component_law(const Component& c, const Inputs& in, std::size_t i, std:
     conditioned(u);
   };
   for (std::size_t k = 0; k < c.order.size(); ++k) {
+    gather(read_by(*c.order[k]));
     add_node(k);
     // the plan's eliminations: nodes nothing reads any more, summed out now rather than after the whole law is
-    // built (a chain of dead nodes would otherwise multiply their extents); a parent replaced in place is gone
-    for (Node* u : c.eliminated[k])
-      if (std::find(axes.begin(), axes.end(), u) != axes.end()) drop_axis(*d, axes, position(axes, u));
+    // built (a chain of dead nodes would otherwise multiply their extents); a parent replaced in place is gone. A
+    // table keeps its last axis (its node is then a member nobody needs, summed out by sweep)
+    for (Node* u : c.eliminated[k]) {
+      if (holds(axes, u) && d->rank() > 1) drop_axis(*d, axes, position(axes, u));
+      for (Factor& f : parked)
+        if (holds(f.axes, u) && f.law.rank() > 1) drop_axis(f.law, f.axes, position(f.axes, u));
+    }
+  }
+  for (Factor& f : parked) {  // not expected (the component is connected), but independent tables multiply
+    d = outer(*d, f.law, t);
+    axes.insert(axes.end(), f.axes.begin(), f.axes.end());
   }
   return *d;
 }
