@@ -352,6 +352,7 @@ int main(int argc, char** argv) {
                 "rec ~ Binomial(I, gamma), delta, gamma ~ Beta(2, 2); observed I(t) - I(t-1) = new - rec\n"
                 "%zu particles on the %s, systematic resampling every day, seed %llu\n\n",
                 lambda, particles, device.c_str(), static_cast<unsigned long long>(seed));
+    std::fflush(stdout);  // the title before the runs' progress lines (stderr), also where stdout is a pipe
 
     options.particles = particles;
     options.seed = seed;

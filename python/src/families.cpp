@@ -96,15 +96,18 @@ void bind_families(py::module_& m) {
                          "How an unbounded family becomes a finite pmf: the tail mass that may be dropped "
                          "(tolerance), the largest dense size (max_size) and the largest joint law of coupled variables "
                          "a Graph keeps (max_joint_bytes).")
-      .def(py::init([](double tolerance, std::int64_t max_size, std::int64_t max_joint_bytes) {
+      .def(py::init([](double tolerance, std::int64_t max_size, std::int64_t max_joint_bytes, std::int64_t max_work) {
              Truncation t{tolerance, max_size};
              t.max_joint_bytes = max_joint_bytes;
+             t.max_work = max_work;
              return t;
            }),
            py::arg("tolerance") = Truncation{}.tolerance, py::arg("max_size") = Truncation{}.max_size,
-           py::arg("max_joint_bytes") = Truncation{}.max_joint_bytes)
+           py::arg("max_joint_bytes") = Truncation{}.max_joint_bytes, py::arg("max_work") = Truncation{}.max_work)
       .def_readwrite("tolerance", &Truncation::tolerance)
       .def_readwrite("max_size", &Truncation::max_size)
+      .def_readwrite("max_work", &Truncation::max_work,
+                     "the most multiply-adds one marginal may take (an OverflowError past it, raised at once)")
       .def_readwrite("max_joint_bytes", &Truncation::max_joint_bytes,
                      "largest joint law of coupled variables a Graph forms, in bytes over all particles (0: none)")
       .def_readwrite("track_dropped", &Truncation::track_dropped,

@@ -76,7 +76,7 @@ void bind_errors(py::module_& m) {
       PyErr_SetString(usage.ptr(), e.what());
     } catch (const runtime::inexact_error& e) {
       py::list sampled;
-      for (const auto& s : e.sampled) sampled.append(py::make_tuple(s.variable, runtime::to_string(s.reason)));
+      for (const auto& s : e.sampled) sampled.append(py::cast(s));  // tally.Sampled, as Exactness.sampled
       py::object err = inexact(e.what());
       err.attr("sampled") = sampled;
       PyErr_SetObject(inexact.ptr(), err.ptr());

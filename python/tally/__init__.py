@@ -22,7 +22,16 @@ if _version(_numpy.__version__) >= (2, 0) and _version(_build_info.pybind11_vers
     raise ImportError(f"tally was built with pybind11 {_build_info.pybind11_version}, which does not support "
                       f"NumPy {_numpy.__version__}: rebuild it with pybind11 >= 2.12, or use NumPy 1.x")
 
-from ._tally import *  # noqa: E402,F401,F403
+try:
+    from ._tally import *  # noqa: E402,F401,F403
+except ModuleNotFoundError as _missing:
+    if _missing.name != __name__ + "._tally":
+        raise
+    # the package's Python files are laid out at configure time, the extension only when its target is built
+    # (scripts/example builds the library and models/sir alone)
+    raise ImportError("tally's compiled extension (tally._tally) is not built next to " + __file__ + ": build it with "
+                      "scripts/build (or `cmake --build <build dir> --target _tally`), or install the package with "
+                      "pip install .") from None
 from . import _tally  # noqa: E402
 from ._each import each  # noqa: E402
 

@@ -3,6 +3,10 @@ exception, with the C++ message unchanged."""
 
 import math
 import os
+import pathlib
+import shutil
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -133,3 +137,29 @@ def test_observing_a_value_that_is_not_an_integer_says_so():
 def test_a_graph_too_large_for_memory_says_how_many_particles_would_fit():
     with pytest.raises(MemoryError, match="particles would fit"):
         tally.Graph(2**40)
+
+
+def test_max_work_refuses_a_marginal_at_once():
+    # Truncation.max_work bounds one marginal's multiply-adds, as in C++: Z = X + Y with Y | X ~ Poisson(1.25 X) and
+    # X over thousands of values is refused with an OverflowError naming max_work, and the graph stays usable
+    t = tally.Truncation(max_work=2**18)
+    assert t.max_work == 2**18 and tally.Truncation().max_work > 2**18
+    g = tally.Graph(1, 23, "cpu", t)
+    x = g.assume(tally.Poisson(20000.0))
+    z = x + g.assume(x, tally.ScaledPoisson(1.25))
+    with pytest.raises(tally.OverflowError, match="max_work"):
+        g.marginal(z)
+    s = g.assume(tally.Poisson(5.0))
+    assert g.marginal(s + g.assume(s, tally.ScaledPoisson(1.25)))[0].log_mass() == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_package_without_its_extension_says_how_to_build_it(tmp_path):
+    # scripts/example builds the library and models/sir alone: build/python/tally then holds the Python files but
+    # not the extension, and importing it must say what to build rather than "No module named 'tally._tally'"
+    package = pathlib.Path(tally.__file__).parent
+    copy = tmp_path / "tally"
+    shutil.copytree(package, copy, ignore=shutil.ignore_patterns("_tally*.so", "__pycache__"))
+    run = subprocess.run([sys.executable, "-c", "import tally"], env={**os.environ, "PYTHONPATH": str(tmp_path)},
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert run.returncode != 0
+    assert "ImportError" in run.stderr and "is not built" in run.stderr and "scripts/build" in run.stderr

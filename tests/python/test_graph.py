@@ -185,11 +185,14 @@ def test_exactness_report_and_strict_mode():
     with pytest.raises(tally.InexactError) as e:
         g.observe(b + c, 4)  # b and c share x: the runtime would sample x
     assert isinstance(e.value, RuntimeError) and isinstance(e.value, tally.Error)
-    assert e.value.sampled and e.value.sampled[0][0] == "x"
+    assert e.value.sampled and e.value.sampled[0].variable == "x"
+    refused = e.value.sampled[0]
+    assert isinstance(refused, tally.Sampled) and isinstance(refused.reason, tally.Fallback)
     g.strict = False
     o = g.observe(b + c, 4)
     assert not o.exact and o.exactness.sampled[0].variable == "x"
     assert isinstance(o.exactness.sampled[0].reason, tally.Fallback)
+    assert o.exactness.sampled[0].reason == refused.reason  # what strict mode refused is what was then sampled
     assert "sampled x" in o.exactness.describe() and "Sampled(x" in repr(o.exactness.sampled[0])
     assert o.exactness.truncation_error >= 0 and isinstance(o.exactness.truncated, list)
     assert tally.Fallback.shared_ancestor.describe() == "shared ancestor of a sum's operands"

@@ -296,7 +296,7 @@ class Graph {
   /// G groups of S particles (Groups): domain_error where G or S is 0 or G S overflows; Device::cuda without a
   /// usable device: tally::cuda_error. Device::automatic chooses by G S particles.
   Graph(Groups groups, std::uint64_t seed, Device device = Device::automatic, Truncation truncation = {});
-  /// One shard of a population sharded over communicator->size() shards (README, "Several GPUs"): this graph holds
+  /// One shard of a population sharded over communicator->size() shards (docs/gpu.md, "Several GPUs"): this graph holds
   /// the population's particles shard.first .. shard.first + shard.count - 1 (shard.index = communicator->rank()),
   /// and every shard runs the same program. What the unsharded Graph(shard.total, seed, ...) would compute for
   /// those particles, this shard computes:

@@ -35,7 +35,7 @@ class NcclCommunicator final : public Communicator {
   /// A fresh unique id (ncclGetUniqueId), drawn by one rank and given to all.
   static Id unique_id();
   /// Joins the communicator of `size` ranks as `rank`, on CUDA device `device` (made current on this thread). Make
-  /// it before any other GPU work of the process: tally uses one device per process (README, "Several GPUs").
+  /// it before any other GPU work of the process: tally uses one device per process (docs/gpu.md, "Several GPUs").
   NcclCommunicator(const Id& id, std::size_t rank, std::size_t size, int device);
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
