@@ -30,7 +30,7 @@ except ModuleNotFoundError as _missing:
     # the package's Python files are laid out at configure time, the extension only when its target is built
     # (scripts/example builds the library and models/sir alone)
     raise ImportError("tally's compiled extension (tally._tally) is not built next to " + __file__ + ": build it with "
-                      "scripts/build (or `cmake --build <build dir> --target _tally`), or install the package with "
+                      "scripts/build (or `cmake --build <build dir> --target tally_python`), or install the package with "
                       "pip install .") from None
 from . import _tally  # noqa: E402
 from ._each import each  # noqa: E402
