@@ -10,12 +10,11 @@
 #include "tally/distributions/beta_binomial.hpp"
 #include "tally/distributions/log_pmf.hpp"
 #include "tally/error.hpp"
+#include "infinities.hpp"
 
 namespace tally {
 namespace {
 
-constexpr double neg_inf = -std::numeric_limits<double>::infinity();
-constexpr double inf = std::numeric_limits<double>::infinity();
 
 // Products of weights above this stay normal doubles with full precision; below it we work in logs.
 constexpr double direct_floor = 0x1p-900;

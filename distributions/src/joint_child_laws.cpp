@@ -10,6 +10,7 @@
 #include "tally/distributions/log_pmf.hpp"
 #include "tally/distributions/poisson.hpp"
 #include "tally/error.hpp"
+#include "infinities.hpp"
 
 namespace tally {
 
@@ -27,7 +28,6 @@ SelectedScaledPoisson::SelectedScaledPoisson(int state_axis_, std::vector<int> r
 
 namespace detail {
 namespace {
-constexpr double neg_inf = -std::numeric_limits<double>::infinity();
 
 void require_count_axis(const JointPmf& d, int axis, const char* who) {
   check_axis(d, axis, who);

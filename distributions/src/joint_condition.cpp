@@ -11,14 +11,13 @@
 #include "joint_detail.hpp"
 #include "tally/distributions/log_pmf.hpp"
 #include "tally/error.hpp"
+#include "infinities.hpp"
 
 namespace tally {
 namespace {
 
-constexpr double neg_inf = -std::numeric_limits<double>::infinity();
-constexpr double inf = std::numeric_limits<double>::infinity();
 
-JointConditioned impossible(double error_bound) { return {std::nullopt, neg_inf, error_bound > 0.0 ? inf : 0.0}; }
+JointConditioned impossible_joint(double error_bound) { return {std::nullopt, neg_inf, error_bound > 0.0 ? inf : 0.0}; }
 
 /// Posterior proportional to d times a likelihood at most 1, given as log-likelihoods per entry (-inf allowed).
 /// With top = max_x (log w_x + ll_x), each entry is w_x exp(ll_x - top): at most 1, never overflowing (ll_x - top
@@ -29,7 +28,7 @@ JointConditioned reweight(const JointPmf& d, const Eigen::VectorXd& log_lik) {
   double top = neg_inf;
   for (Eigen::Index i = 0; i < w.size(); ++i)
     if (w[i] > 0.0) top = std::max(top, std::log(w[i]) + log_lik[i]);
-  if (top == neg_inf) return impossible(d.error_bound());
+  if (top == neg_inf) return impossible_joint(d.error_bound());
   Eigen::VectorXd v(w.size());
   for (Eigen::Index i = 0; i < w.size(); ++i) v[i] = w[i] > 0.0 ? w[i] * std::exp(log_lik[i] - top) : 0.0;
   const double log_l = d.log_scale() + top + std::log(v.sum());
@@ -118,7 +117,7 @@ JointConditioned condition(const JointPmf& d, int axis, const IndexedPoisson& k,
 }
 JointConditioned condition(const JointPmf& d, int axis, const MarkovStep& k, std::int64_t y) {
   detail::child_law(d, axis, k, "tally::condition(JointPmf, MarkovStep)");  // checks the states
-  if (y < 0 || y >= k.transition.cols()) return impossible(0.0);  // no row of T reaches y
+  if (y < 0 || y >= k.transition.cols()) return impossible_joint(0.0);  // no row of T reaches y
   return condition_child(d, [&](const JointPmf& x) { return detail::child_law(x, axis, k, "tally::condition(JointPmf, MarkovStep)"); }, y);
 }
 JointConditioned condition(const JointPmf& d, const SelectedThinning& k, std::int64_t y) {

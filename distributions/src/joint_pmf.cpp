@@ -7,11 +7,11 @@
 
 #include "joint_detail.hpp"
 #include "tally/error.hpp"
+#include "infinities.hpp"
 
 namespace tally {
 
 namespace {
-constexpr double neg_inf = -std::numeric_limits<double>::infinity();
 }
 
 JointPmf::JointPmf(Coordinates lo, Coordinates shape, Eigen::VectorXd weights, double log_scale, double error_bound)

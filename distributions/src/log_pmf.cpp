@@ -1,5 +1,6 @@
 // Loader's saddle-point log-pmfs ("Fast and accurate computation of binomial probabilities", 2000).
 #include "tally/distributions/log_pmf.hpp"
+#include "infinities.hpp"
 
 #include <array>
 #include <cmath>
@@ -9,7 +10,6 @@
 namespace tally {
 namespace {
 
-constexpr double neg_inf = -std::numeric_limits<double>::infinity();
 
 // delta(n) for n = 0..15, in long double: lgammal(n+1) has an absolute error near 1e-18 there, so each entry
 // (at least 5e-3) keeps a relative error below 1e-15. delta(0) is not used (k = 0 and k = n are special cases).

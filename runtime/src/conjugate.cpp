@@ -14,18 +14,19 @@
 namespace tally::runtime {
 
 Beta::Beta(double a, double b) : alpha(a), beta(b) {
-  detail::check_positive(a, "tally::runtime::Beta", "alpha");
-  detail::check_positive(b, "tally::runtime::Beta", "beta");
+  tally::detail::check_positive(a, "tally::runtime::Beta", "alpha");
+  tally::detail::check_positive(b, "tally::runtime::Beta", "beta");
 }
 
 Gamma::Gamma(double k, double theta) : shape(k), rate(theta) {
-  detail::check_positive(k, "tally::runtime::Gamma", "shape");
-  detail::check_positive(theta, "tally::runtime::Gamma", "rate");
+  tally::detail::check_positive(k, "tally::runtime::Gamma", "shape");
+  tally::detail::check_positive(theta, "tally::runtime::Gamma", "rate");
 }
 
 Dirichlet::Dirichlet(Eigen::VectorXd a) : alpha(std::move(a)) {
-  if (alpha.size() == 0) detail::fail<shape_error>("tally::runtime::Dirichlet: alpha is empty");
-  for (Eigen::Index i = 0; i < alpha.size(); ++i) detail::check_positive(alpha[i], "tally::runtime::Dirichlet", "alpha_i");
+  if (alpha.size() == 0) tally::detail::fail<shape_error>("tally::runtime::Dirichlet: alpha is empty");
+  for (Eigen::Index i = 0; i < alpha.size(); ++i)
+    tally::detail::check_positive(alpha[i], "tally::runtime::Dirichlet", "alpha_i");
 }
 
 double mean(const Beta& d) { return d.alpha / (d.alpha + d.beta); }
@@ -97,7 +98,7 @@ double log_marginal_categorical(const Dirichlet& pi, std::int64_t x) {
 }
 
 Pmf marginal_negative_binomial(const Beta& rho, double r, const Truncation& t) {
-  detail::check_positive(r, "tally::runtime::marginal_negative_binomial", "r");
+  tally::detail::check_positive(r, "tally::runtime::marginal_negative_binomial", "r");
   // the cut by a bound on the polynomial tail, the masses by the saddle-point forms: gpu::count_laws' rule and
   // formulas (a CUDA graph's laws are the same)
   const gpu::CountLaws laws = gpu::count_laws(gpu::CountFamily::beta_negative_binomial, r,
@@ -125,7 +126,8 @@ Pmf marginal_categorical(const Dirichlet& pi) { return to_pmf(Categorical(pi.alp
 
 Dirichlet posterior_categorical(const Dirichlet& pi, std::int64_t x) {
   if (x < 0 || x >= pi.alpha.size())
-    detail::fail<domain_error>("tally::runtime::posterior_categorical: category ", x, " outside [0, ", pi.alpha.size(), ")");
+    tally::detail::fail<domain_error>("tally::runtime::posterior_categorical: category ", x, " outside [0, ",
+                                      pi.alpha.size(), ")");
   Dirichlet out = pi;
   out.alpha[x] += 1.0;
   return out;

@@ -9,16 +9,10 @@
 #include "tally/gpu/deferred_checks.hpp"
 #include "tally/gpu/population_conjugate.hpp"
 #include "tally/gpu/population_ops.hpp"
+#include "overloaded.hpp"
 
 namespace tally::runtime::detail {
 namespace {
-
-template <class... F>
-struct overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-overloaded(F...) -> overloaded<F...>;
 
 /// The law of parent p as an operand: its laws, or the point masses at its values.
 Laws law_of(Node& p) { return p.state == State::realized ? points(*p.context, p.value) : law(p); }

@@ -18,6 +18,7 @@
 #include "tally/gpu/group_weights.hpp"
 #include "tally/gpu/later_max.hpp"
 #include "tally/gpu/population_ops.hpp"
+#include "infinities.hpp"
 
 namespace tally::runtime {
 
@@ -995,7 +996,6 @@ Graph::Resampling Graph::sharded_resample_by_weight(double threshold, gpu::Resam
   // the same steps as the unsharded resampler, collectively: the counter advances on every shard alike
   const std::uint64_t counter = context_->resamplings++;
   const double total = static_cast<double>(context_->shard.total);
-  constexpr double inf = std::numeric_limits<double>::infinity();
   if (kind == gpu::Resampler::systematic && detail::tile_aligned(*context_)) {
     // each shard passes over its own particles only: its tiles' totals, shared; the plan, on every shard alike
     const std::optional<gpu::WeightSummary> known = context_->known_weights();  // a whole summary's, if any
@@ -1031,7 +1031,6 @@ Graph::Resampling Graph::whole_resample_by_weight(double threshold, gpu::Resampl
   // the unsharded resampler's steps on the whole population's log-weights, gathered on every shard (the same
   // decision and ancestors on every shard, and those of the unsharded population); then only the moved particles
   // travel
-  constexpr double inf = std::numeric_limits<double>::infinity();
   const double total = static_cast<double>(context_->shard.total);
   const std::optional<gpu::WeightSummary> known = context_->known_weights();  // a summary's, of the whole weights
   if (known && !(known->max_log_weight > -inf)) return {-inf, 0.0, {}};

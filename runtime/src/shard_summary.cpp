@@ -8,10 +8,10 @@
 #include "shard_collectives.hpp"
 #include "sharding.hpp"
 #include "tally/error.hpp"
+#include "infinities.hpp"
 
 namespace tally::runtime::detail {
 namespace {
-constexpr double inf = std::numeric_limits<double>::infinity();
 /// Sums of one double per rank, added in rank order (every rank the same).
 std::vector<double> summed(Communicator& c, const std::vector<double>& mine) {
   std::vector<double> all(mine.size() * c.size()), out(mine.size(), 0.0);

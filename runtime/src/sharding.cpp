@@ -18,11 +18,11 @@
 #include "tally/gpu/population_ops.hpp"
 #include "tally/gpu/resample_shards.hpp"
 #include "tally/gpu/resample_tiles.hpp"
+#include "infinities.hpp"
 
 namespace tally::runtime::detail {
 
 namespace {
-constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr std::size_t tile = gpu::tiles::tile_size;
 
 /// The tiles [tiles_begin, tiles_end) a rank owns: those whose first particle it holds.

@@ -19,18 +19,11 @@
 #include "tally/gpu/population_conjugate.hpp"
 #include "tally/gpu/population_ops.hpp"
 #include "tally/gpu/sample_batched.hpp"
+#include "infinities.hpp"
+#include "overloaded.hpp"
 
 namespace tally::runtime::detail {
 namespace {
-
-constexpr double neg_inf = -std::numeric_limits<double>::infinity();
-
-template <class... F>
-struct overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-overloaded(F...) -> overloaded<F...>;
 
 /// Laws shared by blocks of particles (Laws::shared, below).
 Place one_per_block(const Place& at, std::size_t per);

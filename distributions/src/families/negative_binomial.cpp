@@ -61,10 +61,10 @@ long double log_of(long double p, long double q) { return q < 0.5L ? std::log1p(
 }  // namespace
 
 long double log_binomial_term(long double x, long double m, long double p, long double q) {
-  constexpr long double neg_inf = -std::numeric_limits<long double>::infinity();
-  if (x == 0.0L) return m == 0.0L ? 0.0L : q == 0.0L ? neg_inf : m * log_of(q, p);
-  if (m == 0.0L) return p == 0.0L ? neg_inf : x * log_of(p, q);
-  if (p == 0.0L || q == 0.0L) return neg_inf;
+  constexpr long double log_zero = -std::numeric_limits<long double>::infinity();
+  if (x == 0.0L) return m == 0.0L ? 0.0L : q == 0.0L ? log_zero : m * log_of(q, p);
+  if (m == 0.0L) return p == 0.0L ? log_zero : x * log_of(p, q);
+  if (p == 0.0L || q == 0.0L) return log_zero;
   const long double n = x + m;
   const long double lc = stirling_error_real(n) - stirling_error_real(x) - stirling_error_real(m) -
                          deviance_extended(x, n * p) - deviance_extended(m, n * q);

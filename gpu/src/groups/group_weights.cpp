@@ -7,11 +7,11 @@
 
 #include "tally/error.hpp"
 #include "tally/gpu/philox.hpp"
+#include "infinities.hpp"
 
 namespace tally::gpu {
 namespace {
 
-constexpr double neg_inf = -std::numeric_limits<double>::infinity();
 
 std::size_t group_count(const Column<double>& log_w, std::size_t group_size, const char* who) {
   if (log_w.size() == 0) tally::detail::fail<shape_error>(who, ": no particles");

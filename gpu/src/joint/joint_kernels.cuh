@@ -34,6 +34,9 @@ inline JointView view(const JointLaws& x) {
   return {x.rank(), x.weights().data(), x.log_scale().data(), x.offset_column().data(), x.lo_column().data(),
           x.shape_column().data()};
 }
+/// A launch's grid: a block per law.
+inline unsigned blocks(const JointLaws& x) { return static_cast<unsigned>(x.size()); }
+
 inline MutableJointView mutable_view(JointLaws& x) {
   return {x.rank(), x.weights().data(), x.log_scale().data(), x.offset_column().data(), x.lo_column().data(),
           x.shape_column().data()};

@@ -65,8 +65,6 @@ __global__ void __launch_bounds__(joint_block) sum_out_kernel(JointView x, int a
   if (threadIdx.x == 0) out.log_scale[i] = top > 0.0 ? x.log_scale[i] + log(top) : -INFINITY;
 }
 
-unsigned blocks(const JointLaws& x) { return static_cast<unsigned>(x.size()); }
-
 }  // namespace
 
 void split(const JointLaws& x, int axis, double q, JointLaws& out) {

@@ -182,8 +182,6 @@ __global__ void __launch_bounds__(joint_block) sample_coordinate_kernel(JointVie
   if (threadIdx.x == 0) rest.log_scale[i] = top > 0.0 && x.log_scale[i] > -INFINITY ? -log(sum) : -INFINITY;
 }
 
-unsigned blocks(const JointLaws& x) { return static_cast<unsigned>(x.size()); }
-
 }  // namespace
 
 void add_independent(const JointLaws& x, int axis, const JointLaws& y, JointLaws& out) {

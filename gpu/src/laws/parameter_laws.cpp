@@ -10,12 +10,12 @@
 #include "population_cuda.hpp"
 #include "population_reference.hpp"
 #include "tally/gpu/population_ops.hpp"
+#include "infinities.hpp"
 
 namespace tally::gpu {
 
 namespace {
 
-constexpr double neg_inf = -std::numeric_limits<double>::infinity();
 
 /// The checks every form makes: shapes, a sign of +-1, the same place.
 void check_operands(const ParameterLaws& x, const ParameterLaws& y, int sign, const Column<std::int64_t>& z,

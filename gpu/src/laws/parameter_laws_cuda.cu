@@ -43,7 +43,6 @@ __global__ void diagonal_lengths_kernel(PX px, PY py, int sign, const std::int64
   if (flag == nullptr) warp_fold_max(length, &r->longest);
 }
 
-inline constexpr int chunk = detail::law_chunk;
 inline constexpr int warps_per_block = block / 32;
 /// A warp's round: 32 chunks, one per lane (law_chunk weights each, 32 law_chunk in all).
 inline constexpr int round_length = 32 * chunk;

@@ -9,6 +9,7 @@
 #include "population_cuda.hpp"
 #include "population_math.hpp"
 #include "population_reference.hpp"
+#include "infinities.hpp"
 
 namespace tally::gpu {
 
@@ -45,7 +46,6 @@ std::pair<std::int64_t, std::int64_t> state_entries(std::int64_t lo, std::int64_
 /// the log of the maximum; no mass (or a dead log_scale) stays no mass.
 template <class Row>
 Laws rows_to_laws(std::size_t count, std::size_t c, Row row, const char* who) {
-  constexpr double neg_inf = -std::numeric_limits<double>::infinity();
   Laws out = Laws::allocate(Backend::cpu, count, count * c, c, who);
   PmfBatch& b = out.host();
   std::vector<double> r(c);

@@ -11,6 +11,7 @@
 #include "child_math.hpp"
 #include "population_cuda.hpp"
 #include "population_reference.hpp"
+#include "infinities.hpp"
 
 namespace tally::gpu {
 
@@ -161,7 +162,6 @@ ChildKernel ChildKernel::affine(std::int64_t a, std::int64_t c) {
 
 Laws mix(const Laws& x, const ChildKernel& child, int sign_x, int sign_y, double tolerance, std::int64_t max_size) {
   constexpr const char* who = "tally::gpu::mix";
-  constexpr double neg_inf = -std::numeric_limits<double>::infinity();
   check_signs(sign_x, sign_y, who);
   check_child(child, x.where(), x.size(), who);
   if (child.poisson() && !(tolerance > 0.0 && tolerance < 1.0))

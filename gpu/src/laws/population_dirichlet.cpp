@@ -16,13 +16,14 @@ namespace {
 
 using detail::on_device;
 using detail::same_shape;
-namespace math = detail::dirichlet;
+namespace dirichlet_math = detail::dirichlet;
 
 const double* row(const Vectors& x, std::size_t i) { return x.entries.host().data() + i * x.dimension; }
 
 void check_rows(const Vectors& x, bool alpha, const char* who) {
   for (std::size_t i = 0; i < x.size(); ++i)
-    if (alpha ? !math::valid_alpha(row(x, i), x.dimension) : !math::valid_weights(row(x, i), x.dimension))
+    if (alpha ? !dirichlet_math::valid_alpha(row(x, i), x.dimension)
+              : !dirichlet_math::valid_weights(row(x, i), x.dimension))
       tally::detail::fail<domain_error>(who, ": particle ", i, "'s ", alpha ? "Dirichlet parameters" : "probabilities",
                                         alpha ? " must all be finite and > 0" : " must be finite, >= 0 and not all 0");
 }
@@ -34,7 +35,7 @@ void add_log_mass(const Vectors& x, bool alpha, const Column<std::int64_t>& k, C
   if (on_device(x.where())) return population_cuda::add_categorical_log_mass(x, alpha, k, log_likelihood);
   check_rows(x, alpha, who);
   for (std::size_t i = 0; i < x.size(); ++i)
-    log_likelihood.host()[i] += math::categorical_log_mass(row(x, i), x.dimension, k.host()[i]);
+    log_likelihood.host()[i] += dirichlet_math::categorical_log_mass(row(x, i), x.dimension, k.host()[i]);
 }
 
 }  // namespace
@@ -98,7 +99,7 @@ Laws categorical_laws(const Vectors& rows) {
     for (std::size_t j = 0; j < K; ++j) b.weights[i * K + j] = r[j] / top;
     b.offset[i + 1] = static_cast<std::int64_t>((i + 1) * K);
     b.lo[i] = 0;
-    b.log_scale[i] = std::log(top / math::row_sum(r, K));
+    b.log_scale[i] = std::log(top / dirichlet_math::row_sum(r, K));
   }
   if (P > 0) b.offset[0] = 0;
   return out;
@@ -109,7 +110,8 @@ Vectors sample_dirichlet(const Vectors& alpha, std::uint64_t seed, std::uint64_t
   check_rows(alpha, true, "tally::gpu::sample_dirichlet");
   const std::size_t P = alpha.size(), K = alpha.dimension;
   std::vector<double> out(P * K);
-  for (std::size_t i = 0; i < P; ++i) math::dirichlet_draw(row(alpha, i), K, seed, first_stream + i, counter, &out[i * K]);
+  for (std::size_t i = 0; i < P; ++i)
+    dirichlet_math::dirichlet_draw(row(alpha, i), K, seed, first_stream + i, counter, &out[i * K]);
   Vectors v;
   v.dimension = K;
   v.entries = Column<double>::host_values(std::move(out));

@@ -11,7 +11,7 @@
 namespace tally::gpu::population_cuda {
 
 using namespace kernels;
-namespace math = detail::dirichlet;
+namespace dirichlet_math = detail::dirichlet;
 
 Column<double> tiled(std::span<const double> row, std::size_t count) {
   const std::size_t K = row.size();
@@ -31,8 +31,8 @@ void add_categorical_log_mass(const Vectors& x, bool alpha, const Column<std::in
   double* l = log_likelihood.data();
   each(x.size(), [=] __device__(long long i) {
     const double* ri = r + static_cast<std::size_t>(i) * K;
-    const bool ok = alpha ? math::valid_alpha(ri, K) : math::valid_weights(ri, K);
-    l[i] += ok ? math::categorical_log_mass(ri, K, kp[i]) : NAN;
+    const bool ok = alpha ? dirichlet_math::valid_alpha(ri, K) : dirichlet_math::valid_weights(ri, K);
+    l[i] += ok ? dirichlet_math::categorical_log_mass(ri, K, kp[i]) : NAN;
   });
 }
 
@@ -54,14 +54,14 @@ Laws categorical_laws(const Vectors& rows) {
   each(P, [=] __device__(long long i) {
     const double* ri = r + static_cast<std::size_t>(i) * K;
     double* w = o.weights + static_cast<std::size_t>(i) * K;
-    const bool ok = math::valid_weights(ri, K);
+    const bool ok = dirichlet_math::valid_weights(ri, K);
     double top = 0.0;
     for (std::size_t j = 0; j < K; ++j) top = fmax(top, ri[j]);
     for (std::size_t j = 0; j < K; ++j) w[j] = ok ? ri[j] / top : NAN;
     if (i == 0) o.offset[0] = 0;
     o.offset[i + 1] = static_cast<std::int64_t>((static_cast<std::size_t>(i) + 1) * K);
     o.lo[i] = 0;
-    o.log_scale[i] = ok ? log(top / math::row_sum(ri, K)) : NAN;
+    o.log_scale[i] = ok ? log(top / dirichlet_math::row_sum(ri, K)) : NAN;
   });
   return out;
 }
@@ -76,11 +76,11 @@ Vectors sample_dirichlet(const Vectors& alpha, std::uint64_t seed, std::uint64_t
   each(P, [=] __device__(long long i) {
     const double* ai = a + static_cast<std::size_t>(i) * K;
     double* oi = o + static_cast<std::size_t>(i) * K;
-    if (!math::valid_alpha(ai, K)) {
+    if (!dirichlet_math::valid_alpha(ai, K)) {
       for (std::size_t j = 0; j < K; ++j) oi[j] = NAN;
       return;
     }
-    math::dirichlet_draw(ai, K, seed, first_stream + static_cast<std::uint64_t>(i), counter, oi);
+    dirichlet_math::dirichlet_draw(ai, K, seed, first_stream + static_cast<std::uint64_t>(i), counter, oi);
   });
   return v;
 }

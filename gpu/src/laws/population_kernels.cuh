@@ -19,6 +19,8 @@
 namespace tally::gpu::population_cuda::kernels {
 
 inline constexpr int block = detail::population_block;
+/// Weights a thread of the parameter laws' kernels computes in a row (a chunk of a law).
+inline constexpr int chunk = detail::law_chunk;
 inline constexpr unsigned full_warp = 0xffffffffu;
 
 /// Blocks for n laws of `lanes` lanes each (block / lanes laws a block): one thread per particle, one warp per law.

@@ -14,12 +14,12 @@
 #include "tally/gpu/philox.hpp"
 #include "tally/gpu/convolve_batched.hpp"
 #include "tally/gpu/sample_batched.hpp"
+#include "infinities.hpp"
 
 namespace tally::gpu {
 
 namespace {
 
-constexpr double neg_inf = -std::numeric_limits<double>::infinity();
 
 using detail::on_device;
 using detail::same_shape;

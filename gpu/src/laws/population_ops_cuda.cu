@@ -79,7 +79,6 @@ __global__ void totals_kernel(const LengthChunks* offsets, std::size_t count, Le
   r->chunks = offsets[count].chunks;
 }
 
-inline constexpr int chunk = detail::law_chunk;
 inline constexpr int fill_warps = block / 32;
 
 /// One thread per law, the warp's 32 laws in turn: law_of[c] = i for the chunks c of law i (coalesced).

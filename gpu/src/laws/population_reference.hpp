@@ -10,6 +10,7 @@
 #include "binomial_math.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu/population_arrays.hpp"
+#include "infinities.hpp"
 
 namespace tally::gpu::detail {
 
@@ -55,7 +56,6 @@ inline double log_mass(const PmfBatch& a, std::size_t i) {
 /// device form is population_kernels.cuh's condition_kernel, with the same steps.
 template <class LogLik>
 Laws condition_by(const Laws& x, LogLik log_lik, Column<double>& log_likelihood, const char* who) {
-  constexpr double neg_inf = -std::numeric_limits<double>::infinity();
   Laws out = Laws::allocate(Backend::cpu, x.size(), x.total(), x.max_length(), who);
   const PmfBatch& a = x.host();
   PmfBatch& b = out.host();

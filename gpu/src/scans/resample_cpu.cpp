@@ -9,11 +9,11 @@
 #include "tally/gpu/resample.hpp"
 #include "tally/gpu/resample_tiles.hpp"
 #include "tally/error.hpp"
+#include "infinities.hpp"
 
 namespace tally::gpu::cpu {
 namespace {
 
-constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr std::size_t tile = detail::resample_tile;
 
 /// The block order of thread j's sums over its items (thread_sum(j)), B threads: the bases (in place) and total.
@@ -38,7 +38,6 @@ double tile_weights(std::span<const double> l, std::vector<double>& x) {
 namespace tally::gpu::tiles {
 
 using cpu::block_sums;
-using cpu::inf;
 
 TileTotals tile_totals(std::span<const double> l) {
   constexpr std::size_t tile = detail::resample_tile, threads = detail::resample_threads;

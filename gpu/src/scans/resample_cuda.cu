@@ -162,7 +162,7 @@ fused::Plan carve_plan(Carve& carve, std::size_t p, double u, bool scratch) {
   return plan;
 }
 
-int multiprocessors() {
+int current_multiprocessors() {
   int device = 0, sms = 0;
   TALLY_CUDA_CHECK(cudaGetDevice(&device));
   thread_local int cached_device = -1, cached_sms = 0;  // one attribute query per thread and device
@@ -218,7 +218,7 @@ void resample_device(void* temp, std::size_t& temp_bytes, const double* log_w, s
     }
     if (temp_bytes < carve.used())
       tally::detail::fail<shape_error>(who, ": temp_bytes is below what the sizing call set");
-    const int sms = multiprocessors();
+    const int sms = current_multiprocessors();
     // the spread pass: 4 blocks per SM, fewer where P has fewer windows of 2048 positions (8 warps x 256 each)
     constexpr std::size_t block_window = std::size_t{fused::spread_threads} * fused::spread_items;
     const std::size_t windows = (p + block_window - 1) / block_window;
@@ -458,7 +458,8 @@ void shard_ancestors(void* temp, std::size_t p, std::size_t s, std::size_t first
   constexpr std::size_t block_window = std::size_t{fused::spread_threads} * fused::spread_items;
   const std::size_t windows = (s + block_window - 1) / block_window;  // (a shard's heavy positions: at most P)
   const auto spread_blocks = static_cast<unsigned>(std::max<std::size_t>(
-      1, std::min<std::size_t>(windows * (p / s), std::size_t(multiprocessors()) * fused::spread_blocks_per_sm)));
+      1, std::min<std::size_t>(windows * (p / s),
+                               std::size_t(current_multiprocessors()) * fused::spread_blocks_per_sm)));
   fused::write_ancestors<<<static_cast<unsigned>(t), fused::threads>>>(log_w, plan, written);
   fused::spread_heavy<<<spread_blocks, fused::spread_threads>>>(plan, written);
   TALLY_CUDA_CHECK(cudaGetLastError());

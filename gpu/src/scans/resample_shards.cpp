@@ -7,10 +7,10 @@
 #include <span>
 
 #include "tally/error.hpp"
+#include "infinities.hpp"
 
 namespace tally::gpu {
 namespace {
-constexpr double inf = std::numeric_limits<double>::infinity();
 constexpr std::size_t tile = tiles::tile_size;
 }  // namespace
 

@@ -14,7 +14,7 @@
 namespace tally::gpu::cuda {
 namespace kernels {
 
-constexpr int sample_threads = 256;
+constexpr int sums_threads = 256;
 
 /// The vector that sample s belongs to: the last i with begin[i] <= s (begin has m + 1 increasing entries).
 __device__ inline int vector_of(const std::uint64_t* begin, int m, std::uint64_t s) {
@@ -81,8 +81,8 @@ std::vector<std::vector<W>> sampled(const std::vector<std::vector<W>>& vectors, 
   auto d_sample_begin = upload(sample_begin);
   DeviceBuffer<W> sums(samples), sorted(samples), unique(samples);
   DeviceBuffer<int> flags(samples), per_vector(m), selected(1);
-  const auto blocks = static_cast<unsigned>((samples + kernels::sample_threads - 1) / kernels::sample_threads);
-  kernels::sample_sums<<<blocks, kernels::sample_threads>>>(d_weights.data(), d_weight_begin.data(),
+  const auto blocks = static_cast<unsigned>((samples + kernels::sums_threads - 1) / kernels::sums_threads);
+  kernels::sample_sums<<<blocks, kernels::sums_threads>>>(d_weights.data(), d_weight_begin.data(),
                                                             d_sample_begin.data(), m, samples, seed, sums.data());
   TALLY_CUDA_CHECK(cudaGetLastError());
   // per-vector sort, first-of-value flags, compaction, and the number of distinct values per vector
@@ -98,7 +98,7 @@ std::vector<std::vector<W>> sampled(const std::vector<std::vector<W>>& vectors, 
   DeviceBuffer<char> temp(std::max({sort_bytes, select_bytes, reduce_bytes, std::size_t{1}}));
   TALLY_CUDA_CHECK(cub::DeviceSegmentedSort::SortKeys(temp.data(), sort_bytes, sums.data(), sorted.data(),
                                                       static_cast<std::int64_t>(samples), m, begins, ends));
-  kernels::first_of_value<<<blocks, kernels::sample_threads>>>(sorted.data(), begins, m, samples, flags.data());
+  kernels::first_of_value<<<blocks, kernels::sums_threads>>>(sorted.data(), begins, m, samples, flags.data());
   TALLY_CUDA_CHECK(cudaGetLastError());
   TALLY_CUDA_CHECK(cub::DeviceSelect::Flagged(temp.data(), select_bytes, sorted.data(), flags.data(), unique.data(),
                                               selected.data(), static_cast<std::int64_t>(samples)));

@@ -8,11 +8,11 @@
 #include <utility>
 
 #include "tally/error.hpp"
+#include "infinities.hpp"
 
 namespace tally::gpu {
 namespace {
 
-constexpr double neg_inf = -std::numeric_limits<double>::infinity();
 
 void check(const Column<std::int64_t>& values, const Column<double>& log_w, std::span<const double> probabilities) {
   constexpr const char* who = "tally::gpu::summarize";

@@ -7,10 +7,10 @@
 
 #include "tally/error.hpp"
 #include "tally/gpu/summaries.hpp"
+#include "infinities.hpp"
 
 namespace tally::gpu::detail {
 namespace {
-constexpr double inf = std::numeric_limits<double>::infinity();
 // a column's words (summaries_cuda.cu's Report): top, W, sum w v, sum w^2, first_bad, lo, hi, top's key
 constexpr std::size_t first_bad_word = 4, lo_word = 5, hi_word = 6, key_word = 7;
 

@@ -11,11 +11,11 @@
 
 #include "tally/distributions/algebra.hpp"
 #include "tally/error.hpp"
+#include "infinities.hpp"
 
 namespace tally::runtime::detail::joint_steps {
 namespace {
 
-constexpr double inf = std::numeric_limits<double>::infinity();
 
 gpu::JointLaws::Law law_of(const JointPmf& d) {
   gpu::JointLaws::Law l;

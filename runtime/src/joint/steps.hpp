@@ -14,17 +14,11 @@
 #include "joint.hpp"
 #include "../node.hpp"
 #include "tally/distributions/joint.hpp"
+#include "../overloaded.hpp"
 
 namespace tally::runtime::detail::joint_steps {
 
 using Tables = JointGroup::Laws;  // P joint laws (state.hpp's Laws are P laws of one variable)
-
-template <class... F>
-struct overloaded : F... {
-  using F::operator()...;
-};
-template <class... F>
-overloaded(F...) -> overloaded<F...>;
 
 /// A joint law that would exceed Truncation::max_joint_bytes (or max_size): the caller falls back.
 struct over_budget {};

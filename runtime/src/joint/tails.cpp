@@ -10,6 +10,7 @@
 #include "steps.hpp"
 #include "tally/distributions/condition.hpp"
 #include "tally/distributions/log_pmf.hpp"
+#include "infinities.hpp"
 
 namespace tally::runtime::detail {
 
@@ -52,7 +53,6 @@ Conditioned condition_pmf(const Pmf& x, const ChildLaw& law, std::int64_t y) {
 Conditioned condition_dropped(const Pmf& x, const ChildLaw& law, std::int64_t y) {
   const auto* t = std::get_if<Thinning>(&law);
   if (t == nullptr || !(t->keep > 0.0 && t->keep < 1.0) || y < 0) return condition_pmf(x, law, y);
-  constexpr double neg_inf = -std::numeric_limits<double>::infinity();
   constexpr int anchor_every = 32;
   const double q = t->keep, log_r = std::log1p(-q);
   const Eigen::VectorXd& w = x.weights();
