@@ -17,9 +17,6 @@ endif()
 if(TALLY_HAVE_NCCL)
   target_sources(tally PRIVATE ${PROJECT_SOURCE_DIR}/runtime/nccl/nccl_communicator.cpp
                                ${PROJECT_SOURCE_DIR}/runtime/nccl/launcher_bootstrap.cpp)
-  # its state's members use types of its anonymous namespace: fine in a file of its own, a warning in a batch
-  set_source_files_properties(${PROJECT_SOURCE_DIR}/runtime/nccl/nccl_communicator.cpp PROPERTIES
-                              SKIP_UNITY_BUILD_INCLUSION ON)
   target_include_directories(tally PRIVATE ${TALLY_NCCL_INCLUDE})
   target_link_libraries(tally PRIVATE ${TALLY_NCCL_LIBRARY})
   target_compile_definitions(tally PUBLIC TALLY_HAVE_NCCL)
