@@ -10,7 +10,7 @@ const char* to_string(Fallback f) {
     case Fallback::shared_ancestor: return "shared ancestor of a sum's operands";
     case Fallback::pruned: return "pruned: its parent took another child";
     case Fallback::parent_realized: return "a parameter that had to be realized";
-    case Fallback::joint_limit: return "beyond the joint laws' limit";
+    case Fallback::joint_limit: return "beyond the joint laws' limit, Truncation::max_joint_bytes";
     case Fallback::mixture_resolved: return "a count drawn so that a Beta's posterior is one Beta again";
   }
   return "?";
