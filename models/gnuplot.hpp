@@ -23,6 +23,9 @@ inline std::string gnuplot_quote(const std::string& s) {
   return q + "'";
 }
 
+/// Whether a gnuplot is on the PATH.
+inline bool gnuplot_found() { return std::system("command -v gnuplot > /dev/null 2>&1") == 0; }
+
 /// Throws plot_error when `path` cannot be written or gnuplot is missing: the models call it before they run, so that
 /// a plot that cannot be drawn fails at once, not after the computation.
 inline void check_plot(const std::string& path) {
@@ -30,9 +33,9 @@ inline void check_plot(const std::string& path) {
     throw plot_error("cannot write the plot " + path + ": " + std::strerror(errno));
   else
     std::fclose(f);
-  if (std::system("command -v gnuplot > /dev/null 2>&1") != 0)
+  if (!gnuplot_found())
     throw plot_error("gnuplot not found: no plot can be drawn at " + path +
-                     " (install gnuplot, e.g. apt-get install gnuplot-nox, or leave --plot out)");
+                     " (install gnuplot, e.g. apt-get install gnuplot-nox, or pass --plot '' for no plot)");
 }
 
 /// A pipe to a new gnuplot that will draw `path`. Throws plot_error when `path` cannot be written (checked here,

@@ -324,7 +324,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100000));
   app.add_option("--lambda", lambda, "contact rate: a susceptible meets an infected with prob 1 - exp(-lambda I/N)")
       ->check(CLI::Range(1e-9, 1e6));
-  app.add_option("--plot", plot_path, "PNG file for the plot ('' for none)");
+  const CLI::Option* plot_option = app.add_option("--plot", plot_path, "PNG file for the plot ('' for none)");
   std::string device = "cpu";
   app.add_option("--device", device, "where the particle populations run: cpu (one core) or gpu (CUDA)")
       ->check(CLI::IsMember({"cpu", "gpu"}));
@@ -340,6 +340,11 @@ int main(int argc, char** argv) {
   options.add_sharding_to(app);
   CLI11_PARSE(app, argc, argv);
   tally::models::note_device_fallback();
+  if (plot_option->count() == 0 && !models::gnuplot_found()) {  // the default plot, where none can be drawn: go on
+    std::fprintf(stderr, "note: gnuplot not found, so no %s (apt-get install gnuplot-nox draws it)\n",
+                 plot_path.c_str());
+    plot_path.clear();
+  }
 
   Outbreak data;
   data.in_bed.resize(days);
