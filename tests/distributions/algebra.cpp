@@ -6,6 +6,8 @@
 #include "tally/distributions/algebra.hpp"
 #include "tally/error.hpp"
 
+namespace test_algebra {
+
 using namespace tally;
 using test::big;
 using test::Law;
@@ -91,3 +93,5 @@ TEST_CASE("error bounds add under sums", "[algebra][truncation]") {
   REQUIRE(sum(x, y).error_bound() == Approx(3e-6 + 2e-12));
   REQUIRE(negate(x).error_bound() == x.error_bound());
 }
+
+}  // namespace test_algebra

@@ -8,6 +8,8 @@
 #include "tally/distributions/poisson.hpp"
 #include "tally/error.hpp"
 
+namespace test_binomial_poisson {
+
 using namespace tally;
 using tally::test::big;
 
@@ -92,3 +94,5 @@ TEST_CASE("Binomial and Poisson reject bad parameters by name", "[families][erro
   REQUIRE_THROWS_AS(to_pmf(Poisson(3.0), {0.0}), domain_error);
   REQUIRE_THROWS_AS(to_pmf(Poisson(1e9), {1e-15, 1000}), overflow_error);
 }
+
+}  // namespace test_binomial_poisson

@@ -8,6 +8,8 @@
 #include "tally/distributions.hpp"
 #include "tally/error.hpp"
 
+namespace test_cdf_accuracy {
+
 using namespace tally;
 
 namespace {
@@ -76,3 +78,5 @@ TEST_CASE("negative binomial cdfs with large r or k agree with 40-digit incomple
   }
   CHECK_THROWS_AS(cdf(NegativeBinomial(1e15, 0.5), 10), overflow_error);
 }
+
+}  // namespace test_cdf_accuracy

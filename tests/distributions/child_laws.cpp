@@ -8,6 +8,8 @@
 #include "tally/distributions/condition.hpp"
 #include "tally/error.hpp"
 
+namespace test_child_laws {
+
 using namespace tally;
 using test::big;
 using test::Law;
@@ -124,3 +126,5 @@ TEST_CASE("child laws reject bad parameters by name", "[child][errors]") {
   REQUIRE_THROWS_WITH(marginal(negative, Thinning(0.5)), Catch::Contains("count >= 0"));
   REQUIRE_THROWS_AS(condition(negative, ScaledPoisson(1.0), 3), domain_error);
 }
+
+}  // namespace test_child_laws

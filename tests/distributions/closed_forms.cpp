@@ -7,6 +7,8 @@
 #include "tally/distributions/condition.hpp"
 #include "tally/error.hpp"
 
+namespace test_closed_forms {
+
 using namespace tally;
 
 namespace {
@@ -88,3 +90,5 @@ TEST_CASE("Binomials with equal p given their sum: Hypergeometric", "[closed][co
   }
   REQUIRE_FALSE(condition_on_sum(Binomial(3, 0.5), Binomial(4, 0.5), 8).posterior.has_value());
 }
+
+}  // namespace test_closed_forms

@@ -7,6 +7,8 @@
 #include "tally/distributions/condition.hpp"
 #include "tally/error.hpp"
 
+namespace test_condition_on_sum {
+
 using namespace tally;
 using test::big;
 using test::Law;
@@ -68,3 +70,5 @@ TEST_CASE("observing a X + c = v pins X or is impossible", "[condition][affine]"
                     .posterior.has_value());
   REQUIRE_FALSE(condition_on_sum(x, x, std::numeric_limits<std::int64_t>::min()).posterior.has_value());
 }
+
+}  // namespace test_condition_on_sum

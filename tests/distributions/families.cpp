@@ -15,6 +15,8 @@
 #include "tally/distributions/uniform_int.hpp"
 #include "tally/error.hpp"
 
+namespace test_families {
+
 using namespace tally;
 using tally::test::big;
 
@@ -309,3 +311,5 @@ TEST_CASE("BetaBinomial to_pmf (by ratios, re-anchored) matches log_pdf entry by
     }
   }
 }
+
+}  // namespace test_families

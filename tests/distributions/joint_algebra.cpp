@@ -7,6 +7,8 @@
 #include "tally/distributions/joint.hpp"
 #include "tally/error.hpp"
 
+namespace test_joint_algebra {
+
 using namespace tally;
 using test::big;
 using test::JointLaw;
@@ -196,3 +198,5 @@ TEST_CASE("joint: on k = 1 the joint algebra is the 1-D algebra", "[joint][algeb
   T.col(1) = 1.0 - T.col(0).array();
   test::require_law(marginal(markov_step(joint(x), 0, MarkovStep(T)), 0), test::law_of(marginal(x, MarkovStep(T))), 1e-13);
 }
+
+}  // namespace test_joint_algebra

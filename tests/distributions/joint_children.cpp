@@ -8,6 +8,8 @@
 #include "tally/distributions/joint.hpp"
 #include "tally/error.hpp"
 
+namespace test_joint_children {
+
 using namespace tally;
 using test::big;
 using test::JointLaw;
@@ -211,3 +213,5 @@ TEST_CASE("joint: on k = 1 children agree with the 1-D child laws", "[joint][chi
   rates << 1.0, 2.0, 9.0;
   for (std::int64_t y : {0, 4, 20}) same(condition(joint(s), 0, IndexedPoisson(rates), y), condition(s, IndexedPoisson(rates), y));
 }
+
+}  // namespace test_joint_children

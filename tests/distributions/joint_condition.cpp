@@ -9,6 +9,8 @@
 #include "tally/distributions/sample.hpp"
 #include "tally/error.hpp"
 
+namespace test_joint_condition {
+
 using namespace tally;
 using test::big;
 using test::JointLaw;
@@ -177,3 +179,5 @@ TEST_CASE("joint: a diamond, exactly (a common cause of two children that meet i
   test::require_log_likelihood(c.log_likelihood, evidence, 1e-12);
   test::require_pmf(marginal(*c.posterior, 1), test::normalized(post_a), 1e-12);
 }
+
+}  // namespace test_joint_condition

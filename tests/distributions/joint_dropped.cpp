@@ -9,6 +9,8 @@
 #include "joint_brute_force.hpp"
 #include "tally/distributions.hpp"
 
+namespace test_joint_dropped {
+
 using namespace tally;
 using test::big;
 using test::JointLaw;
@@ -223,3 +225,5 @@ TEST_CASE("joint laws: the dropped measure follows truncated mass through random
     }
   }
 }
+
+}  // namespace test_joint_dropped

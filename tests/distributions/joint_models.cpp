@@ -12,6 +12,8 @@
 #include "tally/distributions/joint.hpp"
 #include "tally/distributions/poisson.hpp"
 
+namespace test_joint_models {
+
 using namespace tally;
 using test::big;
 using test::JointLaw;
@@ -189,3 +191,5 @@ TEST_CASE("joint: a diamond-shaped Bayesian network, exact posterior", "[joint][
   // P(R = 1 | W = 1) = 0.4581 / 0.6471 on these tables
   REQUIRE(pdf(marginal(*c.posterior, 1), 1) == Approx(0.4581 / 0.6471).epsilon(1e-12));
 }
+
+}  // namespace test_joint_models

@@ -7,6 +7,8 @@
 #include "tally/distributions/poisson.hpp"
 #include "tally/error.hpp"
 
+namespace test_joint_pmf {
+
 using namespace tally;
 using test::big;
 using test::JointLaw;
@@ -183,3 +185,5 @@ TEST_CASE("joint: truncate drops little tails and bounds what it dropped", "[joi
   }
   REQUIRE_THROWS_AS(truncate(d, Truncation{1.5}), domain_error);
 }
+
+}  // namespace test_joint_pmf

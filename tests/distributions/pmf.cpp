@@ -6,6 +6,8 @@
 #include "tally/distributions/pmf.hpp"
 #include "tally/error.hpp"
 
+namespace test_pmf {
+
 using tally::Pmf;
 
 TEST_CASE("Pmf rescales to a unit maximum and keeps the measure", "[pmf]") {
@@ -60,3 +62,5 @@ TEST_CASE("Pmf rejects bad weights with a clear error", "[pmf][errors]") {
   lw << nan, 0.0;
   REQUIRE_THROWS_AS(Pmf::from_log(0, lw), tally::domain_error);
 }
+
+}  // namespace test_pmf

@@ -25,6 +25,8 @@
 #include "tally/distributions/uniform_int.hpp"
 #include "tally/error.hpp"
 
+namespace test_reliability {
+
 using namespace tally;
 
 namespace {
@@ -569,3 +571,5 @@ TEST_CASE("a quantile's walk through terms below the cdf's rounding costs a few 
   REQUIRE(cdf(d, q - 1) < prob);
   REQUIRE(d.trials() - q > 150000);  // about 2e5 terms of 5.4e-20 from the top
 }
+
+}  // namespace test_reliability

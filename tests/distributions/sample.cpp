@@ -7,6 +7,8 @@
 #include "tally/distributions/sample.hpp"
 #include "tally/error.hpp"
 
+namespace test_sample {
+
 using namespace tally;
 
 namespace {
@@ -78,3 +80,5 @@ TEST_CASE("inverse cdf never lands on a zero-mass point", "[sample]") {
   REQUIRE_THROWS_AS(inverse_cdf(d, 1.0), domain_error);
   REQUIRE_THROWS_AS(inverse_cdf(d, std::nan("")), domain_error);
 }
+
+}  // namespace test_sample

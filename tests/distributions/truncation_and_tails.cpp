@@ -8,6 +8,8 @@
 #include "tally/distributions/condition.hpp"
 #include "tally/distributions/poisson.hpp"
 
+namespace test_truncation_and_tails {
+
 using namespace tally;
 using test::big;
 
@@ -90,3 +92,5 @@ TEST_CASE("an observation less likely than the dropped mass is flagged as uninfo
   REQUIRE_FALSE(none.posterior.has_value());
   REQUIRE(none.log_likelihood_error == std::numeric_limits<double>::infinity());
 }
+
+}  // namespace test_truncation_and_tails

@@ -12,6 +12,8 @@
 #include "tally/distributions/weighted_bernoulli_sum.hpp"
 #include "tally/error.hpp"
 
+namespace test_weighted_bernoulli_sum {
+
 using namespace tally;
 using test::big;
 using test::Law;
@@ -90,3 +92,5 @@ TEST_CASE("weighted_bernoulli_sum: constants only, and bad input", "[weighted_be
     REQUIRE(std::string(e.what()).find("p[1]") != std::string::npos);
   }
 }
+
+}  // namespace test_weighted_bernoulli_sum

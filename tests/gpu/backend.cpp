@@ -5,6 +5,8 @@
 
 #include "tally/gpu/backend.hpp"
 
+namespace test_backend {
+
 using namespace tally;
 
 TEST_CASE("device_fallback says why a build with CUDA kernels runs on the CPU, and only then", "[gpu][backend]") {
@@ -20,3 +22,5 @@ TEST_CASE("device_fallback says why a build with CUDA kernels runs on the CPU, a
   }
   CHECK(!description.empty());
 }
+
+}  // namespace test_backend

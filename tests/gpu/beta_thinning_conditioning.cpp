@@ -15,6 +15,8 @@
 #include "tally/gpu/population_conjugate.hpp"
 #include "tally/gpu/population_ops.hpp"
 
+namespace test_beta_thinning_conditioning {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::Column;
@@ -165,3 +167,5 @@ TEST_CASE("device: a count conditioned on its beta-binomial thinning agrees with
                                         Column<double>::from_host(in.b, Backend::cuda), ll);
   if (x.log_scale[2] != -inf) CHECK(std::isnan(ll.to_host()[2]));
 }
+
+}  // namespace test_beta_thinning_conditioning

@@ -8,6 +8,8 @@
 #include "tally/gpu/backend.hpp"
 #include "tally/gpu/convolve.hpp"
 
+namespace test_convolve {
+
 using tally::gpu::cpu::convolve;
 
 namespace {
@@ -77,3 +79,5 @@ TEST_CASE("the backend falls back to the CPU without a device, and says why", "[
   REQUIRE((backend == tally::gpu::Backend::cuda) == available);
   REQUIRE(tally::gpu::select(false, 1e12, 1.0) == tally::gpu::Backend::cpu);
 }
+
+}  // namespace test_convolve

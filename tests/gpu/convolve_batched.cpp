@@ -12,6 +12,8 @@
 #include "tally/gpu/convolve_batched.hpp"
 #include "tally/gpu/population_ops.hpp"
 
+namespace test_convolve_batched {
+
 using namespace tally::gpu;
 using tally::test::big;
 
@@ -294,3 +296,5 @@ TEST_CASE("CUDA convolution against shared laws equals the CPU reference, fresh 
     }
   }
 }
+
+}  // namespace test_convolve_batched

@@ -8,6 +8,8 @@
 #include "tally/gpu/backend.hpp"
 #include "tally/gpu/convolve.hpp"
 
+namespace test_convolve_cuda {
+
 using namespace tally::gpu;
 
 namespace {
@@ -86,3 +88,5 @@ TEST_CASE("the dispatch point gives the CPU's answer whichever backend runs", "[
   require_matches_cpu<double>(dispatched, 5000, 5000, 3.0, 1e-13, gen);  // above the GPU threshold when a device exists
   require_matches_cpu<double>(dispatched, 50, 70, 3.0, 1e-15, gen);
 }
+
+}  // namespace test_convolve_cuda

@@ -15,6 +15,8 @@
 #include "tally/error.hpp"
 #include "tally/gpu/count_laws.hpp"
 
+namespace test_count_laws {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::Column;
@@ -305,3 +307,5 @@ TEST_CASE("common_value on the device", "[counts][device]") {
   CHECK(gpu::common_value(Column<double>::from_host({1.0}, Backend::cuda)) == 1.0);
   CHECK_FALSE(gpu::common_value(Column<double>::from_host({0.0, -0.0}, Backend::cuda)));
 }
+
+}  // namespace test_count_laws

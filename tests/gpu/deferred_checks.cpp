@@ -12,6 +12,8 @@
 #include "tally/gpu/population_ops.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_deferred_checks {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::Column;
@@ -84,3 +86,5 @@ TEST_CASE("a device graph raises an overflow of its values where the host next r
   const auto z = pop.add(pop.constant(2), pop.constant(3));
   CHECK(pop.value(z) == std::vector<std::int64_t>(1000, 5));
 }
+
+}  // namespace test_deferred_checks

@@ -13,6 +13,8 @@
 #include "tally/error.hpp"
 #include "tally/gpu/population_ops.hpp"
 
+namespace test_gather {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::Column;
@@ -341,3 +343,5 @@ TEST_CASE("foreign_requests: a shard's distinct ancestors held by others, counte
   CHECK_THROWS_AS(gpu::detail::foreign_requests(Column<std::size_t>::from_host({0, 1}, Backend::cpu), bounds, 2),
                   shape_error);
 }
+
+}  // namespace test_gather

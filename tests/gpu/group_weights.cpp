@@ -15,6 +15,8 @@
 #include "tally/gpu/group_weights.hpp"
 #include "tally/gpu/philox.hpp"
 
+namespace test_group_weights {
+
 using namespace tally::gpu;
 
 namespace {
@@ -216,3 +218,5 @@ TEST_CASE("Each group's weighted mean and variance of values (CPU by definition;
                                               Column<double>::host_values({0.0, std::nan("")}), 1),
                     tally::domain_error);
 }
+
+}  // namespace test_group_weights

@@ -15,6 +15,8 @@
 #include "tally/gpu/indexed_laws.hpp"
 #include "tally/gpu/population_ops.hpp"
 
+namespace test_indexed_laws {
+
 namespace {
 
 using namespace tally::gpu;
@@ -163,3 +165,5 @@ TEST_CASE("indexed laws on the device: an index outside the table is the host's 
 }
 
 }  // namespace
+
+}  // namespace test_indexed_laws

@@ -15,6 +15,8 @@
 #include "tally/distributions/sample.hpp"
 #include "tally/gpu/joint_laws.hpp"
 
+namespace test_joint_children {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::ChildKernel;
@@ -267,3 +269,5 @@ TEST_CASE("batched joint laws: the device's children and coordinate draws comput
                                                                {0.2, 0.7}, Column<std::int64_t>::host_values(v), hl),
                      1e-11);
 }
+
+}  // namespace test_joint_children

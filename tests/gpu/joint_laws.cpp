@@ -13,6 +13,8 @@
 #include "tally/distributions/joint.hpp"
 #include "tally/gpu/joint_laws.hpp"
 
+namespace test_joint_laws {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::Column;
@@ -121,3 +123,5 @@ TEST_CASE("batched joint laws: the device computes what the CPU loops do", "[gpu
     }
   }
 }
+
+}  // namespace test_joint_laws

@@ -13,6 +13,8 @@
 #include "tally/distributions/joint.hpp"
 #include "tally/gpu/joint_laws.hpp"
 
+namespace test_joint_ops {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::ChildKernel;
@@ -249,3 +251,4 @@ TEST_CASE("batched joint laws: the device's new operations compute what the CPU 
                      1e-11);
 }
 
+}  // namespace test_joint_ops

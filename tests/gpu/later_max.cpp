@@ -12,6 +12,8 @@
 #include "tally/gpu/later_max.hpp"
 #include "tally/gpu/population_ops.hpp"
 
+namespace test_later_max {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::Column;
@@ -92,3 +94,5 @@ TEST_CASE("largest_later: device maxima of many columns, read once the device ha
   (void)shifted.to_host();
   CHECK(later[0].value() == std::optional<std::int64_t>(999 + 5));
 }
+
+}  // namespace test_later_max

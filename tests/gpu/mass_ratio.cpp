@@ -9,6 +9,8 @@
 #include "gpu/device.hpp"
 #include "tally/gpu/population_ops.hpp"
 
+namespace test_mass_ratio {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::Column;
@@ -60,3 +62,5 @@ TEST_CASE("max_mass_ratio: the largest M_i / L_i over live particles with possib
   CHECK(gpu::max_mass_ratio(xd, nullptr, bd, ad) == Approx(want).epsilon(1e-12));
   CHECK(gpu::max_mass_ratio(xd, &yd, bd, ad) == Approx(want_xy).epsilon(1e-12));
 }
+
+}  // namespace test_mass_ratio

@@ -18,6 +18,8 @@
 #include "tally/gpu/parameter_laws.hpp"
 #include "tally/gpu/population_ops.hpp"
 
+namespace test_parameter_conditioning {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::Column;
@@ -346,3 +348,5 @@ TEST_CASE("condition_on_sum of parameter laws: with bounds on n the device reads
     CHECK_THAT(std::string(e.what()), Catch::Contains("particle 0") && Catch::Contains("bound"));
   }
 }
+
+}  // namespace test_parameter_conditioning

@@ -17,6 +17,8 @@
 #include "tally/gpu/deferred_checks.hpp"
 #include "tally/gpu/population_ops.hpp"
 
+namespace test_parameter_laws {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::Column;
@@ -245,3 +247,5 @@ TEST_CASE("binomial_laws and beta_binomial_laws with a bound on n: room from the
     CHECK_THAT(std::string(e.what()), Catch::Contains("particle 4321") && Catch::Contains("above the bound"));
   }
 }
+
+}  // namespace test_parameter_laws

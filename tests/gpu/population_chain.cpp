@@ -17,6 +17,8 @@
 #include "tally/gpu/population_chain.hpp"
 #include "tally/gpu/population_ops.hpp"
 
+namespace test_population_chain {
+
 using namespace tally;
 using gpu::Backend;
 
@@ -435,3 +437,5 @@ TEST_CASE("Markov rows and tabulated likelihoods with a table per set of particl
   CHECK_THROWS_AS(gpu::markov_rows(gpu::Column<std::int64_t>::host_values(std::vector<std::int64_t>(7, 0)), five, 3),
                   tally::shape_error);
 }
+
+}  // namespace test_population_chain

@@ -26,6 +26,8 @@
 #include "tally/gpu/population_children.hpp"
 #include "tally/gpu/population_ops.hpp"
 
+namespace test_population_children {
+
 using namespace tally;
 using gpu::Backend;
 using Kind = gpu::ChildKernel::Kind;
@@ -658,3 +660,5 @@ TEST_CASE("a child per set of laws: law i takes its set's child, on the host and
   shapes.push_back(gpu::ChildKernel::categorical(gpu::Table::from_host(std::vector<double>{0.5, 0.5}, 1, 2, Backend::cpu)));
   CHECK_THROWS_AS(gpu::ChildKernel::per_set(shapes, 1, Backend::cpu), shape_error);
 }
+
+}  // namespace test_population_children

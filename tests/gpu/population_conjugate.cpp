@@ -23,6 +23,8 @@
 #include "tally/gpu/population_ops.hpp"
 #include "tally/runtime/conjugate.hpp"
 
+namespace test_population_conjugate {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::Column;
@@ -470,3 +472,5 @@ TEST_CASE("observations in one pass: the log-likelihood written and added to the
   CHECK_THROWS_AS(gpu::observe_binomial(host(in.n), 0.5, host(I64(3, 1)), out, w), shape_error);
   CHECK(w.host() == in.ll);
 }
+
+}  // namespace test_population_conjugate

@@ -15,6 +15,8 @@
 #include "tally/gpu/population_ops.hpp"
 #include "tally/runtime/conjugate.hpp"
 
+namespace test_population_dirichlet {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::Column;
@@ -197,3 +199,5 @@ TEST_CASE("Dirichlet rows: the device against the host", "[population][dirichlet
   CHECK(std::isfinite(l[0]));
   CHECK(std::isnan(l[1]));
 }
+
+}  // namespace test_population_dirichlet

@@ -7,6 +7,8 @@
 #include "tally/gpu/backend.hpp"
 #include "tally/gpu/random.hpp"
 
+namespace test_random {
+
 using namespace tally::gpu;
 
 TEST_CASE("CPU uniforms are in (0, 1), reproducible, and differ across seeds and streams", "[gpu][random]") {
@@ -45,3 +47,5 @@ TEST_CASE("CUDA uniforms equal the CPU's bit for bit", "[gpu][random][device]") 
     REQUIRE(host == device);
   }
 }
+
+}  // namespace test_random

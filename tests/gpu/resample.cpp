@@ -15,6 +15,8 @@
 #include "tally/gpu/philox.hpp"
 #include "tally/gpu/resample.hpp"
 
+namespace test_resample {
+
 using namespace tally::gpu;
 using tally::test::chi_square;
 using tally::test::population;
@@ -141,3 +143,5 @@ TEST_CASE("systematic resampling in tiles: counts within 1 of P w, every positio
       if (kind == 6 || kind == 3) CHECK(a == exact_systematic(l, philox_uniform(seed, 0, counter)));
     }
 }
+
+}  // namespace test_resample

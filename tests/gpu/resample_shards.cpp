@@ -13,6 +13,8 @@
 #include "tally/gpu/population_ops.hpp"
 #include "tally/gpu/resample_shards.hpp"
 
+namespace test_resample_shards {
+
 using namespace tally::gpu;
 using tally::test::population;
 
@@ -134,3 +136,5 @@ TEST_CASE("A shard's resampler reports NaN, +inf and a dead population, and refu
   CHECK_THROWS_AS(ShardedSystematic(Backend::cpu, 2, 0, tile + 1, 0.5), tally::domain_error);
   CHECK_THROWS_AS(ShardedSystematic(Backend::cpu, 2, 0, 0, 0.5), tally::domain_error);
 }
+
+}  // namespace test_resample_shards

@@ -19,6 +19,8 @@
 #include "tally/gpu/population_conjugate.hpp"
 #include "tally/gpu/population_ops.hpp"
 
+namespace test_sample_binomial {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::Column;
@@ -162,3 +164,5 @@ TEST_CASE("sample_binomial and add_binomial_log_mass with one q are those of the
   n[3] = -1;
   CHECK_THROWS_AS(gpu::sample_binomial(Column<std::int64_t>::host_values(n), 0.5, 1, 1), domain_error);
 }
+
+}  // namespace test_sample_binomial

@@ -17,6 +17,8 @@
 #include "tally/gpu/population_ops.hpp"
 #include "tally/gpu/sample_batched.hpp"
 
+namespace test_scans {
+
 using namespace tally::gpu;
 
 namespace {
@@ -420,3 +422,5 @@ TEST_CASE("a shared law's draw table draws what the lane-segment rule draws", "[
   }
   CHECK_THROWS_AS(sample_shared(std::span<const double>(), 0, 10, 1, 1, 0, Backend::cpu), tally::shape_error);
 }
+
+}  // namespace test_scans

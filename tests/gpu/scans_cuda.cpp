@@ -22,6 +22,8 @@
 #include "tally/gpu/resample.hpp"
 #include "tally/gpu/sample_batched.hpp"
 
+namespace test_scans_cuda {
+
 using namespace tally::gpu;
 using tally::test::population;
 using tally::test::random_pmf;
@@ -330,3 +332,5 @@ TEST_CASE("a law broadcast on the device is the host's broadcast", "[gpu][scans]
     REQUIRE(device.log_scale == host.log_scale);
   }
 }
+
+}  // namespace test_scans_cuda

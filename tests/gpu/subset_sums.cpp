@@ -13,6 +13,8 @@
 #include "tally/gpu/sampled_subset_sums.hpp"
 #include "tally/gpu/subset_sum_law.hpp"
 
+namespace test_subset_sums {
+
 using namespace tally::gpu;
 using tally::test::big;
 
@@ -255,3 +257,5 @@ TEST_CASE("bad input to the programme gets named errors", "[gpu][subsets]") {
   CHECK_THROWS_AS(ReachableSums(10, std::vector<std::uint64_t>{1ull << 11}), tally::shape_error);
   CHECK_THROWS_AS(cpu::reachable_sums(std::vector<std::int64_t>{1}, 10).largest_at_most(-1), tally::domain_error);
 }
+
+}  // namespace test_subset_sums

@@ -12,6 +12,8 @@
 #include "tally/gpu/sampled_subset_sums.hpp"
 #include "tally/gpu/subset_sum_law.hpp"
 
+namespace test_subset_sums_cuda {
+
 using namespace tally::gpu;
 using tally::test::skip_without_device;
 
@@ -145,3 +147,5 @@ TEST_CASE("device programme equals the CPU reference for every kernel", "[gpu][s
   CHECK_THROWS_WITH(cuda::reachable_sums(toy, max_capacity), Catch::Contains("bytes of device memory"));
   CHECK_THROWS_AS(cuda::reachable_sums(toy, 100, cuda::DpKernel::bit_packed, 4), tally::domain_error);
 }
+
+}  // namespace test_subset_sums_cuda

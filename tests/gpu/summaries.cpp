@@ -13,6 +13,8 @@
 #include "tally/error.hpp"
 #include "tally/gpu/summaries.hpp"
 
+namespace test_summaries {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::Column;
@@ -324,3 +326,5 @@ TEST_CASE("summary parts: G shards' ranges, then their sums and histograms under
   CHECK(std::vector<double>(s.begin() + 3, s.begin() + 7) == std::vector<double>{1.0, 1.0, 1.0, 0.0});
   CHECK_THROWS_AS(gpu::detail::summary_sums(column, all_minus, Column<std::int64_t>::host_values({1, 2})), shape_error);
 }
+
+}  // namespace test_summaries

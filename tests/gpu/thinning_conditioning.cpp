@@ -14,6 +14,8 @@
 #include "gpu/device.hpp"
 #include "tally/gpu/population_ops.hpp"
 
+namespace test_thinning_conditioning {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::Column;
@@ -413,3 +415,5 @@ TEST_CASE("thin and condition_on_thinning take counts whose boxes start below 0 
                         "tally::gpu::thin: particle 17's law has positive weight below 0: not a count");
   }
 }
+
+}  // namespace test_thinning_conditioning

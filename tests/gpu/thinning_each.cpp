@@ -14,6 +14,8 @@
 #include "tally/error.hpp"
 #include "tally/gpu/population_ops.hpp"
 
+namespace test_thinning_each {
+
 using namespace tally;
 using gpu::Backend;
 using gpu::Column;
@@ -137,3 +139,5 @@ TEST_CASE("repeated spreads each group's value over its particles, on the CPU an
   }
   REQUIRE_THROWS_AS(gpu::repeated(Column<double>::host_values({0.5}), 0), shape_error);
 }
+
+}  // namespace test_thinning_each

@@ -8,6 +8,8 @@
 #include "tally/error.hpp"
 #include "tally/gpu/transitive_closure.hpp"
 
+namespace test_transitive_closure {
+
 using namespace tally::gpu;
 using namespace tally::test;
 
@@ -190,3 +192,5 @@ TEST_CASE("topological orders of large sparse and dense DAGs, read by several th
   for (std::size_t p = 3000; p < 5999; p += 1) g.set(order[p], order[p + 1]);
   REQUIRE_THROWS_WITH(topological_order(g), Catch::Contains("cycle through node"));
 }
+
+}  // namespace test_transitive_closure

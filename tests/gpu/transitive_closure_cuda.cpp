@@ -10,6 +10,8 @@
 #include "tally/gpu/backend.hpp"
 #include "tally/gpu/transitive_closure.hpp"
 
+namespace test_transitive_closure_cuda {
+
 using namespace tally::gpu;
 using tally::test::skip_without_device;
 using namespace tally::test;
@@ -133,3 +135,5 @@ TEST_CASE("device closures that do not fit are refused with the bytes needed", "
     WARN("skipped: the host cannot hold the 8 GiB input");
   }
 }
+
+}  // namespace test_transitive_closure_cuda

@@ -12,6 +12,8 @@
 #include "tally/error.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_beta_thinning {
+
 using namespace tally;
 using namespace tally::runtime;
 using namespace tally::test;
@@ -411,3 +413,5 @@ TEST_CASE("Binomial(X, rho) on a CUDA graph: the host graph's log-likelihoods, p
       CHECK(pdf(e, k) == Approx(pdf(c, k)).margin(1e-15).epsilon(1e-12));
   }
 }
+
+}  // namespace test_beta_thinning

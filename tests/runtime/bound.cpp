@@ -5,6 +5,8 @@
 
 #include "runtime/src/bound.hpp"
 
+namespace test_bound {
+
 using tally::runtime::detail::Bound;
 using tally::runtime::detail::larger;
 
@@ -53,3 +55,5 @@ TEST_CASE("formulas nested past the depth cap are evaluated at once (a long chai
   CHECK(b.depth() <= 65);  // ... and what is left is short
   CHECK(b.value() == Approx(1001e-15).epsilon(1e-12));
 }
+
+}  // namespace test_bound

@@ -12,6 +12,8 @@
 #include "tally/distributions.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_conjugate_counts {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -224,3 +226,5 @@ TEST_CASE("categorical counts of a Dirichlet that differ between particles: clos
     else REQUIRE(device.log_weights[P + i] == Approx(host.log_weights[P + i]).epsilon(1e-12));
   }
 }
+
+}  // namespace test_conjugate_counts

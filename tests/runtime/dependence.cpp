@@ -9,6 +9,8 @@
 #include "tally/runtime/graph.hpp"
 #include "sanitizers.hpp"
 
+namespace test_dependence {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -224,3 +226,5 @@ TEST_CASE("touches: a chain of 3000 and a sum of 1000 roots, cut by a realized n
   }
   REQUIRE(Graph::live_nodes() == live);
 }
+
+}  // namespace test_dependence

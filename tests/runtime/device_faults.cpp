@@ -21,6 +21,8 @@
 #include "tally/gpu/population_ops.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_device_faults {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -306,3 +308,5 @@ TEST_CASE("the device-allocation hook is free on the CPU: a CPU graph makes no d
   CHECK(ll == Approx(std::log(pdf(Poisson(10.0), 7))).epsilon(1e-9));
   CHECK(gpu::detail::device_allocation_count() == before);
 }
+
+}  // namespace test_device_faults

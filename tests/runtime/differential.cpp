@@ -9,6 +9,8 @@
 
 #include "runtime/random_programs.hpp"
 
+namespace test_differential {
+
 using namespace tally::test::programs;
 
 namespace {
@@ -87,3 +89,5 @@ TEST_CASE("Programs the differential tester once found wrong equal their enumera
     if (f) FAIL(f.what);
   }
 }
+
+}  // namespace test_differential

@@ -12,6 +12,8 @@
 #include "tally/distributions.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_distinct_particles {
+
 using namespace tally;
 using tally::runtime::Graph;
 using tally::runtime::Variable;
@@ -83,3 +85,5 @@ TEST_CASE("a host population whose particles repeat a few values equals single g
     REQUIRE(runtime::detail::same_law(laws[i], law[0]));
   }
 }
+
+}  // namespace test_distinct_particles

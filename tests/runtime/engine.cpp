@@ -15,6 +15,8 @@
 #include "tally/runtime/graph.hpp"
 #include "sanitizers.hpp"
 
+namespace test_engine {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -488,3 +490,5 @@ TEST_CASE("resample_by_weight after a summary decides, draws and reports as with
     CHECK(with.second == without.second);
   }
 }
+
+}  // namespace test_engine

@@ -13,6 +13,8 @@
 #include "tally/distributions.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_exact_couplings {
+
 using namespace tally;
 using namespace tally::runtime;
 using namespace tally::test;
@@ -465,3 +467,5 @@ TEST_CASE("A count inside a sum of many counts, the total observed: its marginal
   }
   REQUIRE(Graph::live_nodes() == live);
 }
+
+}  // namespace test_exact_couplings

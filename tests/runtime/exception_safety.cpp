@@ -10,6 +10,8 @@
 #include "sanitizers.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_exception_safety {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -285,3 +287,5 @@ TEST_CASE("a graph too large for the host's memory says how many particles would
   Graph small(4, 1, Device::cpu);  // and the next graph is made as usual
   CHECK(small.particles() == 4);
 }
+
+}  // namespace test_exception_safety

@@ -11,6 +11,8 @@
 #include "tally/distributions.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_groups {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -587,3 +589,5 @@ TEST_CASE("device: groups split over ranks (one device), each whole on one, comp
   if (tally::test::skip_without_device()) return;
   check_groups_over_ranks(Device::cuda);
 }
+
+}  // namespace test_groups

@@ -13,6 +13,8 @@
 #include "tally/distributions.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_joint_batches {
+
 using namespace tally;
 using namespace tally::runtime;
 namespace mj = tally::models::joint;
@@ -152,3 +154,5 @@ TEST_CASE("joint batches: on a CUDA graph the device's batches give the host gra
   require_same_marginals(host, want.a, device, got.a);
   CHECK(host.value(want.a) == device.value(got.a));
 }
+
+}  // namespace test_joint_batches

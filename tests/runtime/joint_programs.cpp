@@ -17,6 +17,8 @@
 #include "tally/distributions.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_joint_programs {
+
 using namespace tally;
 using namespace tally::runtime;
 namespace mj = tally::models::joint;
@@ -711,3 +713,5 @@ TEST_CASE("an observed thinning with q near 1e-42 bounds its likelihood without 
   CHECK(o.exactness().exact());
   CHECK(o.exactness().truncation_error >= 0.0);  // sound, if loose: a likelihood near 1e-41 against flushed mass
 }
+
+}  // namespace test_joint_programs

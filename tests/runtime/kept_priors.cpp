@@ -7,6 +7,8 @@
 #include "tally/distributions.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_kept_priors {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -73,3 +75,5 @@ TEST_CASE("a value family whose law cannot be made throws each time and keeps no
   const double ll = g.observe(g.add(x, y), 5)[0];
   REQUIRE(ll == Approx(log_pdf(Poisson(6), 5)).epsilon(1e-12));
 }
+
+}  // namespace test_kept_priors

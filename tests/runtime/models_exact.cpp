@@ -9,6 +9,8 @@
 #include "tally/distributions.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_models_exact {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -238,3 +240,5 @@ TEST_CASE("HMM with Poisson emissions: delayed sampling with one particle is the
   }
   REQUIRE(Graph::live_nodes() == live);
 }
+
+}  // namespace test_models_exact

@@ -13,6 +13,8 @@
 #include "tally/runtime/graph.hpp"
 #include "sanitizers.hpp"
 
+namespace test_ownership {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -168,3 +170,5 @@ TEST_CASE("observing a child whose parent's pruning ties it to the parent: exact
   }
   CHECK(Graph::live_nodes() == live);
 }
+
+}  // namespace test_ownership

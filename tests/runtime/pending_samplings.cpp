@@ -9,6 +9,8 @@
 #include "tally/distributions.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_pending_samplings {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -154,3 +156,5 @@ TEST_CASE("a sum whose joint law is past max_size in some particle conditions it
   }
   CHECK(first_ll[0] == Approx(first_ll[1]).epsilon(1e-12));  // particle 0 draws the same in both
 }
+
+}  // namespace test_pending_samplings

@@ -13,6 +13,8 @@
 #include "tally/error.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_population_hmms {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -172,3 +174,5 @@ TEST_CASE("an HMM population on the device agrees with the host", "[population][
     }
   }
 }
+
+}  // namespace test_population_hmms

@@ -15,6 +15,8 @@
 #include "tally/runtime/graph.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_populations {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -564,3 +566,5 @@ TEST_CASE("device: the memory kept for the process is freed on request and made 
   CHECK(program() == first);            // made again: the same results
   CHECK(gpu::release_cached_memory());
 }
+
+}  // namespace test_populations

@@ -8,6 +8,8 @@
 #include "tally/error.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_programs {
+
 using namespace tally;
 using namespace tally::runtime;
 using namespace tally::test;
@@ -798,3 +800,5 @@ TEST_CASE("x realized, y ~ Binomial(x, q), observe x + y: y is tied to z - x", "
   }
   REQUIRE(Graph::live_nodes() == live);
 }
+
+}  // namespace test_programs

@@ -10,6 +10,8 @@
 
 #include "tally/runtime/communicator.hpp"
 
+namespace test_rendezvous {
+
 using namespace tally::runtime;
 using namespace std::chrono_literals;
 
@@ -56,3 +58,5 @@ TEST_CASE("Rendezvous errors: a stale file, a missing publisher, a file of anoth
   REQUIRE_THROWS_WITH(await_rendezvous(file, 128, 20ms), Catch::Contains("holds 16 bytes, not 128"));
   REQUIRE_THROWS_AS(publish_rendezvous((folder.path / "no-such-folder" / "id").string(), id), communicator_error);
 }
+
+}  // namespace test_rendezvous

@@ -7,6 +7,8 @@
 #include "tally/distributions.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_resample_by_weight {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -48,3 +50,5 @@ TEST_CASE("resample_by_weight leaves a dead population as it is", "[runtime][res
   CHECK(step.ancestors.empty());
   for (const double l : g.log_weights()) CHECK(l == -std::numeric_limits<double>::infinity());
 }
+
+}  // namespace test_resample_by_weight

@@ -14,6 +14,8 @@
 #include "tally/runtime/nccl_communicator.hpp"
 #endif
 
+namespace test_sharding {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -597,3 +599,5 @@ TEST_CASE("The NCCL communicator across launched ranks, one GPU each, gives each
   }
 }
 #endif
+
+}  // namespace test_sharding

@@ -12,6 +12,8 @@
 #include "tally/distributions.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_shared_laws {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -220,3 +222,5 @@ TEST_CASE("device: a particle's own law plus a law its block shares equals the C
     }
   }
 }
+
+}  // namespace test_shared_laws

@@ -5,6 +5,8 @@
 #include "tally/distributions.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_smoke {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -66,3 +68,5 @@ TEST_CASE("an observed count of a heavy-tailed conjugate law costs no table", "[
   }
   REQUIRE(Graph::live_nodes() == live);
 }
+
+}  // namespace test_smoke

@@ -10,6 +10,8 @@
 #include "tally/error.hpp"
 #include "tally/runtime/graph.hpp"
 
+namespace test_support {
+
 using namespace tally;
 using namespace tally::runtime;
 
@@ -245,3 +247,5 @@ TEST_CASE("Structural support: a chain of 3000 sums is handled without recursion
   REQUIRE_FALSE(g.in_support(s, 6002));
   REQUIRE(g.observe(s, 2999)[0] == ninf);
 }
+
+}  // namespace test_support
