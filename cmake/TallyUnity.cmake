@@ -11,7 +11,7 @@
 # a file that includes its sources by absolute path: each source's own quoted includes are still found next to it,
 # and the compiler's dependency list names every source, so editing one rebuilds its batch.
 #
-# The tests are batched the same way (tally_unity_batches): a test file compiled under the sanitizers spends most of
+# The tests are batched the same way (tally_unity_batches): a test file compiled under the sanitizers spends much of
 # its time on what it shares with the others (Catch2's and Boost's templates, tally's inline functions, each
 # instrumented again in every unit), so three of tests/distributions/ take 34 s as one unit against 55 s apart
 # (clang -O1, ASan and UBSan). Each test file keeps its names in a namespace of its own (test_<file name>), so that
