@@ -336,15 +336,30 @@ Laws conditioned(const Laws& x, const gpu::Laws* y, const Bound& e, LogLikelihoo
   return bounded(std::move(posterior), e, gpu::max_mass_ratio_later(*x.device, y, before, ll.values), ll, nonnegative);
 }
 
+/// gpu::max_mass_ratio_later over the laws of a table that some particle holds (holders_i: particle i's law):
+/// each column spread over the particles first, so that a law no particle holds is left out.
+gpu::DeviceScalar held_mass_ratio(const gpu::Column<std::int64_t>& holders, const gpu::Column<double>& log_mass,
+                                  const gpu::Column<double>& before, const gpu::Column<double>& after) {
+  const auto spread = [&](const gpu::Column<double>& per_law) {
+    gpu::Column<double> out = gpu::filled(0.0, holders.size(), holders.where());
+    gpu::add_indexed(out, per_law, holders);
+    return out;
+  };
+  return gpu::max_mass_ratio_later(spread(log_mass), spread(before), spread(after));
+}
+
 /// conditioned() for an observed thinning, whose pass over the prior laws also reports their masses (no second
-/// pass for the bound).
-Laws conditioned_on_thinning(const Laws& x, const gpu::Column<std::int64_t>& y, double q, LogLikelihood& ll) {
+/// pass for the bound). At a table's place (at.holders), the bound is taken over the laws some particle holds.
+Laws conditioned_on_thinning(const Place& at, const Laws& x, const gpu::Column<std::int64_t>& y, double q,
+                             LogLikelihood& ll) {
   const Bound& e = x.device_error;
   if (e.zero()) return device_laws(gpu::condition_on_thinning(*x.device, y, q, ll.values), 0.0, true);
   const gpu::Column<double> before = ll.values.clone();
   auto mass = gpu::Column<double>::allocate(ll.values.where(), x.device->size(), "tally::runtime: observe");
   gpu::Laws posterior = gpu::condition_on_thinning(*x.device, y, q, ll.values, &mass);
-  return bounded(std::move(posterior), e, gpu::max_mass_ratio_later(mass, before, ll.values), ll, true);
+  const gpu::DeviceScalar ratio = at.holders ? held_mass_ratio(*at.holders, mass, before, ll.values)
+                                             : gpu::max_mass_ratio_later(mass, before, ll.values);
+  return bounded(std::move(posterior), e, ratio, ll, true);
 }
 
 /// y, or -y in `storage` (sign < 0).
@@ -362,6 +377,7 @@ const gpu::Laws& signed_laws(const gpu::Laws& y, int sign, gpu::Laws& storage) {
 Place one_per_block(const Place& at, std::size_t per) {
   Place sub = at;
   sub.particles = at.particles / per;
+  sub.holders = nullptr;
   return sub;
 }
 
@@ -421,6 +437,7 @@ Place one_per_law(const Place& at, const Laws& x) {
   Place sub = at;
   sub.particles = x.indexed->table->size();
   sub.where = x.indexed->table->where();
+  sub.holders = nullptr;
   return sub;
 }
 
@@ -457,6 +474,7 @@ Laws mapped_per_law(Place& at, const Laws& x, Op op) {
 template <class Op>
 Laws observed_per_law(Place& at, const Laws& x, LogLikelihood& ll, Op op) {
   Place sub = one_per_law(at, x);
+  sub.holders = &*x.indexed->index;  // (bounds over the laws held)
   LogLikelihood table{gpu::filled(0.0, sub.particles, sub.where), ll.error};
   Laws out = indexed_as(op(sub, table_of(x), table), x, x.indexed->hi);
   gpu::add_indexed(ll.values, table.values, *x.indexed->index);
@@ -475,6 +493,38 @@ Values states(const Place& at, std::size_t k) {
   for (std::size_t j = 0; j < k; ++j) v[j] = static_cast<std::int64_t>(j);
   return make_values(at, v);
 }
+
+/// The most laws a table made by tabled() holds, and the fewest particles a law of it must stand for on average.
+constexpr std::size_t tabled_laws_most = 4096;
+constexpr std::size_t particles_per_tabled_law = 8;
+
+/// Device laws Binomial(n_i, q) kept as parameters, with one q in every particle (ParameterForm::same_a) and
+/// counts 0 <= n_i <= b, b known on the host, as indexed laws: the table of the b + 1 laws Binomial(k, q),
+/// k = 0 .. b, and n as the index. Particles with the same count hold the same law, so an operation whose other
+/// inputs are the same in every particle (a law every particle shares, one observed value) is done once per count,
+/// not once per particle. None where the table would not be much smaller than the particles' laws (more than
+/// P / particles_per_tabled_law or tabled_laws_most laws), for a shard (shards exchange dense laws), for
+/// beta-binomial laws and for probabilities that differ between particles.
+std::optional<Laws> tabled(const Place& at, const Laws& x) {
+  const ParameterForm* f = x.parameters.get();
+  if (f == nullptr || !at.device() || at.sharded || f->family != gpu::ParameterFamily::binomial || !f->same_a ||
+      !f->n.nonnegative)
+    return std::nullopt;
+  const std::optional<std::int64_t> b = f->n.bound();
+  if (!b || *b < 0) return std::nullopt;
+  const auto laws = static_cast<std::size_t>(*b) + 1;
+  if (laws > tabled_laws_most || laws * particles_per_tabled_law > at.particles) return std::nullopt;
+  const Values k = states(at, laws);
+  Laws out;
+  out.indexed = std::make_shared<const IndexedForm>(IndexedForm{
+      std::make_shared<const gpu::Laws>(gpu::binomial_laws(*k, gpu::filled(*f->same_a, laws, at.where), *b)), f->n,
+      *b});
+  out.device_nonnegative = true;
+  return out;
+}
+
+/// Whether x is one law that every particle shares.
+bool one_for_all(const Place& at, const Laws& x) { return x.shared && x.per == at.particles && x.shared->size() == 1; }
 
 }  // namespace
 
@@ -590,7 +640,7 @@ Laws push(Place& at, const Laws& x, const ChildLaw& law) {
 
 Laws push_realized(Place& at, const Values& x, const ChildLaw& law) {
   if (at.device()) {
-    if (auto* t = std::get_if<Thinning>(&law)) return binomial_laws(at, x, gpu::filled(t->keep, at.particles, at.where));
+    if (auto* t = std::get_if<Thinning>(&law)) return binomial_laws(at, x, t->keep);
     if (auto* m = std::get_if<MarkovStep>(&law)) {
       const Eigen::MatrixXd& matrix = m->transition;
       if (at.sharded)  // (shards exchange dense laws)
@@ -683,6 +733,16 @@ Laws binomial_laws(Place& at, const Values& n, gpu::Column<double>&& p) {
   return parameter_laws_of(at, std::move(form));
 }
 
+Laws binomial_laws(Place& at, const Values& n, double p) {
+  if (!at.device()) return binomial_laws(at, n, gpu::filled(p, at.particles, at.where));
+  auto form = std::make_shared<ParameterForm>();
+  form->family = gpu::ParameterFamily::binomial;
+  form->n = n;
+  form->a = gpu::filled(p, at.particles, at.where);
+  form->same_a = p;
+  return parameter_laws_of(at, std::move(form));
+}
+
 Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, const gpu::Column<double>& a,
                     const gpu::Column<double>* b) {
   auto form = std::make_shared<ParameterForm>();
@@ -759,12 +819,14 @@ Laws condition(Place& at, const Laws& x, const ChildLaw& law, const Values& y, L
     return observed_per_law(at, x, ll, [&](Place& sub, const Laws& t, LogLikelihood& l) {
       return condition(sub, t, law, filled_values(sub, *y.same), l);
     });
+  if (x.parameters && y.same)  // counts few values share: once per value (tabled)
+    if (auto t = tabled(at, x)) return condition(at, *t, law, y, ll);
   if (x.parameters || x.shared || x.indexed) return condition(at, dense(x), law, y, ll);
   if (x.device) {
     const Bound& e = x.device_error;
     if (auto* t = std::get_if<Thinning>(&law)) {
       require_counts(x, "tally::runtime: Binomial(x, q)");
-      return conditioned_on_thinning(x, *y, t->keep, ll);
+      return conditioned_on_thinning(at, x, *y, t->keep, ll);
     }
     // one observed value in every particle: the likelihood of each state tabulated once
     if (auto* m = std::get_if<MarkovStep>(&law))
@@ -805,6 +867,18 @@ Bound sum_error(const Bound& a, const Bound& b) {
 }  // namespace
 
 Laws sum(Place& at, const Laws& x, const Laws& y, int sign) {
+  // counts few values share (tabled) and one law for every particle: once per value, the sums indexed by it
+  if (x.parameters && one_for_all(at, y))
+    if (auto t = tabled(at, x)) return sum(at, *t, y, sign);
+  if (y.parameters && one_for_all(at, x))
+    if (auto t = tabled(at, y)) return sum(at, x, *t, sign);
+  if ((x.indexed && one_for_all(at, y)) || (y.indexed && one_for_all(at, x))) {
+    const Laws& all = x.indexed ? y : x;
+    return mapped_per_law(at, x.indexed ? x : y, [&](Place& sub, const Laws& t) {
+      const Laws one = shared_by(per_block(all, all.per), sub.particles);
+      return x.indexed ? sum(sub, t, one, sign) : sum(sub, one, t, sign);
+    });
+  }
   if (x.shared && y.shared) {
     const std::size_t per = std::min(x.per, y.per);
     return mapped_per_block(at, per, [&](Place& sub) { return sum(sub, per_block(x, per), per_block(y, per), sign); });
@@ -1029,6 +1103,7 @@ Values sample(Place& at, const Laws& x) {
     ++at.draws;
     return drawn;
   }
+  if (auto t = tabled(at, x)) return sample(at, *t);  // counts few values share: each law's draw table once
   if (x.parameters || x.shared) return sample(at, dense(x));
   if (x.device) {
     Values drawn = make_values(gpu::sample(*x.device, at.seed, k, at.first_particle), x.device_nonnegative);
@@ -1101,7 +1176,8 @@ Laws gather(const Laws& x, const gpu::Column<std::size_t>& ancestors) {
     auto form = std::make_shared<ParameterForm>();
     form->family = p->family;
     form->n = gather(p->n, ancestors);
-    form->a = gpu::gather(p->a, ancestors);
+    form->a = p->same_a ? gpu::filled(*p->same_a, p->a.size(), p->a.where()) : gpu::gather(p->a, ancestors);
+    form->same_a = p->same_a;
     if (p->b.size() > 0) form->b = gpu::gather(p->b, ancestors);
     out.parameters = std::move(form);
     return out;

@@ -58,6 +58,11 @@ struct Place {
   bool sharded = false;
   /// The last Markov step's table of rows (shared by the places made from this one).
   std::shared_ptr<StateRows> state_rows = std::make_shared<StateRows>();
+  /// A place of one particle per law of an indexed table (one_per_law, state.cpp): the index of the particles that
+  /// hold those laws, so that an observation's error bound is taken over the laws some particle holds (a row no
+  /// particle holds may make the observation almost impossible, and would loosen every particle's bound). Null
+  /// elsewhere.
+  const gpu::Column<std::int64_t>* holders = nullptr;
   bool device() const { return where == gpu::Backend::cuda; }
 };
 
@@ -141,6 +146,7 @@ struct ParameterForm {
   gpu::ParameterFamily family;
   Values n;
   gpu::Column<double> a, b;  // b: beta-binomial only (empty for a binomial)
+  std::optional<double> same_a;  // where known: the one value of a in every particle (a binomial's one probability)
   gpu::ParameterLaws laws() const {
     return {family, *n, a, family == gpu::ParameterFamily::binomial ? a : b, n.bound()};
   }
@@ -233,6 +239,8 @@ Laws push_realized(Place& at, const Values& x, const ChildLaw& law);
 Laws binomial_laws(Place& at, const Values& n, const gpu::Column<double>& p);
 /// The same from a column of p_i the laws take over (no copy: a probability filled for this law alone).
 Laws binomial_laws(Place& at, const Values& n, gpu::Column<double>&& p);
+/// Binomial(n_i, p) with one p for every particle (a device graph notes that it is one: tabled, state.cpp).
+Laws binomial_laws(Place& at, const Values& n, double p);
 /// Laws of the family on the device, kept as their parameters (a and b copied); sets at.bound_values where n has no
 /// bound yet.
 Laws parameter_laws(Place& at, gpu::ParameterFamily family, const Values& n, const gpu::Column<double>& a,

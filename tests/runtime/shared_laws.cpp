@@ -223,4 +223,73 @@ TEST_CASE("device: a particle's own law plus a law its block shares equals the C
   }
 }
 
+namespace {
+
+/// Counts drawn every season whose survivors, Binomial(x, 0.6) with one probability, join immigrants that every
+/// particle shares, observed through Binomial(x, 0.5); one season's survivors are observed themselves first, a
+/// binomial of drawn counts is drawn, and the particles are resampled once. The log-weights, the draws, the last
+/// season's laws (their means and the bytes they would take one per particle), the observations' truncation bounds
+/// and the bytes the graph holds.
+struct CountRun {
+  std::vector<double> log_weights, means, bounds;
+  std::vector<std::vector<std::int64_t>> drawn;
+  std::size_t dense_bytes = 0, bytes = 0;
+};
+CountRun counted_seasons(Device device, std::size_t particles) {
+  Graph g(particles, 29, device);
+  Variable x = g.assume(Poisson(60.0));
+  const std::int64_t y[] = {31, 45, 52, 60, 41};
+  CountRun r;
+  for (std::size_t t = 0; t < 5; ++t) {
+    if (t > 0) {
+      const Variable survivors = g.binomial(x, 0.6);
+      if (t == 2) r.bounds.push_back(g.observe(g.binomial(survivors, 0.9), 30).exactness().truncation_error);
+      x = g.add(survivors, g.assume(Poisson(35.0)));
+    }
+    r.bounds.push_back(g.observe(g.binomial(x, 0.5), y[t]).exactness().truncation_error);
+    if (t == 4) break;
+    if (t == 2) {  // every even particle twice, before the counts are drawn
+      std::vector<std::size_t> ancestors(particles);
+      for (std::size_t i = 0; i < particles; ++i) ancestors[i] = i / 2 * 2;
+      g.resample(ancestors);
+    }
+    r.drawn.push_back(g.value(x));
+    const double quantiles[] = {0.5};
+    g.summarize(x, quantiles);  // (a wait: from here the drawn counts' largest value is known to the host)
+    if (t == 3) r.drawn.push_back(g.value(g.binomial(x, 0.3)));
+  }
+  r.log_weights = g.log_weights();
+  for (const Pmf& p : g.marginal(x)) {
+    r.means.push_back(mean(p));
+    r.dense_bytes += 8 * static_cast<std::size_t>(p.size());
+  }
+  r.bytes = g.bytes();
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("device: laws of counts that few values share are made once per value and equal the CPU graph's",
+          "[runtime][device]") {
+  if (tally::test::skip_without_device()) return;
+  const std::size_t P = 4096;  // counts of about 40 to 110: a table of a few hundred laws at most
+  const CountRun cpu = counted_seasons(Device::cpu, P), cuda = counted_seasons(Device::cuda, P);
+  REQUIRE(cuda.log_weights.size() == P);
+  CHECK(cuda.drawn == cpu.drawn);  // the same uniforms and the same laws: the same draws
+  for (std::size_t i = 0; i < P; ++i) {
+    CHECK(cuda.log_weights[i] == Approx(cpu.log_weights[i]).epsilon(1e-12));
+    CHECK(cuda.means[i] == Approx(cpu.means[i]).epsilon(1e-12));
+  }
+  REQUIRE(cuda.bounds.size() == cpu.bounds.size());
+  for (std::size_t k = 0; k < cuda.bounds.size(); ++k) {
+    INFO("observation " << k << ": the device's bound " << cuda.bounds[k] << ", the CPU's " << cpu.bounds[k]);
+    // taken over the laws that particles hold: a count no particle has, for which an observation is all but
+    // impossible, would make it large or infinite
+    CHECK(cuda.bounds[k] < 1e-9);
+  }
+  // the last season's laws held as a table and an index, not one law per particle
+  INFO("the graph holds " << cuda.bytes << " bytes; one law per particle would take " << cuda.dense_bytes);
+  CHECK(4 * cuda.bytes < cuda.dense_bytes);
+}
+
 }  // namespace test_shared_laws
