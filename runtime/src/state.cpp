@@ -336,18 +336,6 @@ Laws conditioned(const Laws& x, const gpu::Laws* y, const Bound& e, LogLikelihoo
   return bounded(std::move(posterior), e, gpu::max_mass_ratio_later(*x.device, y, before, ll.values), ll, nonnegative);
 }
 
-/// gpu::max_mass_ratio_later over the laws of a table that some particle holds (holders_i: particle i's law):
-/// each column spread over the particles first, so that a law no particle holds is left out.
-gpu::DeviceScalar held_mass_ratio(const gpu::Column<std::int64_t>& holders, const gpu::Column<double>& log_mass,
-                                  const gpu::Column<double>& before, const gpu::Column<double>& after) {
-  const auto spread = [&](const gpu::Column<double>& per_law) {
-    gpu::Column<double> out = gpu::filled(0.0, holders.size(), holders.where());
-    gpu::add_indexed(out, per_law, holders);
-    return out;
-  };
-  return gpu::max_mass_ratio_later(spread(log_mass), spread(before), spread(after));
-}
-
 /// conditioned() for an observed thinning, whose pass over the prior laws also reports their masses (no second
 /// pass for the bound). At a table's place (at.holders), the bound is taken over the laws some particle holds.
 Laws conditioned_on_thinning(const Place& at, const Laws& x, const gpu::Column<std::int64_t>& y, double q,
@@ -357,7 +345,7 @@ Laws conditioned_on_thinning(const Place& at, const Laws& x, const gpu::Column<s
   const gpu::Column<double> before = ll.values.clone();
   auto mass = gpu::Column<double>::allocate(ll.values.where(), x.device->size(), "tally::runtime: observe");
   gpu::Laws posterior = gpu::condition_on_thinning(*x.device, y, q, ll.values, &mass);
-  const gpu::DeviceScalar ratio = at.holders ? held_mass_ratio(*at.holders, mass, before, ll.values)
+  const gpu::DeviceScalar ratio = at.holders ? gpu::max_mass_ratio_later(mass, before, ll.values, *at.holders)
                                              : gpu::max_mass_ratio_later(mass, before, ll.values);
   return bounded(std::move(posterior), e, ratio, ll, true);
 }
@@ -1089,8 +1077,11 @@ Values sample(Place& at, const Laws& x) {
     const auto w = one[0];
     if (one.log_scale[0] > -HUGE_VAL && std::any_of(w.begin(), w.end(), [](double v) { return v > 0.0; })) {
       const std::uint64_t k = at.draws;
+      // the draws' largest value is at most the law's last of positive weight: known here, without a pass
+      std::size_t last = w.size() - 1;
+      while (w[last] == 0.0) --last;
       Values drawn = make_values(gpu::sample_shared(w, one.lo[0], at.particles, at.seed, k, at.first_particle, at.where),
-                                 x.device_nonnegative);
+                                 x.device_nonnegative, gpu::LaterMax(one.lo[0] + static_cast<std::int64_t>(last)));
       ++at.draws;
       return drawn;
     }

@@ -63,4 +63,43 @@ TEST_CASE("max_mass_ratio: the largest M_i / L_i over live particles with possib
   CHECK(gpu::max_mass_ratio(xd, &yd, bd, ad) == Approx(want_xy).epsilon(1e-12));
 }
 
+TEST_CASE("max_mass_ratio over the laws of a table that particles hold leaves the others out", "[gpu][mass_ratio]") {
+  std::mt19937_64 gen(37);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  const std::size_t K = 50, P = 2000;
+  std::vector<double> mass(K), before(K), after(K);
+  for (std::size_t k = 0; k < K; ++k) {
+    mass[k] = k % 11 == 3 ? -inf : 2.0 * u(gen) - 1.0;
+    before[k] = -5.0 * u(gen);
+    after[k] = k % 13 == 5 ? -inf : before[k] - 30.0 * u(gen);
+  }
+  // the laws 40 .. 49 are held by no particle: the largest ratio of all is made one of theirs
+  after[45] = before[45] - 700.0;
+  std::vector<std::int64_t> held(P);
+  for (std::size_t i = 0; i < P; ++i) held[i] = static_cast<std::int64_t>(gen() % 40);
+  held[7] = -1;  // outside the table: counts for nothing
+  held[8] = static_cast<std::int64_t>(K);
+  double want = 0, all = 0;
+  for (std::size_t k = 0; k < K; ++k) {
+    if (!std::isfinite(after[k]) || mass[k] == -inf) continue;
+    const double r = std::exp(mass[k] - (after[k] - before[k]));
+    all = std::max(all, r);
+    if (k < 40) want = std::max(want, r);
+  }
+  REQUIRE(want > 0);
+  REQUIRE(all > 1e100 * want);  // (what the ratio over every law would say)
+  const auto m = Column<double>::host_values(mass), b = Column<double>::host_values(before);
+  const auto a = Column<double>::host_values(after);
+  const auto h = Column<std::int64_t>::host_values(held);
+  CHECK(gpu::max_mass_ratio_later(m, b, a, h).value() == Approx(want).epsilon(1e-13));
+  if (test::skip_without_device()) return;
+  const auto hd = Column<std::int64_t>::from_host(held, Backend::cuda);
+  // the table on the device, and a small table's on the host with the index on the device
+  CHECK(gpu::max_mass_ratio_later(Column<double>::from_host(mass, Backend::cuda),
+                                  Column<double>::from_host(before, Backend::cuda),
+                                  Column<double>::from_host(after, Backend::cuda), hd)
+            .value() == Approx(want).epsilon(1e-13));
+  CHECK(gpu::max_mass_ratio_later(m, b, a, hd).value() == Approx(want).epsilon(1e-13));
+}
+
 }  // namespace test_mass_ratio

@@ -53,6 +53,8 @@ void observe_equal(const Column<std::int64_t>& x, const Column<std::int64_t>& v,
 ValueRange support_range(const Laws& x);
 DeviceScalar max_mass_ratio(const Laws& x, const Laws* y, const Column<double>& before, const Column<double>& after);
 DeviceScalar max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after);
+DeviceScalar max_mass_ratio(const Column<double>& log_mass, const Column<double>& before, const Column<double>& after,
+                            const Column<std::int64_t>& held_by);
 void add_to(Column<double>& acc, const Column<double>& x);
 /// The process's kept memory, freed: largest_later's slots (false where some are in use), the calling thread's
 /// pinned guard of the resampler.

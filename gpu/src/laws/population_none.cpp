@@ -87,6 +87,10 @@ ValueRange support_range(const Laws&) { none("support_range"); }
 DeviceScalar max_mass_ratio(const Laws&, const Laws*, const Column<double>&, const Column<double>&) {
   none("max_mass_ratio");
 }
+DeviceScalar max_mass_ratio(const Column<double>&, const Column<double>&, const Column<double>&,
+                            const Column<std::int64_t>&) {
+  none("max_mass_ratio");
+}
 DeviceScalar max_mass_ratio(const Column<double>&, const Column<double>&, const Column<double>&) {
   none("max_mass_ratio");
 }

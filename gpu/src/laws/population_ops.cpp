@@ -314,6 +314,30 @@ DeviceScalar max_mass_ratio_later(const Column<double>& log_mass, const Column<d
   return out;
 }
 
+DeviceScalar max_mass_ratio_later(const Column<double>& log_mass, const Column<double>& before,
+                                  const Column<double>& after, const Column<std::int64_t>& held_by) {
+  constexpr const char* who = "tally::gpu::max_mass_ratio (held laws)";
+  same_shape(log_mass, before, who);
+  same_shape(log_mass, after, who);
+  if (on_device(held_by.where())) {
+    if (on_device(log_mass.where()))
+      return population_cuda::max_mass_ratio(log_mass, before, after, held_by);
+    const auto there = [&](const Column<double>& c) { return Column<double>::from_host(c.host(), held_by.where()); };
+    return population_cuda::max_mass_ratio(there(log_mass), there(before), there(after), held_by);
+  }
+  if (on_device(log_mass.where()))
+    tally::detail::fail<shape_error>(who, ": a device table's laws held by particles on the host");
+  const std::size_t laws = log_mass.size();
+  double out = 0.0;
+  for (const std::int64_t k : held_by.host()) {
+    if (k < 0 || static_cast<std::size_t>(k) >= laws) continue;
+    const auto j = static_cast<std::size_t>(k);
+    const double l = after.host()[j] - before.host()[j], m = log_mass.host()[j];
+    if (std::isfinite(l) && m > neg_inf) out = std::max(out, std::exp(m - l));
+  }
+  return out;
+}
+
 ValueRange support_range(const Laws& x) {
   if (on_device(x.where())) return population_cuda::support_range(x);
   const PmfBatch& a = x.host();

@@ -470,15 +470,20 @@ namespace {
 inline constexpr std::size_t ratio_blocks = 1024;
 /// max_i ratio_i, ratio_i = e^{m_i} / L_i from a known log mass m_i (0 as above), into *top (zeroed before) in one
 /// launch: the ratios are >= 0 (never NaN: L_i is finite where used), and doubles >= 0 are ordered as their bits,
-/// so each block's largest goes in by one integer atomicMax (the maximum does not depend on the order).
+/// so each block's largest goes in by one integer atomicMax (the maximum does not depend on the order). With
+/// held_by, i runs over the n particles and takes law held_by[i] of the `laws` (one outside them counts for
+/// nothing); without, over the n laws.
 __global__ void __launch_bounds__(block) known_mass_ratio_kernel(const double* log_mass, const double* before,
                                                                  const double* after, std::size_t n,
+                                                                 const std::int64_t* held_by, std::size_t laws,
                                                                  unsigned long long* top) {
   __shared__ double warp_top[block / 32];
   double r = 0.0;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const double l = after[i] - before[i], m = log_mass[i];
+    const std::int64_t k = held_by ? held_by[i] : static_cast<std::int64_t>(i);
+    if (k < 0 || static_cast<std::size_t>(k) >= laws) continue;
+    const double l = after[k] - before[k], m = log_mass[k];
     r = fmax(r, isfinite(l) && m > -INFINITY ? exp(m - l) : 0.0);
   }
   r = warp_max(r);
@@ -490,17 +495,30 @@ __global__ void __launch_bounds__(block) known_mass_ratio_kernel(const double* l
 }
 }  // namespace
 
-DeviceScalar max_mass_ratio(const Column<double>& log_mass, const Column<double>& before,
-                            const Column<double>& after) {
+namespace {
+DeviceScalar known_mass_ratio(const Column<double>& log_mass, const Column<double>& before,
+                              const Column<double>& after, const Column<std::int64_t>* held_by) {
   constexpr const char* who = "tally::gpu::max_mass_ratio";
-  const std::size_t n = log_mass.size();
-  if (n == 0) return 0.0;
+  const std::size_t laws = log_mass.size(), n = held_by ? held_by->size() : laws;
+  if (n == 0 || laws == 0) return 0.0;
   auto top = Column<double>::allocate(Backend::cuda, 1, who);
   TALLY_CUDA_CHECK(cudaMemsetAsync(top.data(), 0, sizeof(double), nullptr));  // 0.0: the ratios are >= 0
   known_mass_ratio_kernel<<<static_cast<unsigned>(std::min<std::size_t>(thread_blocks(n), ratio_blocks)), block>>>(
-      log_mass.data(), before.data(), after.data(), n, reinterpret_cast<unsigned long long*>(top.data()));
+      log_mass.data(), before.data(), after.data(), n, held_by ? held_by->data() : nullptr, laws,
+      reinterpret_cast<unsigned long long*>(top.data()));
   launched();
   return DeviceScalar(std::move(top));
+}
+}  // namespace
+
+DeviceScalar max_mass_ratio(const Column<double>& log_mass, const Column<double>& before,
+                            const Column<double>& after) {
+  return known_mass_ratio(log_mass, before, after, nullptr);
+}
+
+DeviceScalar max_mass_ratio(const Column<double>& log_mass, const Column<double>& before,
+                            const Column<double>& after, const Column<std::int64_t>& held_by) {
+  return known_mass_ratio(log_mass, before, after, &held_by);
 }
 
 ValueRange support_range(const Laws& x) {

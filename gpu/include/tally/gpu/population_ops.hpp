@@ -122,6 +122,13 @@ DeviceScalar max_mass_ratio_later(const Laws& x, const Laws* y, const Column<dou
 DeviceScalar max_mass_ratio_later(const Column<double>& log_mass, const Column<double>& before,
                                   const Column<double>& after);
 ///@}
+/// The same for the K laws of a table (gpu/indexed_laws.hpp) that P particles hold, law held_by_i in particle i:
+/// \f$ \max_i M_{k_i} / L_{k_i} \f$ with \f$ k_i = \mathrm{held\_by}_i \f$, so that a law no particle holds is left out
+/// (the rule above otherwise; a k_i outside 0 .. K - 1 counts for nothing). The three columns of K values may be on
+/// the host where held_by is on the device (a small table's; copied over). Device: one thread a particle, one
+/// number left on the device.
+DeviceScalar max_mass_ratio_later(const Column<double>& log_mass, const Column<double>& before,
+                                  const Column<double>& after, const Column<std::int64_t>& held_by);
 /// acc_i += x_i.
 void add_to(Column<double>& acc, const Column<double>& x);
 /// \f$acc_i \mathrel{+}= x_{\lfloor i / \mathrm{times} \rfloor}\f$: one value per block of `times` particles added to
