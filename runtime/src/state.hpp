@@ -103,7 +103,8 @@ struct IndexedForm;
 /// as they are.
 ///
 /// Indexed laws: `indexed` holds a table of K laws and particle i's law is table[index_i] (gpu/indexed_laws.hpp):
-/// the laws of a Markov step from a realized state, one per state of the transition matrix. An operation whose
+/// the laws of a Markov step from a realized state, one per state of the transition matrix, or a binomial of a
+/// realized count with one probability, one law per value of the count (tabled, state.cpp). An operation whose
 /// other inputs are the same in every particle (a child law, a constant observation) runs once per law of the table
 /// and its result is indexed by the same index; a draw takes each particle's law from the table; anything else
 /// spreads them first (dense). A resampling gathers the index, not the laws.
