@@ -860,7 +860,11 @@ Laws sum(Place& at, const Laws& x, const Laws& y, int sign) {
     if (auto t = tabled(at, x)) return sum(at, *t, y, sign);
   if (y.parameters && one_for_all(at, x))
     if (auto t = tabled(at, y)) return sum(at, x, *t, sign);
-  if ((x.indexed && one_for_all(at, y)) || (y.indexed && one_for_all(at, x))) {
+  // (a table kept on the host, a small Markov step's, is spread instead: the shared law lives on the device)
+  const auto table_with = [&](const Laws& t, const Laws& all) {
+    return t.indexed && one_for_all(at, all) && t.indexed->table->where() == all.shared->where();
+  };
+  if (table_with(x, y) || table_with(y, x)) {
     const Laws& all = x.indexed ? y : x;
     return mapped_per_law(at, x.indexed ? x : y, [&](Place& sub, const Laws& t) {
       const Laws one = shared_by(per_block(all, all.per), sub.particles);
