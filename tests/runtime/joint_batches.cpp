@@ -4,10 +4,14 @@
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cmath>
+#include <atomic>
 #include <cstdint>
+#include <random>
+#include <stdexcept>
 #include <vector>
 
 #include "gpu/device.hpp"
+#include "runtime/src/joint/steps.hpp"
 #include "models/joint_programs.hpp"
 #include "runtime/src/joint/batches.hpp"
 #include "tally/distributions.hpp"
@@ -71,6 +75,70 @@ void require_same_marginals(Graph& host, const Variable& x, Graph& batch, const 
 }
 
 }  // namespace
+
+TEST_CASE("joint batches: the host's threads visit every table once, split by weight, and pass on a failure",
+          "[runtime][batches]") {
+  namespace js = tally::runtime::detail::joint_steps;
+  const std::uint64_t seed = std::random_device{}();
+  INFO("seed " << seed);
+  std::mt19937_64 gen(seed);
+  for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{7}, std::size_t{300}, std::size_t{5000}}) {
+    INFO("tables " << n);
+    std::vector<std::size_t> weight(n);
+    for (auto& w : weight) w = std::uniform_int_distribution<std::size_t>(0, 40000)(gen);
+    std::vector<std::atomic<int>> visits(n);
+    js::parallel_tables(
+        n, [&](std::size_t k) { return weight[k]; }, [&](std::size_t k) { visits[k].fetch_add(1); }, 4096);
+    for (std::size_t k = 0; k < n; ++k) REQUIRE(visits[k].load() == 1);
+    if (n == 0) continue;
+    const std::size_t bad = std::uniform_int_distribution<std::size_t>(0, n - 1)(gen);
+    CHECK_THROWS_AS(js::parallel_tables(
+                        n, [&](std::size_t k) { return weight[k]; },
+                        [&](std::size_t k) {
+                          if (k == bad) throw tally::domain_error("table " + std::to_string(k));
+                        },
+                        4096),
+                    tally::domain_error);
+  }
+}
+
+TEST_CASE("joint batches: many random tables summed out as one batch (on the host's threads) give the host's "
+          "marginals", "[runtime][batches]") {
+  namespace js = tally::runtime::detail::joint_steps;
+  const std::uint64_t seed = std::random_device{}();
+  INFO("seed " << seed);
+  std::mt19937_64 gen(seed);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  // 48 tables of 40 x 300 to 60 x 500 entries: past 2^16 entries a part, so that a 2-core machine splits them
+  const std::size_t n = 48;
+  std::vector<std::shared_ptr<const JointPmf>> made;
+  for (std::size_t k = 0; k < n; ++k) {
+    const std::int64_t rows = 40 + std::int64_t(gen() % 21), cols = 300 + std::int64_t(gen() % 201);
+    Eigen::VectorXd w(rows * cols);
+    for (auto& x : w) x = u(gen) < 0.1 ? 0.0 : u(gen);
+    made.push_back(std::make_shared<const JointPmf>(Coordinates{std::int64_t(gen() % 5), -std::int64_t(gen() % 9)},
+                                                    Coordinates{rows, cols}, std::move(w), u(gen) - 0.5, 1e-9 * u(gen)));
+  }
+  const js::Tables in = js::Tables::make(n, [&](std::size_t k) { return made[k]; });
+  js::Starts starts(n);
+  for (std::size_t k = 0; k < n; ++k) starts[k] = k;
+  for (const int axis : {0, 1}) {
+    const auto out = js::sum_out_batch(in, starts, js::BatchPlace{gpu::Backend::cpu, std::int64_t{1} << 40}, axis);
+    REQUIRE(out);
+    REQUIRE(out->size() == n);
+    for (std::size_t k = 0; k < n; ++k) {
+      INFO("table " << k << ", axis " << axis);
+      const JointPmf want = marginalize_out(*in[k], axis);
+      const JointPmf& got = (*out)[k];
+      REQUIRE(got.lo() == want.lo());
+      REQUIRE(got.shape() == want.shape());
+      CHECK(got.error_bound() == in[k]->error_bound());
+      CHECK(std::abs(got.log_scale() - want.log_scale()) <= 1e-12);
+      for (Eigen::Index e = 0; e < want.size(); ++e)
+        REQUIRE(std::abs(got.weights()[e] - want.weights()[e]) <= 1e-13);
+    }
+  }
+}
 
 TEST_CASE("joint batches: the examples computed as batches (the CPU reference loops) give the host's evidence",
           "[runtime][joint][batches]") {

@@ -85,6 +85,24 @@ JointLaws JointLaws::from_host(int rank, const std::vector<Law>& laws, Backend w
   return out;
 }
 
+JointLaws JointLaws::from_flat(int rank, std::vector<std::int64_t> lo, std::vector<std::int64_t> shape,
+                               std::vector<double> weights, std::vector<double> log_scale, Backend where) {
+  constexpr const char* who = "tally::gpu::JointLaws::from_flat";
+  JointLaws out = allocate(where, rank, std::move(lo), std::move(shape), who);
+  if (weights.size() != out.total() || log_scale.size() != out.count_)
+    tally::detail::fail<shape_error>(who, ": ", weights.size(), " weights and ", log_scale.size(), " log scales for ",
+                                     out.count_, " laws of ", out.total(), " entries");
+  if (where == Backend::cpu) {
+    out.weights_ = Column<double>::host_values(std::move(weights));
+    out.log_scale_ = Column<double>::host_values(std::move(log_scale));
+  } else {  // into the room allocate() made: one copy each
+    if (!weights.empty()) detail::device_copy(out.weights_.data(), weights.data(), weights.size() * sizeof(double), 0);
+    if (!log_scale.empty())
+      detail::device_copy(out.log_scale_.data(), log_scale.data(), log_scale.size() * sizeof(double), 0);
+  }
+  return out;
+}
+
 std::vector<JointLaws::Law> JointLaws::to_host() const {
   const std::vector<double> w = weights_.to_host(), s = log_scale_.to_host();
   const auto k = static_cast<std::size_t>(rank_);

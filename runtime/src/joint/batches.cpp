@@ -5,8 +5,10 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <stdexcept>
+#include <thread>
 #include <variant>
 
 #include "tally/distributions/algebra.hpp"
@@ -17,39 +19,57 @@ namespace tally::runtime::detail::joint_steps {
 namespace {
 
 
-gpu::JointLaws::Law law_of(const JointPmf& d) {
-  gpu::JointLaws::Law l;
-  l.lo = d.lo();
-  l.shape = d.shape();
-  l.weights.assign(d.weights().data(), d.weights().data() + d.size());
-  l.log_scale = d.log_scale();
-  return l;
+/// Law k of a batch (weights w from its offset, log scale s, box from b's host arrays) as a JointPmf with the given
+/// spread bound, its axis shift_axis (where >= 0) moved by shift; nothing where it has no mass left or a weight that
+/// is not finite. One pass over the weights besides the JointPmf's own.
+std::optional<JointPmf> table_of(const gpu::JointLaws& b, const double* w, std::size_t k, double log_scale,
+                                 double bound, int shift_axis = -1, std::int64_t shift = 0) {
+  const auto rank = static_cast<std::size_t>(b.rank());
+  const auto begin = static_cast<std::size_t>(b.offset()[k]);
+  const std::size_t size = static_cast<std::size_t>(b.offset()[k + 1]) - begin;
+  bool finite = log_scale > -inf, positive = false;
+  Eigen::VectorXd weights(static_cast<Eigen::Index>(size));
+  for (std::size_t e = 0; e < size; ++e) {
+    const double x = w[begin + e];
+    finite = finite && std::isfinite(x);
+    positive = positive || x > 0.0;
+    weights[static_cast<Eigen::Index>(e)] = x;
+  }
+  if (!finite || !positive) return std::nullopt;
+  Coordinates lo(b.lo().begin() + static_cast<std::ptrdiff_t>(k * rank),
+                 b.lo().begin() + static_cast<std::ptrdiff_t>((k + 1) * rank));
+  Coordinates shape(b.shape().begin() + static_cast<std::ptrdiff_t>(k * rank),
+                    b.shape().begin() + static_cast<std::ptrdiff_t>((k + 1) * rank));
+  if (shift_axis >= 0) {
+    auto& at = lo[static_cast<std::size_t>(shift_axis)];
+    at = tally::detail::checked_add(at, shift, "tally::runtime: a sum of coordinates");
+  }
+  return JointPmf(std::move(lo), std::move(shape), std::move(weights), log_scale, bound);
 }
 
-/// A batch's law as a JointPmf with the given log scale and spread bound; nothing where it has no mass left or a
-/// weight that is not finite.
-std::optional<JointPmf> table_of(gpu::JointLaws::Law& l, double log_scale, double bound) {
-  bool mass = l.log_scale > -inf;
-  for (const double w : l.weights) mass = mass && std::isfinite(w);
-  if (!mass || std::none_of(l.weights.begin(), l.weights.end(), [](double w) { return w > 0.0; })) return std::nullopt;
-  Eigen::VectorXd w = Eigen::Map<const Eigen::VectorXd>(l.weights.data(), static_cast<Eigen::Index>(l.weights.size()));
-  return JointPmf(std::move(l.lo), std::move(l.shape), std::move(w), log_scale, bound);
+/// The number of weights of law k of b.
+std::size_t entries_of(const gpu::JointLaws& b, std::size_t k) {
+  return static_cast<std::size_t>(b.offset()[k + 1] - b.offset()[k]);
 }
 
-/// Law k of b as a JointPmf with spread bound bounds[k], its axis `shift_axis` moved by shifts[k] (where given);
-/// nothing where a law has no mass left.
-std::optional<Made> from_batch(const gpu::JointLaws& b, const std::vector<double>& bounds, int shift_axis = -1,
-                               const std::vector<std::int64_t>* shifts = nullptr) {
-  std::vector<gpu::JointLaws::Law> laws = b.to_host();
+/// Law k of b as a JointPmf with spread bound bounds[k], its axis `shift_axis` moved by shifts[k] (where given),
+/// trimmed where `trim` is given; nothing where a law has no mass left. The weights come to the host in one copy,
+/// and the tables are made from them on the host's threads.
+std::optional<Made> from_batch(const gpu::JointLaws& b, const std::vector<double>& bounds, const Truncation* trim,
+                               int shift_axis = -1, const std::vector<std::int64_t>* shifts = nullptr) {
+  const std::vector<double> w = b.weights().to_host(), s = b.log_scale().to_host();
+  std::vector<std::optional<JointPmf>> made(b.size());
+  parallel_tables(
+      b.size(), [&](std::size_t k) { return entries_of(b, k); },
+      [&](std::size_t k) {
+        std::optional<JointPmf> d = table_of(b, w.data(), k, s[k], bounds[k], shifts ? shift_axis : -1,
+                                             shifts ? (*shifts)[k] : 0);
+        if (d && trim) d = trimmed(*d, *trim);
+        made[k] = std::move(d);
+      });
   Made out;
-  out.reserve(laws.size());
-  for (std::size_t k = 0; k < laws.size(); ++k) {
-    gpu::JointLaws::Law& l = laws[k];
-    if (shifts) {
-      auto& lo = l.lo[static_cast<std::size_t>(shift_axis)];
-      lo = tally::detail::checked_add(lo, (*shifts)[k], "tally::runtime: a sum of coordinates");
-    }
-    std::optional<JointPmf> d = table_of(l, l.log_scale, bounds[k]);
+  out.reserve(made.size());
+  for (auto& d : made) {
     if (!d) return std::nullopt;
     out.push_back(std::move(*d));
   }
@@ -131,7 +151,8 @@ std::optional<BatchPlace> batch_place(const Context& c, const Tables& in, const 
   if (rank_out < 1 || rank_out > gpu::max_joint_rank || t.joint_batches == Mode::host || starts.empty())
     return std::nullopt;
   if (in[starts[0]]->rank() > gpu::max_joint_rank) return std::nullopt;  // the tables of a group share a rank
-  const BatchPlace at{c.where, joint_truncation(c).max_size};
+  const bool trims = t.tolerance > 0 && t.tolerance < 1;  // trimmed()'s test
+  const BatchPlace at{c.where, joint_truncation(c).max_size, trims ? &c.truncation : nullptr};
   if (t.joint_batches == Mode::batched) return at;
   if (!c.device() || starts.size() < 2) return std::nullopt;
   std::int64_t entries = 0;
@@ -155,15 +176,70 @@ std::vector<Starts> chunks(const Tables& in, const Starts& starts, std::int64_t 
   return out;
 }
 
-BatchIn to_batch(const Tables& in, const Starts& starts, gpu::Backend where) {
-  std::vector<gpu::JointLaws::Law> laws;
-  laws.reserve(starts.size());
-  BatchIn b;
-  for (const std::size_t i : starts) {
-    laws.push_back(law_of(*in[i]));
-    b.bounds.push_back(in[i]->error_bound());
+void parallel_tables(std::size_t n, const std::function<std::size_t(std::size_t)>& weight,
+                     const std::function<void(std::size_t)>& f, std::size_t entries) {
+  static const std::size_t threads = std::max<std::size_t>(1, std::thread::hardware_concurrency());
+  std::size_t total = 0;
+  for (std::size_t k = 0; k < n; ++k) total += weight(k);
+  const std::size_t parts = std::min({threads, n, std::max<std::size_t>(1, total / std::max<std::size_t>(entries, 1))});
+  if (parts <= 1) {
+    for (std::size_t k = 0; k < n; ++k) f(k);
+    return;
   }
-  b.laws = gpu::JointLaws::from_host(in[starts[0]]->rank(), laws, where);
+  // part p takes the tables k whose weights start in [p total / parts, (p + 1) total / parts): consecutive runs of
+  // about equal work
+  std::vector<std::size_t> first(parts + 1, n);
+  first[0] = 0;
+  std::size_t seen = 0, part = 1;
+  for (std::size_t k = 0; k < n && part < parts; ++k) {
+    while (part < parts && seen >= part * total / parts) first[part++] = k;
+    seen += weight(k);
+  }
+  std::vector<std::exception_ptr> failed(parts);
+  const auto run = [&](std::size_t p) {
+    try {
+      for (std::size_t k = first[p]; k < first[p + 1]; ++k) f(k);
+    } catch (...) {
+      failed[p] = std::current_exception();
+    }
+  };
+  {
+    std::vector<std::jthread> pool;
+    pool.reserve(parts - 1);
+    for (std::size_t p = 1; p < parts; ++p) pool.emplace_back(run, p);
+    run(0);
+  }
+  for (const auto& e : failed)
+    if (e) std::rethrow_exception(e);
+}
+
+BatchIn to_batch(const Tables& in, const Starts& starts, gpu::Backend where) {
+  const int rank = in[starts[0]]->rank();
+  const auto k = static_cast<std::size_t>(rank);
+  std::vector<std::int64_t> lo, shape;
+  std::vector<double> log_scale;
+  std::vector<std::size_t> offset{0};
+  BatchIn b;
+  lo.reserve(starts.size() * k);
+  shape.reserve(starts.size() * k);
+  for (const std::size_t i : starts) {
+    const JointPmf& d = *in[i];
+    lo.insert(lo.end(), d.lo().begin(), d.lo().end());
+    shape.insert(shape.end(), d.shape().begin(), d.shape().end());
+    log_scale.push_back(d.log_scale());
+    offset.push_back(offset.back() + static_cast<std::size_t>(d.size()));
+    b.bounds.push_back(d.error_bound());
+  }
+  // a JointPmf's weights are the batch's form already (finite, in [0, 1], largest 1): copied side by side
+  std::vector<double> weights(offset.back());
+  parallel_tables(
+      starts.size(), [&](std::size_t j) { return offset[j + 1] - offset[j]; },
+      [&](std::size_t j) {
+        const JointPmf& d = *in[starts[j]];
+        std::copy(d.weights().data(), d.weights().data() + d.size(), weights.data() + offset[j]);
+      });
+  b.laws = gpu::JointLaws::from_flat(rank, std::move(lo), std::move(shape), std::move(weights), std::move(log_scale),
+                                     where);
   return b;
 }
 
@@ -193,7 +269,7 @@ std::optional<Made> child_batch(const Tables& in, const Starts& s, const BatchPl
   } else {
     throw std::logic_error("tally::runtime: a Poisson child has no batch form");
   }
-  return from_batch(out, b.bounds);
+  return from_batch(out, b.bounds, at.trim);
 }
 
 std::optional<Made> linear_batch(const Tables& in, const Starts& s, const BatchPlace& at, const Coordinates& kappa,
@@ -212,11 +288,11 @@ std::optional<Made> linear_batch(const Tables& in, const Starts& s, const BatchP
     out = gpu::joint_add_independent(out, za, y.laws);
     for (std::size_t k = 0; k < s.size(); ++k) b.bounds[k] = (1.0 + b.bounds[k]) * (1.0 + y.bounds[k]) - 1.0;
   }
-  if (constants.empty()) return from_batch(out, b.bounds);
+  if (constants.empty()) return from_batch(out, b.bounds, at.trim);
   // c_i moves V's axis (it commutes with the convolutions along it)
   std::vector<std::int64_t> shifts;
   for (const std::size_t i : s) shifts.push_back(constants[i]);
-  return from_batch(out, b.bounds, za, &shifts);
+  return from_batch(out, b.bounds, at.trim, za, &shifts);
 }
 
 std::optional<Made> child_sum_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, const ChildLaw& law,
@@ -233,7 +309,7 @@ std::optional<Made> child_sum_batch(const Tables& in, const Starts& s, const Bat
   k[static_cast<std::size_t>(axis)] = sign_x;
   k.back() = sign_y;
   require_linear(e, at.max_size, k, rank);
-  return from_batch(gpu::joint_linear_combination(e, k, 0, rank), b.bounds);
+  return from_batch(gpu::joint_linear_combination(e, k, 0, rank), b.bounds, at.trim);
 }
 
 std::optional<Made> split_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, double q) {
@@ -242,12 +318,12 @@ std::optional<Made> split_batch(const Tables& in, const Starts& s, const BatchPl
     const auto a = static_cast<std::size_t>(axis);  // the host's split_in_place's test (join_joint_sum)
     return entries(shape) * (lo[a] + shape[a]);
   });
-  return from_batch(gpu::joint_split(b.laws, axis, q), b.bounds);
+  return from_batch(gpu::joint_split(b.laws, axis, q), b.bounds, at.trim);
 }
 
 std::optional<Made> sum_out_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis) {
   BatchIn b = to_batch(in, s, at.where);
-  return from_batch(gpu::joint_sum_out(b.laws, axis), b.bounds);
+  return from_batch(gpu::joint_sum_out(b.laws, axis), b.bounds, at.trim);
 }
 
 std::optional<std::vector<JointConditioned>> condition_batch(const Tables& in, const Starts& s, const BatchPlace& at,
@@ -264,23 +340,29 @@ std::optional<std::vector<JointConditioned>> condition_batch(const Tables& in, c
     post = gpu::joint_condition_on_linear(b.laws, unit(rank, axis, f->a), f->c, observed, ll);
   else
     post = gpu::joint_condition_on_child(b.laws, axis, child_kernel(law, at.where), observed, ll);
-  const std::vector<double> log_l = ll.to_host();
-  std::vector<gpu::JointLaws::Law> laws = post.to_host();
+  const std::vector<double> log_l = ll.to_host(), w = post.weights().to_host(), scale = post.log_scale().to_host();
+  std::vector<std::optional<JointConditioned>> made(s.size());
+  parallel_tables(
+      s.size(), [&](std::size_t k) { return entries_of(post, k); },
+      [&](std::size_t k) {
+        const JointPmf& prior = *in[s[k]];
+        const double e = b.bounds[k];
+        if (log_l[k] == -inf) {  // impossible here: the law stays (tally::condition's impossible())
+          made[k] = JointConditioned{std::nullopt, -inf, e > 0.0 ? inf : 0.0, 0.0, 0.0};
+          return;
+        }
+        if (!std::isfinite(log_l[k]) || scale[k] == -inf) return;  // nothing: the host's formulas
+        // |L - L'| <= e M (each likelihood is at most 1): rho = e M / L, as tally::condition's reweight
+        const double rho = e == 0.0 ? 0.0 : std::exp(std::log(e) + prior.log_mass() - log_l[k]);
+        const std::optional<JointPmf> posterior = table_of(post, w.data(), k, 0.0, std::min(2.0, 2.0 * rho));
+        if (posterior)
+          made[k] = JointConditioned{posterior->normalized(), log_l[k], rho < 1.0 ? -std::log1p(-rho) : inf, 0.0, rho};
+      });
   std::vector<JointConditioned> out;
   out.reserve(s.size());
-  for (std::size_t k = 0; k < s.size(); ++k) {
-    const JointPmf& prior = *in[s[k]];
-    const double e = b.bounds[k];
-    if (log_l[k] == -inf) {  // impossible here: the law stays (tally::condition's impossible())
-      out.push_back({std::nullopt, -inf, e > 0.0 ? inf : 0.0, 0.0, 0.0});
-      continue;
-    }
-    if (!std::isfinite(log_l[k])) return std::nullopt;
-    // |L - L'| <= e M (each likelihood is at most 1): rho = e M / L, as tally::condition's reweight
-    const double rho = e == 0.0 ? 0.0 : std::exp(std::log(e) + prior.log_mass() - log_l[k]);
-    const std::optional<JointPmf> posterior = table_of(laws[k], 0.0, std::min(2.0, 2.0 * rho));
-    if (!posterior) return std::nullopt;
-    out.push_back({posterior->normalized(), log_l[k], rho < 1.0 ? -std::log1p(-rho) : inf, 0.0, rho});
+  for (auto& m : made) {
+    if (!m) return std::nullopt;
+    out.push_back(std::move(*m));
   }
   return out;
 }

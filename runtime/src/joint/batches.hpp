@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -30,6 +31,9 @@ inline std::atomic<std::uint64_t>& batches_run() {
 struct BatchPlace {
   gpu::Backend where;
   std::int64_t max_size;
+  /// Where given, a batch's result tables come back trimmed as compute() trims them (trimmed()), on the host's
+  /// threads together with their conversion; null: as they are (a sum out, a conditioning).
+  const Truncation* trim = nullptr;
 };
 
 /// Where the distinct tables `in[i]`, i in starts, are computed as one batch whose widest table has rank rank_out
@@ -41,6 +45,12 @@ std::optional<BatchPlace> batch_place(const Context& c, const Tables& in, const 
 /// Splits starts into consecutive chunks whose tables hold at most `entries` entries together (at least one table
 /// a chunk), so that a batch's inputs and results stay within a few hundred MB of device memory.
 std::vector<Starts> chunks(const Tables& in, const Starts& starts, std::int64_t entries);
+
+/// f(k) for k = 0 .. n - 1, the k split into consecutive parts on up to the hardware's threads (the calling one
+/// among them), about `entries` weights a part at least (weight(k): table k's), so that small batches stay on the
+/// calling thread. The first exception a part throws is rethrown here once every part has ended.
+void parallel_tables(std::size_t n, const std::function<std::size_t(std::size_t)>& weight,
+                     const std::function<void(std::size_t)>& f, std::size_t entries = std::size_t{1} << 16);
 
 /// A batch of tables, where it runs, with each table's whole error bound (bounds[k]: JointPmf::error_bound, the
 /// dropped measure's mass included; a batch carries no dropped measure, as compute() when one breaks the budget).
@@ -133,11 +143,11 @@ std::optional<std::vector<T>> in_chunks(const Tables& in, const Starts& starts, 
   return made;
 }
 
-/// P tables made by an operation with a batch form. `collect(f, same, one)` gathers them as compute() (trimmed,
+/// P tables made by an operation with a batch form. `collect(f, same, one, trimmed)` gathers them as compute() (trimmed,
 /// within the budget) or shared_per_particle() does, f(i) making particle i's table where same(i) is false (one
 /// table for all where `one`: every input uniform). Where batch_place chooses a batch, batch(chunk, at) makes the
-/// tables of each chunk of run starts (nothing: the host makes them instead); else host(i) makes each. *batched
-/// says which ran. A batch's table past the joint budget's max_size is over_budget before it is computed, as the
+/// tables of each chunk of run starts (nothing: the host makes them instead); else host(i) makes each (`trimmed`
+/// says whether f's tables are trimmed already: a batch's, where its place says so). *batched says which ran. A batch's table past the joint budget's max_size is over_budget before it is computed, as the
 /// host's would be.
 template <class Collect, class Host, class Batch, class Same>
 Tables batched(const Context& c, Collect collect, const Tables& in, int rank_out, Host host, Batch batch, Same same,
@@ -146,13 +156,13 @@ Tables batched(const Context& c, Collect collect, const Tables& in, int rank_out
   const auto repeats_here = [&](std::size_t i) { return runs.repeats(i); };
   if (batched_out) *batched_out = false;
   const auto at = batch_place(c, in, runs.starts, rank_out);
-  if (!at) return collect(host, repeats_here, one);
+  if (!at) return collect(host, repeats_here, one, false);
   // (each batch form checks its results' sizes against at->max_size first)
   std::optional<Made> made = in_chunks<JointPmf>(in, runs.starts, [&](const Starts& chunk) { return batch(chunk, *at); });
-  if (!made) return collect(host, repeats_here, one);
+  if (!made) return collect(host, repeats_here, one, false);
   if (batched_out) *batched_out = true;
   std::size_t k = 0;
-  return collect([&](std::size_t) { return std::move((*made)[k++]); }, repeats_here, one);
+  return collect([&](std::size_t) { return std::move((*made)[k++]); }, repeats_here, one, at->trim != nullptr);
 }
 
 /// batched() collecting as compute() does.
@@ -160,7 +170,8 @@ template <class Host, class Batch, class Same>
 Tables compute_batched(const Context& c, const Tables& in, int rank_out, Host host, Batch batch, Same same,
                        bool* batched_out = nullptr, bool one = false) {
   return batched(
-      c, [&](auto f, auto s, bool o) { return compute(c, f, s, o); }, in, rank_out, host, batch, same, batched_out, one);
+      c, [&](auto f, auto s, bool o, bool trimmed) { return compute(c, f, s, o, !trimmed); }, in, rank_out, host,
+      batch, same, batched_out, one);
 }
 
 }  // namespace tally::runtime::detail::joint_steps

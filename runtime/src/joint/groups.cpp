@@ -95,9 +95,12 @@ void sweep(const std::shared_ptr<JointGroup>& gp, Context& ctx) {
       return;
     }
     g.laws = batched(
-        ctx, [&](auto f, auto same, bool one) { return shared_per_particle(ctx.particles, f, same, one); }, g.laws,
+        ctx, [&](auto f, auto same, bool one, bool) { return shared_per_particle(ctx.particles, f, same, one); },
+        g.laws,
         g.rank(), [&](std::size_t i) { return marginalize_out(*g.laws[i], a); },
-        [&](const Starts& s, const BatchPlace& where) { return sum_out_batch(g.laws, s, where, a); },
+        [&](const Starts& s, const BatchPlace& where) {
+          return sum_out_batch(g.laws, s, BatchPlace{where.where, where.max_size}, a);  // not trimmed (as the host's)
+        },
         [&](std::size_t i) { return repeats(g.laws, i); }, nullptr, uniform(g.laws));
     g.members.erase(g.members.begin() + a);
   }

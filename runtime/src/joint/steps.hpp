@@ -110,14 +110,14 @@ inline std::int64_t table_bytes(const JointPmf& d) {
   return 8 * (static_cast<std::int64_t>(d.size()) + (d.dropped() ? static_cast<std::int64_t>(d.dropped()->size()) : 0));
 }
 
-/// P joint laws made by f(i) (trimmed), within the budget (over_budget, and nothing kept, otherwise; the dropped
-/// measures count, and are given up before the law is); f is called only where same(i) is false; where `one`, f(0)
-/// for every particle.
+/// P joint laws made by f(i) (trimmed, unless `trim` is false: f's tables are trimmed already), within the budget
+/// (over_budget, and nothing kept, otherwise; the dropped measures count, and are given up before the law is); f is
+/// called only where same(i) is false; where `one`, f(0) for every particle.
 template <class F, class Same>
-Tables compute(const Context& c, F f, Same same, bool one = false) {
+Tables compute(const Context& c, F f, Same same, bool one = false, bool trim = true) {
   std::int64_t bytes = 0;
   const auto table = [&](std::size_t i) {
-    JointPmf law = trimmed(f(i), c.truncation);
+    JointPmf law = trim ? trimmed(f(i), c.truncation) : f(i);
     // a dropped measure that would break the budget gives way first: its mass joins the spread bound
     if (law.dropped() && bytes + table_bytes(law) > c.truncation.max_joint_bytes)
       law = law.with_error_bound(law.error_bound());

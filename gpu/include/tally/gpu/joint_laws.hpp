@@ -43,6 +43,13 @@ class JointLaws {
   /// extent < 1 or a weight count that is not the product of the extents; domain_error: a negative, NaN or infinite
   /// weight or a NaN log scale; overflow_error: a box past int64.
   static JointLaws from_host(int rank, const std::vector<Law>& laws, Backend where);
+  /// Laws already in the batch's layout (lo and shape: count x rank, row by row; weights: the laws' row-major
+  /// weights one after another; log_scale: one per law), taken over where `where` is the CPU and copied once to the
+  /// device otherwise. For callers that hold laws in that form already (tally::JointPmf's tables: finite weights in
+  /// [0, 1], largest 1): the boxes are checked as allocate() checks them and the sizes against each other
+  /// (shape_error), the weights are not read.
+  static JointLaws from_flat(int rank, std::vector<std::int64_t> lo, std::vector<std::int64_t> shape,
+                             std::vector<double> weights, std::vector<double> log_scale, Backend where);
   /// Room for laws on the given boxes (lo and shape: count x rank, row by row), weights uninitialized on the device.
   static JointLaws allocate(Backend where, int rank, std::vector<std::int64_t> lo, std::vector<std::int64_t> shape,
                             const char* who);
