@@ -87,6 +87,38 @@ TEST_CASE("batched joint laws: bad arguments are named errors", "[gpu][joint]") 
   REQUIRE(gpu::joint_split(x, 0, 0.5).rank() == 3);  // the batch is still usable
 }
 
+TEST_CASE("batched joint laws: laws in the batch's flat form are the laws from_host makes of them", "[gpu][joint]") {
+  std::mt19937_64 gen(std::random_device{}());
+  const std::size_t n = 1 + gen() % 6;
+  const JointLaws want = JointLaws::from_host(2, random_laws(gen, n, 2, 5), Backend::cpu);
+  const std::vector<Backend> places = gpu::cuda_available() ? std::vector{Backend::cpu, Backend::cuda}
+                                                             : std::vector{Backend::cpu};
+  for (const Backend where : places) {
+    const JointLaws got = JointLaws::from_flat(2, want.lo(), want.shape(), want.weights().to_host(),
+                                               want.log_scale().to_host(), where);
+    REQUIRE(got.where() == where);
+    REQUIRE(got.size() == want.size());
+    REQUIRE(got.offset() == want.offset());
+    CHECK(got.weights().to_host() == want.weights().to_host());
+    CHECK(got.log_scale().to_host() == want.log_scale().to_host());
+    CHECK(got.lo_column().to_host() == want.lo());
+    CHECK(got.offset_column().to_host() == want.offset());
+  }
+  // sizes that disagree are named, as a bad box is
+  std::vector<double> short_weights = want.weights().to_host();
+  short_weights.pop_back();
+  CHECK_THROWS_AS(JointLaws::from_flat(2, want.lo(), want.shape(), short_weights, want.log_scale().to_host(),
+                                       Backend::cpu),
+                  shape_error);
+  CHECK_THROWS_AS(JointLaws::from_flat(2, want.lo(), want.shape(), want.weights().to_host(), {}, Backend::cpu),
+                  shape_error);
+  std::vector<std::int64_t> bad_shape = want.shape();
+  bad_shape[0] = 0;
+  CHECK_THROWS_AS(JointLaws::from_flat(2, want.lo(), bad_shape, want.weights().to_host(), want.log_scale().to_host(),
+                                       Backend::cpu),
+                  shape_error);
+}
+
 TEST_CASE("batched joint laws: the device computes what the CPU loops do", "[gpu][joint][device]") {
   if (test::skip_without_device()) return;
   std::mt19937_64 gen(20261126);
