@@ -143,12 +143,13 @@ std::optional<std::vector<T>> in_chunks(const Tables& in, const Starts& starts, 
   return made;
 }
 
-/// P tables made by an operation with a batch form. `collect(f, same, one, trimmed)` gathers them as compute() (trimmed,
-/// within the budget) or shared_per_particle() does, f(i) making particle i's table where same(i) is false (one
-/// table for all where `one`: every input uniform). Where batch_place chooses a batch, batch(chunk, at) makes the
-/// tables of each chunk of run starts (nothing: the host makes them instead); else host(i) makes each (`trimmed`
-/// says whether f's tables are trimmed already: a batch's, where its place says so). *batched says which ran. A batch's table past the joint budget's max_size is over_budget before it is computed, as the
-/// host's would be.
+/// P tables made by an operation with a batch form. `collect(f, same, one, trimmed)` gathers them as compute()
+/// (trimmed, within the budget) or shared_per_particle() does, f(i) making particle i's table where same(i) is false
+/// (one table for all where `one`: every input uniform). Where batch_place chooses a batch, batch(chunk, at) makes
+/// the tables of each chunk of run starts (nothing: the host makes them instead); else host(i) makes each
+/// (`trimmed` says whether f's tables are trimmed already: a batch's, where its place says so). *batched says which
+/// ran. A batch's table past the joint budget's max_size is over_budget before it is computed, as the host's would
+/// be.
 template <class Collect, class Host, class Batch, class Same>
 Tables batched(const Context& c, Collect collect, const Tables& in, int rank_out, Host host, Batch batch, Same same,
                bool* batched_out = nullptr, bool one = false) {
