@@ -3,15 +3,14 @@
 // joint tables; on a CUDA graph, the device's batches against the host graph.
 #include <catch2/catch.hpp>
 #include <algorithm>
-#include <cmath>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <stdexcept>
 #include <vector>
 
 #include "gpu/device.hpp"
-#include "runtime/src/joint/steps.hpp"
 #include "models/joint_programs.hpp"
 #include "runtime/src/joint/batches.hpp"
 #include "tally/distributions.hpp"
