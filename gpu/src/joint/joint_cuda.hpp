@@ -22,4 +22,15 @@ void sample(const JointLaws& x, const Column<double>& uniforms, Column<std::int6
 void sample_coordinate(const JointLaws& x, int axis, const Column<double>& uniforms, Column<std::int64_t>& value,
                        JointLaws* rest);
 
+/// out's law j: x's law index[j], its weights at offset source[j] (joint_gather).
+void gather(const JointLaws& x, const Column<std::int64_t>& source, const Column<std::int64_t>& index,
+            JointLaws& out);
+/// joint_trim's first pass: each law's marginals (into marginals, law i's at marginal_offset[i], axis after axis),
+/// the kept box (kept_lo, kept_shape: count x rank) and sums[3 i ..]: M_i, C_i and the largest kept weight.
+void trim_cuts(const JointLaws& x, double tolerance, const Column<std::int64_t>& marginal_offset,
+               Column<double>& marginals, Column<std::int64_t>& kept_lo, Column<std::int64_t>& kept_shape,
+               Column<double>& sums);
+/// joint_trim's second pass: out (allocated on the kept boxes) from x's weights over top[3 i + 2].
+void trim_copy(const JointLaws& x, const Column<double>& sums, JointLaws& out);
+
 }  // namespace tally::gpu::joint_cuda

@@ -23,4 +23,12 @@ void sample(const JointLaws&, const Column<double>&, Column<std::int64_t>&) { no
 void sample_coordinate(const JointLaws&, int, const Column<double>&, Column<std::int64_t>&, JointLaws*) {
   none("joint_sample_coordinate");
 }
+void gather(const JointLaws&, const Column<std::int64_t>&, const Column<std::int64_t>&, JointLaws&) {
+  none("joint_gather");
+}
+void trim_cuts(const JointLaws&, double, const Column<std::int64_t>&, Column<double>&, Column<std::int64_t>&,
+               Column<std::int64_t>&, Column<double>&) {
+  none("joint_trim");
+}
+void trim_copy(const JointLaws&, const Column<double>&, JointLaws&) { none("joint_trim"); }
 }  // namespace tally::gpu::joint_cuda

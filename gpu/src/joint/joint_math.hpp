@@ -237,4 +237,44 @@ struct SelectedPoisson {
 /// rounded up to total).
 TALLY_HOST_DEVICE inline std::int64_t sample_chunk(std::int64_t n) { return (n + joint_block - 1) / joint_block; }
 
+// ---- trimming (joint_trim) --------------------------------------------------------------------------------------
+/// Partial sums of a marginal entry: 32, as a warp's lanes.
+inline constexpr int trim_lanes = 32;
+
+/// Entry j (0 <= j < size / shape_axis) of the slab x_axis = lo_axis + v of box b: with the stride s = stride_axis,
+/// the outer index j / s (each spanning shape_axis s entries) and the inner j mod s.
+TALLY_HOST_DEVICE inline std::int64_t slab_entry(const JointBox& b, int axis, std::int64_t v, std::int64_t j) {
+  const std::int64_t s = b.stride[axis];
+  return (j / s) * (b.shape[axis] * s) + v * s + j % s;
+}
+
+/// From each end of the n marginal entries m, the values whose running sum stays at most budget: first, last are the
+/// kept ones (first <= last: never the last value), tally::truncate's cut_tails.
+TALLY_HOST_DEVICE inline void trim_cut_points(const double* m, std::int64_t n, double budget, std::int64_t& first,
+                                              std::int64_t& last) {
+  std::int64_t lo = 0, hi = n - 1;
+  double acc = 0.0;
+  while (lo < hi && acc + m[lo] <= budget) acc += m[lo++];
+  acc = 0.0;
+  while (hi > lo && acc + m[hi] <= budget) acc += m[hi--];
+  first = lo;
+  last = hi;
+}
+
+/// Whether entry e of box `in` lies inside the box `to`.
+TALLY_HOST_DEVICE inline bool inside_box(const JointBox& in, const JointBox& to, std::int64_t e) {
+  for (int a = 0; a < in.rank; ++a) {
+    const std::int64_t c = joint_coordinate(in, e, a);
+    if (c < to.lo[a] || c >= to.lo[a] + to.shape[a]) return false;
+  }
+  return true;
+}
+
+/// Input entry of entry e of the kept box `to` inside the box `in` (to's corner at or above in's).
+TALLY_HOST_DEVICE inline std::int64_t trimmed_source(const JointBox& in, const JointBox& to, std::int64_t e) {
+  std::int64_t at = 0;
+  for (int a = 0; a < in.rank; ++a) at += (to.lo[a] - in.lo[a] + (e / to.stride[a]) % to.shape[a]) * in.stride[a];
+  return at;
+}
+
 }  // namespace tally::gpu::detail

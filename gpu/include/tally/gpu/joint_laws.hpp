@@ -84,6 +84,11 @@ class JointLaws {
   const Column<std::int64_t>& shape_column() const { return shape_; }
   ///@}
 
+  /// Every law's coordinate `axis` moved by by[i] (lo_{i,axis} += by_i): the same weights on a shifted box, as a
+  /// realized constant added to a coordinate moves it. shape_error for a bad axis or another number of shifts;
+  /// overflow_error where a box's end leaves int64 (nothing changed then).
+  void shift(int axis, const std::vector<std::int64_t>& by);
+
  private:
   int rank_ = 1;
   std::size_t count_ = 0;
@@ -92,6 +97,30 @@ class JointLaws {
   Column<double> weights_, log_scale_;
   Column<std::int64_t> offset_, lo_, shape_;
 };
+
+/// Laws index[0], index[1], ... of x, in that order (a law may be taken more than once, or not at all): the distinct
+/// tables an operation reads, or those that particles still hold after a resampling. The boxes follow on the host;
+/// the weights are copied where the laws are (one block a law on the device). shape_error for an index past size().
+JointLaws joint_gather(const JointLaws& x, const std::vector<std::size_t>& index);
+
+/// What joint_trim kept of each law and what it cut.
+struct JointTrimmed {
+  /// The kept boxes' weights, rescaled to largest 1 (the log scale adds what the rescaling took).
+  JointLaws laws;
+  /// Per law, in the input's units (weights as stored, before e^{s_i}): M_i, the sum of all its weights, and C_i,
+  /// the sum of those cut (on the host).
+  std::vector<double> total, cut;
+};
+
+/// Each law's tails along every axis cut where their marginal mass is small, as tally::truncate cuts a JointPmf: with
+/// $m_a(v) = \sum_{x : x_a = v} w(x)$ and the budget $eta_i = 	au M_i / (2k)$, the outer values of axis a are
+/// cut from each end while their running sum stays at most $eta_i$ (never the axis's last value), so that at
+/// most $	au M_i$ is cut in all. The box shrinks to the kept one (every entry outside it is cut, whichever axis
+/// put it there), and what is kept is rescaled to largest 1. tau = 0 crops the zero borders only (the same measure).
+/// Each m_a(v) is summed in one order on the CPU and the device (32 strided partial sums, then combined pairwise as
+/// a warp's butterfly; M_i the sequential sum of m_0), so both cut the same values; M_i and C_i may differ in the last
+/// bits. A law without mass keeps one entry (its box's corner). domain_error for tau outside [0, 1).
+JointTrimmed joint_trim(const JointLaws& x, double tolerance);
 
 /// The binomial split of coordinate `axis` of every law, X -> (X - Y, Y) with Y | X ~ Binomial(X, q): X - Y takes the
 /// place of X_axis and Y is appended as the last axis (rank k + 1 <= max_joint_rank),
