@@ -121,14 +121,29 @@ TEST_CASE("joint batches: many random tables summed out as one batch (on the hos
   const js::Tables in = js::Tables::make(n, [&](std::size_t k) { return made[k]; });
   js::Starts starts(n);
   for (std::size_t k = 0; k < n; ++k) starts[k] = k;
+  tally::runtime::detail::JointGroup host;
+  host.set(in);
   for (const int axis : {0, 1}) {
-    const auto out = js::sum_out_batch(in, starts, js::BatchPlace{gpu::Backend::cpu, std::int64_t{1} << 40}, axis);
-    REQUIRE(out);
-    REQUIRE(out->size() == n);
+    // the host's tables into one batch, summed out there, then kept resident and read back as host tables
+    js::BatchOut out = js::sum_out_batch(js::batch_input(host, starts, gpu::Backend::cpu), axis);
+    REQUIRE(out.laws.size() == n);
+    REQUIRE(out.log_mass.size() == n);
+    std::vector<std::uint32_t> index(n);
+    for (std::size_t k = 0; k < n; ++k) index[k] = static_cast<std::uint32_t>(n - 1 - k);  // particle k: table n - 1 - k
+    tally::runtime::detail::JointGroup resident;
+    resident.set(tally::runtime::detail::JointGroup::Resident{
+        std::make_shared<const gpu::JointLaws>(std::move(out.laws)), out.bounds, out.log_mass, index});
+    REQUIRE(resident.resident());
+    CHECK_FALSE(resident.uniform());
+    CHECK_FALSE(resident.repeats(1));
+    const js::Tables got_all = resident.laws();  // made on the host's threads
+    REQUIRE_FALSE(resident.resident());
+    REQUIRE(got_all.size() == n);
     for (std::size_t k = 0; k < n; ++k) {
       INFO("table " << k << ", axis " << axis);
       const JointPmf want = marginalize_out(*in[k], axis);
-      const JointPmf& got = (*out)[k];
+      const JointPmf& got = *got_all[n - 1 - k];
+      CHECK(out.log_mass[k] == Approx(in[k]->log_mass()).epsilon(1e-14));
       REQUIRE(got.lo() == want.lo());
       REQUIRE(got.shape() == want.shape());
       CHECK(got.error_bound() == in[k]->error_bound());
@@ -174,16 +189,19 @@ TEST_CASE("joint batches: the examples computed as batches (the CPU reference lo
 TEST_CASE("joint batches: a filter whose particles hold different joint tables gives the host's likelihoods, draws "
           "and marginals",
           "[runtime][joint][batches]") {
+  namespace js = tally::runtime::detail::joint_steps;
   const auto live = Graph::live_nodes();
   {
     const mj::Migration w;
     const std::size_t P = 4;
     Graph host(P, 7, Device::cpu, batches(Mode::host));
     const mj::DrawnImmigrantsRun want = mj::run_migration_drawn_immigrants(host, w);
-    const std::uint64_t before = batches_so_far();
+    const std::uint64_t before = batches_so_far(), to_host = js::tables_to_host();
     Graph batch(P, 7, Device::cpu, batches(Mode::batched));
     const mj::DrawnImmigrantsRun got = mj::run_migration_drawn_immigrants(batch, w);
     CHECK(batches_so_far() > before + 20);
+    // the tables stayed in their batch from one operation to the next: none came to the host during the filter
+    CHECK(js::tables_to_host() - to_host == 0);
     REQUIRE(got.immigrants == want.immigrants);  // the same draws (from the priors)
     bool differ = false;  // the particles' tables differ: so do their likelihoods
     for (std::size_t i = 1; i < P; ++i) differ = differ || got.observations.back()[i] != got.observations.back()[0];

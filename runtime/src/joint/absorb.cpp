@@ -440,7 +440,7 @@ Absorbed absorb(Node& n) {
   }
   // commit: every node becomes a member; the M-path edges and ties that linked them are gone (the law holds them)
   auto g = std::make_shared<JointGroup>();
-  g->laws = std::move(laws);
+  g->set(std::move(laws));
   for (Node* u : axes) g->members.push_back(u ? u->weak_from_this() : std::weak_ptr<Node>());
   std::vector<std::shared_ptr<Node>> joined;  // a JointSum's Y that became an axis
   std::vector<std::weak_ptr<Node>> eliminated;

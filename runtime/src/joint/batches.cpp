@@ -20,10 +20,10 @@ namespace {
 
 
 /// Law k of a batch (weights w from its offset, log scale s, box from b's host arrays) as a JointPmf with the given
-/// spread bound, its axis shift_axis (where >= 0) moved by shift; nothing where it has no mass left or a weight that
-/// is not finite. One pass over the weights besides the JointPmf's own.
+/// spread bound; nothing where it has no mass left or a weight that is not finite. One pass over the weights besides
+/// the JointPmf's own.
 std::optional<JointPmf> table_of(const gpu::JointLaws& b, const double* w, std::size_t k, double log_scale,
-                                 double bound, int shift_axis = -1, std::int64_t shift = 0) {
+                                 double bound) {
   const auto rank = static_cast<std::size_t>(b.rank());
   const auto begin = static_cast<std::size_t>(b.offset()[k]);
   const std::size_t size = static_cast<std::size_t>(b.offset()[k + 1]) - begin;
@@ -40,10 +40,6 @@ std::optional<JointPmf> table_of(const gpu::JointLaws& b, const double* w, std::
                  b.lo().begin() + static_cast<std::ptrdiff_t>((k + 1) * rank));
   Coordinates shape(b.shape().begin() + static_cast<std::ptrdiff_t>(k * rank),
                     b.shape().begin() + static_cast<std::ptrdiff_t>((k + 1) * rank));
-  if (shift_axis >= 0) {
-    auto& at = lo[static_cast<std::size_t>(shift_axis)];
-    at = tally::detail::checked_add(at, shift, "tally::runtime: a sum of coordinates");
-  }
   return JointPmf(std::move(lo), std::move(shape), std::move(weights), log_scale, bound);
 }
 
@@ -52,21 +48,14 @@ std::size_t entries_of(const gpu::JointLaws& b, std::size_t k) {
   return static_cast<std::size_t>(b.offset()[k + 1] - b.offset()[k]);
 }
 
-/// Law k of b as a JointPmf with spread bound bounds[k], its axis `shift_axis` moved by shifts[k] (where given),
-/// trimmed where `trim` is given; nothing where a law has no mass left. The weights come to the host in one copy,
-/// and the tables are made from them on the host's threads.
-std::optional<Made> from_batch(const gpu::JointLaws& b, const std::vector<double>& bounds, const Truncation* trim,
-                               int shift_axis = -1, const std::vector<std::int64_t>* shifts = nullptr) {
+/// Law k of b as a JointPmf with spread bound bounds[k], each; nothing where a law has no mass left. The weights come
+/// to the host in one copy, and the tables are made from them on the host's threads.
+std::optional<Made> from_batch(const gpu::JointLaws& b, const std::vector<double>& bounds) {
   const std::vector<double> w = b.weights().to_host(), s = b.log_scale().to_host();
   std::vector<std::optional<JointPmf>> made(b.size());
   parallel_tables(
       b.size(), [&](std::size_t k) { return entries_of(b, k); },
-      [&](std::size_t k) {
-        std::optional<JointPmf> d = table_of(b, w.data(), k, s[k], bounds[k], shifts ? shift_axis : -1,
-                                             shifts ? (*shifts)[k] : 0);
-        if (d && trim) d = trimmed(*d, *trim);
-        made[k] = std::move(d);
-      });
+      [&](std::size_t k) { made[k] = table_of(b, w.data(), k, s[k], bounds[k]); });
   Made out;
   out.reserve(made.size());
   for (auto& d : made) {
@@ -97,7 +86,7 @@ BatchIn folded_batch(const FoldedOperand& f, const Starts& s, gpu::Backend where
     }
     b.bounds.push_back(bound);
   }
-  b.laws = gpu::JointLaws::from_host(1, laws, where);
+  b.laws = std::make_shared<const gpu::JointLaws>(gpu::JointLaws::from_host(1, laws, where));
   return b;
 }
 
@@ -145,35 +134,22 @@ void require_child(const gpu::JointLaws& x, std::int64_t max_size, int axis, con
 
 }  // namespace
 
-std::optional<BatchPlace> batch_place(const Context& c, const Tables& in, const Starts& starts, int rank_out) {
+
+std::optional<BatchPlace> batch_place(const Context& c, JointGroup& g, const Starts& starts, int rank_out) {
   using Mode = Truncation::JointBatches;
   const Truncation& t = c.truncation;
-  if (rank_out < 1 || rank_out > gpu::max_joint_rank || t.joint_batches == Mode::host || starts.empty())
+  if (rank_out < 1 || rank_out > gpu::max_joint_rank || t.joint_batches == Mode::host || starts.empty() ||
+      g.rank() < 1 || g.rank() > gpu::max_joint_rank)
     return std::nullopt;
-  if (in[starts[0]]->rank() > gpu::max_joint_rank) return std::nullopt;  // the tables of a group share a rank
   const bool trims = t.tolerance > 0 && t.tolerance < 1;  // trimmed()'s test
   const BatchPlace at{c.where, joint_truncation(c).max_size, trims ? &c.truncation : nullptr};
-  if (t.joint_batches == Mode::batched) return at;
+  if (g.resident() || t.joint_batches == Mode::batched) return at;
   if (!c.device() || starts.size() < 2) return std::nullopt;
+  const Tables& in = g.laws();
   std::int64_t entries = 0;
   for (const std::size_t i : starts) entries += static_cast<std::int64_t>(in[i]->size());
   if (entries < t.joint_batch_entries) return std::nullopt;
   return at;
-}
-
-std::vector<Starts> chunks(const Tables& in, const Starts& starts, std::int64_t entries) {
-  std::vector<Starts> out;
-  std::int64_t held = 0;
-  for (const std::size_t i : starts) {
-    const auto n = static_cast<std::int64_t>(in[i]->size());
-    if (out.empty() || held + n > entries) {
-      out.emplace_back();
-      held = 0;
-    }
-    out.back().push_back(i);
-    held += n;
-  }
-  return out;
 }
 
 void parallel_tables(std::size_t n, const std::function<std::size_t(std::size_t)>& weight,
@@ -213,13 +189,27 @@ void parallel_tables(std::size_t n, const std::function<std::size_t(std::size_t)
     if (e) std::rethrow_exception(e);
 }
 
-BatchIn to_batch(const Tables& in, const Starts& starts, gpu::Backend where) {
+BatchIn batch_input(JointGroup& g, const Starts& starts, gpu::Backend where) {
+  BatchIn b;
+  if (const JointGroup::Resident* r = g.resident()) {
+    std::vector<std::size_t> law;
+    law.reserve(starts.size());
+    bool in_order = starts.size() == r->laws->size();
+    for (std::size_t k = 0; k < starts.size(); ++k) {
+      law.push_back(r->index[starts[k]]);
+      in_order = in_order && law.back() == k;
+      b.bounds.push_back(r->bounds[law.back()]);
+      b.log_mass.push_back(r->log_mass[law.back()]);
+    }
+    b.laws = in_order ? r->laws : std::make_shared<const gpu::JointLaws>(gpu::joint_gather(*r->laws, law));
+    return b;
+  }
+  const Tables& in = g.laws();
   const int rank = in[starts[0]]->rank();
   const auto k = static_cast<std::size_t>(rank);
   std::vector<std::int64_t> lo, shape;
   std::vector<double> log_scale;
   std::vector<std::size_t> offset{0};
-  BatchIn b;
   lo.reserve(starts.size() * k);
   shape.reserve(starts.size() * k);
   for (const std::size_t i : starts) {
@@ -232,139 +222,183 @@ BatchIn to_batch(const Tables& in, const Starts& starts, gpu::Backend where) {
   }
   // a JointPmf's weights are the batch's form already (finite, in [0, 1], largest 1): copied side by side
   std::vector<double> weights(offset.back());
+  b.log_mass.resize(starts.size());
   parallel_tables(
       starts.size(), [&](std::size_t j) { return offset[j + 1] - offset[j]; },
       [&](std::size_t j) {
         const JointPmf& d = *in[starts[j]];
         std::copy(d.weights().data(), d.weights().data() + d.size(), weights.data() + offset[j]);
+        b.log_mass[j] = d.log_mass();
       });
-  b.laws = gpu::JointLaws::from_flat(rank, std::move(lo), std::move(shape), std::move(weights), std::move(log_scale),
-                                     where);
+  b.laws = std::make_shared<const gpu::JointLaws>(gpu::JointLaws::from_flat(
+      rank, std::move(lo), std::move(shape), std::move(weights), std::move(log_scale), where));
   return b;
 }
 
-std::optional<Made> child_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, const ChildLaw& law,
-                                bool in_place) {
-  BatchIn b = to_batch(in, s, at.where);
-  const int rank = b.laws.rank();
+bool keep(const Context& c, JointGroup& g, BatchOut out, const RunStarts& runs, const Truncation* trim) {
+  const std::size_t n = out.laws.size();
+  if (n != runs.starts.size() || out.bounds.size() != n)
+    throw std::logic_error("tally::runtime: a joint batch's results do not match its inputs");
+  const std::vector<double> scale = out.laws.log_scale().to_host();
+  for (const double s : scale)
+    if (!(s > -inf && s < inf)) return false;
+  if (trim || out.log_mass.size() != n) {
+    gpu::JointTrimmed t = gpu::joint_trim(out.laws, trim ? trim->tolerance : 0.0);
+    out.log_mass.resize(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      const double kept = t.total[k] - t.cut[k];
+      if (!(t.total[k] > 0.0 && t.total[k] < inf && kept > 0.0)) return false;
+      // tally::truncate without a dropped measure: the bound rescaled to the kept mass, the cut mass added to it
+      out.bounds[k] = (out.bounds[k] * t.total[k] + t.cut[k]) / kept;
+      out.log_mass[k] = scale[k] + std::log(kept);
+    }
+    out.laws = std::move(t.laws);
+  }
+  if (8.0 * static_cast<double>(out.laws.total()) > static_cast<double>(c.truncation.max_joint_bytes))
+    throw over_budget{};
+  std::vector<std::uint32_t> index(c.particles, 0);
+  if (!runs.one) {
+    std::uint32_t k = 0;
+    for (std::size_t i = 1; i < c.particles; ++i) index[i] = runs.repeats(i) ? k : ++k;
+  }
+  g.set(JointGroup::Resident{std::make_shared<const gpu::JointLaws>(std::move(out.laws)), std::move(out.bounds),
+                             std::move(out.log_mass), std::move(index)});
+  ++batches_run();
+  return true;
+}
+
+BatchOut child_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, bool in_place) {
+  const gpu::JointLaws& x = *in.laws;
+  const int rank = x.rank();
   gpu::JointLaws out;
   if (in_place && !std::holds_alternative<Thinning>(law)) {  // a Markov step or affine map: the axis replaced
-    if (const auto* f = std::get_if<AffineLaw>(&law)) require_linear(b.laws, at.max_size, unit(rank, axis, f->a), axis);
+    if (const auto* f = std::get_if<AffineLaw>(&law)) require_linear(x, at.max_size, unit(rank, axis, f->a), axis);
     else
-      require_sizes(b.laws, at.max_size, [&](std::size_t, const std::vector<double>&, const std::vector<double>& shape) {
+      require_sizes(x, at.max_size, [&](std::size_t, const std::vector<double>&, const std::vector<double>& shape) {
         return entries(shape) / shape[static_cast<std::size_t>(axis)] *
                static_cast<double>(std::get<MarkovStep>(law).transition.cols());
       });
   } else {
-    require_child(b.laws, at.max_size, axis, law);
+    require_child(x, at.max_size, axis, law);
   }
   if (const auto* f = std::get_if<AffineLaw>(&law)) {
-    out = gpu::joint_linear_combination(b.laws, unit(rank, axis, f->a), f->c, in_place ? axis : -1);
+    out = gpu::joint_linear_combination(x, unit(rank, axis, f->a), f->c, in_place ? axis : -1);
   } else if (const auto* m = std::get_if<MarkovStep>(&law)) {
-    out = in_place ? gpu::joint_markov_step(b.laws, axis, markov_table(m->transition, at.where))
-                   : gpu::joint_add_child(b.laws, axis, child_kernel(law, at.where));
+    out = in_place ? gpu::joint_markov_step(x, axis, markov_table(m->transition, at.where))
+                   : gpu::joint_add_child(x, axis, child_kernel(law, at.where));
   } else if (const auto* k = std::get_if<Thinning>(&law)) {
-    out = gpu::joint_add_child(b.laws, axis, gpu::ChildKernel::binomial(k->keep));
+    out = gpu::joint_add_child(x, axis, gpu::ChildKernel::binomial(k->keep));
     if (in_place) out = gpu::joint_sum_out(out, axis);  // Y, appended last, stays last
   } else {
     throw std::logic_error("tally::runtime: a Poisson child has no batch form");
   }
-  return from_batch(out, b.bounds, at.trim);
+  return {std::move(out), std::move(in.bounds), {}};
 }
 
-std::optional<Made> linear_batch(const Tables& in, const Starts& s, const BatchPlace& at, const Coordinates& kappa,
-                                 const std::vector<std::int64_t>& constants, int replace,
-                                 const std::vector<FoldedOperand>& folded) {
-  BatchIn b = to_batch(in, s, at.where);
-  const int za = replace >= 0 ? replace : b.laws.rank();  // V's axis
-  require_linear(b.laws, at.max_size, kappa, replace);
-  gpu::JointLaws out = gpu::joint_linear_combination(b.laws, kappa, 0, replace);
+BatchOut linear_batch(BatchIn in, const Starts& s, const BatchPlace& at, const Coordinates& kappa,
+                      const std::vector<std::int64_t>& constants, int replace, const std::vector<FoldedOperand>& folded) {
+  const gpu::JointLaws& x = *in.laws;
+  const int za = replace >= 0 ? replace : x.rank();  // V's axis
+  require_linear(x, at.max_size, kappa, replace);
+  gpu::JointLaws out = gpu::joint_linear_combination(x, kappa, 0, replace);
   for (const FoldedOperand& f : folded) {
     const BatchIn y = folded_batch(f, s, at.where);
     require_sizes(out, at.max_size, [&](std::size_t i, const std::vector<double>&, const std::vector<double>& shape) {
       const auto a = static_cast<std::size_t>(za);
-      return entries(shape) / shape[a] * (shape[a] + static_cast<double>(y.laws.shape()[i]) - 1);
+      return entries(shape) / shape[a] * (shape[a] + static_cast<double>(y.laws->shape()[i]) - 1);
     });
-    out = gpu::joint_add_independent(out, za, y.laws);
-    for (std::size_t k = 0; k < s.size(); ++k) b.bounds[k] = (1.0 + b.bounds[k]) * (1.0 + y.bounds[k]) - 1.0;
+    out = gpu::joint_add_independent(out, za, *y.laws);
+    for (std::size_t k = 0; k < s.size(); ++k) in.bounds[k] = (1.0 + in.bounds[k]) * (1.0 + y.bounds[k]) - 1.0;
   }
-  if (constants.empty()) return from_batch(out, b.bounds, at.trim);
-  // c_i moves V's axis (it commutes with the convolutions along it)
-  std::vector<std::int64_t> shifts;
-  for (const std::size_t i : s) shifts.push_back(constants[i]);
-  return from_batch(out, b.bounds, at.trim, za, &shifts);
+  if (!constants.empty()) {  // c_i moves V's axis (it commutes with the convolutions along it)
+    std::vector<std::int64_t> shifts;
+    for (const std::size_t i : s) shifts.push_back(constants.size() == 1 ? constants[0] : constants[i]);
+    try {
+      out.shift(za, shifts);
+    } catch (const overflow_error&) {
+      tally::detail::fail<overflow_error>("tally::runtime: a sum of coordinates leaves int64");
+    }
+  }
+  return {std::move(out), std::move(in.bounds), {}};
 }
 
-std::optional<Made> child_sum_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, const ChildLaw& law,
-                                    std::int64_t sign_x, std::int64_t sign_y) {
-  BatchIn b = to_batch(in, s, at.where);
-  const int rank = b.laws.rank();
+BatchOut child_sum_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, std::int64_t sign_x,
+                         std::int64_t sign_y) {
+  const gpu::JointLaws& x = *in.laws;
+  const int rank = x.rank();
   gpu::JointLaws e;  // Y appended at axis `rank`
-  require_child(b.laws, at.max_size, axis, law);
+  require_child(x, at.max_size, axis, law);
   if (const auto* f = std::get_if<AffineLaw>(&law))
-    e = gpu::joint_linear_combination(b.laws, unit(rank, axis, f->a), f->c, -1);
+    e = gpu::joint_linear_combination(x, unit(rank, axis, f->a), f->c, -1);
   else
-    e = gpu::joint_add_child(b.laws, axis, child_kernel(law, at.where));
+    e = gpu::joint_add_child(x, axis, child_kernel(law, at.where));
   Coordinates k(static_cast<std::size_t>(rank + 1), 0);
   k[static_cast<std::size_t>(axis)] = sign_x;
   k.back() = sign_y;
   require_linear(e, at.max_size, k, rank);
-  return from_batch(gpu::joint_linear_combination(e, k, 0, rank), b.bounds, at.trim);
+  return {gpu::joint_linear_combination(e, k, 0, rank), std::move(in.bounds), {}};
 }
 
-std::optional<Made> split_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, double q) {
-  BatchIn b = to_batch(in, s, at.where);
-  require_sizes(b.laws, at.max_size, [&](std::size_t, const std::vector<double>& lo, const std::vector<double>& shape) {
+BatchOut split_batch(BatchIn in, const BatchPlace& at, int axis, double q) {
+  const gpu::JointLaws& x = *in.laws;
+  require_sizes(x, at.max_size, [&](std::size_t, const std::vector<double>& lo, const std::vector<double>& shape) {
     const auto a = static_cast<std::size_t>(axis);  // the host's split_in_place's test (join_joint_sum)
     return entries(shape) * (lo[a] + shape[a]);
   });
-  return from_batch(gpu::joint_split(b.laws, axis, q), b.bounds, at.trim);
+  return {gpu::joint_split(x, axis, q), std::move(in.bounds), {}};
 }
 
-std::optional<Made> sum_out_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis) {
-  BatchIn b = to_batch(in, s, at.where);
-  return from_batch(gpu::joint_sum_out(b.laws, axis), b.bounds, at.trim);
+BatchOut sum_out_batch(BatchIn in, int axis) {
+  return {gpu::joint_sum_out(*in.laws, axis), std::move(in.bounds), std::move(in.log_mass)};
 }
 
-std::optional<std::vector<JointConditioned>> condition_batch(const Tables& in, const Starts& s, const BatchPlace& at,
-                                                             int axis, const ChildLaw& law,
-                                                             const std::vector<std::int64_t>& y) {
-  BatchIn b = to_batch(in, s, at.where);
-  const int rank = b.laws.rank();
+std::optional<ConditionedBatch> condition_batch(const BatchIn& in, const Starts& s, int axis, const ChildLaw& law,
+                                                const std::vector<std::int64_t>& y) {
+  const gpu::JointLaws& x = *in.laws;
+  const int rank = x.rank();
   std::vector<std::int64_t> v;
-  for (const std::size_t i : s) v.push_back(y[i]);
-  const auto observed = gpu::Column<std::int64_t>::from_host(v, at.where);
-  auto ll = gpu::Column<double>::from_host(std::vector<double>(s.size(), 0.0), at.where);
-  gpu::JointLaws post;
+  for (const std::size_t i : s) v.push_back(y.size() == 1 ? y[0] : y[i]);
+  const auto observed = gpu::Column<std::int64_t>::from_host(v, x.where());
+  auto ll = gpu::Column<double>::from_host(std::vector<double>(s.size(), 0.0), x.where());
+  ConditionedBatch out;
   if (const auto* f = std::get_if<AffineLaw>(&law))
-    post = gpu::joint_condition_on_linear(b.laws, unit(rank, axis, f->a), f->c, observed, ll);
+    out.posterior = gpu::joint_condition_on_linear(x, unit(rank, axis, f->a), f->c, observed, ll);
   else
-    post = gpu::joint_condition_on_child(b.laws, axis, child_kernel(law, at.where), observed, ll);
-  const std::vector<double> log_l = ll.to_host(), w = post.weights().to_host(), scale = post.log_scale().to_host();
-  std::vector<std::optional<JointConditioned>> made(s.size());
-  parallel_tables(
-      s.size(), [&](std::size_t k) { return entries_of(post, k); },
-      [&](std::size_t k) {
-        const JointPmf& prior = *in[s[k]];
-        const double e = b.bounds[k];
-        if (log_l[k] == -inf) {  // impossible here: the law stays (tally::condition's impossible())
-          made[k] = JointConditioned{std::nullopt, -inf, e > 0.0 ? inf : 0.0, 0.0, 0.0};
-          return;
-        }
-        if (!std::isfinite(log_l[k]) || scale[k] == -inf) return;  // nothing: the host's formulas
-        // |L - L'| <= e M (each likelihood is at most 1): rho = e M / L, as tally::condition's reweight
-        const double rho = e == 0.0 ? 0.0 : std::exp(std::log(e) + prior.log_mass() - log_l[k]);
-        const std::optional<JointPmf> posterior = table_of(post, w.data(), k, 0.0, std::min(2.0, 2.0 * rho));
-        if (posterior)
-          made[k] = JointConditioned{posterior->normalized(), log_l[k], rho < 1.0 ? -std::log1p(-rho) : inf, 0.0, rho};
-      });
-  std::vector<JointConditioned> out;
-  out.reserve(s.size());
-  for (auto& m : made) {
-    if (!m) return std::nullopt;
-    out.push_back(std::move(*m));
+    out.posterior = gpu::joint_condition_on_child(x, axis, child_kernel(law, x.where()), observed, ll);
+  out.log_likelihood = ll.to_host();
+  const std::vector<double> scale = out.posterior.log_scale().to_host();
+  for (std::size_t k = 0; k < s.size(); ++k) {
+    const double l = out.log_likelihood[k], e = in.bounds[k];
+    if (l == -inf) {  // impossible here: the law stays (tally::condition's impossible())
+      out.rho.push_back(0.0);
+      continue;
+    }
+    if (!std::isfinite(l) || scale[k] == -inf) return std::nullopt;  // the host's formulas
+    // |L - L'| <= e M (each likelihood is at most 1): rho = e M / L, as tally::condition's reweight
+    out.rho.push_back(e == 0.0 ? 0.0 : std::exp(std::log(e) + in.log_mass[k] - l));
   }
   return out;
 }
 
 }  // namespace tally::runtime::detail::joint_steps
+
+namespace tally::runtime::detail {
+
+using namespace joint_steps;
+
+const JointGroup::Laws& JointGroup::laws() {
+  if (!resident_) return host_;
+  const Resident& r = *resident_;
+  std::optional<Made> made = from_batch(*r.laws, r.bounds);
+  if (!made) throw std::logic_error("tally::runtime: a joint batch's table has no mass");
+  std::vector<std::shared_ptr<const JointPmf>> tables;
+  tables.reserve(made->size());
+  for (JointPmf& d : *made) tables.push_back(std::make_shared<const JointPmf>(std::move(d)));
+  host_ = tables.size() == 1 ? Laws::uniform(r.index.size(), tables[0])
+                             : Laws::make(r.index.size(), [&](std::size_t i) { return tables[r.index[i]]; });
+  resident_.reset();
+  ++tables_to_host();
+  return host_;
+}
+
+}  // namespace tally::runtime::detail

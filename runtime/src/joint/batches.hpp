@@ -20,93 +20,6 @@ using Made = std::vector<JointPmf>;
 /// The particles whose tables a batch computes (each the first of a run of particles with equal inputs).
 using Starts = std::vector<std::size_t>;
 
-/// The batches run so far in this process (each chunk of each operation counts one): for tests.
-inline std::atomic<std::uint64_t>& batches_run() {
-  static std::atomic<std::uint64_t> n{0};
-  return n;
-}
-
-/// Where a batch runs, and the most entries one of its tables may have (the joint budget's max_size: a batch
-/// checks each result's box before computing it, and a table past it is over_budget, as on the host).
-struct BatchPlace {
-  gpu::Backend where;
-  std::int64_t max_size;
-  /// Where given, a batch's result tables come back trimmed as compute() trims them (trimmed()), on the host's
-  /// threads together with their conversion; null: as they are (a sum out, a conditioning).
-  const Truncation* trim = nullptr;
-};
-
-/// Where the distinct tables `in[i]`, i in starts, are computed as one batch whose widest table has rank rank_out
-/// (0: the operation has no batch form), or nothing for one table after another on the host: never under
-/// Truncation::JointBatches::host or past gpu::max_joint_rank; always under `batched` (where the graph is); under
-/// `automatic` on a CUDA graph with at least two distinct tables holding joint_batch_entries entries together.
-std::optional<BatchPlace> batch_place(const Context& c, const Tables& in, const Starts& starts, int rank_out);
-
-/// Splits starts into consecutive chunks whose tables hold at most `entries` entries together (at least one table
-/// a chunk), so that a batch's inputs and results stay within a few hundred MB of device memory.
-std::vector<Starts> chunks(const Tables& in, const Starts& starts, std::int64_t entries);
-
-/// f(k) for k = 0 .. n - 1, the k split into consecutive parts on up to the hardware's threads (the calling one
-/// among them), about `entries` weights a part at least (weight(k): table k's), so that small batches stay on the
-/// calling thread. The first exception a part throws is rethrown here once every part has ended.
-void parallel_tables(std::size_t n, const std::function<std::size_t(std::size_t)>& weight,
-                     const std::function<void(std::size_t)>& f, std::size_t entries = std::size_t{1} << 16);
-
-/// A batch of tables, where it runs, with each table's whole error bound (bounds[k]: JointPmf::error_bound, the
-/// dropped measure's mass included; a batch carries no dropped measure, as compute() when one breaks the budget).
-struct BatchIn {
-  gpu::JointLaws laws;
-  std::vector<double> bounds;
-};
-BatchIn to_batch(const Tables& in, const Starts& starts, gpu::Backend where);
-
-/// An operand folded into a sum (an independent count nobody else needs): particle i's law laws[i], negated where
-/// sign < 0, with its known tails (null: none), whose dropped and spread parts join its bound in a batch.
-struct FoldedOperand {
-  const Batch<Pmf>* laws;
-  std::int64_t sign;
-  const DroppedTails* tails;
-};
-
-// The operations' batch forms, each on the distinct tables `in[i]`, i in s. nothing where a result has no mass
-// left (an underflow the host's formulas would avoid): the caller then computes those tables on the host. Each
-// result's spread bound is its input's whole bound (these maps keep every table's mass; an added independent law's
-// bound is combined as (1 + e)(1 + e_y) - 1).
-
-/// The child Y | X_axis ~ law (thinning, Markov step, affine map) appended as the last axis, or in place of X_axis
-/// (X summed out). In place, a Markov step or affine map keeps the axis where X was; a thinning puts Y last (the
-/// caller moves the member). Poisson children have no batch form (unbounded: batch_place is not asked).
-std::optional<Made> child_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, const ChildLaw& law,
-                                bool in_place);
-/// The coordinate \f$V = c_i + \kappa \cdot x\f$ appended (replace = -1) or in place of X_replace, then each folded
-/// operand added to V (a convolution along V's axis). constants: c_i by particle (empty: 0).
-std::optional<Made> linear_batch(const Tables& in, const Starts& s, const BatchPlace& at, const Coordinates& kappa,
-                                 const std::vector<std::int64_t>& constants, int replace,
-                                 const std::vector<FoldedOperand>& folded);
-/// \f$Z = s_x X_{axis} + s_y Y\f$ with the child Y | X_axis ~ law (a thinning, Markov step or affine map), Y
-/// summed out: Z appended alone, as join_joint_sum's host form does where Y does not live on (where it does, Y
-/// joins as an axis and Z is a linear member).
-std::optional<Made> child_sum_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, const ChildLaw& law,
-                                    std::int64_t sign_x, std::int64_t sign_y);
-/// The binomial split X_axis -> (X - Y, Y), Y ~ Binomial(X, q): X - Y in place of X, Y appended (split_in_place).
-std::optional<Made> split_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis, double q);
-/// X_axis summed out.
-std::optional<Made> sum_out_batch(const Tables& in, const Starts& s, const BatchPlace& at, int axis);
-/// Each table conditioned on its observed child y_i ~ law(X_axis) (y by particle), as tally::condition gives it for
-/// a table without dropped measure: the posterior normalized with bound min(2, 2 rho), the log-likelihood, and
-/// rho = e M / L as spread_error.
-std::optional<std::vector<JointConditioned>> condition_batch(const Tables& in, const Starts& s, const BatchPlace& at,
-                                                             int axis, const ChildLaw& law,
-                                                             const std::vector<std::int64_t>& y);
-
-/// Whether a child law has a batch form (bounded: a thinning, a Markov step, an affine map).
-inline bool bounded_child(const ChildLaw& law) {
-  return !std::holds_alternative<ScaledPoisson>(law) && !std::holds_alternative<IndexedPoisson>(law);
-}
-
-/// The largest number of entries of one chunk's input tables.
-inline constexpr std::int64_t batch_chunk_entries = std::int64_t{1} << 22;
-
 /// Where the runs of equal inputs start: particle 0 and the particles i with same(i) false (same is called once per
 /// particle; never where `one`: one run); repeats(i) answers same(i) again without calling it.
 struct RunStarts {
@@ -128,51 +41,139 @@ struct RunStarts {
   bool repeats(std::size_t i) const { return one ? i > 0 : !here[i]; }
 };
 
-/// batch(chunk) for each chunk of starts (chunks()), its results concatenated in order; nothing as soon as one chunk
-/// gives nothing (the caller then computes every table on the host).
-template <class T, class Batch>
-std::optional<std::vector<T>> in_chunks(const Tables& in, const Starts& starts, Batch batch) {
-  std::vector<T> made;
-  made.reserve(starts.size());
-  for (const Starts& chunk : chunks(in, starts, batch_chunk_entries)) {
-    std::optional<std::vector<T>> m = batch(chunk);
-    ++batches_run();
-    if (!m) return std::nullopt;
-    for (auto& r : *m) made.push_back(std::move(r));
-  }
-  return made;
+
+/// The batches run so far in this process (each operation on a batch counts one): for tests.
+inline std::atomic<std::uint64_t>& batches_run() {
+  static std::atomic<std::uint64_t> n{0};
+  return n;
 }
 
-/// P tables made by an operation with a batch form. `collect(f, same, one, trimmed)` gathers them as compute()
-/// (trimmed, within the budget) or shared_per_particle() does, f(i) making particle i's table where same(i) is false
-/// (one table for all where `one`: every input uniform). Where batch_place chooses a batch, batch(chunk, at) makes
-/// the tables of each chunk of run starts (nothing: the host makes them instead); else host(i) makes each
-/// (`trimmed` says whether f's tables are trimmed already: a batch's, where its place says so). *batched says which
-/// ran. A batch's table past the joint budget's max_size is over_budget before it is computed, as the host's would
-/// be.
+/// The times a group's resident tables were copied to the host as JointPmfs (JointGroup::laws()): for tests.
+inline std::atomic<std::uint64_t>& tables_to_host() {
+  static std::atomic<std::uint64_t> n{0};
+  return n;
+}
+
+/// Where a batch runs, and the most entries one of its tables may have (the joint budget's max_size: a batch
+/// checks each result's box before computing it, and a table past it is over_budget, as on the host).
+struct BatchPlace {
+  gpu::Backend where;
+  std::int64_t max_size;
+  /// Where given, a batch's result tables are kept trimmed as compute() trims them (keep()); null: as they are.
+  const Truncation* trim = nullptr;
+};
+
+/// Where an operation on g's distinct tables at starts runs as one batch whose widest table has rank rank_out (0: the
+/// operation has no batch form), or nothing for one table after another on the host: never under
+/// Truncation::JointBatches::host or past gpu::max_joint_rank; otherwise always where g's tables are resident in a
+/// batch already, or under `batched`; under `automatic` on a CUDA graph with at least two distinct tables holding
+/// joint_batch_entries entries together.
+std::optional<BatchPlace> batch_place(const Context& c, JointGroup& g, const Starts& starts, int rank_out);
+
+/// f(k) for k = 0 .. n - 1, the k split into consecutive parts on up to the hardware's threads (the calling one
+/// among them), about `entries` weights a part at least (weight(k): table k's), so that small batches stay on the
+/// calling thread. The first exception a part throws is rethrown here once every part has ended.
+void parallel_tables(std::size_t n, const std::function<std::size_t(std::size_t)>& weight,
+                     const std::function<void(std::size_t)>& f, std::size_t entries = std::size_t{1} << 16);
+
+/// A batch of tables, where it runs, with each table's whole error bound (bounds[k]: JointPmf::error_bound, the
+/// dropped measure's mass included; a batch carries no dropped measure, as compute() when one breaks the budget) and
+/// its log mass.
+struct BatchIn {
+  std::shared_ptr<const gpu::JointLaws> laws;
+  std::vector<double> bounds, log_mass;
+};
+/// The tables particles starts[0], starts[1], ... of g hold, as a batch where `where` says: the resident batch's laws
+/// gathered (none copied where the starts hold its laws in order), or the host's tables copied side by side.
+BatchIn batch_input(JointGroup& g, const Starts& starts, gpu::Backend where);
+
+/// An operation's results, one per start, before they are kept: the laws and each one's whole bound; log_mass where
+/// the operation knows it (a sum out keeps its input's), else empty (keep() sums the laws).
+struct BatchOut {
+  gpu::JointLaws laws;
+  std::vector<double> bounds, log_mass;
+};
+
+/// out becomes g's tables, resident where the batch ran, particle i holding the result of its run (runs): trimmed
+/// first where `trim` is given (joint_trim at its tolerance, the cut mass added to each bound relative to what is
+/// kept, as tally::truncate without a dropped measure), then counted against the budget (over_budget past
+/// Truncation::max_joint_bytes, g unchanged). False, and g unchanged, where a result has no mass left (an underflow
+/// the host's formulas would avoid: the caller computes every table on the host instead).
+bool keep(const Context& c, JointGroup& g, BatchOut out, const RunStarts& runs, const Truncation* trim);
+
+/// An operand folded into a sum (an independent count nobody else needs): particle i's law laws[i], negated where
+/// sign < 0, with its known tails (null: none), whose dropped and spread parts join its bound in a batch.
+struct FoldedOperand {
+  const Batch<Pmf>* laws;
+  std::int64_t sign;
+  const DroppedTails* tails;
+};
+
+// The operations' batch forms, each on the batch `in` of the distinct tables at starts s. Each result's bound is its
+// input's whole bound (these maps keep every table's mass; an added independent law's bound is combined as
+// (1 + e)(1 + e_y) - 1). Each checks its results' sizes against at.max_size before computing them (over_budget).
+
+/// The child Y | X_axis ~ law (thinning, Markov step, affine map) appended as the last axis, or in place of X_axis
+/// (X summed out). In place, a Markov step or affine map keeps the axis where X was; a thinning puts Y last (the
+/// caller moves the member). Poisson children have no batch form (unbounded: batch_place is not asked).
+BatchOut child_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, bool in_place);
+/// The coordinate \f$V = c_i + \kappa \cdot x\f$ appended (replace = -1) or in place of X_replace, then each folded
+/// operand added to V (a convolution along V's axis). constants: c_i by particle (empty: 0).
+BatchOut linear_batch(BatchIn in, const Starts& s, const BatchPlace& at, const Coordinates& kappa,
+                      const std::vector<std::int64_t>& constants, int replace, const std::vector<FoldedOperand>& folded);
+/// \f$Z = s_x X_{axis} + s_y Y\f$ with the child Y | X_axis ~ law (a thinning, Markov step or affine map), Y
+/// summed out: Z appended alone, as join_joint_sum's host form does where Y does not live on (where it does, Y
+/// joins as an axis and Z is a linear member).
+BatchOut child_sum_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, std::int64_t sign_x,
+                         std::int64_t sign_y);
+/// The binomial split X_axis -> (X - Y, Y), Y ~ Binomial(X, q): X - Y in place of X, Y appended (split_in_place).
+BatchOut split_batch(BatchIn in, const BatchPlace& at, int axis, double q);
+/// X_axis summed out (the log masses kept).
+BatchOut sum_out_batch(BatchIn in, int axis);
+/// Each table conditioned on its observed child y_i ~ law(X_axis) (y by particle, read at the starts).
+struct ConditionedBatch {
+  /// The posteriors normalized (mass 1), bounds unset; a table whose observation is impossible kept as it was.
+  gpu::JointLaws posterior;
+  /// log L_k (-inf: impossible), and rho_k = e_k M_k / L_k (the prior's bound e, its mass M), as tally::condition's
+  /// spread_error for a table without dropped measure.
+  std::vector<double> log_likelihood, rho;
+};
+/// Nothing where a likelihood is NaN or a posterior has no mass (the host's formulas then).
+std::optional<ConditionedBatch> condition_batch(const BatchIn& in, const Starts& s, int axis, const ChildLaw& law,
+                                                const std::vector<std::int64_t>& y);
+
+/// Whether a child law has a batch form (bounded: a thinning, a Markov step, an affine map).
+inline bool bounded_child(const ChildLaw& law) {
+  return !std::holds_alternative<ScaledPoisson>(law) && !std::holds_alternative<IndexedPoisson>(law);
+}
+
+/// An operation on g's tables with a batch form: where batch_place chooses a batch, batch(in, starts, at) computes
+/// the distinct tables at the run starts (same(i) false: particle i's inputs differ from particle i - 1's; one run
+/// where `one`) and keep() keeps its results resident, trimmed where `trim` and the place say so; otherwise, or where
+/// the batch gives nothing or keep() refuses (a result without mass), g's tables become `collect(host, repeats, one)`
+/// (compute() or shared_per_particle(): host(i) makes particle i's table on the host). *batched_out says which ran.
 template <class Collect, class Host, class Batch, class Same>
-Tables batched(const Context& c, Collect collect, const Tables& in, int rank_out, Host host, Batch batch, Same same,
-               bool* batched_out = nullptr, bool one = false) {
+void batched(const Context& c, JointGroup& g, Collect collect, int rank_out, Host host, Batch batch, Same same,
+             bool* batched_out = nullptr, bool one = false, bool trim = true) {
   const RunStarts runs(c.particles, same, one);
-  const auto repeats_here = [&](std::size_t i) { return runs.repeats(i); };
   if (batched_out) *batched_out = false;
-  const auto at = batch_place(c, in, runs.starts, rank_out);
-  if (!at) return collect(host, repeats_here, one, false);
-  // (each batch form checks its results' sizes against at->max_size first)
-  std::optional<Made> made = in_chunks<JointPmf>(in, runs.starts, [&](const Starts& chunk) { return batch(chunk, *at); });
-  if (!made) return collect(host, repeats_here, one, false);
-  if (batched_out) *batched_out = true;
-  std::size_t k = 0;
-  return collect([&](std::size_t) { return std::move((*made)[k++]); }, repeats_here, one, at->trim != nullptr);
+  if (const auto at = batch_place(c, g, runs.starts, rank_out)) {
+    std::optional<BatchOut> out = batch(batch_input(g, runs.starts, at->where), runs.starts, *at);
+    if (out && keep(c, g, std::move(*out), runs, trim ? at->trim : nullptr)) {
+      if (batched_out) *batched_out = true;
+      return;
+    }
+  }
+  g.set(collect(host, [&](std::size_t i) { return runs.repeats(i); }, one));
 }
 
-/// batched() collecting as compute() does.
+/// batched() collecting as compute() does (the host's tables trimmed, within the budget).
 template <class Host, class Batch, class Same>
-Tables compute_batched(const Context& c, const Tables& in, int rank_out, Host host, Batch batch, Same same,
-                       bool* batched_out = nullptr, bool one = false) {
-  return batched(
-      c, [&](auto f, auto s, bool o, bool trimmed) { return compute(c, f, s, o, !trimmed); }, in, rank_out, host,
-      batch, same, batched_out, one);
+void compute_batched(const Context& c, JointGroup& g, int rank_out, Host host, Batch batch, Same same,
+                     bool* batched_out = nullptr, bool one = false) {
+  batched(
+      c, g, [&](auto f, auto s, bool o) { return compute(c, f, s, o); }, rank_out, host, batch, same, batched_out,
+      one);
 }
 
 }  // namespace tally::runtime::detail::joint_steps

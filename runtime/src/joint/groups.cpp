@@ -47,14 +47,24 @@ void materialize(const std::shared_ptr<JointGroup>& gp, std::size_t k, Context& 
   const JointGroup::LinearMember& l = g.linear[k];
   const Coordinates kappa = coefficients_of(g, l);
   if (g.members.empty())  // every axis was realized: l is its constant
-    g.laws = compute(
+    g.set(compute(
         ctx, [&](std::size_t i) { return joint(Pmf(l.constant(i), Eigen::VectorXd::Ones(1))); },
-        [&](std::size_t i) { return l.constants.empty() || repeats(l.constants, i); }, l.constants.empty());
-  else
-    g.laws = compute(
-        ctx, [&](std::size_t i) { return linear_combination(*g.laws[i], kappa, l.constant(i), -1, t); },
-        [&](std::size_t i) { return repeats(g.laws, i) && (l.constants.empty() || repeats(l.constants, i)); },
-        uniform(g.laws) && l.constants.empty());
+        [&](std::size_t i) { return l.constants.empty() || repeats(l.constants, i); }, l.constants.empty()));
+  else {
+    std::vector<std::int64_t> c;  // c_i by particle (one value where every particle's is one)
+    if (!l.constants.empty())
+      for (std::size_t i = 0; i < ctx.particles; ++i) c.push_back(l.constant(i));
+    else if (l.offset != 0)
+      c.push_back(l.offset);
+    compute_batched(
+        ctx, g, g.rank() + 1,
+        [&](std::size_t i) { return linear_combination(*g.laws()[i], kappa, l.constant(i), -1, t); },
+        [&](BatchIn in, const Starts& s, const BatchPlace& at) -> std::optional<BatchOut> {
+          return linear_batch(std::move(in), s, at, kappa, c, -1, {});
+        },
+        [&](std::size_t i) { return g.repeats(i) && (l.constants.empty() || repeats(l.constants, i)); }, nullptr,
+        g.uniform() && l.constants.empty());
+  }
   g.members.push_back(l.node);
   g.linear.erase(g.linear.begin() + static_cast<std::ptrdiff_t>(k));
 }
@@ -91,26 +101,25 @@ void sweep(const std::shared_ptr<JointGroup>& gp, Context& ctx) {
     }
     if (g.rank() == 1) {
       g.members.clear();
-      g.laws.clear();
+      g.clear_laws();
       return;
     }
-    g.laws = batched(
-        ctx, [&](auto f, auto same, bool one, bool) { return shared_per_particle(ctx.particles, f, same, one); },
-        g.laws,
-        g.rank(), [&](std::size_t i) { return marginalize_out(*g.laws[i], a); },
-        [&](const Starts& s, const BatchPlace& where) {
-          return sum_out_batch(g.laws, s, BatchPlace{where.where, where.max_size}, a);  // not trimmed (as the host's)
+    batched(
+        ctx, g, [&](auto f, auto same, bool one) { return shared_per_particle(ctx.particles, f, same, one); },
+        g.rank(), [&](std::size_t i) { return marginalize_out(*g.laws()[i], a); },
+        [&](BatchIn in, const Starts&, const BatchPlace&) -> std::optional<BatchOut> {
+          return sum_out_batch(std::move(in), a);
         },
-        [&](std::size_t i) { return repeats(g.laws, i); }, nullptr, uniform(g.laws));
+        [&](std::size_t i) { return g.repeats(i); }, nullptr, g.uniform(), false);  // not trimmed (as the host's)
     g.members.erase(g.members.begin() + a);
   }
   if (g.rank() == 1 && g.linear.empty()) {
     const auto m = g.members[0].lock();
     m->marginal = place(ctx, per_particle<Pmf>(
-                                 ctx.particles, [&](std::size_t i) { return marginal(*g.laws[i], 0); },
-                                 [&](std::size_t i) { return repeats(g.laws, i); }, uniform(g.laws)));
+                                 ctx.particles, [&](std::size_t i) { return marginal(*g.laws()[i], 0); },
+                                 [&](std::size_t i) { return g.repeats(i); }, g.uniform()));
     g.members.clear();
-    g.laws.clear();
+    g.clear_laws();
     m->group.reset();
   }
 }
@@ -128,9 +137,9 @@ void group_of_one(Node& p) {
   const Batch<Pmf> pmfs = host_laws(law(p));
   const auto tails = known_tails(p, pmfs);
   auto g = std::make_shared<JointGroup>();
-  g->laws = compute(ctx, [&](std::size_t i) { return with_tails(joint(pmfs[i]), tails.get(), i); },
+  g->set(compute(ctx, [&](std::size_t i) { return with_tails(joint(pmfs[i]), tails.get(), i); },
                     [&](std::size_t i) { return repeats(pmfs, i) && same_tails(tails.get(), i); },
-                    uniform(pmfs) && (!tails || tails->uniform()));
+                    uniform(pmfs) && (!tails || tails->uniform())));
   g->members.push_back(p.weak_from_this());
   p.group = std::move(g);
   p.marginal.clear();
@@ -162,13 +171,17 @@ std::shared_ptr<JointGroup> couple(const std::vector<Node*>& nodes) {
     Context& ctx = *p->context;
     const Truncation t = joint_truncation(ctx);
     // a group with no axis left (every one realized) holds only constant linear members: no table to multiply
-    if (from->rank() > 0 && g->rank() == 0)
-      g->laws = from->laws;
+    if (from->rank() > 0 && g->rank() == 0) {
+      if (const auto* r = from->resident())
+        g->set(*r);
+      else
+        g->set(from->laws());
+    }
     else if (from->rank() > 0)
-      g->laws = compute(
-          ctx, [&](std::size_t i) { return outer(*g->laws[i], *from->laws[i], t); },
-          [&](std::size_t i) { return repeats(g->laws, i) && repeats(from->laws, i); },
-          uniform(g->laws) && uniform(from->laws));
+      g->set(compute(
+          ctx, [&](std::size_t i) { return outer(*g->laws()[i], *from->laws()[i], t); },
+          [&](std::size_t i) { return g->repeats(i) && from->repeats(i); },
+          g->uniform() && from->uniform()));
     for (auto& m : from->members) {
       g->members.push_back(m);
       if (auto live = m.lock()) live->group = g;
@@ -197,11 +210,20 @@ void become_member(Node& n, const std::shared_ptr<JointGroup>& g) {
 using namespace joint_steps;
 
 std::size_t JointGroup::bytes() const {
+  if (resident_) return resident_->laws->bytes() + 4 * resident_->index.size() + 16 * resident_->bounds.size();
+  const Laws& laws = host_;
   std::size_t b = 0;
   for (std::size_t i = 0; i < (laws.uniform() ? std::min<std::size_t>(laws.size(), 1) : laws.size()); ++i)
     if (i == 0 || laws[i] != laws[i - 1]) b += static_cast<std::size_t>(table_bytes(*laws[i])) + 64;  // shared once
   return b;
 }
+
+bool JointGroup::repeats(std::size_t i) const {
+  if (resident_) return i > 0 && resident_->index[i] == resident_->index[i - 1];
+  return joint_steps::repeats(host_, i);
+}
+
+bool JointGroup::uniform() const { return resident_ ? resident_->laws->size() == 1 : host_.uniform(); }
 
 Node* group_anchor(const Node& n) {
   Node* oldest = nullptr;

@@ -63,10 +63,10 @@ void join_child(Node& n, const ChildLaw& law, const GroupLaws* each) {
   // the batch form: a bounded child; in place, a thinning appends Y before X is summed out
   const int rank_out = !bounded_child(law) ? 0 : g->rank() + (!in_place || thinning ? 1 : 0);
   bool batched_here = false;
-  auto laws = compute_batched(
-      ctx, g->laws, rank_out,
+  compute_batched(
+      ctx, *g, rank_out,
       [&](std::size_t i) {
-        const JointPmf& d = *g->laws[i];
+        const JointPmf& d = *g->laws()[i];
         const ChildLaw& law_i = law_at(law, each, i);
         if (in_place) {
           if (thinning) return thin_in_place(d, a, std::get<Thinning>(law_i).keep);
@@ -76,13 +76,12 @@ void join_child(Node& n, const ChildLaw& law, const GroupLaws* each) {
         }
         return append_child(d, a, law_i, t);
       },
-      [&](const Starts& s, const BatchPlace& where) -> std::optional<Made> {
+      [&](BatchIn in, const Starts&, const BatchPlace& where) -> std::optional<BatchOut> {
         if (each) return std::nullopt;  // a law per group: the host's tables
-        return child_batch(g->laws, s, where, a, law, in_place);
+        return child_batch(std::move(in), where, a, law, in_place);
       },
-      [&](std::size_t i) { return repeats(g->laws, i) && same_law_as_previous(each, i); }, &batched_here,
-      uniform(g->laws) && !each);
-  g->laws = std::move(laws);
+      [&](std::size_t i) { return g->repeats(i) && same_law_as_previous(each, i); }, &batched_here,
+      g->uniform() && !each);
   if (in_place && thinning && batched_here) {  // Y is the last axis
     g->members.erase(g->members.begin() + a);
     g->members.push_back(n.weak_from_this());
@@ -129,7 +128,7 @@ void join_sum(Node& z, int sign) {
   }
   const auto g = couple(axis_nodes);
   // every input one for all particles: z's law is computed once (the constants then held as one value each)
-  bool one = uniform(g->laws);
+  bool one = g->uniform();
   for (const auto& [v, s] : realized) one = one && uniform(*v);
   for (const Folded& f : folded) one = one && uniform(f.laws) && (!f.tails || f.tails->uniform());
   std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>> constants;
@@ -202,8 +201,8 @@ void join_sum(Node& z, int sign) {
   }
   std::vector<FoldedOperand> folded_operands;
   for (const Folded& f : folded) folded_operands.push_back({&f.laws, f.sign, f.tails.get()});
-  auto laws = compute_batched(ctx, g->laws, replace >= 0 ? g->rank() : g->rank() + 1, [&](std::size_t i) {
-    JointPmf d = linear_combination(*g->laws[i], kappa, constant_of.empty() ? 0 : constant_of[i], replace, t);
+  compute_batched(ctx, *g, replace >= 0 ? g->rank() : g->rank() + 1, [&](std::size_t i) {
+    JointPmf d = linear_combination(*g->laws()[i], kappa, constant_of.empty() ? 0 : constant_of[i], replace, t);
     const int za = replace >= 0 ? replace : d.rank() - 1;
     for (const Folded& f : folded) {
       const Pmf y = f.sign > 0 ? f.laws[i] : negate(f.laws[i]);
@@ -217,15 +216,14 @@ void join_sum(Node& z, int sign) {
       }
     }
     return d;
-  }, [&](const Starts& s, const BatchPlace& where) {
-    return linear_batch(g->laws, s, where, kappa, constant_of, replace, folded_operands);
+  }, [&](BatchIn in, const Starts& s, const BatchPlace& where) -> std::optional<BatchOut> {
+    return linear_batch(std::move(in), s, where, kappa, constant_of, replace, folded_operands);
   }, [&](std::size_t i) {
-    bool same = repeats(g->laws, i);
+    bool same = g->repeats(i);
     for (const auto& c : constants) same = same && repeats(c.first, i);
     for (const auto& f : folded) same = same && repeats(f.laws, i) && same_tails(f.tails.get(), i);
     return same;
   }, nullptr, one);
-  g->laws = std::move(laws);
   if (replace >= 0)
     g->members[static_cast<std::size_t>(replace)] = z.weak_from_this();
   else
@@ -279,15 +277,15 @@ bool join_joint_sum(Node& z, const JointSum& j) {
     // z = s_x X + s_y Y a linear member (no axis), after Y joins as an axis where it lives on
     if (y_form == joins) {
       try {
-        g->laws = compute_batched(
-            ctx, g->laws, bounded_child(j.law) ? g->rank() + 1 : 0,
-            [&](std::size_t i) { return append_child(*g->laws[i], a, law_at(j.law, each, i), t); },
-            [&](const Starts& s, const BatchPlace& where) -> std::optional<Made> {
+        compute_batched(
+            ctx, *g, bounded_child(j.law) ? g->rank() + 1 : 0,
+            [&](std::size_t i) { return append_child(*g->laws()[i], a, law_at(j.law, each, i), t); },
+            [&](BatchIn in, const Starts&, const BatchPlace& where) -> std::optional<BatchOut> {
               if (each) return std::nullopt;  // a law per group: the host's tables
-              return child_batch(g->laws, s, where, a, j.law, false);
+              return child_batch(std::move(in), where, a, j.law, false);
             },
-            [&](std::size_t i) { return repeats(g->laws, i) && same_law_as_previous(each, i); }, nullptr,
-            uniform(g->laws) && !each);
+            [&](std::size_t i) { return g->repeats(i) && same_law_as_previous(each, i); }, nullptr,
+            g->uniform() && !each);
       } catch (...) {
         x_as_it_was();
         throw;
@@ -304,10 +302,10 @@ bool join_joint_sum(Node& z, const JointSum& j) {
   } else {
     // X split in place into (X - Y, Y), or Y nobody needs afterwards: Z takes Y's axis
     try {
-      g->laws = compute_batched(
-          ctx, g->laws, split_in_place || bounded_child(j.law) ? g->rank() + 1 : 0,
+      compute_batched(
+          ctx, *g, split_in_place || bounded_child(j.law) ? g->rank() + 1 : 0,
           [&](std::size_t i) {
-            const JointPmf& d = *g->laws[i];
+            const JointPmf& d = *g->laws()[i];
             if (split_in_place) {  // X - Y in place of X, Y appended
               if (double(d.size()) * double(d.hi(a) + 1) > double(t.max_size)) throw over_budget{};
               return detail::split_in_place(d, a, std::get<Thinning>(law_at(j.law, each, i)).keep);
@@ -318,13 +316,13 @@ bool join_joint_sum(Node& z, const JointSum& j) {
             k.back() = j.sign_y;
             return linear_combination(e, k, 0, e.rank() - 1, t);
           },
-          [&](const Starts& s, const BatchPlace& where) -> std::optional<Made> {
+          [&](BatchIn in, const Starts&, const BatchPlace& where) -> std::optional<BatchOut> {
             if (each) return std::nullopt;  // a law per group: the host's tables
-            if (split_in_place) return split_batch(g->laws, s, where, a, thinning->keep);
-            return child_sum_batch(g->laws, s, where, a, j.law, j.sign_x, j.sign_y);
+            if (split_in_place) return split_batch(std::move(in), where, a, thinning->keep);
+            return child_sum_batch(std::move(in), where, a, j.law, j.sign_x, j.sign_y);
           },
-          [&](std::size_t i) { return repeats(g->laws, i) && same_law_as_previous(each, i); }, nullptr,
-          uniform(g->laws) && !each);
+          [&](std::size_t i) { return g->repeats(i) && same_law_as_previous(each, i); }, nullptr,
+          g->uniform() && !each);
     } catch (...) {
       x_as_it_was();
       throw;
@@ -440,7 +438,7 @@ void join_selected(Node& n) {
     return add_selected(d, s, axes[0], others, t);
   }, [&](std::size_t i) { return f.repeats(i); }, f.uniform());
   const auto g = f.g;
-  g->laws = std::move(laws);
+  g->set(std::move(laws));
   for (int k = 0; k < f.constants; ++k) g->members.emplace_back();  // the constants' axes: summed out below
   g->members.push_back(n.weak_from_this());
   std::vector<std::shared_ptr<Node>> held(n.more_parents.begin(), n.more_parents.end());

@@ -29,6 +29,7 @@
 #include "../dropped_tails.hpp"
 #include "../state.hpp"
 #include "tally/distributions/joint_pmf.hpp"
+#include "tally/gpu/joint_laws.hpp"
 #include "tally/runtime/batch.hpp"
 
 namespace tally::runtime::detail {
@@ -49,7 +50,38 @@ struct Context;
 struct JointGroup {
   /// Particle i's table; particles with equal tables (all of them, until something is drawn) share one.
   using Laws = Batch<std::shared_ptr<const JointPmf>>;
-  Laws laws;
+  /// The tables as a batch's results left them (joint/batches.hpp), where the batch ran (device memory on a CUDA
+  /// graph), so that the next operation with a batch form reads them there: law k of `laws` with whole error bound
+  /// bounds[k] (all of it spread: a batch carries no dropped measure) and log mass log_mass[k]; particle i holds law
+  /// index[i]. Particles with equal tables share a law, as on the host.
+  struct Resident {
+    std::shared_ptr<const gpu::JointLaws> laws;
+    std::vector<double> bounds, log_mass;
+    std::vector<std::uint32_t> index;
+  };
+  /// Particle i's tables on the host, made from the resident batch first where the tables are there (one copy
+  /// down; the batch is then given up).
+  const Laws& laws();
+  /// The tables from now on: on the host, or resident in a batch.
+  void set(Laws l) {
+    host_ = std::move(l);
+    resident_.reset();
+  }
+  void set(Resident r) {
+    resident_ = std::move(r);
+    host_.clear();
+  }
+  /// No tables (a group dissolved).
+  void clear_laws() {
+    host_.clear();
+    resident_.reset();
+  }
+  /// The resident batch, or null where the tables are on the host.
+  const Resident* resident() const { return resident_ ? &*resident_ : nullptr; }
+  /// Whether particle i's table is particle i - 1's (i >= 1), whichever form holds them, without making host tables.
+  bool repeats(std::size_t i) const;
+  /// Whether every particle holds one table.
+  bool uniform() const;
   std::vector<std::weak_ptr<Node>> members;  // an empty or expired entry is an axis nobody needs: summed out
   /// A member that is a linear form of axes, $V = c_i + \sum_k a_k X_k$ (a sum, a difference or an affine map
   /// of members, with realized operands in c): a derived coordinate, kept out of the table. Its law is read from the
@@ -67,6 +99,10 @@ struct JointGroup {
   std::vector<LinearMember> linear;
   int rank() const { return static_cast<int>(members.size()); }
   std::size_t bytes() const;
+
+ private:
+  Laws host_;
+  std::optional<Resident> resident_;
 };
 
 /// Whether marginalizing the initialized n goes through a joint law: a parent of n is a member of one, n has
@@ -114,7 +150,8 @@ JointPmf split_in_place(const JointPmf& d, int axis, double q);
 struct GroupGather {
   struct Gathered {
     JointGroup* group;
-    JointGroup::Laws laws;
+    JointGroup::Laws laws;  // the host's tables, or
+    std::optional<JointGroup::Resident> resident;  // the batch's, each particle's law remapped
     std::vector<std::vector<std::int64_t>> constants;  // its linear members' c_i, in order
   };
   std::vector<Gathered> gathered;

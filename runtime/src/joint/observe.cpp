@@ -30,6 +30,42 @@ JointConditioned condition_selected(const JointPmf& d, const SelectedChild& s, i
   return condition(d, SelectedThinning(others[0], state, s.keep), y);
 }
 
+/// observe_joint_child's batch form: g's distinct tables (the runs' starts) conditioned on y_i ~ law(X_axis) as one
+/// batch (condition_batch), the posteriors kept resident with the host's bounds (conditioned() there: the spread
+/// part rho sup(l) where rho = e M / L < 1, else min(2, 2 rho) and an infinite error), each particle's log L in
+/// loglik and the largest error in error. False, and nothing changed, where no batch runs or it gives nothing.
+bool batched_observation(const Context& ctx, JointGroup& g, const RunStarts& runs, int axis, const ChildLaw& law,
+                         const std::vector<std::int64_t>& y, std::vector<double>& loglik, double& error) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  const auto at = batch_place(ctx, g, runs.starts, g.rank());
+  if (!at) return false;
+  const BatchIn in = batch_input(g, runs.starts, at->where);
+  std::optional<ConditionedBatch> made = condition_batch(in, runs.starts, axis, law, y);
+  if (!made) return false;
+  const std::size_t n = runs.starts.size();
+  std::vector<double> bounds(n);
+  double largest = 0.0;
+  for (std::size_t k = 0; k < n; ++k) {
+    const double l = made->log_likelihood[k], e = in.bounds[k], rho_b = made->rho[k];
+    if (l == -inf) {  // impossible: the prior kept
+      bounds[k] = e;
+      largest = std::max(largest, e > 0.0 ? inf : 0.0);
+      continue;
+    }
+    const double rho = rho_b < 1.0 ? rho_b * likelihood_sup(law, y[runs.starts[k]]) : 1.0;
+    largest = std::max(largest, rho < 1.0 ? -std::log1p(-rho) : inf);
+    bounds[k] = rho < 1.0 ? rho : std::min(2.0, 2.0 * rho_b);
+  }
+  if (!keep(ctx, g, BatchOut{std::move(made->posterior), std::move(bounds), {}}, runs, at->trim)) return false;
+  error = std::max(error, largest);
+  std::size_t k = 0;
+  for (std::size_t i = 0; i < loglik.size(); ++i) {
+    if (i > 0 && !runs.repeats(i)) ++k;
+    loglik[i] = made->log_likelihood[k];
+  }
+  return true;
+}
+
 }  // namespace
 
 using namespace joint_steps;
@@ -43,18 +79,18 @@ Laws group_marginal(Node& n) {
                                  n.context->particles,
                                  [&](std::size_t i) {
                                    if (kappa.empty()) return Pmf(l->constant(i), Eigen::VectorXd::Ones(1));
-                                   return linear_form_law(*g.laws[i], kappa, l->constant(i), t);
+                                   return linear_form_law(*g.laws()[i], kappa, l->constant(i), t);
                                  },
                                  [&](std::size_t i) {
-                                   return (kappa.empty() || repeats(g.laws, i)) &&
+                                   return (kappa.empty() || g.repeats(i)) &&
                                           (l->constants.empty() || repeats(l->constants, i));
                                  },
-                                 (kappa.empty() || uniform(g.laws)) && l->constants.empty()));
+                                 (kappa.empty() || g.uniform()) && l->constants.empty()));
   }
   const int a = axis_of(g, n);
   return place(*n.context, per_particle<Pmf>(
-                               n.context->particles, [&](std::size_t i) { return marginal(*g.laws[i], a); },
-                               [&](std::size_t i) { return repeats(g.laws, i); }, uniform(g.laws)));
+                               n.context->particles, [&](std::size_t i) { return marginal(*g.laws()[i], a); },
+                               [&](std::size_t i) { return g.repeats(i); }, g.uniform()));
 }
 
 void group_realize(Node& n, const Values& values) {
@@ -64,16 +100,16 @@ void group_realize(Node& n, const Values& values) {
     const std::vector<std::int64_t> v = to_vector(values);
     if (!l->terms.empty()) {
       const Coordinates kappa = coefficients_of(*g, *l);
-      g->laws = shared_per_particle(
+      g->set(shared_per_particle(
           ctx.particles,
           [&](std::size_t i) {
-            const JointConditioned c = condition_on_linear(*g->laws[i], kappa, v[i] - l->constant(i));
+            const JointConditioned c = condition_on_linear(*g->laws()[i], kappa, v[i] - l->constant(i));
             // no mass there: that particle is dead, any law will do
-            return c.posterior ? c.posterior->normalized() : *g->laws[i];
+            return c.posterior ? c.posterior->normalized() : *g->laws()[i];
           },
           [&](std::size_t i) {
-            return repeats(g->laws, i) && repeats(v, i) && (l->constants.empty() || repeats(l->constants, i));
-          });
+            return g->repeats(i) && repeats(v, i) && (l->constants.empty() || repeats(l->constants, i));
+          }));
     }
     g->linear.erase(g->linear.begin() + (l - g->linear.data()));
     n.group.reset();
@@ -97,18 +133,18 @@ void group_realize(Node& n, const Values& values) {
   }
   if (g->rank() == 1) {
     g->members.clear();
-    g->laws.clear();
+    g->clear_laws();
   } else {
-    g->laws = shared_per_particle(
+    g->set(shared_per_particle(
         ctx.particles,
         [&](std::size_t i) {
           try {
-            return slice(*g->laws[i], a, v[i]).normalized();  // error bound e M / M_v
+            return slice(*g->laws()[i], a, v[i]).normalized();  // error bound e M / M_v
           } catch (const shape_error&) {  // no mass at v: that particle is dead, any law will do
-            return marginalize_out(*g->laws[i], a);
+            return marginalize_out(*g->laws()[i], a);
           }
         },
-        [&](std::size_t i) { return repeats(g->laws, i) && repeats(v, i); });
+        [&](std::size_t i) { return g->repeats(i) && repeats(v, i); }));
     g->members.erase(g->members.begin() + a);
   }
   n.group.reset();
@@ -158,28 +194,22 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
       sample(*x);
       return false;
     }
-    const bool one = uniform(g->laws) && uniform(values) && !each;
+    const bool one = g->uniform() && uniform(values) && !each;
     y = host_values(values, one);
     loglik.resize(y.size());
     // the distinct (table, y) pairs, then each particle's result from its run's first particle
     const RunStarts runs(
         ctx.particles,
-        [&](std::size_t i) { return repeats(g->laws, i) && repeats(y, i) && same_law_as_previous(each, i); }, one);
-    std::vector<JointConditioned> made;  // the batch's results, one per start (empty: the host's formulas)
-    if (const auto at = each ? std::nullopt : batch_place(ctx, g->laws, runs.starts, g->rank()))
-      if (auto m = in_chunks<JointConditioned>(g->laws, runs.starts, [&](const Starts& chunk) {
-            return condition_batch(g->laws, chunk, *at, a, c->law, y);
-          }))
-        made = std::move(*m);
-    std::size_t k = 0;
-    posterior = shared_per_particle(
-        ctx.particles,
-        [&](std::size_t i) {
-          const ChildLaw& law_i = law_at(c->law, each, i);
-          return conditioned(i, made.empty() ? condition_child(*g->laws[i], a, law_i, y[i]) : std::move(made[k++]),
-                             *g->laws[i], 0, likelihood_sup(law_i, y[i]));
-        },
-        [&](std::size_t i) { return runs.repeats(i) && (loglik[i] = loglik[i - 1], true); }, one);
+        [&](std::size_t i) { return g->repeats(i) && repeats(y, i) && same_law_as_previous(each, i); }, one);
+    if (!(each == nullptr && batched_observation(ctx, *g, runs, a, c->law, y, loglik, error)))
+      posterior = shared_per_particle(
+          ctx.particles,
+          [&](std::size_t i) {
+            const ChildLaw& law_i = law_at(c->law, each, i);
+            return conditioned(i, condition_child(*g->laws()[i], a, law_i, y[i]), *g->laws()[i], 0,
+                               likelihood_sup(law_i, y[i]));
+          },
+          [&](std::size_t i) { return runs.repeats(i) && (loglik[i] = loglik[i - 1], true); }, one);
   } else if (const auto* s = std::get_if<SelectedChild>(&child.kind)) {
     draw_stuck_parents(child, true);
     std::optional<SelectedFrame> f;
@@ -210,7 +240,7 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
   }
   add_host(ll, loglik);
   ll.error = larger(ll.error, error);
-  if (g) g->laws = std::move(*posterior);
+  if (g && posterior) g->set(std::move(*posterior));
   child.parents = {};
   child.more_parents.clear();
   child.state = State::realized;
@@ -220,8 +250,11 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
 }
 
 void GroupGather::commit() {
-  for (auto& [g, laws, constants] : gathered) {
-    g->laws = std::move(laws);
+  for (auto& [g, laws, resident, constants] : gathered) {
+    if (resident)
+      g->set(std::move(*resident));
+    else
+      g->set(std::move(laws));
     for (std::size_t k = 0; k < constants.size(); ++k) g->linear[k].constants = std::move(constants[k]);
   }
 }
@@ -233,8 +266,15 @@ GroupGather gather_groups(Node* first_live, const std::vector<std::size_t>& ance
     JointGroup* g = n->group.get();
     if (!g || std::find(seen.begin(), seen.end(), g) != seen.end()) continue;
     seen.push_back(g);
-    JointGroup::Laws laws = g->laws;
-    laws.select(ancestors);
+    JointGroup::Laws laws;
+    std::optional<JointGroup::Resident> resident;
+    if (const auto* r = g->resident()) {  // each particle's law index remapped; the laws stay where they are
+      resident = *r;
+      for (std::size_t i = 0; i < ancestors.size(); ++i) resident->index[i] = r->index[ancestors[i]];
+    } else {
+      laws = g->laws();
+      laws.select(ancestors);
+    }
     std::vector<std::vector<std::int64_t>> constants;
     for (const auto& l : g->linear) {
       std::vector<std::int64_t> c;
@@ -242,7 +282,7 @@ GroupGather gather_groups(Node* first_live, const std::vector<std::size_t>& ance
         for (const std::size_t a : ancestors) c.push_back(l.constants[a]);
       constants.push_back(std::move(c));
     }
-    out.gathered.push_back({g, std::move(laws), std::move(constants)});
+    out.gathered.push_back({g, std::move(laws), std::move(resident), std::move(constants)});
   }
   return out;
 }

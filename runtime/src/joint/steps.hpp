@@ -223,21 +223,21 @@ struct SelectedFrame {
   int constants = 0;
   /// Whether every particle's inputs are one (the group's tables uniform, no realized parent).
   bool uniform() const {
-    if (g && !joint_steps::uniform(g->laws)) return false;
+    if (g && !g->uniform()) return false;
     for (const auto& v : values)
       if (!v.empty()) return false;
     return true;
   }
   /// Whether particle i's inputs equal particle i - 1's.
   bool repeats(std::size_t i) const {
-    bool same = i > 0 && (!g || joint_steps::repeats(g->laws, i));
+    bool same = i > 0 && (!g || g->repeats(i));
     for (const auto& v : values) same = same && (v.empty() || joint_steps::repeats(v, i));
     return same;
   }
   JointPmf table(std::size_t i, std::vector<int>& axes, const Truncation& t) const {
     axes = axis;
     std::optional<JointPmf> d;
-    if (g) d = *g->laws[i];
+    if (g) d = *g->laws()[i];
     for (std::size_t k = 0; k < parents.size(); ++k) {
       if (values[k].empty()) continue;
       const std::int64_t v = values[k][i];
