@@ -1,13 +1,15 @@
 // The differential tester as a Catch2 suite: random small programs over counts in strict mode against a 50-digit
 // enumeration of their joint law (tests/runtime/random_programs.hpp). TALLY_DIFFERENTIAL_PROGRAMS sets how many
 // (default 300 per size, and a third as many programs of groups); TALLY_DIFFERENTIAL_SEED the first seed;
-// TALLY_DIFFERENTIAL_SIZE one program size (4, 6 or 8) in place of all three.
+// TALLY_DIFFERENTIAL_SIZE one program size (4, 6 or 8) in place of all three; TALLY_DIFFERENTIAL_BATCHES=1 runs every
+// joint operation with a batch form as a batch (Truncation::JointBatches::batched).
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cstdlib>
 #include <string>
 
 #include "runtime/random_programs.hpp"
+#include "runtime/src/joint/batches.hpp"
 
 namespace test_differential {
 
@@ -36,6 +38,7 @@ TEST_CASE("Random programs in strict mode equal their enumeration: evidence, mar
   const std::uint64_t first = from_env("TALLY_DIFFERENTIAL_SEED", 1);
   std::uint64_t past_budget = 0;
   const int only = static_cast<int>(from_env("TALLY_DIFFERENTIAL_SIZE", 0));
+  const std::uint64_t batches_before = tally::runtime::detail::joint_steps::batches_run().load();
   for (const int size : {4, 6, 8}) {
     if (only != 0 && size != only) continue;
     for (std::uint64_t seed = first; seed < first + count; ++seed) {
@@ -50,6 +53,9 @@ TEST_CASE("Random programs in strict mode equal their enumeration: evidence, mar
   }
   // programs refused past the budget: at most 1 in 10^4 (the long run of FUZZING.md counts them)
   CHECK(past_budget * 10000 <= count * 3);
+  // with batches asked for, the programs' joint operations ran as batches
+  if (from_env("TALLY_DIFFERENTIAL_BATCHES", 0) == 1 && count >= 30)
+    CHECK(tally::runtime::detail::joint_steps::batches_run().load() > batches_before);
   CHECK(tally::runtime::Graph::live_nodes() == live);
 }
 

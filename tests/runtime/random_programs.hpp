@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <optional>
@@ -288,7 +289,12 @@ inline Finding run_program(const Program& prog, std::size_t per_group, std::uint
     return out;
   };
   try {
-    Graph g = groups == 1 ? Graph(per_group, seed) : Graph(runtime::Groups{groups, per_group}, seed);
+    // TALLY_DIFFERENTIAL_BATCHES=1: every joint operation with a batch form as a batch (kept resident in it)
+    Truncation settings;
+    if (const char* b = std::getenv("TALLY_DIFFERENTIAL_BATCHES"); b != nullptr && std::string(b) == "1")
+      settings.joint_batches = Truncation::JointBatches::batched;
+    Graph g = groups == 1 ? Graph(per_group, seed, settings)
+                          : Graph(runtime::Groups{groups, per_group}, seed, runtime::Device::automatic, settings);
     g.strict(true);
     std::vector<Variable> var(prog.vars.size());
     std::vector<big> before(groups, big(1));  // P(events so far), per group
