@@ -4,10 +4,10 @@
 #include <bit>
 #include <cstdint>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "closure_check.hpp"
+#include "parallel_parts.hpp"
 #include "tally/gpu/transitive_closure.hpp"
 
 namespace tally::gpu {
@@ -71,22 +71,6 @@ std::vector<std::size_t> depth_first_order(const BitMatrix& g, const char* who) 
   }
   std::reverse(post.begin(), post.end());
   return post;
-}
-
-
-/// The hardware's threads, asked once (the query reads /sys on Linux: microseconds, the cost of a small closure).
-std::size_t hardware_threads() {
-  static const std::size_t threads = std::max<std::size_t>(1, std::thread::hardware_concurrency());
-  return threads;
-}
-
-/// f(p) for p = 0 .. parts - 1, each on its own thread (f(0) on the calling one).
-template <class F>
-void parallel_parts(std::size_t parts, F f) {
-  std::vector<std::jthread> threads;
-  threads.reserve(parts - 1);
-  for (std::size_t p = 1; p < parts; ++p) threads.emplace_back(f, p);
-  f(0);
 }
 
 }  // namespace

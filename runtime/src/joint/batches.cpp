@@ -5,15 +5,14 @@
 #include <Eigen/Core>
 #include <algorithm>
 #include <cmath>
-#include <exception>
 #include <limits>
 #include <stdexcept>
-#include <thread>
 #include <variant>
 
 #include "tally/distributions/algebra.hpp"
 #include "tally/error.hpp"
 #include "infinities.hpp"
+#include "parallel_parts.hpp"
 
 namespace tally::runtime::detail::joint_steps {
 namespace {
@@ -154,10 +153,10 @@ std::optional<BatchPlace> batch_place(const Context& c, JointGroup& g, const Sta
 
 void parallel_tables(std::size_t n, const std::function<std::size_t(std::size_t)>& weight,
                      const std::function<void(std::size_t)>& f, std::size_t entries) {
-  static const std::size_t threads = std::max<std::size_t>(1, std::thread::hardware_concurrency());
   std::size_t total = 0;
   for (std::size_t k = 0; k < n; ++k) total += weight(k);
-  const std::size_t parts = std::min({threads, n, std::max<std::size_t>(1, total / std::max<std::size_t>(entries, 1))});
+  const std::size_t parts = std::min({gpu::detail::hardware_threads(), n,
+                                      std::max<std::size_t>(1, total / std::max<std::size_t>(entries, 1))});
   if (parts <= 1) {
     for (std::size_t k = 0; k < n; ++k) f(k);
     return;
@@ -171,22 +170,9 @@ void parallel_tables(std::size_t n, const std::function<std::size_t(std::size_t)
     while (part < parts && seen >= part * total / parts) first[part++] = k;
     seen += weight(k);
   }
-  std::vector<std::exception_ptr> failed(parts);
-  const auto run = [&](std::size_t p) {
-    try {
-      for (std::size_t k = first[p]; k < first[p + 1]; ++k) f(k);
-    } catch (...) {
-      failed[p] = std::current_exception();
-    }
-  };
-  {
-    std::vector<std::jthread> pool;
-    pool.reserve(parts - 1);
-    for (std::size_t p = 1; p < parts; ++p) pool.emplace_back(run, p);
-    run(0);
-  }
-  for (const auto& e : failed)
-    if (e) std::rethrow_exception(e);
+  gpu::detail::parallel_parts(parts, [&](std::size_t p) {
+    for (std::size_t k = first[p]; k < first[p + 1]; ++k) f(k);
+  });
 }
 
 BatchIn batch_input(JointGroup& g, const Starts& starts, gpu::Backend where) {

@@ -46,11 +46,11 @@ void materialize(const std::shared_ptr<JointGroup>& gp, std::size_t k, Context& 
   const Truncation t = joint_truncation(ctx);
   const JointGroup::LinearMember& l = g.linear[k];
   const Coordinates kappa = coefficients_of(g, l);
-  if (g.members.empty())  // every axis was realized: l is its constant
+  if (g.members.empty()) {  // every axis was realized: l is its constant
     g.set(compute(
         ctx, [&](std::size_t i) { return joint(Pmf(l.constant(i), Eigen::VectorXd::Ones(1))); },
         [&](std::size_t i) { return l.constants.empty() || repeats(l.constants, i); }, l.constants.empty()));
-  else {
+  } else {
     std::vector<std::int64_t> c;  // c_i by particle (one value where every particle's is one)
     if (!l.constants.empty())
       for (std::size_t i = 0; i < ctx.particles; ++i) c.push_back(l.constant(i));
@@ -176,12 +176,12 @@ std::shared_ptr<JointGroup> couple(const std::vector<Node*>& nodes) {
         g->set(*r);
       else
         g->set(from->laws());
-    }
-    else if (from->rank() > 0)
+    } else if (from->rank() > 0) {
       g->set(compute(
           ctx, [&](std::size_t i) { return outer(*g->laws()[i], *from->laws()[i], t); },
           [&](std::size_t i) { return g->repeats(i) && from->repeats(i); },
           g->uniform() && from->uniform()));
+    }
     for (auto& m : from->members) {
       g->members.push_back(m);
       if (auto live = m.lock()) live->group = g;

@@ -43,8 +43,11 @@ struct Truncation {
   /// batch form: a thinning, Markov step or affine map of a coordinate (in place or appended), sums and differences
   /// of coordinates, an independent count added to a coordinate, summing a coordinate out, and the observation of
   /// a thinning, Poisson, categorical or affine child of a coordinate; the others (outer products, unbounded
-  /// children appended, several-parent children, draws) stay on the host. A batch does not carry dropped measures:
-  /// each table's whole bound becomes its spread bound, which stays sound but can be looser (see track_dropped).
+  /// children appended, several-parent children, draws) stay on the host. A batch's results stay where it ran, as
+  /// the group's tables, trimmed there (the same rule as the host's truncation), so that a run of operations with
+  /// batch forms moves no table between host and device. A batch does not carry dropped measures: each table's whole
+  /// bound becomes its spread bound, and a cut's mass joins it, which stays sound but can be looser (see
+  /// track_dropped).
   enum class JointBatches { automatic, host, batched };
   /// Where joint operations on different tables run (JointBatches above).
   JointBatches joint_batches = JointBatches::automatic;

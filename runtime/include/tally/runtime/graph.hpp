@@ -124,7 +124,8 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// acts on all particles at once. The algorithm is the same on both devices (runtime/src/delayed_sampling.cpp); the
 /// state operations dispatch once (runtime/src/state.cpp): host laws are tally::Pmf with the distributions'
 /// algebra and error bounds, device laws are tally::gpu batches. What has no device kernel runs on the host for a
-/// CUDA graph, its laws copied there and back, with the same results: the joint laws (below). A Dirichlet's
+/// CUDA graph, its laws copied there and back, with the same results: the joint laws (below) where every particle
+/// holds one table or an operation has no batch form. A Dirichlet's
 /// parameters and draws are one vector per particle where the graph keeps its state (gpu::Vectors). The laws of
 /// negative binomial and Poisson counts of a Beta or Gamma parameter (marginalized or realized), and the
 /// categorical counts of a Dirichlet, are one host law shared by every particle while the particles' parameters are
@@ -214,9 +215,12 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// laws live on the host, for a CUDA graph too (their inputs are copied to the host, their marginals and draws back
 /// to the device), one table per distinct input:
 /// particles with equal tables share one, and where every particle holds the same table (nothing per particle has
-/// entered it) the law is that one table, each operation on it made once, whatever P. Where the particles hold many different tables (a member drawn in each),
-/// a CUDA graph computes an operation on all of them as one batch of device kernels (Truncation::joint_batches):
-/// the same results to rounding, with coarser (still sound) error bounds.
+/// entered it) the law is that one table, each operation on it made once, whatever P. Where the particles hold
+/// many different tables (a member drawn in each), a CUDA graph computes an operation on all of them as one batch
+/// of device kernels (Truncation::joint_batches): the same results to rounding, with coarser (still sound) error
+/// bounds. The batch's results stay in device memory, trimmed there, and the next operation with a batch form reads
+/// them there (a resampling remaps which table each particle holds); they come to the host only for an operation
+/// without one (a draw of a member, a marginal, an outer product with another group).
 /// Binomial(x, rho) with rho a Beta variable is not a joint law: observed, it conditions x exactly and rho waits for
 /// x's value (see binomial(x, rho) below).
 /// Every sampling the runtime does on its own (Fallback) is reported by the next observation's exactness(): while
