@@ -126,11 +126,19 @@ void marginalize(Node& n) {
 }
 
 /// For a tie y = sign (z - x) after an observed sum z = x + sign y: the constants sign z, except where z was
-/// impossible (log-likelihood -inf, host graphs), where a possible value of z keeps them in range (that particle's
-/// weight is 0 anyway).
+/// impossible (log-likelihood -inf), where a possible value of z keeps them in range (that particle's weight is 0
+/// anyway; on a CUDA graph gpu::tie_constants, from the operands' device laws).
 Values tie_constant(const Context& ctx, const Values& z, int sign, const LogLikelihood& ll, const Laws& x,
                     const Laws& y) {
-  if (ctx.device()) return linear(z, sign, {}, 0, 0);
+  if (ctx.device()) {
+    // one observed value and one law of each operand for every particle: possible in all or in none (then every
+    // weight is 0): sign z, kept as one constant
+    if (z.same && x.shared && y.shared && x.per == ctx.particles && y.per == ctx.particles)
+      return linear(z, sign, {}, 0, 0);
+    const Laws dx = dense(x), dy = dense(y);
+    if (!dx.device || !dy.device) return linear(z, sign, {}, 0, 0);  // host laws on a CUDA graph: none seen
+    return make_values(gpu::tie_constants(*z, sign, ll.values, *dx.device, *dy.device));
+  }
   std::vector<std::int64_t> c(ctx.particles);
   for (std::size_t i = 0; i < ctx.particles; ++i) {
     std::int64_t v = z[i];

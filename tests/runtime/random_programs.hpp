@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <functional>
 #include <map>
@@ -298,9 +299,13 @@ inline Finding run_program(const Program& prog, std::size_t per_group, std::uint
     g.strict(true);
     std::vector<Variable> var(prog.vars.size());
     std::vector<big> before(groups, big(1));  // P(events so far), per group
+    // TALLY_DIFFERENTIAL_TRACE=1: each observation's, marginal's and draw's values on stderr (to follow a finding)
+    const char* trace_env = std::getenv("TALLY_DIFFERENTIAL_TRACE");
+    const bool trace = trace_env != nullptr && std::string(trace_env) == "1";
     for (const Step& step : prog.steps) {
       const Spec& s = prog.vars[step.var];
       const bool own = !s.group_p.empty();
+      if (trace) std::fprintf(stderr, "step %d on v%zu\n", static_cast<int>(step.kind), step.var);
       switch (step.kind) {
         case Step::make: {
           Variable& x = var[step.var];
@@ -349,6 +354,8 @@ inline Finding run_program(const Program& prog, std::size_t per_group, std::uint
             break;
           }
           const runtime::Observation& o = *observed;
+          if (trace)
+            for (std::size_t i = 0; i < groups * per_group; ++i) std::fprintf(stderr, "  log L[%zu] = %.17g\n", i, o[i]);
           bool alive = false;
           for (std::size_t gi = 0; gi < groups; ++gi) {
             events[gi].emplace_back(step.var, step.v);
@@ -376,6 +383,12 @@ inline Finding run_program(const Program& prog, std::size_t per_group, std::uint
         }
         case Step::marginal: {
           const std::vector<Pmf> m = g.marginal(var[step.var]);
+          if (trace)
+            for (std::size_t i = 0; i < m.size(); ++i) {
+              std::fprintf(stderr, "  marginal[%zu] from %lld:", i, static_cast<long long>(m[i].lo()));
+              for (Eigen::Index e = 0; e < m[i].weights().size(); ++e) std::fprintf(stderr, " %.6g", m[i].weights()[e]);
+              std::fprintf(stderr, "\n");
+            }
           for (std::size_t gi = 0; gi < groups; ++gi) {
             if (before[gi] == 0) continue;
             const Law want = posterior(joint[gi], step.var, holds_in(gi));
@@ -399,6 +412,8 @@ inline Finding run_program(const Program& prog, std::size_t per_group, std::uint
         }
         case Step::value: {
           const std::vector<std::int64_t> v = g.value(var[step.var]);
+          if (trace)
+            for (std::size_t i = 0; i < v.size(); ++i) std::fprintf(stderr, "  value[%zu] = %lld\n", i, static_cast<long long>(v[i]));
           for (std::size_t gi = 0; gi < groups; ++gi) {
             if (before[gi] == 0) continue;
             const std::int64_t drawn = v[gi * per_group];

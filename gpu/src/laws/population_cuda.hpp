@@ -78,6 +78,8 @@ Column<std::int64_t> sample_binomial(const Column<std::int64_t>& n, const double
 Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std::uint64_t seed, std::uint64_t counter, std::uint64_t first_stream);
 Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const Column<std::int64_t>& y,
                             std::int64_t b, std::int64_t c);
+Column<std::int64_t> tie_constants(const Column<std::int64_t>& z, int sign, const Column<double>& log_likelihood,
+                                   const Laws& x, const Laws& y);
 Column<std::int64_t> filled(std::int64_t v, std::size_t count);
 Column<double> filled(double v, std::size_t count);
 Column<double> repeated(const Column<double>& values, std::size_t times);

@@ -485,6 +485,25 @@ Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const
   return Column<std::int64_t>::host_values(std::move(out));
 }
 
+Column<std::int64_t> tie_constants(const Column<std::int64_t>& z, int sign, const Column<double>& log_likelihood,
+                                   const Laws& x, const Laws& y) {
+  constexpr const char* who = "tally::gpu::tie_constants";
+  same_shape(z, log_likelihood, who);
+  if (x.size() != z.size() || y.size() != z.size() || x.where() != z.where() || y.where() != z.where())
+    tally::detail::fail<shape_error>(who, ": ", z.size(), " values, ", x.size(), " and ", y.size(),
+                                     " laws, not in one place");
+  if (on_device(z.where())) return population_cuda::tie_constants(z, sign, log_likelihood, x, y);
+  const PmfBatch &bx = x.host(), &by = y.host();
+  std::vector<std::int64_t> out(z.size());
+  for (std::size_t i = 0; i < z.size(); ++i) {
+    std::int64_t v = z.host()[i];
+    if (log_likelihood.host()[i] == -std::numeric_limits<double>::infinity())
+      v = bx.lo[i] + (sign > 0 ? by.lo[i] : -(by.lo[i] + static_cast<std::int64_t>(by.length(i)) - 1));
+    out[i] = sign * v;
+  }
+  return Column<std::int64_t>::host_values(std::move(out));
+}
+
 Column<std::int64_t> filled(std::int64_t v, std::size_t count, Backend where) {
   if (on_device(where)) return population_cuda::filled(v, count);
   return Column<std::int64_t>::host_values(std::vector<std::int64_t>(count, v));

@@ -641,6 +641,22 @@ Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const
   return out;
 }
 
+Column<std::int64_t> tie_constants(const Column<std::int64_t>& z, int sign, const Column<double>& log_likelihood,
+                                   const Laws& x, const Laws& y) {
+  auto out = Column<std::int64_t>::allocate(Backend::cuda, z.size(), "tally::gpu::tie_constants");
+  const std::int64_t* zp = z.data();
+  const double* lp = log_likelihood.data();
+  const PmfBatchView vx = x.view(), vy = y.view();
+  std::int64_t* o = out.data();
+  each(z.size(), [=] __device__(long long i) {
+    std::int64_t v = zp[i];
+    if (lp[i] == -INFINITY)
+      v = vx.lo[i] + (sign > 0 ? vy.lo[i] : -(vy.lo[i] + (vy.offset[i + 1] - vy.offset[i]) - 1));
+    o[i] = sign * v;
+  });
+  return out;
+}
+
 Column<std::int64_t> filled(std::int64_t v, std::size_t count) {
   auto out = Column<std::int64_t>::allocate(Backend::cuda, count, "tally::gpu::filled");
   std::int64_t* o = out.data();

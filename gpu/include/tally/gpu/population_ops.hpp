@@ -172,6 +172,13 @@ double beta_variate(double a, double b, std::uint64_t seed, std::uint64_t partic
 /// x and y recorded; raised at once, or inside gpu::DeferChecks where the host next waits).
 Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const Column<std::int64_t>& y,
                             std::int64_t b, std::int64_t c);
+/// The constants of a tie Y = sign (z - X) after the observed sum z = X + sign Y: \f$c_i = \mathrm{sign}\, z_i\f$, except
+/// where the observation was impossible (log_likelihood_i = -inf: that particle's weight is 0, and X kept its prior
+/// x_i), where z_i is replaced by a possible value of the sum, \f$lo(x_i) + lo(y_i)\f$ (sign > 0) or \f$lo(x_i) - hi(y_i)\f$
+/// (sign < 0), so that the tie keeps Y on its support where X takes its lowest value. shape_error for sizes or
+/// places that differ.
+Column<std::int64_t> tie_constants(const Column<std::int64_t>& z, int sign, const Column<double>& log_likelihood,
+                                   const Laws& x, const Laws& y);
 /// P copies of v.
 ///@{
 Column<std::int64_t> filled(std::int64_t v, std::size_t count, Backend where);
