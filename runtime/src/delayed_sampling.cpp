@@ -127,7 +127,7 @@ void marginalize(Node& n) {
 
 /// For a tie y = sign (z - x) after an observed sum z = x + sign y: the constants sign z, except where z was
 /// impossible (log-likelihood -inf), where a possible value of z keeps them in range (that particle's weight is 0
-/// anyway; on a CUDA graph gpu::tie_constants, from the operands' device laws).
+/// anyway; on a CUDA graph gpu::tie_constants, from the ends of the operands' supports).
 Values tie_constant(const Context& ctx, const Values& z, int sign, const LogLikelihood& ll, const Laws& x,
                     const Laws& y) {
   if (ctx.device()) {
@@ -135,9 +135,21 @@ Values tie_constant(const Context& ctx, const Values& z, int sign, const LogLike
     // weight is 0): sign z, kept as one constant
     if (z.same && x.shared && y.shared && x.per == ctx.particles && y.per == ctx.particles)
       return linear(z, sign, {}, 0, 0);
-    const Laws dx = dense(x), dy = dense(y);
-    if (!dx.device || !dy.device) return linear(z, sign, {}, 0, 0);  // host laws on a CUDA graph: none seen
-    return make_values(gpu::tie_constants(*z, sign, ll.values, *dx.device, *dy.device));
+    // each particle's lowest (hi false) or highest value of l, as a column, without writing laws out
+    const auto end = [&](const Laws& l, bool hi) -> std::optional<gpu::Column<std::int64_t>> {
+      if (l.shared) return gpu::support_end(*l.shared, l.per, ctx.particles, hi);
+      if (l.parameters) {  // counts on 0 .. n_i
+        const auto& n = *l.parameters->n;
+        return hi ? gpu::linear(n, 1, n, 0, 0) : gpu::filled(std::int64_t{0}, ctx.particles, ctx.where);
+      }
+      const Laws d = dense(l);  // device laws as they are; indexed ones spread over the particles
+      if (d.device) return gpu::support_end(*d.device, 1, ctx.particles, hi);
+      return std::nullopt;
+    };
+    auto x_lo = end(x, false), y_end = end(y, sign < 0);
+    if (!x_lo || !y_end) return linear(z, sign, {}, 0, 0);  // host laws on a CUDA graph: none seen
+    if (sign < 0) y_end = gpu::linear(*y_end, -1, *y_end, 0, 0);
+    return make_values(gpu::tie_constants(*z, sign, ll.values, *x_lo, *y_end));
   }
   std::vector<std::int64_t> c(ctx.particles);
   for (std::size_t i = 0; i < ctx.particles; ++i) {

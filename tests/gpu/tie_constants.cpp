@@ -49,20 +49,24 @@ TEST_CASE("tie_constants: sign z where possible, a possible sum from the support
     std::vector<std::int64_t> host;
     for (const Backend where : places) {
       INFO("sign " << sign << (where == Backend::cuda ? ", device" : ", host"));
+      const gpu::Laws lx = gpu::Laws::from_host(x, where), ly = gpu::Laws::from_host(y, where);
+      const auto x_lo = gpu::support_end(lx, 1, P, false), y_hi = gpu::support_end(ly, 1, P, true);
+      const auto y_end = sign > 0 ? gpu::support_end(ly, 1, P, false) : gpu::linear(y_hi, -1, y_hi, 0, 0);
       const auto got = gpu::tie_constants(Column<std::int64_t>::from_host(z, where), sign,
-                                          Column<double>::from_host(ll, where), gpu::Laws::from_host(x, where),
-                                          gpu::Laws::from_host(y, where))
+                                          Column<double>::from_host(ll, where), x_lo, y_end)
                            .to_host();
       REQUIRE(got.size() == P);
+      const auto lo_host = x_lo.to_host(), hi_host = y_hi.to_host();
       for (std::size_t i = 0; i < P; ++i) {
         INFO("particle " << i);
+        REQUIRE(lo_host[i] == x.lo[i]);
+        REQUIRE(hi_host[i] == y.lo[i] + std::int64_t(y.length(i)) - 1);
         if (ll[i] > -std::numeric_limits<double>::infinity()) {
           REQUIRE(got[i] == sign * z[i]);
-        } else {  // Y = sign (c' - X) at X = lo(x): on Y's support
-          const std::int64_t x_lo = x.lo[i], y_lo = y.lo[i], y_hi = y.lo[i] + std::int64_t(y.length(i)) - 1;
-          const std::int64_t y_at_lo = got[i] - sign * x_lo;  // Y = -sign X + c at X = lo(x)
-          REQUIRE(y_at_lo >= y_lo);
-          REQUIRE(y_at_lo <= y_hi);
+        } else {  // the tie Y = -sign X + c at X = lo(x): on Y's support
+          const std::int64_t y_at_lo = got[i] - sign * x.lo[i];
+          REQUIRE(y_at_lo >= y.lo[i]);
+          REQUIRE(y_at_lo <= hi_host[i]);
         }
       }
       if (where == Backend::cpu)
@@ -71,10 +75,13 @@ TEST_CASE("tie_constants: sign z where possible, a possible sum from the support
         CHECK(got == host);
     }
   }
-  CHECK_THROWS_AS(gpu::tie_constants(Column<std::int64_t>::from_host({1}, Backend::cpu), 1,
-                                     Column<double>::from_host(ll, Backend::cpu), gpu::Laws::from_host(x, Backend::cpu),
-                                     gpu::Laws::from_host(y, Backend::cpu)),
-                  shape_error);
+  // laws shared by blocks: particle i reads law i / per
+  const gpu::Laws blocks = gpu::Laws::from_host(x, Backend::cpu);
+  const auto shared = gpu::support_end(blocks, 4, 4 * P, true).to_host();
+  for (std::size_t i = 0; i < 4 * P; ++i) REQUIRE(shared[i] == x.lo[i / 4] + std::int64_t(x.length(i / 4)) - 1);
+  CHECK_THROWS_AS(gpu::support_end(blocks, 3, P, false), shape_error);
+  const auto one = Column<std::int64_t>::from_host({1}, Backend::cpu);
+  CHECK_THROWS_AS(gpu::tie_constants(one, 1, Column<double>::from_host(ll, Backend::cpu), one, one), shape_error);
 }
 
 }  // namespace test_tie_constants

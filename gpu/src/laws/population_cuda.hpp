@@ -79,7 +79,8 @@ Column<double> sample_beta(const Column<double>& a, const Column<double>& b, std
 Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const Column<std::int64_t>& y,
                             std::int64_t b, std::int64_t c);
 Column<std::int64_t> tie_constants(const Column<std::int64_t>& z, int sign, const Column<double>& log_likelihood,
-                                   const Laws& x, const Laws& y);
+                                   const Column<std::int64_t>& x_lo, const Column<std::int64_t>& y_end);
+Column<std::int64_t> support_end(const Laws& laws, std::size_t per, std::size_t count, bool hi);
 Column<std::int64_t> filled(std::int64_t v, std::size_t count);
 Column<double> filled(double v, std::size_t count);
 Column<double> repeated(const Column<double>& values, std::size_t times);

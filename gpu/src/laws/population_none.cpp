@@ -104,9 +104,11 @@ Column<std::int64_t> sample_binomial(const Column<std::int64_t>&, const double*,
                                      std::uint64_t) { none("sample_binomial"); }
 Column<double> sample_beta(const Column<double>&, const Column<double>&, std::uint64_t, std::uint64_t, std::uint64_t) { none("sample_beta"); }
 Column<std::int64_t> linear(const Column<std::int64_t>&, std::int64_t, const Column<std::int64_t>&, std::int64_t, std::int64_t) { none("linear"); }
-Column<std::int64_t> tie_constants(const Column<std::int64_t>&, int, const Column<double>&, const Laws&, const Laws&) {
+Column<std::int64_t> tie_constants(const Column<std::int64_t>&, int, const Column<double>&,
+                                   const Column<std::int64_t>&, const Column<std::int64_t>&) {
   none("tie_constants");
 }
+Column<std::int64_t> support_end(const Laws&, std::size_t, std::size_t, bool) { none("support_end"); }
 Column<std::int64_t> filled(std::int64_t, std::size_t) { none("filled"); }
 Column<double> filled(double, std::size_t) { none("filled"); }
 Column<double> repeated(const Column<double>&, std::size_t) { none("repeated"); }

@@ -486,20 +486,31 @@ Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const
 }
 
 Column<std::int64_t> tie_constants(const Column<std::int64_t>& z, int sign, const Column<double>& log_likelihood,
-                                   const Laws& x, const Laws& y) {
+                                   const Column<std::int64_t>& x_lo, const Column<std::int64_t>& y_end) {
   constexpr const char* who = "tally::gpu::tie_constants";
   same_shape(z, log_likelihood, who);
-  if (x.size() != z.size() || y.size() != z.size() || x.where() != z.where() || y.where() != z.where())
-    tally::detail::fail<shape_error>(who, ": ", z.size(), " values, ", x.size(), " and ", y.size(),
-                                     " laws, not in one place");
-  if (on_device(z.where())) return population_cuda::tie_constants(z, sign, log_likelihood, x, y);
-  const PmfBatch &bx = x.host(), &by = y.host();
+  same_shape(z, x_lo, who);
+  same_shape(z, y_end, who);
+  if (on_device(z.where())) return population_cuda::tie_constants(z, sign, log_likelihood, x_lo, y_end);
   std::vector<std::int64_t> out(z.size());
   for (std::size_t i = 0; i < z.size(); ++i) {
-    std::int64_t v = z.host()[i];
-    if (log_likelihood.host()[i] == -std::numeric_limits<double>::infinity())
-      v = bx.lo[i] + (sign > 0 ? by.lo[i] : -(by.lo[i] + static_cast<std::int64_t>(by.length(i)) - 1));
-    out[i] = sign * v;
+    const bool impossible = log_likelihood.host()[i] == -std::numeric_limits<double>::infinity();
+    out[i] = sign * (impossible ? x_lo.host()[i] + y_end.host()[i] : z.host()[i]);
+  }
+  return Column<std::int64_t>::host_values(std::move(out));
+}
+
+Column<std::int64_t> support_end(const Laws& laws, std::size_t per, std::size_t count, bool hi) {
+  constexpr const char* who = "tally::gpu::support_end";
+  if (per == 0 || laws.size() * per != count)
+    tally::detail::fail<shape_error>(who, ": ", laws.size(), " laws shared by blocks of ", per, " for ", count,
+                                     " particles");
+  if (on_device(laws.where())) return population_cuda::support_end(laws, per, count, hi);
+  const PmfBatch& b = laws.host();
+  std::vector<std::int64_t> out(count);
+  for (std::size_t i = 0; i < count; ++i) {
+    const std::size_t k = i / per;
+    out[i] = b.lo[k] + (hi ? static_cast<std::int64_t>(b.length(k)) - 1 : 0);
   }
   return Column<std::int64_t>::host_values(std::move(out));
 }

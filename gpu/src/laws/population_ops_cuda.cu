@@ -642,17 +642,23 @@ Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const
 }
 
 Column<std::int64_t> tie_constants(const Column<std::int64_t>& z, int sign, const Column<double>& log_likelihood,
-                                   const Laws& x, const Laws& y) {
+                                   const Column<std::int64_t>& x_lo, const Column<std::int64_t>& y_end) {
   auto out = Column<std::int64_t>::allocate(Backend::cuda, z.size(), "tally::gpu::tie_constants");
-  const std::int64_t* zp = z.data();
+  const std::int64_t *zp = z.data(), *xp = x_lo.data(), *yp = y_end.data();
   const double* lp = log_likelihood.data();
-  const PmfBatchView vx = x.view(), vy = y.view();
   std::int64_t* o = out.data();
-  each(z.size(), [=] __device__(long long i) {
-    std::int64_t v = zp[i];
-    if (lp[i] == -INFINITY)
-      v = vx.lo[i] + (sign > 0 ? vy.lo[i] : -(vy.lo[i] + (vy.offset[i + 1] - vy.offset[i]) - 1));
-    o[i] = sign * v;
+  each(z.size(), [=] __device__(long long i) { o[i] = sign * (lp[i] == -INFINITY ? xp[i] + yp[i] : zp[i]); });
+  return out;
+}
+
+Column<std::int64_t> support_end(const Laws& laws, std::size_t per, std::size_t count, bool hi) {
+  auto out = Column<std::int64_t>::allocate(Backend::cuda, count, "tally::gpu::support_end");
+  const PmfBatchView v = laws.view();
+  const auto blocks = static_cast<long long>(per);
+  std::int64_t* o = out.data();
+  each(count, [=] __device__(long long i) {
+    const long long k = i / blocks;
+    o[i] = v.lo[k] + (hi ? v.offset[k + 1] - v.offset[k] - 1 : 0);
   });
   return out;
 }
