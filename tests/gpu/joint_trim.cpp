@@ -152,7 +152,8 @@ TEST_CASE("joint_trim and joint_gather on the device give the CPU loops' laws", 
     for (const double tolerance : {0.0, 1e-9, 1e-3, 0.2}) {
       INFO("rank " << rank << ", tolerance " << tolerance);
       const auto laws = random_laws(gen, 1500, rank, rank == 1 ? 3000 : rank == 2 ? 60 : rank == 3 ? 14 : 7);
-      const JointLaws h = JointLaws::from_host(rank, laws, Backend::cpu), d = JointLaws::from_host(rank, laws, Backend::cuda);
+      const JointLaws h = JointLaws::from_host(rank, laws, Backend::cpu);
+      const JointLaws d = JointLaws::from_host(rank, laws, Backend::cuda);
       const gpu::JointTrimmed th = gpu::joint_trim(h, tolerance), td = gpu::joint_trim(d, tolerance);
       REQUIRE(td.laws.where() == Backend::cuda);
       REQUIRE(td.laws.lo() == th.laws.lo());  // the marginals are summed in one order: the same cut points

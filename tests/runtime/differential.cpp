@@ -2,7 +2,8 @@
 // enumeration of their joint law (tests/runtime/random_programs.hpp). TALLY_DIFFERENTIAL_PROGRAMS sets how many
 // (default 300 per size, and a third as many programs of groups); TALLY_DIFFERENTIAL_SEED the first seed;
 // TALLY_DIFFERENTIAL_SIZE one program size (4, 6 or 8) in place of all three; TALLY_DIFFERENTIAL_BATCHES=1 runs every
-// joint operation with a batch form as a batch (Truncation::JointBatches::batched).
+// joint operation with a batch form as a batch (Truncation::JointBatches::batched); TALLY_DIFFERENTIAL_TRACE=1 prints
+// each observation's, marginal's and draw's values on stderr (to follow a finding).
 #include <catch2/catch.hpp>
 #include <algorithm>
 #include <cstdlib>

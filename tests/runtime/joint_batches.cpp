@@ -129,7 +129,8 @@ TEST_CASE("joint batches: many random tables summed out as one batch (on the hos
     REQUIRE(out.laws.size() == n);
     REQUIRE(out.log_mass.size() == n);
     std::vector<std::uint32_t> index(n);
-    for (std::size_t k = 0; k < n; ++k) index[k] = static_cast<std::uint32_t>(n - 1 - k);  // particle k: table n - 1 - k
+    // particle k holds table n - 1 - k
+    for (std::size_t k = 0; k < n; ++k) index[k] = static_cast<std::uint32_t>(n - 1 - k);
     tally::runtime::detail::JointGroup resident;
     resident.set(tally::runtime::detail::JointGroup::Resident{
         std::make_shared<const gpu::JointLaws>(std::move(out.laws)), out.bounds, out.log_mass, index});

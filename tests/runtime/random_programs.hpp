@@ -355,7 +355,8 @@ inline Finding run_program(const Program& prog, std::size_t per_group, std::uint
           }
           const runtime::Observation& o = *observed;
           if (trace)
-            for (std::size_t i = 0; i < groups * per_group; ++i) std::fprintf(stderr, "  log L[%zu] = %.17g\n", i, o[i]);
+            for (std::size_t i = 0; i < groups * per_group; ++i)
+              std::fprintf(stderr, "  log L[%zu] = %.17g\n", i, o[i]);
           bool alive = false;
           for (std::size_t gi = 0; gi < groups; ++gi) {
             events[gi].emplace_back(step.var, step.v);
@@ -413,7 +414,8 @@ inline Finding run_program(const Program& prog, std::size_t per_group, std::uint
         case Step::value: {
           const std::vector<std::int64_t> v = g.value(var[step.var]);
           if (trace)
-            for (std::size_t i = 0; i < v.size(); ++i) std::fprintf(stderr, "  value[%zu] = %lld\n", i, static_cast<long long>(v[i]));
+            for (std::size_t i = 0; i < v.size(); ++i)
+              std::fprintf(stderr, "  value[%zu] = %lld\n", i, static_cast<long long>(v[i]));
           for (std::size_t gi = 0; gi < groups; ++gi) {
             if (before[gi] == 0) continue;
             const std::int64_t drawn = v[gi * per_group];

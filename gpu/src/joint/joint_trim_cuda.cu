@@ -1,4 +1,5 @@
-// The CUDA forms of joint_trim.cpp's operations (gather, trim): one block per law, the entries strided over its threads.
+// The CUDA forms of joint_trim.cpp's operations (gather, trim): one block per law, its entries strided over the
+// block's threads.
 #include <cmath>
 
 #include "cuda_check.cuh"

@@ -282,7 +282,8 @@ BatchOut child_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw&
 }
 
 BatchOut linear_batch(BatchIn in, const Starts& s, const BatchPlace& at, const Coordinates& kappa,
-                      const std::vector<std::int64_t>& constants, int replace, const std::vector<FoldedOperand>& folded) {
+                      const std::vector<std::int64_t>& constants, int replace,
+                      const std::vector<FoldedOperand>& folded) {
   const gpu::JointLaws& x = *in.laws;
   const int za = replace >= 0 ? replace : x.rank();  // V's axis
   require_linear(x, at.max_size, kappa, replace);

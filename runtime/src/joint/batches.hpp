@@ -120,7 +120,8 @@ BatchOut child_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw&
 /// The coordinate \f$V = c_i + \kappa \cdot x\f$ appended (replace = -1) or in place of X_replace, then each folded
 /// operand added to V (a convolution along V's axis). constants: c_i by particle (empty: 0).
 BatchOut linear_batch(BatchIn in, const Starts& s, const BatchPlace& at, const Coordinates& kappa,
-                      const std::vector<std::int64_t>& constants, int replace, const std::vector<FoldedOperand>& folded);
+                      const std::vector<std::int64_t>& constants, int replace,
+                      const std::vector<FoldedOperand>& folded);
 /// \f$Z = s_x X_{axis} + s_y Y\f$ with the child Y | X_axis ~ law (a thinning, Markov step or affine map), Y
 /// summed out: Z appended alone, as join_joint_sum's host form does where Y does not live on (where it does, Y
 /// joins as an axis and Z is a linear member).
