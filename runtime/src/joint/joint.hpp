@@ -83,7 +83,7 @@ struct JointGroup {
   /// Whether every particle holds one table.
   bool uniform() const;
   std::vector<std::weak_ptr<Node>> members;  // an empty or expired entry is an axis nobody needs: summed out
-  /// A member that is a linear form of axes, $V = c_i + \sum_k a_k X_k$ (a sum, a difference or an affine map
+  /// A member that is a linear form of axes, \f$V = c_i + \sum_k a_k X_k\f$ (a sum, a difference or an affine map
   /// of members, with realized operands in c): a derived coordinate, kept out of the table. Its law is read from the
   /// table's hyperplanes, its realization conditions the table on one, and it becomes an axis only where an
   /// operation needs one (a child of it; an axis of its form summed out), so that live sums of coupled variables

@@ -107,15 +107,16 @@ JointLaws joint_gather(const JointLaws& x, const std::vector<std::size_t>& index
 struct JointTrimmed {
   /// The kept boxes' weights, rescaled to largest 1 (the log scale adds what the rescaling took).
   JointLaws laws;
-  /// Per law, in the input's units (weights as stored, before e^{s_i}): M_i, the sum of all its weights, and C_i,
-  /// the sum of those cut (on the host).
-  std::vector<double> total, cut;
+  /// Per law, in the input's units (weights as stored, before e^{s_i}), on the host: M_i, the sum of all its weights.
+  std::vector<double> total;
+  /// Per law, in the same units: C_i, the sum of the weights cut.
+  std::vector<double> cut;
 };
 
 /// Each law's tails along every axis cut where their marginal mass is small, as tally::truncate cuts a JointPmf: with
-/// $m_a(v) = \sum_{x : x_a = v} w(x)$ and the budget $eta_i = 	au M_i / (2k)$, the outer values of axis a are
-/// cut from each end while their running sum stays at most $eta_i$ (never the axis's last value), so that at
-/// most $	au M_i$ is cut in all. The box shrinks to the kept one (every entry outside it is cut, whichever axis
+/// \f$m_a(v) = \sum_{x : x_a = v} w(x)\f$ and the budget \f$\beta_i = \tau M_i / (2k)\f$, the outer values of axis a are
+/// cut from each end while their running sum stays at most \f$\beta_i\f$ (never the axis's last value), so that at
+/// most \f$\tau M_i\f$ is cut in all. The box shrinks to the kept one (every entry outside it is cut, whichever axis
 /// put it there), and what is kept is rescaled to largest 1. tau = 0 crops the zero borders only (the same measure).
 /// Each m_a(v) is summed in one order on the CPU and the device (32 strided partial sums, then combined pairwise as
 /// a warp's butterfly; M_i the sequential sum of m_0), so both cut the same values; M_i and C_i may differ in the last
