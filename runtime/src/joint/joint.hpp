@@ -38,9 +38,10 @@ class Node;
 struct Context;
 
 /// The joint law of k coupled marginalized variables: one tally::JointPmf per particle, axis a being the variable
-/// members[a]. The laws live on the host for every graph: a CUDA graph copies the laws that enter a joint law to the
-/// host and the marginals and draws it gives back to the device. Where the particles hold different tables, an
-/// operation may compute them as one batch of gpu::JointLaws (joint/batches.hpp) and bring them back.
+/// members[a]. The laws start on the host for every graph: a CUDA graph copies the laws that enter a joint law to
+/// the host and the marginals and draws it gives back to the device. Where the particles hold different tables, an
+/// operation may compute them as one batch of gpu::JointLaws (joint/batches.hpp), and its results then stay in that
+/// batch (Resident) for the next operation with a batch form; laws() brings them to the host for any other.
 ///
 /// Ownership: each member owns the group (Node::group); the group holds its members weakly, so there is no cycle.
 /// A member that dies (no handle and no child needs it any more) leaves an expired entry, summed out of the law at
