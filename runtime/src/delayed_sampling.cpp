@@ -140,15 +140,14 @@ Values tie_constant(const Context& ctx, const Values& z, int sign, const LogLike
       if (l.shared) return gpu::support_end(*l.shared, l.per, ctx.particles, hi);
       if (l.parameters) {  // counts on 0 .. n_i
         const auto& n = *l.parameters->n;
-        return hi ? gpu::linear(n, 1, n, 0, 0) : gpu::filled(std::int64_t{0}, ctx.particles, ctx.where);
+        return hi ? n.clone() : gpu::filled(std::int64_t{0}, ctx.particles, ctx.where);
       }
       const Laws d = dense(l);  // device laws as they are; indexed ones spread over the particles
       if (d.device) return gpu::support_end(*d.device, 1, ctx.particles, hi);
       return std::nullopt;
     };
-    auto x_lo = end(x, false), y_end = end(y, sign < 0);
+    const auto x_lo = end(x, false), y_end = end(y, sign < 0);
     if (!x_lo || !y_end) return linear(z, sign, {}, 0, 0);  // host laws on a CUDA graph: none seen
-    if (sign < 0) y_end = gpu::linear(*y_end, -1, *y_end, 0, 0);
     return make_values(gpu::tie_constants(*z, sign, ll.values, *x_lo, *y_end));
   }
   std::vector<std::int64_t> c(ctx.particles);

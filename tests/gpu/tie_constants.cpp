@@ -51,7 +51,7 @@ TEST_CASE("tie_constants: sign z where possible, a possible sum from the support
       INFO("sign " << sign << (where == Backend::cuda ? ", device" : ", host"));
       const gpu::Laws lx = gpu::Laws::from_host(x, where), ly = gpu::Laws::from_host(y, where);
       const auto x_lo = gpu::support_end(lx, 1, P, false), y_hi = gpu::support_end(ly, 1, P, true);
-      const auto y_end = sign > 0 ? gpu::support_end(ly, 1, P, false) : gpu::linear(y_hi, -1, y_hi, 0, 0);
+      const auto y_end = sign > 0 ? gpu::support_end(ly, 1, P, false) : y_hi.clone();
       const auto got = gpu::tie_constants(Column<std::int64_t>::from_host(z, where), sign,
                                           Column<double>::from_host(ll, where), x_lo, y_end)
                            .to_host();

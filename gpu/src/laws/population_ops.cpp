@@ -495,7 +495,7 @@ Column<std::int64_t> tie_constants(const Column<std::int64_t>& z, int sign, cons
   std::vector<std::int64_t> out(z.size());
   for (std::size_t i = 0; i < z.size(); ++i) {
     const bool impossible = log_likelihood.host()[i] == -std::numeric_limits<double>::infinity();
-    out[i] = sign * (impossible ? x_lo.host()[i] + y_end.host()[i] : z.host()[i]);
+    out[i] = sign * (impossible ? x_lo.host()[i] + sign * y_end.host()[i] : z.host()[i]);
   }
   return Column<std::int64_t>::host_values(std::move(out));
 }

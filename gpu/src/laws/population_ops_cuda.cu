@@ -647,7 +647,9 @@ Column<std::int64_t> tie_constants(const Column<std::int64_t>& z, int sign, cons
   const std::int64_t *zp = z.data(), *xp = x_lo.data(), *yp = y_end.data();
   const double* lp = log_likelihood.data();
   std::int64_t* o = out.data();
-  each(z.size(), [=] __device__(long long i) { o[i] = sign * (lp[i] == -INFINITY ? xp[i] + yp[i] : zp[i]); });
+  each(z.size(), [=] __device__(long long i) {
+    o[i] = sign * (lp[i] == -INFINITY ? xp[i] + sign * yp[i] : zp[i]);
+  });
   return out;
 }
 

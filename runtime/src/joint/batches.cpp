@@ -133,7 +133,6 @@ void require_child(const gpu::JointLaws& x, std::int64_t max_size, int axis, con
 
 }  // namespace
 
-
 std::optional<BatchPlace> batch_place(const Context& c, JointGroup& g, const Starts& starts, int rank_out) {
   using Mode = Truncation::JointBatches;
   const Truncation& t = c.truncation;

@@ -173,10 +173,10 @@ double beta_variate(double a, double b, std::uint64_t seed, std::uint64_t partic
 Column<std::int64_t> linear(const Column<std::int64_t>& x, std::int64_t a, const Column<std::int64_t>& y,
                             std::int64_t b, std::int64_t c);
 /// The constants of a tie Y = sign (z - X) after the observed sum z = X + sign Y: \f$c_i = \mathrm{sign}\, z_i\f$,
-/// except where the observation was impossible (log_likelihood_i = -inf: that particle's weight is 0, and X kept its prior),
-/// where z_i is replaced by a possible value of the sum, x_lo_i + y_end_i (the lowest value of X_i and, for sign > 0,
-/// the lowest of Y_i; for sign < 0 minus the highest), so that the tie keeps Y on its support where X takes its
-/// lowest value. shape_error for sizes or places that differ.
+/// except where the observation was impossible (log_likelihood_i = -inf: that particle's weight is 0, and X kept its
+/// prior), where z_i is replaced by a possible value of the sum, x_lo_i + sign y_end_i (x_lo_i the lowest value of X_i; y_end_i
+/// the lowest value of Y_i for sign > 0, its highest for sign < 0), so that the tie keeps Y on its support where X
+/// takes its lowest value. shape_error for sizes or places that differ.
 Column<std::int64_t> tie_constants(const Column<std::int64_t>& z, int sign, const Column<double>& log_likelihood,
                                    const Column<std::int64_t>& x_lo, const Column<std::int64_t>& y_end);
 /// The lowest (hi false) or highest (hi true) value of each of count laws, particle i's being laws[i / per] (per =
