@@ -213,6 +213,8 @@ TEST_CASE("joint batches: a filter whose particles hold different joint tables g
     // draws from the joint posterior: the same values (inverse cdf over laws equal to rounding)
     CHECK(host.value(want.a) == batch.value(got.a));
     CHECK(host.value(want.b) == batch.value(got.b));
+    // the marginals, the draw of a (b's tables sliced at it) and b's law once alone were read in the batch too
+    CHECK(js::tables_to_host() - to_host == 0);
   }
   {
     // `automatic` on a host graph: one table after another, never a batch
@@ -231,14 +233,19 @@ TEST_CASE("joint batches: on a CUDA graph the device's batches give the host gra
   const std::size_t P = 64;
   Graph host(P, 5, Device::cpu, batches(Mode::host));
   const mj::DrawnImmigrantsRun want = mj::run_migration_drawn_immigrants(host, w);
-  const std::uint64_t before = batches_so_far();
+  namespace js = tally::runtime::detail::joint_steps;
+  const std::uint64_t before = batches_so_far(), to_host = js::tables_to_host();
   Graph device(P, 5, Device::cuda, batches(Mode::automatic, 1));  // every operation with a batch form batches
   const mj::DrawnImmigrantsRun got = mj::run_migration_drawn_immigrants(device, w);
   CHECK(batches_so_far() > before + 20);
   REQUIRE(got.immigrants == want.immigrants);
   require_same_likelihoods(want.observations, got.observations, P);
   require_same_marginals(host, want.a, device, got.a);
+  require_same_marginals(host, want.b, device, got.b);
   CHECK(host.value(want.a) == device.value(got.a));
+  require_same_marginals(host, want.b, device, got.b);  // b given a, read from the device's slices
+  CHECK(host.value(want.b) == device.value(got.b));
+  CHECK(js::tables_to_host() - to_host == 0);  // marginals, draws and the slices all on the device
 }
 
 }  // namespace test_joint_batches

@@ -244,4 +244,34 @@ JointLaws joint_sum_out(const JointLaws& x, int axis) {
   return out;
 }
 
+Laws joint_marginal(const JointLaws& x, int axis) {
+  constexpr const char* who = "tally::gpu::joint_marginal";
+  check_axis(x, axis, who);
+  // the other axes summed out from the last down, so that `axis` keeps its place until it is the only one left
+  std::optional<JointLaws> summed;
+  for (int a = x.rank() - 1; a >= 0; --a)
+    if (a != axis) summed = joint_sum_out(summed ? *summed : x, a);
+  const JointLaws& m = summed ? *summed : x;
+  std::size_t longest = 0;
+  for (std::size_t i = 0; i < m.size(); ++i)
+    longest = std::max(longest, static_cast<std::size_t>(m.offset()[i + 1] - m.offset()[i]));
+  Laws out = Laws::allocate(m.where(), m.size(), m.total(), longest, who);
+  if (m.where() == Backend::cpu) {
+    PmfBatch& b = out.host();
+    b.weights = m.weights().host();
+    b.offset = m.offset();
+    b.lo = m.lo();  // rank 1: one lower end a law
+    b.log_scale = m.log_scale().host();
+    return out;
+  }
+  const MutablePmfBatchView v = out.mutable_view();
+  if (m.total() > 0) detail::device_copy(v.weights, m.weights().data(), m.total() * sizeof(double), 2);
+  if (m.size() > 0) {
+    detail::device_copy(v.log_scale, m.log_scale().data(), m.size() * sizeof(double), 2);
+    detail::device_copy(v.lo, m.lo().data(), m.size() * sizeof(std::int64_t), 0);
+  }
+  detail::device_copy(v.offset, m.offset().data(), m.offset().size() * sizeof(std::int64_t), 0);
+  return out;
+}
+
 }  // namespace tally::gpu

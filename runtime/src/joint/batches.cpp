@@ -338,22 +338,89 @@ BatchOut sum_out_batch(BatchIn in, int axis) {
   return {gpu::joint_sum_out(*in.laws, axis), std::move(in.bounds), std::move(in.log_mass)};
 }
 
-std::optional<ConditionedBatch> condition_batch(const BatchIn& in, const Starts& s, int axis, const ChildLaw& law,
-                                                const std::vector<std::int64_t>& y) {
-  const gpu::JointLaws& x = *in.laws;
-  const int rank = x.rank();
-  std::vector<std::int64_t> v;
-  for (const std::size_t i : s) v.push_back(y.size() == 1 ? y[0] : y[i]);
-  const auto observed = gpu::Column<std::int64_t>::from_host(v, x.where());
-  auto ll = gpu::Column<double>::from_host(std::vector<double>(s.size(), 0.0), x.where());
+namespace {
+
+/// Axis a of the laws as the marginals of particles whose law index[i] is (bounds: each law's whole bound), where
+/// the graph keeps its laws: indexed laws on a CUDA graph, Pmfs shared as the laws are on the host.
+Laws indexed_marginals(const Context& ctx, const gpu::JointLaws& laws, int a, const std::vector<double>& bounds,
+                       const std::vector<std::uint32_t>& index) {
+  gpu::Laws table = gpu::joint_marginal(laws, a);
+  const auto k = static_cast<std::size_t>(laws.rank()), axis = static_cast<std::size_t>(a);
+  double bound = 0.0;
+  std::int64_t lowest = std::numeric_limits<std::int64_t>::max(), highest = std::numeric_limits<std::int64_t>::min();
+  for (std::size_t j = 0; j < laws.size(); ++j) {
+    bound = std::max(bound, bounds[j]);
+    lowest = std::min(lowest, laws.lo()[j * k + axis]);
+    highest = std::max(highest, laws.lo()[j * k + axis] + laws.shape()[j * k + axis] - 1);
+  }
+  if (ctx.device()) {
+    Laws out;
+    const std::vector<std::int64_t> at(index.begin(), index.end());
+    out.indexed = std::make_shared<const IndexedForm>(
+        IndexedForm{std::make_shared<const gpu::Laws>(std::move(table)), make_values(ctx, at), highest});
+    out.device_error = bound;
+    out.device_nonnegative = lowest >= 0;
+    return out;
+  }
+  const gpu::PmfBatch& b = table.host();
+  std::vector<Pmf> pmfs;
+  pmfs.reserve(b.size());
+  for (std::size_t j = 0; j < b.size(); ++j) {
+    const auto w = b[j];
+    pmfs.emplace_back(b.lo[j], Eigen::Map<const Eigen::VectorXd>(w.data(), static_cast<Eigen::Index>(w.size())),
+                      b.log_scale[j], bounds[j]);
+  }
+  return place(ctx, per_particle<Pmf>(
+                        ctx.particles, [&](std::size_t i) { return pmfs[index[i]]; },
+                        [&](std::size_t i) { return index[i] == index[i - 1]; }));
+}
+
+/// Each particle's run (0, 1, ...: the runs in order).
+std::vector<std::uint32_t> run_index(const RunStarts& runs, std::size_t particles) {
+  std::vector<std::uint32_t> index(particles, 0);
+  for (std::size_t i = 1; i < particles; ++i) index[i] = index[i - 1] + (runs.repeats(i) ? 0 : 1);
+  return index;
+}
+
+}  // namespace
+
+Laws resident_marginal(const Context& ctx, const JointGroup::Resident& r, int a) {
+  return indexed_marginals(ctx, *r.laws, a, r.bounds, r.index);
+}
+
+std::optional<Laws> resident_linear_marginal(const Context& ctx, JointGroup& g, const JointGroup::LinearMember& l,
+                                             const Coordinates& kappa) {
+  if (!g.resident() || kappa.empty()) return std::nullopt;
+  const RunStarts runs(ctx.particles,
+                       [&](std::size_t i) { return g.repeats(i) && (l.constants.empty() || repeats(l.constants, i)); });
+  const auto at = batch_place(ctx, g, runs.starts, g.rank());
+  if (!at) return std::nullopt;
+  // V in place of an axis it reads (fewer entries than appended), the first with kappa_r != 0, summed out with it
+  const auto r = static_cast<int>(std::find_if(kappa.begin(), kappa.end(), [](std::int64_t c) { return c != 0; }) -
+                                  kappa.begin());
+  BatchIn in = batch_input(g, runs.starts, at->where);
+  try {
+    require_linear(*in.laws, at->max_size, kappa, r);
+  } catch (const over_budget&) {
+    return std::nullopt;  // the host's linear_form_law, which forms no table
+  }
+  gpu::JointLaws v = gpu::joint_linear_combination(*in.laws, kappa, 0, r);  // V on axis r
+  std::vector<std::int64_t> c;
+  for (const std::size_t s : runs.starts) c.push_back(l.constant(s));
+  v.shift(r, c);
+  return indexed_marginals(ctx, v, r, in.bounds, run_index(runs, ctx.particles));
+}
+
+namespace {
+
+/// The likelihoods of a conditioned batch read back, and rho_k = e_k M_k / L_k; nothing where the host's formulas
+/// must take over (a likelihood that is NaN, a posterior without mass).
+std::optional<ConditionedBatch> with_rho(const BatchIn& in, gpu::JointLaws posterior, const gpu::Column<double>& ll) {
   ConditionedBatch out;
-  if (const auto* f = std::get_if<AffineLaw>(&law))
-    out.posterior = gpu::joint_condition_on_linear(x, unit(rank, axis, f->a), f->c, observed, ll);
-  else
-    out.posterior = gpu::joint_condition_on_child(x, axis, child_kernel(law, x.where()), observed, ll);
+  out.posterior = std::move(posterior);
   out.log_likelihood = ll.to_host();
   const std::vector<double> scale = out.posterior.log_scale().to_host();
-  for (std::size_t k = 0; k < s.size(); ++k) {
+  for (std::size_t k = 0; k < out.log_likelihood.size(); ++k) {
     const double l = out.log_likelihood[k], e = in.bounds[k];
     if (l == -inf) {  // impossible here: the law stays (tally::condition's impossible())
       out.rho.push_back(0.0);
@@ -364,6 +431,33 @@ std::optional<ConditionedBatch> condition_batch(const BatchIn& in, const Starts&
     out.rho.push_back(e == 0.0 ? 0.0 : std::exp(std::log(e) + in.log_mass[k] - l));
   }
   return out;
+}
+
+}  // namespace
+
+std::optional<ConditionedBatch> condition_batch(const BatchIn& in, const Starts& s, int axis, const ChildLaw& law,
+                                                const std::vector<std::int64_t>& y) {
+  const gpu::JointLaws& x = *in.laws;
+  if (const auto* f = std::get_if<AffineLaw>(&law)) {
+    std::vector<std::int64_t> v;  // a X + c = y: a X = y - c
+    for (const std::size_t i : s) v.push_back((y.size() == 1 ? y[0] : y[i]) - f->c);
+    return condition_linear_batch(in, unit(x.rank(), axis, f->a), v);
+  }
+  std::vector<std::int64_t> v;
+  for (const std::size_t i : s) v.push_back(y.size() == 1 ? y[0] : y[i]);
+  const auto observed = gpu::Column<std::int64_t>::from_host(v, x.where());
+  auto ll = gpu::Column<double>::from_host(std::vector<double>(s.size(), 0.0), x.where());
+  gpu::JointLaws posterior = gpu::joint_condition_on_child(x, axis, child_kernel(law, x.where()), observed, ll);
+  return with_rho(in, std::move(posterior), ll);
+}
+
+std::optional<ConditionedBatch> condition_linear_batch(const BatchIn& in, const Coordinates& kappa,
+                                                       const std::vector<std::int64_t>& v) {
+  const gpu::JointLaws& x = *in.laws;
+  const auto observed = gpu::Column<std::int64_t>::from_host(v, x.where());
+  auto ll = gpu::Column<double>::from_host(std::vector<double>(v.size(), 0.0), x.where());
+  gpu::JointLaws posterior = gpu::joint_condition_on_linear(x, kappa, 0, observed, ll);
+  return with_rho(in, std::move(posterior), ll);
 }
 
 }  // namespace tally::runtime::detail::joint_steps

@@ -142,6 +142,22 @@ struct ConditionedBatch {
 /// Nothing where a likelihood is NaN or a posterior has no mass (the host's formulas then).
 std::optional<ConditionedBatch> condition_batch(const BatchIn& in, const Starts& s, int axis, const ChildLaw& law,
                                                 const std::vector<std::int64_t>& y);
+/// Each table conditioned on \f$\kappa \cdot x = v_k\f$ (v: one value a table, in the batch's order), as
+/// condition_batch: an observed linear form of members, a linear member realized.
+std::optional<ConditionedBatch> condition_linear_batch(const BatchIn& in, const Coordinates& kappa,
+                                                       const std::vector<std::int64_t>& v);
+
+/// The marginal of axis a of a group's resident tables, read where they are (gpu::joint_marginal: one law a distinct
+/// table): on a CUDA graph the laws indexed by the particles' table index (Laws::indexed, nothing copied to the host
+/// but the index up), on the host the Pmfs shared as the tables are; each with its table's whole bound, as
+/// tally::marginal keeps a JointPmf's (summing a measure does not increase its relative L1 error).
+Laws resident_marginal(const Context& ctx, const JointGroup::Resident& r, int a);
+/// The law of the linear member \f$V = c_i + \kappa \cdot x\f$ (kappa not empty) read from g's resident tables: V
+/// formed in each distinct (table, c_i)'s batch in place of an axis it reads (joint_linear_combination), moved by
+/// c_i, its marginal taken as resident_marginal's. Nothing where g's tables are not resident, no batch runs, or V's
+/// table would pass the budget's max_size (the host's linear_form_law, which forms no table).
+std::optional<Laws> resident_linear_marginal(const Context& ctx, JointGroup& g, const JointGroup::LinearMember& l,
+                                             const Coordinates& kappa);
 
 /// Whether a child law has a batch form (bounded: a thinning, a Markov step, an affine map).
 inline bool bounded_child(const ChildLaw& law) {

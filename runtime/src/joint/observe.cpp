@@ -66,6 +66,46 @@ bool batched_observation(const Context& ctx, JointGroup& g, const RunStarts& run
   return true;
 }
 
+/// group_realize's batch form for the linear member l = c_i + kappa . x at v_i: each distinct (table, v_i - c_i)
+/// pair's table conditioned on the hyperplane kappa . x = v_i - c_i and normalized, with bound rho = e M / M_v; no
+/// mass there (a dead particle): the table as it was. False, and nothing changed, where no batch runs or it gives
+/// nothing (the host's formulas then).
+bool batched_linear_realization(const Context& ctx, JointGroup& g, const JointGroup::LinearMember& l,
+                                const Coordinates& kappa, const std::vector<std::int64_t>& v) {
+  const RunStarts runs(ctx.particles, [&](std::size_t i) {
+    return g.repeats(i) && repeats(v, i) && (l.constants.empty() || repeats(l.constants, i));
+  });
+  const auto at = batch_place(ctx, g, runs.starts, g.rank());
+  if (!at) return false;
+  const BatchIn in = batch_input(g, runs.starts, at->where);
+  std::vector<std::int64_t> y;
+  for (const std::size_t i : runs.starts) y.push_back(v[i] - l.constant(i));
+  std::optional<ConditionedBatch> made = condition_linear_batch(in, kappa, y);
+  if (!made) return false;
+  std::vector<double> bounds(runs.starts.size());
+  for (std::size_t k = 0; k < bounds.size(); ++k)
+    bounds[k] = made->log_likelihood[k] == -std::numeric_limits<double>::infinity() ? in.bounds[k] : made->rho[k];
+  return keep(ctx, g, BatchOut{std::move(made->posterior), std::move(bounds), {}}, runs, nullptr);
+}
+
+/// group_realize's batch form for the member on axis a (rank >= 2): each distinct (table, v_i) pair's table sliced at
+/// X_a = v_i and normalized, X_a summed out (joint_condition_on_linear, then joint_sum_out), with the slice's bound
+/// rho = e M / M_v (tally::slice's); a value without mass there (a dead particle) keeps the table with X_a summed out,
+/// and its bound, as the host's marginalize_out. Untrimmed, as the host's slices. False, and nothing changed, where
+/// no batch runs or it gives nothing (the host's formulas then).
+bool batched_realization(const Context& ctx, JointGroup& g, int a, const std::vector<std::int64_t>& v) {
+  const RunStarts runs(ctx.particles, [&](std::size_t i) { return g.repeats(i) && repeats(v, i); });
+  const auto at = batch_place(ctx, g, runs.starts, g.rank());
+  if (!at) return false;
+  const BatchIn in = batch_input(g, runs.starts, at->where);
+  std::optional<ConditionedBatch> made = condition_batch(in, runs.starts, a, AffineLaw{1, 0}, v);
+  if (!made) return false;
+  std::vector<double> bounds(runs.starts.size());
+  for (std::size_t k = 0; k < bounds.size(); ++k)
+    bounds[k] = made->log_likelihood[k] == -std::numeric_limits<double>::infinity() ? in.bounds[k] : made->rho[k];
+  return keep(ctx, g, BatchOut{gpu::joint_sum_out(made->posterior, a), std::move(bounds), {}}, runs, nullptr);
+}
+
 }  // namespace
 
 using namespace joint_steps;
@@ -74,6 +114,7 @@ Laws group_marginal(Node& n) {
   JointGroup& g = *n.group;
   if (const auto* l = linear_member(g, n)) {  // the law of c_i + kappa . x, read from the table
     const Coordinates kappa = l->terms.empty() ? Coordinates{} : coefficients_of(g, *l);
+    if (auto read = resident_linear_marginal(*n.context, g, *l, kappa)) return std::move(*read);
     const Truncation& t = n.context->truncation;  // a Pmf's limits
     return place(*n.context, per_particle<Pmf>(
                                  n.context->particles,
@@ -88,6 +129,7 @@ Laws group_marginal(Node& n) {
                                  (kappa.empty() || g.uniform()) && l->constants.empty()));
   }
   const int a = axis_of(g, n);
+  if (const JointGroup::Resident* r = g.resident()) return resident_marginal(*n.context, *r, a);
   return place(*n.context, per_particle<Pmf>(
                                n.context->particles, [&](std::size_t i) { return marginal(*g.laws()[i], a); },
                                [&](std::size_t i) { return g.repeats(i); }, g.uniform()));
@@ -100,16 +142,17 @@ void group_realize(Node& n, const Values& values) {
     const std::vector<std::int64_t> v = to_vector(values);
     if (!l->terms.empty()) {
       const Coordinates kappa = coefficients_of(*g, *l);
-      g->set(shared_per_particle(
-          ctx.particles,
-          [&](std::size_t i) {
-            const JointConditioned c = condition_on_linear(*g->laws()[i], kappa, v[i] - l->constant(i));
-            // no mass there: that particle is dead, any law will do
-            return c.posterior ? c.posterior->normalized() : *g->laws()[i];
-          },
-          [&](std::size_t i) {
-            return g->repeats(i) && repeats(v, i) && (l->constants.empty() || repeats(l->constants, i));
-          }));
+      if (!batched_linear_realization(ctx, *g, *l, kappa, v))
+        g->set(shared_per_particle(
+            ctx.particles,
+            [&](std::size_t i) {
+              const JointConditioned c = condition_on_linear(*g->laws()[i], kappa, v[i] - l->constant(i));
+              // no mass there: that particle is dead, any law will do
+              return c.posterior ? c.posterior->normalized() : *g->laws()[i];
+            },
+            [&](std::size_t i) {
+              return g->repeats(i) && repeats(v, i) && (l->constants.empty() || repeats(l->constants, i));
+            }));
     }
     g->linear.erase(g->linear.begin() + (l - g->linear.data()));
     n.group.reset();
@@ -134,6 +177,8 @@ void group_realize(Node& n, const Values& values) {
   if (g->rank() == 1) {
     g->members.clear();
     g->clear_laws();
+  } else if (batched_realization(ctx, *g, a, v)) {
+    g->members.erase(g->members.begin() + a);
   } else {
     g->set(shared_per_particle(
         ctx.particles,

@@ -144,6 +144,12 @@ JointLaws joint_condition_on_thinning(const JointLaws& x, int axis, double q, co
 /// \f$\mu'(x_{-a}) = \sum_{x_a} \mu(x)\f$, rescaled to largest 1. shape_error for rank 1 or a bad axis.
 JointLaws joint_sum_out(const JointLaws& x, int axis);
 
+/// The law of coordinate `axis` of every law, \f$m_i(v) = e^{s_i} \sum_{x : x_a = v} w_i(x)\f$ (tally::marginal of a
+/// JointPmf), as P pmfs where the laws are (gpu::Laws; v on the law's box along the axis, zeros at its borders kept,
+/// weights rescaled to largest 1; a law without mass gives zeros and log scale -inf): the other axes summed out by
+/// joint_sum_out, the last one first. shape_error for a bad axis.
+Laws joint_marginal(const JointLaws& x, int axis);
+
 /// The convolution of coordinate `axis` with an independent count Y_i ~ y_i (y: rank-1 laws, one per law of x, in
 /// the same place): \f$\mu'_i(x) = \sum_j \mu_i(x_0, \dots, x_{axis} - j, \dots)\, \nu_i(j)\f$, the new axis spanning
 /// [lo_axis + lo_y, hi_axis + hi_y] (tally::add_independent before trimming), log scales added, rescaled to largest 1.

@@ -219,8 +219,10 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// many different tables (a member drawn in each), a CUDA graph computes an operation on all of them as one batch
 /// of device kernels (Truncation::joint_batches): the same results to rounding, with coarser (still sound) error
 /// bounds. The batch's results stay in device memory, trimmed there, and the next operation with a batch form reads
-/// them there (a resampling remaps which table each particle holds); they come to the host only for an operation
-/// without one (a draw of a member, a marginal, an outer product with another group).
+/// them there (a resampling remaps which table each particle holds), as do a member's marginal (on a CUDA graph,
+/// laws indexed by each particle's table) and its draw (the other members sliced at its values); they come to the
+/// host only for an operation without one (an outer product with another group, a Poisson child appended, a child
+/// law per group, a child of several members, a linear member's marginal or realization).
 /// Binomial(x, rho) with rho a Beta variable is not a joint law: observed, it conditions x exactly and rho waits for
 /// x's value (see binomial(x, rho) below).
 /// Every sampling the runtime does on its own (Fallback) is reported by the next observation's exactness(): while
