@@ -209,6 +209,17 @@ void condition_parents(Node& n, const Values& v, LogLikelihood* ll) {
             // X | X + sY = z from the operands' laws (kept in n, so a dropped operand does not matter)
             LogLikelihood& sk = sink();
             Laws px = condition_on_sum(ctx, ops[0], ops[1], s.sign, v, sk);
+            // where z was impossible (weight 0), X is put at its lowest value, so that the tie below keeps Y at an
+            // end of its support (tie_constant): a law X kept whole would tie Y to values off it, which a child
+            // law of Y (a Markov step's states, a thinning's n >= 0) then refuses
+            if (!ctx.device() && !px.host.empty() && !ops[0].host.empty()) {
+              const auto& l = sk.values.host();
+              constexpr double dead = -std::numeric_limits<double>::infinity();
+              if (l.size() == ctx.particles && std::find(l.begin(), l.end(), dead) != l.end())
+                px.host = Batch<Pmf>::make(ctx.particles, [&](std::size_t i) {
+                  return l[i] == dead ? Pmf(ops[0].host[i].lo(), Eigen::VectorXd::Ones(1)) : px.host[i];
+                });
+            }
             // Y = s (z - X) = -s X + s z
             const std::int64_t a = -s.sign;
             Values c = tie_constant(ctx, v, s.sign, sk, ops[0], ops[1]);
