@@ -115,10 +115,7 @@ void sweep(const std::shared_ptr<JointGroup>& gp, Context& ctx) {
   }
   if (g.rank() == 1 && g.linear.empty()) {
     const auto m = g.members[0].lock();
-    m->marginal = g.resident() ? resident_marginal(ctx, *g.resident(), 0)  // read where the tables are
-                               : place(ctx, per_particle<Pmf>(
-                                                ctx.particles, [&](std::size_t i) { return marginal(*g.laws()[i], 0); },
-                                                [&](std::size_t i) { return g.repeats(i); }, g.uniform()));
+    m->marginal = group_marginal(*m);  // its axis's, read where the tables are
     g.members.clear();
     g.clear_laws();
     m->group.reset();

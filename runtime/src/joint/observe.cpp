@@ -66,44 +66,27 @@ bool batched_observation(const Context& ctx, JointGroup& g, const RunStarts& run
   return true;
 }
 
-/// group_realize's batch form for the linear member l = c_i + kappa . x at v_i: each distinct (table, v_i - c_i)
-/// pair's table conditioned on the hyperplane kappa . x = v_i - c_i and normalized, with bound rho = e M / M_v; no
-/// mass there (a dead particle): the table as it was. False, and nothing changed, where no batch runs or it gives
-/// nothing (the host's formulas then).
-bool batched_linear_realization(const Context& ctx, JointGroup& g, const JointGroup::LinearMember& l,
-                                const Coordinates& kappa, const std::vector<std::int64_t>& v) {
-  const RunStarts runs(ctx.particles, [&](std::size_t i) {
-    return g.repeats(i) && repeats(v, i) && (l.constants.empty() || repeats(l.constants, i));
-  });
+/// group_realize's batch form: g's distinct tables (the runs') conditioned in one batch on the hyperplane \f$\kappa
+/// \cdot x = y_i\f$ (y(i) at each run's first particle) and normalized, with the bound rho = e M / M_v (tally::slice's
+/// and condition_on_linear's); no mass there (a dead particle): the table as it was, with its bound. Then X_sum_out
+/// summed out where sum_out >= 0 (a member drawn: its axis goes; as the host's marginalize_out for a dead
+/// particle). Untrimmed, as the host's. False, and nothing changed, where no batch runs or it gives nothing (the
+/// host's formulas then).
+template <class Y>
+bool batched_hyperplane(const Context& ctx, JointGroup& g, const RunStarts& runs, const Coordinates& kappa, Y y,
+                        int sum_out) {
   const auto at = batch_place(ctx, g, runs.starts, g.rank());
   if (!at) return false;
   const BatchIn in = batch_input(g, runs.starts, at->where);
-  std::vector<std::int64_t> y;
-  for (const std::size_t i : runs.starts) y.push_back(v[i] - l.constant(i));
-  std::optional<ConditionedBatch> made = condition_linear_batch(in, kappa, y);
+  std::vector<std::int64_t> v;
+  for (const std::size_t i : runs.starts) v.push_back(y(i));
+  std::optional<ConditionedBatch> made = condition_linear_batch(in, kappa, v);
   if (!made) return false;
   std::vector<double> bounds(runs.starts.size());
   for (std::size_t k = 0; k < bounds.size(); ++k)
     bounds[k] = made->log_likelihood[k] == -std::numeric_limits<double>::infinity() ? in.bounds[k] : made->rho[k];
-  return keep(ctx, g, BatchOut{std::move(made->posterior), std::move(bounds), {}}, runs, nullptr);
-}
-
-/// group_realize's batch form for the member on axis a (rank >= 2): each distinct (table, v_i) pair's table sliced at
-/// X_a = v_i and normalized, X_a summed out (joint_condition_on_linear, then joint_sum_out), with the slice's bound
-/// rho = e M / M_v (tally::slice's); a value without mass there (a dead particle) keeps the table with X_a summed out,
-/// and its bound, as the host's marginalize_out. Untrimmed, as the host's slices. False, and nothing changed, where
-/// no batch runs or it gives nothing (the host's formulas then).
-bool batched_realization(const Context& ctx, JointGroup& g, int a, const std::vector<std::int64_t>& v) {
-  const RunStarts runs(ctx.particles, [&](std::size_t i) { return g.repeats(i) && repeats(v, i); });
-  const auto at = batch_place(ctx, g, runs.starts, g.rank());
-  if (!at) return false;
-  const BatchIn in = batch_input(g, runs.starts, at->where);
-  std::optional<ConditionedBatch> made = condition_batch(in, runs.starts, a, AffineLaw{1, 0}, v);
-  if (!made) return false;
-  std::vector<double> bounds(runs.starts.size());
-  for (std::size_t k = 0; k < bounds.size(); ++k)
-    bounds[k] = made->log_likelihood[k] == -std::numeric_limits<double>::infinity() ? in.bounds[k] : made->rho[k];
-  return keep(ctx, g, BatchOut{gpu::joint_sum_out(made->posterior, a), std::move(bounds), {}}, runs, nullptr);
+  gpu::JointLaws out = sum_out >= 0 ? gpu::joint_sum_out(made->posterior, sum_out) : std::move(made->posterior);
+  return keep(ctx, g, BatchOut{std::move(out), std::move(bounds), {}}, runs, nullptr);
 }
 
 }  // namespace
@@ -142,7 +125,10 @@ void group_realize(Node& n, const Values& values) {
     const std::vector<std::int64_t> v = to_vector(values);
     if (!l->terms.empty()) {
       const Coordinates kappa = coefficients_of(*g, *l);
-      if (!batched_linear_realization(ctx, *g, *l, kappa, v))
+      const RunStarts runs(ctx.particles, [&](std::size_t i) {
+        return g->repeats(i) && repeats(v, i) && (l->constants.empty() || repeats(l->constants, i));
+      });
+      if (!batched_hyperplane(ctx, *g, runs, kappa, [&](std::size_t i) { return v[i] - l->constant(i); }, -1))
         g->set(shared_per_particle(
             ctx.particles,
             [&](std::size_t i) {
@@ -150,9 +136,7 @@ void group_realize(Node& n, const Values& values) {
               // no mass there: that particle is dead, any law will do
               return c.posterior ? c.posterior->normalized() : *g->laws()[i];
             },
-            [&](std::size_t i) {
-              return g->repeats(i) && repeats(v, i) && (l->constants.empty() || repeats(l->constants, i));
-            }));
+            [&](std::size_t i) { return runs.repeats(i); }));
     }
     g->linear.erase(g->linear.begin() + (l - g->linear.data()));
     n.group.reset();
@@ -177,19 +161,19 @@ void group_realize(Node& n, const Values& values) {
   if (g->rank() == 1) {
     g->members.clear();
     g->clear_laws();
-  } else if (batched_realization(ctx, *g, a, v)) {
-    g->members.erase(g->members.begin() + a);
-  } else {
-    g->set(shared_per_particle(
-        ctx.particles,
-        [&](std::size_t i) {
-          try {
-            return slice(*g->laws()[i], a, v[i]).normalized();  // error bound e M / M_v
-          } catch (const shape_error&) {  // no mass at v: that particle is dead, any law will do
-            return marginalize_out(*g->laws()[i], a);
-          }
-        },
-        [&](std::size_t i) { return g->repeats(i) && repeats(v, i); }));
+  } else {  // the other axes sliced at X_a = v_i, X_a summed out
+    const RunStarts runs(ctx.particles, [&](std::size_t i) { return g->repeats(i) && repeats(v, i); });
+    if (!batched_hyperplane(ctx, *g, runs, unit(g->rank(), a, 1), [&](std::size_t i) { return v[i]; }, a))
+      g->set(shared_per_particle(
+          ctx.particles,
+          [&](std::size_t i) {
+            try {
+              return slice(*g->laws()[i], a, v[i]).normalized();  // error bound e M / M_v
+            } catch (const shape_error&) {  // no mass at v: that particle is dead, any law will do
+              return marginalize_out(*g->laws()[i], a);
+            }
+          },
+          [&](std::size_t i) { return runs.repeats(i); }));
     g->members.erase(g->members.begin() + a);
   }
   n.group.reset();
