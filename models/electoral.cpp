@@ -26,14 +26,11 @@
 #include "gnuplot.hpp"
 #include "results.hpp"
 #include "tally/runtime/graph.hpp"
-#include "tally/runtime/graph.hpp"
 
 using namespace tally;
 using tally::models::close_gnuplot;
 using tally::models::gnuplot_quote;
 using tally::models::open_gnuplot;
-using tally::runtime::Variable;
-using tally::runtime::Graph;
 using tally::runtime::Graph;
 using tally::runtime::Variable;
 

@@ -229,6 +229,10 @@ inline const ChildLaw& law_at(const ChildLaw& law, const GroupLaws* each, std::s
 /// Whether particles i and i - 1 (i > 0) have the same law: always with one law; with a law per group, where they are
 /// in one group (two groups of equal laws are told apart: only a table's sharing is lost).
 inline bool same_law_as_previous(const GroupLaws* each, std::size_t i) { return !each || i % each->group_size != 0; }
+/// Whether particles i and j have one law in each (of one group).
+inline bool same_law_as(const GroupLaws* each, std::size_t i, std::size_t j) {
+  return !each || i / each->group_size == j / each->group_size;
+}
 /// push, push_realized and condition (below) with particle i's law each.at(i).
 Laws push(Place& at, const Laws& x, const GroupLaws& each);
 Laws push_realized(Place& at, const Values& x, const GroupLaws& each);

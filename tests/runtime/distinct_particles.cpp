@@ -3,9 +3,11 @@
 // single graphs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "runtime/src/distinct.hpp"
@@ -83,6 +85,45 @@ TEST_CASE("a host population whose particles repeat a few values equals single g
     const std::vector<Pmf> law = program(one, {n[i]});
     REQUIRE(weights[i] == one.log_weights()[0]);
     REQUIRE(runtime::detail::same_law(laws[i], law[0]));
+  }
+}
+
+TEST_CASE("a joint law made after a draw of a few values is made once a value, wherever its particles are",
+          "[population][distinct][joint]") {
+  // four units held, T = (U1 + U2) + (U3 + U4) observed at a value per particle: U1's marginal makes the units' joint
+  // law, whose inputs (the ties' constants) take a few values in no order. Each particle must equal a graph of one
+  // particle with its own value, and the population must hold one table a value: as many bytes as with the values
+  // sorted (equal neighbours), fewer than with every value its own
+  const auto program = [](Graph& g, const std::vector<std::int64_t>& t) {
+    std::vector<Variable> u;
+    for (int k = 0; k < 4; ++k) u.push_back(g.assume(Binomial(3 + k, 0.3 + 0.1 * k)));
+    const Variable total = g.add(g.add(u[0], u[1]), g.add(u[2], u[3]));
+    g.observe(total, t);
+    std::vector<Pmf> laws = g.marginal(u[0]);
+    return std::pair{std::move(laws), std::move(u)};
+  };
+  const std::vector<std::int64_t> interleaved{5, 8, 5, 8, 6, 5, 8, 6, 6, 5}, distinct{2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  std::vector<std::int64_t> sorted = interleaved;
+  std::sort(sorted.begin(), sorted.end());
+  const auto held = [&](const std::vector<std::int64_t>& t) {
+    Graph g(t.size(), 3);
+    const auto kept = program(g, t);  // the units held, so their joint law stays
+    return g.bytes();
+  };
+  REQUIRE(held(interleaved) == held(sorted));
+  REQUIRE(held(interleaved) < held(distinct));
+  Graph population(interleaved.size(), 3);
+  const auto [laws, units] = program(population, interleaved);
+  const std::vector<double> weights = population.log_weights();
+  for (std::size_t i = 0; i < interleaved.size(); ++i) {
+    INFO("particle " << i << ", T = " << interleaved[i]);
+    Graph one(1, 3);
+    const auto [law, u] = program(one, {interleaved[i]});
+    REQUIRE(weights[i] == Approx(one.log_weights()[0]).epsilon(1e-13));
+    REQUIRE(laws[i].lo() == law[0].lo());
+    REQUIRE(laws[i].size() == law[0].size());
+    for (Eigen::Index k = 0; k < law[0].size(); ++k)
+      REQUIRE(laws[i].probabilities()[k] == Approx(law[0].probabilities()[k]).margin(1e-14));
   }
 }
 

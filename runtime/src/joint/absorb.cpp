@@ -1,6 +1,8 @@
 // A marginalized component of the delayed-sampling graph (an M-path and what feeds it) taken over by one joint law,
 // so that a new coupling keeps every variable exact instead of pruning (sampling) the path.
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <limits>
 #include <stdexcept>
 #include <unordered_map>
@@ -185,18 +187,35 @@ struct Inputs {
   std::vector<const GroupLaws*> group_laws;  // the nodes' laws per group: particles of two groups share no table
   /// Every input one for all particles (then constants and realized_y hold one value each): the law is made once.
   bool one = false;
-  bool repeats(std::size_t i) const {
+  /// Whether particles i and j have equal inputs (then equal laws).
+  bool same(std::size_t i, std::size_t j) const {
     for (const auto& [u, l] : law)
-      if (!joint_steps::repeats(l, i) || !same_tails(tails.count(u) ? tails.at(u).get() : nullptr, i)) return false;
+      if (!equal_at(l, i, j) || !same_tails(tails.count(u) ? tails.at(u).get() : nullptr, i, j)) return false;
     for (const auto& [u, o] : operands)
       for (const auto& l : o)
-        if (!l.empty() && !joint_steps::repeats(l, i)) return false;
+        if (!l.empty() && !equal_at(l, i, j)) return false;
     for (const auto* m : {&constants, &realized_y})
       for (const auto& [u, c] : *m)
-        if (!joint_steps::repeats(c, i)) return false;
+        if (!equal_at(c, i, j)) return false;
     for (const GroupLaws* each : group_laws)
-      if (!same_law_as_previous(each, i)) return false;
+      if (!same_law_as(each, i, j)) return false;
     return true;
+  }
+  /// A hash of particle i's inputs: equal inputs (same()) hash alike.
+  std::uint64_t key(std::size_t i) const {
+    std::uint64_t h = 0;
+    for (const auto& [u, l] : law) {
+      if (!l.uniform()) h = mix(h, law_hash(l[i]));
+      if (const auto t = tails.find(u); t != tails.end() && t->second)
+        h = mix(h, std::bit_cast<std::uint64_t>(t->second->spread(i)));
+    }
+    for (const auto& [u, o] : operands)
+      for (const auto& l : o)
+        if (!l.empty() && !l.uniform()) h = mix(h, law_hash(l[i]));
+    for (const auto* m : {&constants, &realized_y})
+      for (const auto& [u, c] : *m) h = mix(h, static_cast<std::uint64_t>(c.size() == 1 ? c[0] : c[i]));
+    for (const GroupLaws* each : group_laws) h = mix(h, each ? i / each->group_size : 0);
+    return h;
   }
 };
 
@@ -433,8 +452,13 @@ Absorbed absorb(Node& n) {
   try {
     const Inputs in = gather_inputs(*c);
     // the axes are the same in every particle (the structure is): particle 0's call, always made, writes them
-    laws = compute(ctx, [&](std::size_t i) { return component_law(*c, in, i, axes, t); },
-                   [&](std::size_t i) { return in.repeats(i); }, in.one);
+    // particles of equal inputs, wherever they are (a tie's constants drawn from a few values), share one table
+    const auto f = [&](std::size_t i) { return component_law(*c, in, i, axes, t); };
+    laws = in.one ? compute(ctx, f, [](std::size_t) { return true; }, true)
+                  : compute_shared(ctx, f,
+                                   first_copies(
+                                       ctx.particles, [&](std::size_t i) { return in.key(i); },
+                                       [&](std::size_t i, std::size_t j) { return in.same(i, j); }));
   } catch (const over_budget&) {
     return Absorbed::over_budget;
   }

@@ -2,6 +2,7 @@
 // hyperplanes and made axes where needed, and the elimination of every axis nobody can reach any more (sweep).
 #include <algorithm>
 #include <stdexcept>
+#include <unordered_set>
 
 #include "batches.hpp"
 #include "steps.hpp"
@@ -211,8 +212,10 @@ std::size_t JointGroup::bytes() const {
   if (resident_) return resident_->laws->bytes() + 4 * resident_->index.size() + 16 * resident_->bounds.size();
   const Laws& laws = host_;
   std::size_t b = 0;
+  std::unordered_set<const JointPmf*> counted;  // a table shared by several particles, wherever they are, once
   for (std::size_t i = 0; i < (laws.uniform() ? std::min<std::size_t>(laws.size(), 1) : laws.size()); ++i)
-    if (i == 0 || laws[i] != laws[i - 1]) b += static_cast<std::size_t>(table_bytes(*laws[i])) + 64;  // shared once
+    if (!(i > 0 && laws[i] == laws[i - 1]) && counted.insert(laws[i].get()).second)  // a run's: no lookup
+      b += static_cast<std::size_t>(table_bytes(*laws[i])) + 64;
   return b;
 }
 

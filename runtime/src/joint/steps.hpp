@@ -14,6 +14,7 @@
 #include "joint.hpp"
 #include "../node.hpp"
 #include "tally/distributions/joint.hpp"
+#include "../distinct.hpp"
 #include "../overloaded.hpp"
 
 namespace tally::runtime::detail::joint_steps {
@@ -82,6 +83,14 @@ bool repeats(const std::vector<T>& v, std::size_t i) {
     return i > 0 && v[i] == v[i - 1];
 }
 
+// Particles whose inputs are equal but not neighbours (a draw of a few values, in no order) are matched by
+// first_copies (distinct.hpp), with law_hash and the comparisons below.
+/// Whether particles i and j hold equal values in b (a uniform batch, or a vector of one value: always).
+inline bool equal_at(const Batch<Pmf>& b, std::size_t i, std::size_t j) { return b.uniform() || equal(b[i], b[j]); }
+inline bool equal_at(const std::vector<std::int64_t>& v, std::size_t i, std::size_t j) {
+  return v.size() == 1 || v[i] == v[j];
+}
+
 /// P values made by f(i), f called only where same(i) is false (else particle i - 1's value is copied); where `one`,
 /// f(0) for every particle.
 template <class T, class F, class Same>
@@ -113,25 +122,47 @@ inline std::int64_t table_bytes(const JointPmf& d) {
 /// P joint laws made by f(i) (trimmed, unless `trim` is false: f's tables are trimmed already), within the budget
 /// (over_budget, and nothing kept, otherwise; the dropped measures count, and are given up before the law is); f is
 /// called only where same(i) is false; where `one`, f(0) for every particle.
+/// f(i) (trimmed where `trim`) counted against the budget with the tables made before it (`bytes`); over_budget
+/// past it.
+template <class F>
+std::shared_ptr<const JointPmf> budgeted(const Context& c, F& f, std::size_t i, bool trim, std::int64_t& bytes) {
+  JointPmf law = trim ? trimmed(f(i), c.truncation) : f(i);
+  // a dropped measure that would break the budget gives way first: its mass joins the spread bound
+  if (law.dropped() && bytes + table_bytes(law) > c.truncation.max_joint_bytes)
+    law = law.with_error_bound(law.error_bound());
+  auto made = std::make_shared<const JointPmf>(std::move(law));
+  bytes += table_bytes(*made);  // tables shared by equal particles count once
+  if (bytes > c.truncation.max_joint_bytes) throw over_budget{};
+  return made;
+}
+
 template <class F, class Same>
 Tables compute(const Context& c, F f, Same same, bool one = false, bool trim = true) {
   std::int64_t bytes = 0;
-  const auto table = [&](std::size_t i) {
-    JointPmf law = trim ? trimmed(f(i), c.truncation) : f(i);
-    // a dropped measure that would break the budget gives way first: its mass joins the spread bound
-    if (law.dropped() && bytes + table_bytes(law) > c.truncation.max_joint_bytes)
-      law = law.with_error_bound(law.error_bound());
-    auto made = std::make_shared<const JointPmf>(std::move(law));
-    bytes += table_bytes(*made);  // tables shared by equal particles count once
-    if (bytes > c.truncation.max_joint_bytes) throw over_budget{};
-    return made;
-  };
+  const auto table = [&](std::size_t i) { return budgeted(c, f, i, trim, bytes); };
   std::shared_ptr<const JointPmf> last;
   try {
     if (one) return Tables::uniform(c.particles, table(0));
     return Tables::make(c.particles, [&](std::size_t i) {
       if (!last || !same(i)) last = table(i);
       return last;
+    });
+  } catch (const overflow_error&) {  // a table past the budget
+    throw over_budget{};
+  }
+}
+
+/// The same with particle i's table that of particle first[i] (first_copies: first[i] <= i), made once, by
+/// f(first[i]).
+template <class F>
+Tables compute_shared(const Context& c, F f, const std::vector<std::size_t>& first, bool trim = true) {
+  std::int64_t bytes = 0;
+  std::vector<std::shared_ptr<const JointPmf>> made(c.particles);
+  try {
+    return Tables::make(c.particles, [&](std::size_t i) {
+      const std::size_t j = first[i];
+      if (!made[j]) made[j] = budgeted(c, f, j, trim, bytes);
+      return made[j];
     });
   } catch (const overflow_error&) {  // a table past the budget
     throw over_budget{};
@@ -190,8 +221,9 @@ JointPmf with_tails(const JointPmf& j, const DroppedTails* tails, std::size_t i)
 inline double product_spread(double sa, double sb, double dx, double dy) {
   return sa * (1.0 + dy + sb) + sb * (1.0 + dx);
 }
-/// Whether particle i's tails equal particle i - 1's (null: none known, equal).
-bool same_tails(const DroppedTails* tails, std::size_t i);
+/// Whether particle i's tails equal particle j's (j: i - 1 unless given; null: none known, equal).
+bool same_tails(const DroppedTails* tails, std::size_t i, std::size_t j);
+inline bool same_tails(const DroppedTails* tails, std::size_t i) { return same_tails(tails, i, i - 1); }
 /// Whether particle i's laws and tails equal particle i - 1's (i >= 1).
 bool shares(const DroppedTails& tails, std::size_t i);
 

@@ -23,10 +23,10 @@ JointPmf with_tails(const JointPmf& j, const DroppedTails* tails, std::size_t i)
   return j.with_error_bound(tails->spread(i)).with_dropped(x ? std::optional(joint(*x)) : std::nullopt);
 }
 /// Whether particle i's tails equal particle i - 1's (nullptr: none known, equal).
-bool same_tails(const DroppedTails* tails, std::size_t i) {
-  if (tails == nullptr || tails->entry(i) == tails->entry(i - 1)) return true;
-  const auto &a = tails->dropped(i), &b = tails->dropped(i - 1);
-  return tails->spread(i) == tails->spread(i - 1) && a.has_value() == b.has_value() && (!a || equal(*a, *b));
+bool same_tails(const DroppedTails* tails, std::size_t i, std::size_t j) {
+  if (tails == nullptr || tails->entry(i) == tails->entry(j)) return true;
+  const auto &a = tails->dropped(i), &b = tails->dropped(j);
+  return tails->spread(i) == tails->spread(j) && a.has_value() == b.has_value() && (!a || equal(*a, *b));
 }
 
 bool shares(const DroppedTails& tails, std::size_t i) {
