@@ -1,8 +1,9 @@
-// Batched joint laws beyond the split: convolution along an axis, linear combinations, Markov steps, conditioning
-// on children, selected emissions and linear combinations, sampling. The CPU loops against the distributions'
+// Batched joint laws beyond the split: convolution along an axis, outer products, linear combinations, Markov steps,
+// conditioning on children, selected emissions and linear combinations, sampling. The CPU loops against the distributions'
 // JointPmf operations, and the device against the CPU loops (draws equal bit for bit), on fresh random laws.
 #include <catch2/catch.hpp>
 #include <Eigen/Core>
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -31,6 +32,7 @@ using test::require_same_conditioning;
 using test::require_same_measure;
 using test::row_major;
 using test::state_laws;
+using test::each_point;
 using test::to_joint;
 
 namespace {
@@ -77,6 +79,42 @@ TEST_CASE("batched joint laws: convolution, linear combinations and Markov steps
     const auto appended = gpu::joint_linear_combination(x, kappa, -4).to_host();
     for (std::size_t i = 0; i < P; ++i) require_same_measure(appended[i], linear_combination(to_joint(laws[i]), kappa, -4));
   }
+}
+
+TEST_CASE("batched joint laws: an outer product is the laws' product, point by point", "[gpu][joint]") {
+  std::mt19937_64 gen(20261207);
+  const std::size_t P = 40;
+  for (int rx = 1; rx < gpu::max_joint_rank; ++rx)
+    for (int ry = 1; rx + ry <= gpu::max_joint_rank; ++ry) {
+      INFO("ranks " << rx << " and " << ry);
+      const auto a = random_laws(gen, P, rx, 6), b = random_laws(gen, P, ry, 7);
+      const auto got =
+          gpu::joint_outer(JointLaws::from_host(rx, a, Backend::cpu), JointLaws::from_host(ry, b, Backend::cpu)).to_host();
+      for (std::size_t i = 0; i < P; ++i) {
+        INFO("law " << i);
+        const JointPmf da = to_joint(a[i]), db = to_joint(b[i]);
+        Coordinates lo = a[i].lo, shape = a[i].shape;  // x's axes, then y's
+        lo.insert(lo.end(), b[i].lo.begin(), b[i].lo.end());
+        shape.insert(shape.end(), b[i].shape.begin(), b[i].shape.end());
+        REQUIRE(got[i].lo == lo);
+        REQUIRE(got[i].shape == shape);
+        double top = 0.0;
+        for (const double w : got[i].weights) top = std::max(top, w);
+        REQUIRE(top == 1.0);  // rescaled to largest 1
+        each_point(got[i], [&](const Coordinates& x, double l) {
+          const Coordinates xa(x.begin(), x.begin() + rx), xb(x.begin() + rx, x.end());
+          const double w = log_pdf(da, xa) + log_pdf(db, xb);
+          if (w == -inf) {
+            REQUIRE(l == -inf);
+            return;
+          }
+          REQUIRE(std::abs(l - w) <= 1e-12 * std::max(1.0, std::abs(w)));
+        });
+      }
+    }
+  const JointLaws x = JointLaws::from_host(2, random_laws(gen, 4, 2, 4), Backend::cpu);
+  REQUIRE_THROWS_AS(gpu::joint_outer(x, JointLaws::from_host(3, random_laws(gen, 4, 3, 2), Backend::cpu)), shape_error);
+  REQUIRE_THROWS_AS(gpu::joint_outer(x, JointLaws::from_host(1, random_laws(gen, 5, 1, 2), Backend::cpu)), shape_error);
 }
 
 TEST_CASE("batched joint laws: conditioning on children, selected emissions and sums is the distributions'",
@@ -227,6 +265,10 @@ TEST_CASE("batched joint laws: the device's new operations compute what the CPU 
         }
       }
     }
+    INFO("outer");
+    const auto other = random_laws(gen, P, 4 - rank, rank == 1 ? 4 : rank == 2 ? 5 : 8);
+    require_same_batch(gpu::joint_outer(d, JointLaws::from_host(4 - rank, other, Backend::cuda)),
+                       gpu::joint_outer(h, JointLaws::from_host(4 - rank, other, Backend::cpu)));
     INFO("linear_combination appended, condition_on_linear, sample");
     if (rank < 3) require_same_batch(gpu::joint_linear_combination(d, kappa, 0), gpu::joint_linear_combination(h, kappa, 0));
     const auto v = observations(gen, P, 40, 5000);

@@ -226,6 +226,49 @@ TEST_CASE("joint batches: a filter whose particles hold different joint tables g
   CHECK(Graph::live_nodes() == live);
 }
 
+namespace {
+
+/// Two independent counts per particle (their laws differ between particles), each in a joint law of its own: A with
+/// its thinned child B summed to it, C added to itself; then the two sums are added (the two groups' outer product
+/// in each particle) and observed.
+struct TwoGroups {
+  std::vector<Observation> observations;
+  Variable a, c;
+};
+TwoGroups run_two_groups(Graph& g) {
+  const std::size_t P = g.particles();
+  std::vector<Binomial> la;
+  std::vector<Poisson> lc;
+  for (std::size_t i = 0; i < P; ++i) {
+    la.emplace_back(6 + std::int64_t(i % 3), 0.5);
+    lc.emplace_back(2.0 + 0.5 * double(i % 4));
+  }
+  TwoGroups r{{}, g.assume(la), g.assume(lc)};
+  const Variable b = g.binomial(r.a, 0.3);
+  const Variable ab = g.add(b, r.a), cc = g.add(r.c, r.c);
+  r.observations.push_back(g.observe(g.add(ab, cc), 9));
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("joint batches: two groups multiplied (an outer product) as a batch give the host's likelihoods and "
+          "marginals",
+          "[runtime][joint][batches]") {
+  namespace js = tally::runtime::detail::joint_steps;
+  const std::size_t P = 12;
+  Graph host(P, 3, Device::cpu, batches(Mode::host));
+  const TwoGroups want = run_two_groups(host);
+  const std::uint64_t before = batches_so_far(), to_host = js::tables_to_host();
+  Graph batch(P, 3, Device::cpu, batches(Mode::batched));
+  const TwoGroups got = run_two_groups(batch);
+  CHECK(batches_so_far() > before);
+  CHECK(js::tables_to_host() - to_host == 0);
+  require_same_likelihoods(want.observations, got.observations, P);
+  require_same_marginals(host, want.a, batch, got.a);
+  require_same_marginals(host, want.c, batch, got.c);
+}
+
 TEST_CASE("joint batches: on a CUDA graph the device's batches give the host graph's likelihoods and draws",
           "[runtime][joint][batches][device]") {
   if (tally::test::skip_without_device()) return;
@@ -246,6 +289,16 @@ TEST_CASE("joint batches: on a CUDA graph the device's batches give the host gra
   require_same_marginals(host, want.b, device, got.b);  // b given a, read from the device's slices
   CHECK(host.value(want.b) == device.value(got.b));
   CHECK(js::tables_to_host() - to_host == 0);  // marginals, draws and the slices all on the device
+  // two groups multiplied on the device
+  Graph host2(P, 3, Device::cpu, batches(Mode::host)), device2(P, 3, Device::cuda, batches(Mode::automatic, 1));
+  const TwoGroups want2 = run_two_groups(host2);
+  const std::uint64_t before2 = batches_so_far(), to_host2 = js::tables_to_host();
+  const TwoGroups got2 = run_two_groups(device2);
+  CHECK(batches_so_far() > before2);
+  CHECK(js::tables_to_host() - to_host2 == 0);
+  require_same_likelihoods(want2.observations, got2.observations, P);
+  require_same_marginals(host2, want2.a, device2, got2.a);
+  require_same_marginals(host2, want2.c, device2, got2.c);
 }
 
 }  // namespace test_joint_batches

@@ -12,6 +12,7 @@ void split(const JointLaws& x, int axis, double q, JointLaws& out);
 void add_child(const JointLaws& x, int axis, const detail::ChildView& child, JointLaws& out);
 void sum_out(const JointLaws& x, int axis, JointLaws& out);
 void add_independent(const JointLaws& x, int axis, const JointLaws& y, JointLaws& out);
+void outer(const JointLaws& x, const JointLaws& y, JointLaws& out);
 void linear_combination(const JointLaws& x, const detail::JointLinear& f, JointLaws& out);
 void markov_step(const JointLaws& x, int axis, const Table& t, JointLaws& out);
 /// l's table pointer (a child's) is device memory.

@@ -13,6 +13,7 @@ void split(const JointLaws&, int, double, JointLaws&) { none("joint_split"); }
 void add_child(const JointLaws&, int, const detail::ChildView&, JointLaws&) { none("joint_add_child"); }
 void sum_out(const JointLaws&, int, JointLaws&) { none("joint_sum_out"); }
 void add_independent(const JointLaws&, int, const JointLaws&, JointLaws&) { none("joint_add_independent"); }
+void outer(const JointLaws&, const JointLaws&, JointLaws&) { none("joint_outer"); }
 void linear_combination(const JointLaws&, const detail::JointLinear&, JointLaws&) { none("joint_linear_combination"); }
 void markov_step(const JointLaws&, int, const Table&, JointLaws&) { none("joint_markov_step"); }
 void condition(const JointLaws&, const detail::JointLikelihood&, const Column<std::int64_t>&, Column<double>&,

@@ -199,6 +199,11 @@ TALLY_HOST_DEVICE inline double add_entry(const JointBox& in, const JointBox& ou
   return sum;
 }
 
+/// Output entry e of the outer product with a law of n weights u (x's axes first): w_{floor(e / n)} u_{e mod n}.
+TALLY_HOST_DEVICE inline double outer_entry(const double* w, const double* u, std::int64_t n, std::int64_t e) {
+  return w[e / n] * u[e % n];
+}
+
 /// Output entry e of a Markov step of `axis` (input values k on that axis, the K x C row-major table t):
 /// \f$\sum_k w(\dots, k, \dots)\, T_{k y}\f$ in increasing k, y the output's value on the axis.
 TALLY_HOST_DEVICE inline double markov_entry(const JointBox& in, const JointBox& out, int axis, const double* w,

@@ -157,6 +157,38 @@ JointLaws joint_add_independent(const JointLaws& x, int axis, const JointLaws& y
   return out;
 }
 
+JointLaws joint_outer(const JointLaws& x, const JointLaws& y) {
+  constexpr const char* who = "tally::gpu::joint_outer";
+  check_place(x, y.where(), y.size(), who, "laws to multiply");
+  const int rank = x.rank() + y.rank();
+  if (rank > max_joint_rank)
+    tally::detail::fail<shape_error>(who, ": ranks ", x.rank(), " and ", y.rank(), " pass rank ", max_joint_rank);
+  // the boxes: x's axes, then y's
+  const auto kx = static_cast<std::size_t>(x.rank()), ky = static_cast<std::size_t>(y.rank());
+  std::vector<std::int64_t> lo, shape;
+  lo.reserve(x.size() * (kx + ky));
+  shape.reserve(x.size() * (kx + ky));
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    lo.insert(lo.end(), x.lo().begin() + i * kx, x.lo().begin() + (i + 1) * kx);
+    lo.insert(lo.end(), y.lo().begin() + i * ky, y.lo().begin() + (i + 1) * ky);
+    shape.insert(shape.end(), x.shape().begin() + i * kx, x.shape().begin() + (i + 1) * kx);
+    shape.insert(shape.end(), y.shape().begin() + i * ky, y.shape().begin() + (i + 1) * ky);
+  }
+  JointLaws out = JointLaws::allocate(x.where(), rank, std::move(lo), std::move(shape), who);
+  if (x.where() == Backend::cuda) {
+    joint_cuda::outer(x, y, out);
+    return out;
+  }
+  rescaled_loop(
+      x, out,
+      [&](std::size_t i, const JointBox&, const JointBox&, const double* w, std::int64_t e) {
+        const std::int64_t first = y.offset()[i], n = y.offset()[i + 1] - first;
+        return detail::outer_entry(w, y.weights().host().data() + first, n, e);
+      },
+      [&](std::size_t i) { return y.log_scale().host()[i]; });
+  return out;
+}
+
 JointLaws joint_linear_combination(const JointLaws& x, const std::vector<std::int64_t>& coefficients,
                                    std::int64_t constant, int replace) {
   constexpr const char* who = "tally::gpu::joint_linear_combination";

@@ -27,6 +27,16 @@ struct AddEntry {
   __device__ double extra(long long i) const { return y.log_scale[i]; }
 };
 
+/// Output entries of the outer product with law i of y (whose log scale adds).
+struct OuterEntry {
+  JointView y;
+  __device__ double operator()(long long i, const JointBox&, const JointBox&, const double* w, std::int64_t e) const {
+    const std::int64_t first = y.offset[i];
+    return detail::outer_entry(w, y.weights + first, y.offset[i + 1] - first, e);
+  }
+  __device__ double extra(long long i) const { return y.log_scale[i]; }
+};
+
 /// Output entries of a linear combination.
 struct LinearEntry {
   detail::JointLinear f;
@@ -187,6 +197,12 @@ __global__ void __launch_bounds__(joint_block) sample_coordinate_kernel(JointVie
 void add_independent(const JointLaws& x, int axis, const JointLaws& y, JointLaws& out) {
   if (x.size() == 0) return;
   rescaled_kernel<<<blocks(x), joint_block>>>(view(x), AddEntry{axis, view(y)}, mutable_view(out));
+  TALLY_CUDA_CHECK(cudaGetLastError());
+}
+
+void outer(const JointLaws& x, const JointLaws& y, JointLaws& out) {
+  if (x.size() == 0) return;
+  rescaled_kernel<<<blocks(x), joint_block>>>(view(x), OuterEntry{view(y)}, mutable_view(out));
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 

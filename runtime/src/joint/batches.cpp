@@ -338,6 +338,21 @@ BatchOut sum_out_batch(BatchIn in, int axis) {
   return {gpu::joint_sum_out(*in.laws, axis), std::move(in.bounds), std::move(in.log_mass)};
 }
 
+BatchOut outer_batch(BatchIn in, const BatchIn& y, const BatchPlace& at) {
+  const gpu::JointLaws& x = *in.laws;
+  const auto& yo = y.laws->offset();
+  require_sizes(x, at.max_size, [&](std::size_t k, const std::vector<double>&, const std::vector<double>& shape) {
+    return entries(shape) * static_cast<double>(yo[k + 1] - yo[k]);
+  });
+  BatchOut out{gpu::joint_outer(x, *y.laws), std::move(in.bounds), {}};
+  for (std::size_t k = 0; k < out.bounds.size(); ++k) {  // independent factors: relative errors compound
+    out.bounds[k] = (1.0 + out.bounds[k]) * (1.0 + y.bounds[k]) - 1.0;
+    if (in.log_mass.size() == out.bounds.size() && y.log_mass.size() == out.bounds.size())
+      out.log_mass.push_back(in.log_mass[k] + y.log_mass[k]);
+  }
+  return out;
+}
+
 namespace {
 
 /// Axis a of the laws as the marginals of particles whose law index[i] is (bounds: each law's whole bound), where

@@ -131,6 +131,9 @@ BatchOut child_sum_batch(BatchIn in, const BatchPlace& at, int axis, const Child
 BatchOut split_batch(BatchIn in, const BatchPlace& at, int axis, double q);
 /// X_axis summed out (the log masses kept).
 BatchOut sum_out_batch(BatchIn in, int axis);
+/// The outer product of independent tables, table k of in with table k of y (y's axes after in's): bounds
+/// (1 + e)(1 + e_y) - 1, log masses added.
+BatchOut outer_batch(BatchIn in, const BatchIn& y, const BatchPlace& at);
 /// Each table conditioned on its observed child y_i ~ law(X_axis) (y by particle, read at the starts).
 struct ConditionedBatch {
   /// The posteriors normalized (mass 1), bounds unset; a table whose observation is impossible kept as it was.

@@ -176,10 +176,15 @@ std::shared_ptr<JointGroup> couple(const std::vector<Node*>& nodes) {
       else
         g->set(from->laws());
     } else if (from->rank() > 0) {
-      g->set(compute(
-          ctx, [&](std::size_t i) { return outer(*g->laws()[i], *from->laws()[i], t); },
-          [&](std::size_t i) { return g->repeats(i) && from->repeats(i); },
-          g->uniform() && from->uniform()));
+      // independent: the outer product of the two tables each particle holds (a batch where g's tables are one)
+      compute_batched(
+          ctx, *g, g->rank() + from->rank(),
+          [&](std::size_t i) { return outer(*g->laws()[i], *from->laws()[i], t); },
+          [&](BatchIn in, const Starts& s, const BatchPlace& at) -> std::optional<BatchOut> {
+            return outer_batch(std::move(in), batch_input(*from, s, at.where), at);
+          },
+          [&](std::size_t i) { return g->repeats(i) && from->repeats(i); }, nullptr,
+          g->uniform() && from->uniform());
     }
     for (auto& m : from->members) {
       g->members.push_back(m);

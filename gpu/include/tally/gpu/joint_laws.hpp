@@ -157,6 +157,12 @@ Laws joint_marginal(const JointLaws& x, int axis);
 /// overflow_error when an end of the axis leaves int64 (checked on the host's boxes).
 JointLaws joint_add_independent(const JointLaws& x, int axis, const JointLaws& y);
 
+/// The outer product of independent laws, law i of x with law i of y: \f$\mu'_i(x, y) = \mu_i(x)\, \nu_i(y)\f$ on
+/// the box of x's axes followed by y's (rank k_x + k_y <= max_joint_rank; entry e = e_x |y_i| + e_y, |y_i| the size
+/// of y_i's box), log scales added, rescaled to largest 1 (tally's outer product of JointPmfs before trimming: one
+/// product a weight). shape_error for other sizes or places or a rank past max_joint_rank.
+JointLaws joint_outer(const JointLaws& x, const JointLaws& y);
+
 /// The law with the coordinate \f$V = c + \sum_a \kappa_a X_a\f$ (tally::linear_combination before trimming):
 /// appended as the last axis (replace = -1: \f$\mu'(x, v) = \mu(x)\,[v = c + \kappa \cdot x]\f$, rank k + 1 <=
 /// max_joint_rank), or in place of X_replace, which is summed out (\f$\mu'(x_{-r}, v) = \sum_{x_r} \mu(x)\,[v = c +
