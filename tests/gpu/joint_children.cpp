@@ -1,5 +1,5 @@
-// Batched joint laws: adding a bounded child as a new axis, conditioning on a thinning selected by a state, drawing
-// one coordinate. The CPU loops against the distributions' JointPmf operations (add_child, condition with a
+// Batched joint laws: adding a bounded child as a new axis (one child for all laws or one per set, observed too),
+// conditioning on a thinning selected by a state, drawing one coordinate. The CPU loops against the distributions' JointPmf operations (add_child, condition with a
 // SelectedThinning, sample_coordinate with the same uniforms) and a brute-force marginal, and the device against
 // the CPU loops (draws equal), on fresh random laws.
 #include <catch2/catch.hpp>
@@ -93,6 +93,76 @@ TEST_CASE("batched joint laws: adding a bounded child is the distributions' add_
       }
     }
   }
+}
+
+namespace {
+
+/// A child of each kind per set of `per` laws (sets of them, on `where`), and the single children they are made of.
+struct SetChildren {
+  std::vector<ChildKernel> thinning, step, poisson;  // single children, one a set
+  ChildKernel thinnings, steps, poissons;            // the same per set
+};
+SetChildren set_children(std::mt19937_64& gen, std::size_t sets, std::size_t per, std::int64_t K, Backend where) {
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  SetChildren c;
+  for (std::size_t s = 0; s < sets; ++s) {
+    c.thinning.push_back(ChildKernel::binomial(u(gen)));
+    c.step.push_back(ChildKernel::categorical(
+        Table::from_host(row_major(random_transition(gen, K, categories)), std::size_t(K), categories, where)));
+    c.poisson.push_back(ChildKernel::scaled_poisson(0.2 + u(gen)));
+  }
+  c.thinnings = ChildKernel::per_set(c.thinning, per, where);
+  c.steps = ChildKernel::per_set(c.step, per, where);
+  c.poissons = ChildKernel::per_set(c.poisson, per, where);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("batched joint laws: a child per set gives each law its set's child, added or observed", "[gpu][joint]") {
+  std::mt19937_64 gen(20261208);
+  const std::size_t per = 4, sets = 6, P = per * sets;
+  const SetChildren c = set_children(gen, sets, per, states, Backend::cpu);
+  for (int rank = 1; rank <= 3; ++rank) {
+    INFO("rank " << rank);
+    const JointLaws x = JointLaws::from_host(rank, random_laws(gen, P, rank, rank == 3 ? 5 : 9), Backend::cpu);
+    const auto v = observations(gen, P, 20, 30);
+    for (int axis = 0; axis < rank; ++axis) {
+      INFO("axis " << axis);
+      const auto added = [&](const ChildKernel& k) { return gpu::joint_add_child(x, axis, k).to_host(); };
+      const auto observed = [&](const ChildKernel& k, std::vector<double>& ll) {
+        auto l = Column<double>::host_values(std::vector<double>(P, 0.25));
+        const auto out = gpu::joint_condition_on_child(x, axis, k, Column<std::int64_t>::host_values(v), l).to_host();
+        ll = l.host();
+        return out;
+      };
+      const auto thinned = added(c.thinnings), stepped = added(c.steps);
+      std::vector<double> ll_t, ll_p;
+      const auto given_t = observed(c.thinnings, ll_t), given_p = observed(c.poissons, ll_p);
+      for (std::size_t s = 0; s < sets; ++s) {
+        const auto one_t = added(c.thinning[s]), one_s = added(c.step[s]);
+        std::vector<double> l1_t, l1_p;
+        const auto g1_t = observed(c.thinning[s], l1_t), g1_p = observed(c.poisson[s], l1_p);
+        for (std::size_t i = s * per; i < (s + 1) * per; ++i) {  // set s's laws: the same formulas, the same bits
+          INFO("law " << i << " of set " << s);
+          REQUIRE(thinned[i].weights == one_t[i].weights);
+          REQUIRE(thinned[i].log_scale == one_t[i].log_scale);
+          REQUIRE(stepped[i].weights == one_s[i].weights);
+          REQUIRE(given_t[i].weights == g1_t[i].weights);
+          REQUIRE(given_p[i].weights == g1_p[i].weights);
+          REQUIRE(ll_t[i] == l1_t[i]);
+          REQUIRE(ll_p[i] == l1_p[i]);
+        }
+      }
+    }
+  }
+  const JointLaws wrong = JointLaws::from_host(1, random_laws(gen, P + 1, 1, 4), Backend::cpu);
+  REQUIRE_THROWS_AS(gpu::joint_add_child(wrong, 0, c.thinnings), shape_error);  // 25 laws for 6 sets of 4
+  auto ll = Column<double>::host_values(std::vector<double>(P + 1, 0.0));
+  REQUIRE_THROWS_AS(gpu::joint_condition_on_child(wrong, 0, c.poissons,
+                                                  Column<std::int64_t>::host_values(std::vector<std::int64_t>(P + 1, 1)),
+                                                  ll),
+                    shape_error);
 }
 
 TEST_CASE("batched joint laws: conditioning on a selected thinning is the distributions'", "[gpu][joint]") {
@@ -256,6 +326,28 @@ TEST_CASE("batched joint laws: the device's children and coordinate draws comput
       REQUIRE(dd.value.to_host() == hd.value.host());  // the same rule, the same sums: the same draws
       REQUIRE(dd.rest.has_value() == hd.rest.has_value());
       if (hd.rest) require_same_batch(*dd.rest, *hd.rest);
+    }
+  }
+  {
+    INFO("a child per set: 143 sets of 7 laws");
+    std::mt19937_64 g2(20261209);
+    const SetChildren hc = set_children(g2, 143, 7, 30, Backend::cpu);
+    std::mt19937_64 g3(20261209);  // the same children on the device
+    const SetChildren dc = set_children(g3, 143, 7, 30, Backend::cuda);
+    const auto laws = random_laws(gen, P, 2, 9);
+    const JointLaws h = JointLaws::from_host(2, laws, Backend::cpu), d = JointLaws::from_host(2, laws, Backend::cuda);
+    for (int axis = 0; axis < 2; ++axis) {
+      require_same_batch(gpu::joint_add_child(d, axis, dc.thinnings), gpu::joint_add_child(h, axis, hc.thinnings));
+      require_same_batch(gpu::joint_add_child(d, axis, dc.steps), gpu::joint_add_child(h, axis, hc.steps));
+      const auto v = observations(gen, P, 20, 60);
+      auto hl = Column<double>::host_values(std::vector<double>(P, 0.5));
+      auto dl = Column<double>::from_host(std::vector<double>(P, 0.5), Backend::cuda);
+      require_same_batch(
+          gpu::joint_condition_on_child(d, axis, dc.poissons, Column<std::int64_t>::from_host(v, Backend::cuda), dl),
+          gpu::joint_condition_on_child(h, axis, hc.poissons, Column<std::int64_t>::host_values(v), hl), 1e-11);
+      const std::vector<double> got = dl.to_host();
+      for (std::size_t i = 0; i < P; ++i)
+        REQUIRE(std::abs(got[i] - hl.host()[i]) <= 1e-12 * std::max(1.0, std::abs(hl.host()[i])) + 1e-11);
     }
   }
   const auto laws = state_laws(gen, P, 3, 12);  // a state on axis 0 selecting the keep of the count on axis 2

@@ -252,6 +252,66 @@ TwoGroups run_two_groups(Graph& g) {
 
 }  // namespace
 
+namespace {
+
+/// Groups of particles, each with its own laws (G groups of S): a count A and its thinned child B summed (a joint
+/// law of the two), B's own thinning C and a Markov step M of A, each a law per group, C and M observed; then such
+/// children summed with a member (they join the law) and observed, and the first sum observed: every operation on
+/// the joint law under each group's own child law.
+struct PerGroup {
+  std::vector<Observation> observations;
+  Variable a, b;
+};
+PerGroup run_per_group(Graph& g, std::size_t G) {
+  std::vector<Binomial> la;
+  std::vector<Thinning> lb, lc;
+  std::vector<MarkovStep> lm;
+  for (std::size_t k = 0; k < G; ++k) {
+    la.emplace_back(5 + std::int64_t(k % 3), 0.3 + 0.1 * double(k % 4));
+    lb.emplace_back(0.2 + 0.15 * double(k % 5));
+    lc.emplace_back(0.9 - 0.1 * double(k % 3));
+    Eigen::MatrixXd t(8, 3);
+    for (int r = 0; r < 8; ++r) {
+      const double p = 0.1 + 0.8 * double((r + int(k)) % 5) / 4.0;
+      t.row(r) << p * 0.5, p * 0.5, 1.0 - p;
+    }
+    lm.emplace_back(t);
+  }
+  PerGroup r{{}, g.assume(la), {}};
+  r.b = g.assume(r.a, lb);
+  const Variable sum = g.add(r.a, r.b);
+  const Variable c = g.assume(r.b, lc), m = g.assume(r.a, lm);
+  r.observations.push_back(g.observe(c, 1));
+  r.observations.push_back(g.observe(m, 2));
+  // children of members that join the law: summed with a member, observed
+  const Variable d = g.assume(r.b, lc), n = g.assume(r.a, lm);
+  r.observations.push_back(g.observe(g.add(d, r.a), 4));
+  r.observations.push_back(g.observe(g.add(n, r.b), 3));
+  r.observations.push_back(g.observe(sum, 6));
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("joint batches: a child law per group runs as a batch, each table under its own group's law",
+          "[runtime][joint][batches][groups]") {
+  namespace js = tally::runtime::detail::joint_steps;
+  const std::size_t G = 6, S = 3;
+  Graph host(Groups{G, S}, 9, Device::cpu, batches(Mode::host));
+  const PerGroup want = run_per_group(host, G);
+  const std::uint64_t before = batches_so_far(), to_host = js::tables_to_host();
+  Graph batch(Groups{G, S}, 9, Device::cpu, batches(Mode::batched));
+  const PerGroup got = run_per_group(batch, G);
+  CHECK(batches_so_far() > before);
+  CHECK(js::tables_to_host() - to_host == 0);
+  require_same_likelihoods(want.observations, got.observations, G * S);
+  bool differ = false;  // the groups' laws differ: so do their likelihoods
+  for (std::size_t i = S; i < G * S; i += S) differ = differ || got.observations[0][i] != got.observations[0][0];
+  CHECK(differ);
+  require_same_marginals(host, want.a, batch, got.a);
+  require_same_marginals(host, want.b, batch, got.b);
+}
+
 TEST_CASE("joint batches: two groups multiplied (an outer product) as a batch give the host's likelihoods and "
           "marginals",
           "[runtime][joint][batches]") {
@@ -299,6 +359,18 @@ TEST_CASE("joint batches: on a CUDA graph the device's batches give the host gra
   require_same_likelihoods(want2.observations, got2.observations, P);
   require_same_marginals(host2, want2.a, device2, got2.a);
   require_same_marginals(host2, want2.c, device2, got2.c);
+  // a child law per group on the device
+  const std::size_t G = 16, S = 4;
+  Graph host3(Groups{G, S}, 9, Device::cpu, batches(Mode::host));
+  Graph device3(Groups{G, S}, 9, Device::cuda, batches(Mode::automatic, 1));
+  const PerGroup want3 = run_per_group(host3, G);
+  const std::uint64_t before3 = batches_so_far(), to_host3 = js::tables_to_host();
+  const PerGroup got3 = run_per_group(device3, G);
+  CHECK(batches_so_far() > before3);
+  CHECK(js::tables_to_host() - to_host3 == 0);
+  require_same_likelihoods(want3.observations, got3.observations, G * S);
+  require_same_marginals(host3, want3.a, device3, got3.a);
+  require_same_marginals(host3, want3.b, device3, got3.b);
 }
 
 }  // namespace test_joint_batches

@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "child_math.hpp"
 #include "joint_math.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu/joint_laws.hpp"
@@ -44,6 +45,25 @@ inline void check_states(const JointLaws& x, int axis, std::int64_t states, cons
       tally::detail::fail<domain_error>(who, ": law ", i, " has values ", lo, " .. ", hi, " on axis ", axis,
                                         ", outside the ", states, " states");
   }
+}
+
+/// A child of one set per law (ChildKernel::per_set) fits x: sets x per laws, its scalars where the laws are
+/// (shape_error otherwise). Returns the states a table child's rows index (each set's K), 0 for a scalar child.
+inline std::int64_t check_child_sets(const JointLaws& x, const ChildKernel& child, const char* who) {
+  const bool table = child.kind == ChildKernel::Kind::indexed_poisson || child.kind == ChildKernel::Kind::categorical;
+  if (child.per == 0) return table ? static_cast<std::int64_t>(child.table.rows) : 0;
+  if (child.per * child.sets != x.size())
+    tally::detail::fail<shape_error>(who, ": a child per set of ", child.sets, " sets of ", child.per, " laws for ",
+                                     x.size(), " laws");
+  if (!table && child.q_each.where() != x.where())
+    tally::detail::fail<shape_error>(who, ": the sets' scalars are not where the laws are");
+  return table ? static_cast<std::int64_t>(child.set_rows) : 0;
+}
+
+/// The child's view where it lives (law i's own child: view.at(i)).
+inline ChildView joint_child_view(const ChildKernel& child) {
+  const double* q_each = child.per > 0 && child.q_each.size() > 0 ? child.q_each.data() : nullptr;
+  return child_view(child, child.table.values.data(), q_each);
 }
 
 /// The output boxes, law by law, from `make` (a JointBox -> JointBox map), as count x rank arrays.

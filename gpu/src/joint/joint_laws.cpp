@@ -151,6 +151,7 @@ JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child
   constexpr const char* who = "tally::gpu::joint_add_child";
   check_axis(x, axis, who);
   std::int64_t categories = 0;  // Y's extent for a categorical child (a binomial's is each law's hi_axis + 1)
+  const std::int64_t states = detail::check_child_sets(x, child, who);
   switch (child.kind) {
     case ChildKernel::Kind::binomial:
       tally::detail::check_probability(child.q, who, "q");
@@ -163,7 +164,7 @@ JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child
     case ChildKernel::Kind::categorical:
       if (child.table.where() != x.where() || child.table.rows == 0 || child.table.cols == 0)
         tally::detail::fail<shape_error>(who, ": the child's table is empty or not where the laws are");
-      check_states(x, axis, static_cast<std::int64_t>(child.table.rows), who);
+      check_states(x, axis, states, who);
       categories = static_cast<std::int64_t>(child.table.cols);
       break;
     case ChildKernel::Kind::scaled_poisson:
@@ -183,12 +184,13 @@ JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child
         return detail::append_axis_box(b, 0, categories > 0 ? categories : b.lo[axis] + b.shape[axis]);
       },
       who);
-  const detail::ChildView ch = detail::child_view(child, child.table.values.data());
+  const detail::ChildView children = detail::joint_child_view(child);
   if (x.where() == Backend::cuda) {
-    joint_cuda::add_child(x, axis, ch, out);
+    joint_cuda::add_child(x, axis, children, out);
     return out;
   }
   for (std::size_t i = 0; i < x.size(); ++i) {
+    const detail::ChildView ch = children.at(static_cast<std::int64_t>(i));
     const detail::JointBox in = box(x, i), to = box(out, i);
     const double* w = x.weights().host().data() + x.offset()[i];
     double* o = out.weights().host().data() + out.offset()[i];

@@ -38,9 +38,10 @@ __global__ void __launch_bounds__(joint_block) add_child_kernel(JointView x, int
   const JointBox in = box_of(x.rank, x.lo, x.shape, i), to = box_of(out.rank, out.lo, out.shape, i);
   const double* w = x.weights + x.offset[i];
   double* o = out.weights + out.offset[i];
+  const detail::ChildView ch = child.at(i);  // law i's own child where there is one per set
   for (std::int64_t e = threadIdx.x; e < to.size; e += joint_block) {
     const std::int64_t at = detail::appended_source(in, to, e);
-    o[e] = w[at] > 0.0 ? log(w[at]) + detail::child_log_mass(child, detail::joint_coordinate(to, e, axis),
+    o[e] = w[at] > 0.0 ? log(w[at]) + detail::child_log_mass(ch, detail::joint_coordinate(to, e, axis),
                                                              detail::joint_coordinate(to, e, in.rank))
                        : -INFINITY;
   }

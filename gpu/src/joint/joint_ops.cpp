@@ -112,8 +112,10 @@ JointLaws condition_joint(const JointLaws& x, const detail::JointLikelihood& l, 
     const double* w = x.weights().host().data() + x.offset()[i];
     double* o = out.weights().host().data() + out.offset()[i];
     const double s = x.log_scale().host()[i];
+    JointLikelihood li = l;  // law i's own child where there is one per set
+    li.child = l.child.at(static_cast<std::int64_t>(i));
     for (std::int64_t e = 0; e < b.size; ++e)
-      o[e] = w[e] > 0.0 ? std::log(w[e]) + joint_log_likelihood(l, b, e, v.host()[i]) : minus_inf;
+      o[e] = w[e] > 0.0 ? std::log(w[e]) + joint_log_likelihood(li, b, e, v.host()[i]) : minus_inf;
     const double top = exponentiate(o, b.size);
     if (top == minus_inf || s == minus_inf) {
       std::copy(w, w + b.size, o);
@@ -237,6 +239,7 @@ JointLaws joint_condition_on_child(const JointLaws& x, int axis, const ChildKern
                                    Column<double>& log_likelihood) {
   constexpr const char* who = "tally::gpu::joint_condition_on_child";
   detail::check_axis(x, axis, who);
+  const std::int64_t states = detail::check_child_sets(x, child, who);
   detail::JointLikelihood l;
   l.kind = detail::JointLikelihood::Kind::child;
   l.axis = axis;
@@ -254,12 +257,12 @@ JointLaws joint_condition_on_child(const JointLaws& x, int axis, const ChildKern
     case ChildKernel::Kind::categorical:
       if (child.table.where() != x.where() || child.table.rows == 0)
         tally::detail::fail<shape_error>(who, ": the child's table is empty or not where the laws are");
-      check_states(x, axis, static_cast<std::int64_t>(child.table.rows), who);
+      check_states(x, axis, states, who);
       break;
     case ChildKernel::Kind::affine:
       tally::detail::fail<shape_error>(who, ": an affine child is a linear combination (joint_condition_on_linear)");
   }
-  l.child = detail::child_view(child, child.table.values.data());
+  l.child = detail::joint_child_view(child);
   return detail::condition_joint(x, l, v, log_likelihood, who);
 }
 

@@ -86,8 +86,10 @@ __global__ void __launch_bounds__(joint_block) condition_kernel(JointView x, det
   double* o = out.weights + out.offset[i];
   const double s = x.log_scale[i];
   const std::int64_t vi = v[i];
+  detail::JointLikelihood li = l;  // law i's own child where there is one per set
+  li.child = l.child.at(i);
   for (std::int64_t e = threadIdx.x; e < b.size; e += joint_block)
-    o[e] = w[e] > 0.0 ? log(w[e]) + detail::joint_log_likelihood(l, b, e, vi) : -INFINITY;
+    o[e] = w[e] > 0.0 ? log(w[e]) + detail::joint_log_likelihood(li, b, e, vi) : -INFINITY;
   const double top = exponentiate(o, b.size);
   if (top == -INFINITY || s == -INFINITY) {
     for (std::int64_t e = threadIdx.x; e < b.size; e += joint_block) o[e] = w[e];

@@ -252,10 +252,26 @@ bool keep(const Context& c, JointGroup& g, BatchOut out, const RunStarts& runs, 
   return true;
 }
 
-BatchOut child_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, bool in_place) {
+gpu::ChildKernel batch_child(const ChildLaw& law, const GroupLaws* each, const Starts& s, gpu::Backend where) {
+  if (!each) return child_kernel(law, where);
+  std::vector<gpu::ChildKernel> sets;  // made on the host, copied where the batch runs by per_set
+  sets.reserve(s.size());
+  for (const std::size_t i : s) sets.push_back(child_kernel(each->at(i), gpu::Backend::cpu));
+  return gpu::ChildKernel::per_set(sets, 1, where);
+}
+
+BatchOut child_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, bool in_place,
+                     const GroupLaws* each, const Starts& s) {
   const gpu::JointLaws& x = *in.laws;
   const int rank = x.rank();
   gpu::JointLaws out;
+  if (each) {  // a law per group: a thinning or a Markov step of each table's own (Y appended, X summed out in place)
+    if (std::holds_alternative<AffineLaw>(law)) throw std::logic_error("tally::runtime: an affine law per group");
+    require_child(x, at.max_size, axis, law);
+    out = gpu::joint_add_child(x, axis, batch_child(law, each, s, at.where));
+    if (in_place) out = gpu::joint_sum_out(out, axis);
+    return {std::move(out), std::move(in.bounds), {}};
+  }
   if (in_place && !std::holds_alternative<Thinning>(law)) {  // a Markov step or affine map: the axis replaced
     if (const auto* f = std::get_if<AffineLaw>(&law)) require_linear(x, at.max_size, unit(rank, axis, f->a), axis);
     else
@@ -309,15 +325,15 @@ BatchOut linear_batch(BatchIn in, const Starts& s, const BatchPlace& at, const C
 }
 
 BatchOut child_sum_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, std::int64_t sign_x,
-                         std::int64_t sign_y) {
+                         std::int64_t sign_y, const GroupLaws* each, const Starts& s) {
   const gpu::JointLaws& x = *in.laws;
   const int rank = x.rank();
   gpu::JointLaws e;  // Y appended at axis `rank`
   require_child(x, at.max_size, axis, law);
-  if (const auto* f = std::get_if<AffineLaw>(&law))
+  if (const auto* f = std::get_if<AffineLaw>(&law); f && !each)
     e = gpu::joint_linear_combination(x, unit(rank, axis, f->a), f->c, -1);
   else
-    e = gpu::joint_add_child(x, axis, child_kernel(law, at.where));
+    e = gpu::joint_add_child(x, axis, batch_child(law, each, s, at.where));
   Coordinates k(static_cast<std::size_t>(rank + 1), 0);
   k[static_cast<std::size_t>(axis)] = sign_x;
   k.back() = sign_y;
@@ -451,9 +467,9 @@ std::optional<ConditionedBatch> with_rho(const BatchIn& in, gpu::JointLaws poste
 }  // namespace
 
 std::optional<ConditionedBatch> condition_batch(const BatchIn& in, const Starts& s, int axis, const ChildLaw& law,
-                                                const std::vector<std::int64_t>& y) {
+                                                const std::vector<std::int64_t>& y, const GroupLaws* each) {
   const gpu::JointLaws& x = *in.laws;
-  if (const auto* f = std::get_if<AffineLaw>(&law)) {
+  if (const auto* f = std::get_if<AffineLaw>(&law); f && !each) {
     std::vector<std::int64_t> v;  // a X + c = y: a X = y - c
     for (const std::size_t i : s) v.push_back((y.size() == 1 ? y[0] : y[i]) - f->c);
     return condition_linear_batch(in, unit(x.rank(), axis, f->a), v);
@@ -462,7 +478,7 @@ std::optional<ConditionedBatch> condition_batch(const BatchIn& in, const Starts&
   for (const std::size_t i : s) v.push_back(y.size() == 1 ? y[0] : y[i]);
   const auto observed = gpu::Column<std::int64_t>::from_host(v, x.where());
   auto ll = gpu::Column<double>::from_host(std::vector<double>(s.size(), 0.0), x.where());
-  gpu::JointLaws posterior = gpu::joint_condition_on_child(x, axis, child_kernel(law, x.where()), observed, ll);
+  gpu::JointLaws posterior = gpu::joint_condition_on_child(x, axis, batch_child(law, each, s, x.where()), observed, ll);
   return with_rho(in, std::move(posterior), ll);
 }
 

@@ -113,10 +113,20 @@ struct FoldedOperand {
 // input's whole bound (these maps keep every table's mass; an added independent law's bound is combined as
 // (1 + e)(1 + e_y) - 1). Each checks its results' sizes against at.max_size before computing them (over_budget).
 
+/// The child kernel of a batch's tables: law's, or where each gives a law per group, each start's group's (a set of
+/// one table each: gpu::ChildKernel::per_set).
+gpu::ChildKernel batch_child(const ChildLaw& law, const GroupLaws* each, const Starts& s, gpu::Backend where);
 /// The child Y | X_axis ~ law (thinning, Markov step, affine map) appended as the last axis, or in place of X_axis
-/// (X summed out). In place, a Markov step or affine map keeps the axis where X was; a thinning puts Y last (the
-/// caller moves the member). Poisson children have no batch form (unbounded: batch_place is not asked).
-BatchOut child_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, bool in_place);
+/// (X summed out). In place, a Markov step or affine map keeps the axis where X was; a thinning, and a law per group
+/// (each: the tables at starts s each take their own group's, a thinning or a Markov step), put Y last (the caller
+/// moves the member: child_batch_puts_y_last). Poisson children have no batch form (unbounded: batch_place is not
+/// asked).
+BatchOut child_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, bool in_place,
+                     const GroupLaws* each = nullptr, const Starts& s = {});
+/// Whether child_batch in place puts Y last rather than where X was.
+inline bool child_batch_puts_y_last(const ChildLaw& law, const GroupLaws* each) {
+  return each != nullptr || std::holds_alternative<Thinning>(law);
+}
 /// The coordinate \f$V = c_i + \kappa \cdot x\f$ appended (replace = -1) or in place of X_replace, then each folded
 /// operand added to V (a convolution along V's axis). constants: c_i by particle (empty: 0).
 BatchOut linear_batch(BatchIn in, const Starts& s, const BatchPlace& at, const Coordinates& kappa,
@@ -126,7 +136,7 @@ BatchOut linear_batch(BatchIn in, const Starts& s, const BatchPlace& at, const C
 /// summed out: Z appended alone, as join_joint_sum's host form does where Y does not live on (where it does, Y
 /// joins as an axis and Z is a linear member).
 BatchOut child_sum_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, std::int64_t sign_x,
-                         std::int64_t sign_y);
+                         std::int64_t sign_y, const GroupLaws* each = nullptr, const Starts& s = {});
 /// The binomial split X_axis -> (X - Y, Y), Y ~ Binomial(X, q): X - Y in place of X, Y appended (split_in_place).
 BatchOut split_batch(BatchIn in, const BatchPlace& at, int axis, double q);
 /// X_axis summed out (the log masses kept).
@@ -142,9 +152,10 @@ struct ConditionedBatch {
   /// spread_error for a table without dropped measure.
   std::vector<double> log_likelihood, rho;
 };
-/// Nothing where a likelihood is NaN or a posterior has no mass (the host's formulas then).
+/// Nothing where a likelihood is NaN or a posterior has no mass (the host's formulas then). each: a law per group
+/// (each table observed under its start's group's).
 std::optional<ConditionedBatch> condition_batch(const BatchIn& in, const Starts& s, int axis, const ChildLaw& law,
-                                                const std::vector<std::int64_t>& y);
+                                                const std::vector<std::int64_t>& y, const GroupLaws* each = nullptr);
 /// Each table conditioned on \f$\kappa \cdot x = v_k\f$ (v: one value a table, in the batch's order), as
 /// condition_batch: an observed linear form of members, a linear member realized.
 std::optional<ConditionedBatch> condition_linear_batch(const BatchIn& in, const Coordinates& kappa,

@@ -76,13 +76,12 @@ void join_child(Node& n, const ChildLaw& law, const GroupLaws* each) {
         }
         return append_child(d, a, law_i, t);
       },
-      [&](BatchIn in, const Starts&, const BatchPlace& where) -> std::optional<BatchOut> {
-        if (each) return std::nullopt;  // a law per group: the host's tables
-        return child_batch(std::move(in), where, a, law, in_place);
+      [&](BatchIn in, const Starts& s, const BatchPlace& where) -> std::optional<BatchOut> {
+        return child_batch(std::move(in), where, a, law, in_place, each, s);  // a law per group: each run's own
       },
       [&](std::size_t i) { return g->repeats(i) && same_law_as_previous(each, i); }, &batched_here,
       g->uniform() && !each);
-  if (in_place && thinning && batched_here) {  // Y is the last axis
+  if (in_place && batched_here && child_batch_puts_y_last(law, each)) {  // Y is the last axis
     g->members.erase(g->members.begin() + a);
     g->members.push_back(n.weak_from_this());
   } else if (in_place) {
@@ -280,9 +279,8 @@ bool join_joint_sum(Node& z, const JointSum& j) {
         compute_batched(
             ctx, *g, bounded_child(j.law) ? g->rank() + 1 : 0,
             [&](std::size_t i) { return append_child(*g->laws()[i], a, law_at(j.law, each, i), t); },
-            [&](BatchIn in, const Starts&, const BatchPlace& where) -> std::optional<BatchOut> {
-              if (each) return std::nullopt;  // a law per group: the host's tables
-              return child_batch(std::move(in), where, a, j.law, false);
+            [&](BatchIn in, const Starts& s, const BatchPlace& where) -> std::optional<BatchOut> {
+              return child_batch(std::move(in), where, a, j.law, false, each, s);
             },
             [&](std::size_t i) { return g->repeats(i) && same_law_as_previous(each, i); }, nullptr,
             g->uniform() && !each);
@@ -316,10 +314,12 @@ bool join_joint_sum(Node& z, const JointSum& j) {
             k.back() = j.sign_y;
             return linear_combination(e, k, 0, e.rank() - 1, t);
           },
-          [&](BatchIn in, const Starts&, const BatchPlace& where) -> std::optional<BatchOut> {
-            if (each) return std::nullopt;  // a law per group: the host's tables
-            if (split_in_place) return split_batch(std::move(in), where, a, thinning->keep);
-            return child_sum_batch(std::move(in), where, a, j.law, j.sign_x, j.sign_y);
+          [&](BatchIn in, const Starts& s, const BatchPlace& where) -> std::optional<BatchOut> {
+            if (split_in_place) {
+              if (each) return std::nullopt;  // a split per group: the host's tables
+              return split_batch(std::move(in), where, a, thinning->keep);
+            }
+            return child_sum_batch(std::move(in), where, a, j.law, j.sign_x, j.sign_y, each, s);
           },
           [&](std::size_t i) { return g->repeats(i) && same_law_as_previous(each, i); }, nullptr,
           g->uniform() && !each);

@@ -33,14 +33,16 @@ JointConditioned condition_selected(const JointPmf& d, const SelectedChild& s, i
 /// observe_joint_child's batch form: g's distinct tables (the runs' starts) conditioned on y_i ~ law(X_axis) as one
 /// batch (condition_batch), the posteriors kept resident with the host's bounds (conditioned() there: the spread
 /// part rho sup(l) where rho = e M / L < 1, else min(2, 2 rho) and an infinite error), each particle's log L in
-/// loglik and the largest error in error. False, and nothing changed, where no batch runs or it gives nothing.
+/// loglik and the largest error in error; each: a law per group (each table observed under its own group's). False,
+/// and nothing changed, where no batch runs or it gives nothing.
 bool batched_observation(const Context& ctx, JointGroup& g, const RunStarts& runs, int axis, const ChildLaw& law,
-                         const std::vector<std::int64_t>& y, std::vector<double>& loglik, double& error) {
+                         const GroupLaws* each, const std::vector<std::int64_t>& y, std::vector<double>& loglik,
+                         double& error) {
   constexpr double inf = std::numeric_limits<double>::infinity();
   const auto at = batch_place(ctx, g, runs.starts, g.rank());
   if (!at) return false;
   const BatchIn in = batch_input(g, runs.starts, at->where);
-  std::optional<ConditionedBatch> made = condition_batch(in, runs.starts, axis, law, y);
+  std::optional<ConditionedBatch> made = condition_batch(in, runs.starts, axis, law, y, each);
   if (!made) return false;
   const std::size_t n = runs.starts.size();
   std::vector<double> bounds(n);
@@ -52,7 +54,8 @@ bool batched_observation(const Context& ctx, JointGroup& g, const RunStarts& run
       largest = std::max(largest, e > 0.0 ? inf : 0.0);
       continue;
     }
-    const double rho = rho_b < 1.0 ? rho_b * likelihood_sup(law, y[runs.starts[k]]) : 1.0;
+    const std::size_t i = runs.starts[k];
+    const double rho = rho_b < 1.0 ? rho_b * likelihood_sup(law_at(law, each, i), y[y.size() == 1 ? 0 : i]) : 1.0;
     largest = std::max(largest, rho < 1.0 ? -std::log1p(-rho) : inf);
     bounds[k] = rho < 1.0 ? rho : std::min(2.0, 2.0 * rho_b);
   }
@@ -212,7 +215,7 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
   if (const auto* c = std::get_if<DiscreteChild>(&child.kind)) {
     Node* x = child.parents[0].get();
     if (x == nullptr || !x->group) return false;
-    const GroupLaws* each = c->each.get();  // a law per group: each particle's own, on the host
+    const GroupLaws* each = c->each.get();  // a law per group: each particle's own
     g = x->group;
     int a = 0;
     try {
@@ -230,7 +233,7 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
     const RunStarts runs(
         ctx.particles,
         [&](std::size_t i) { return g->repeats(i) && repeats(y, i) && same_law_as_previous(each, i); }, one);
-    if (!(each == nullptr && batched_observation(ctx, *g, runs, a, c->law, y, loglik, error)))
+    if (!batched_observation(ctx, *g, runs, a, c->law, each, y, loglik, error))
       posterior = shared_per_particle(
           ctx.particles,
           [&](std::size_t i) {

@@ -181,8 +181,10 @@ JointLaws joint_markov_step(const JointLaws& x, int axis, const Table& transitio
 /// Every law given an observed child v_i ~ child(X_axis) of one coordinate (a thinning, a scaled or indexed
 /// Poisson, a categorical step: population_children's ChildKernel; affine children are refused, shape_error):
 /// \f$\pi_i(x) \propto \mu_i(x)\, p(v_i \mid x_{axis})\f$ and \f$\log L_i\f$ added to log_likelihood, as
-/// joint_condition_on_thinning (which is the binomial child). domain_error where the child's parent values leave its
-/// domain (a negative count, a state outside the table), checked on the host's boxes.
+/// joint_condition_on_thinning (which is the binomial child). A child per set (ChildKernel::per_set: law i's child is
+/// set floor(i / per)'s, sets x per laws) conditions each law on its own. domain_error where the child's parent
+/// values leave its domain (a negative count, a state outside the table), checked on the host's boxes; shape_error
+/// for a child per set that does not fit the laws.
 JointLaws joint_condition_on_child(const JointLaws& x, int axis, const ChildKernel& child, const Column<std::int64_t>& v,
                                    Column<double>& log_likelihood);
 
@@ -191,10 +193,11 @@ JointLaws joint_condition_on_child(const JointLaws& x, int axis, const ChildKern
 /// formed in logarithms (log w + log p) and scaled by the law's largest, as joint_split; the mass is kept (a
 /// child's law sums to 1). The children are population_children's bounded ChildKernels: a thinning Binomial(X_axis,
 /// q), Y on 0 .. hi_axis (needs X_axis >= 0); a categorical step Categorical(T[X_axis]), Y on 0 .. C - 1 (needs
-/// 0 <= X_axis < K, the table where the laws are, its entries the caller's, as for joint_markov_step). Refused: the
-/// Poisson children (domain_error: Y is unbounded, and a batched joint law has a box and no truncation error to
-/// carry; add the child to a JointPmf with a Truncation, or condition on an observed one with
-/// joint_condition_on_child) and the affine child (shape_error: it is joint_linear_combination). domain_error for a
+/// 0 <= X_axis < K, the table where the laws are, its entries the caller's, as for joint_markov_step). A child per
+/// set (ChildKernel::per_set) gives each law its own, as for joint_condition_on_child. Refused: the Poisson
+/// children (domain_error: Y is unbounded, and a batched joint law has a box and no truncation error to carry; add
+/// the child to a JointPmf with a Truncation, or condition on an observed one with joint_condition_on_child) and the
+/// affine child (shape_error: it is joint_linear_combination). domain_error for a
 /// parent outside the child's domain (checked on the host's boxes); shape_error for a bad axis, a rank past
 /// max_joint_rank or a table elsewhere.
 JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child);
