@@ -1,7 +1,8 @@
-// Batched joint laws: adding a bounded child as a new axis (one child for all laws or one per set, observed too),
-// conditioning on a thinning selected by a state, drawing one coordinate. The CPU loops against the distributions' JointPmf operations (add_child, condition with a
-// SelectedThinning, sample_coordinate with the same uniforms) and a brute-force marginal, and the device against
-// the CPU loops (draws equal), on fresh random laws.
+// Batched joint laws: adding a child as a new axis (bounded, or a Poisson child on a window; one child for all laws
+// or one per set, observed too), conditioning on a thinning selected by a state, drawing one coordinate. The CPU
+// loops against the distributions' JointPmf operations (add_child, condition with a SelectedThinning,
+// sample_coordinate with the same uniforms) and a brute-force marginal, and the device against the CPU loops (draws
+// equal), on fresh random laws.
 #include <catch2/catch.hpp>
 #include <Eigen/Core>
 #include <cmath>
@@ -163,6 +164,48 @@ TEST_CASE("batched joint laws: a child per set gives each law its set's child, a
                                                   Column<std::int64_t>::host_values(std::vector<std::int64_t>(P + 1, 1)),
                                                   ll),
                     shape_error);
+}
+
+TEST_CASE("batched joint laws: a Poisson child on a window is the distributions' add_child on it", "[gpu][joint]") {
+  std::mt19937_64 gen(20261210);
+  const std::size_t P = 40;
+  Eigen::VectorXd rates(states);
+  for (Eigen::Index s = 0; s < rates.size(); ++s) rates[s] = 0.3 * double(s % 7);
+  for (int rank = 1; rank <= 3; ++rank) {
+    INFO("rank " << rank);
+    const auto laws = random_laws(gen, P, rank, rank == 3 ? 4 : 7);
+    const JointLaws x = JointLaws::from_host(rank, laws, Backend::cpu);
+    for (int axis = 0; axis < rank; ++axis) {
+      INFO("axis " << axis);
+      for (const bool indexed : {false, true}) {
+        INFO((indexed ? "indexed" : "scaled"));
+        // tally::add_child's own windows, then the batch on them: the same measure
+        std::vector<JointPmf> want;
+        std::vector<std::int64_t> y_lo, y_hi;
+        for (const auto& law : laws) {
+          const JointPmf d = to_joint(law);
+          want.push_back(indexed ? add_child(d, axis, IndexedPoisson(rates)) : add_child(d, axis, ScaledPoisson(0.7)));
+          y_lo.push_back(want.back().lo().back());
+          y_hi.push_back(want.back().lo().back() + want.back().shape().back() - 1);
+        }
+        const ChildKernel k = indexed ? ChildKernel::indexed_poisson(Table::from_host(
+                                            std::vector<double>(rates.data(), rates.data() + rates.size()),
+                                            std::size_t(states), 1, Backend::cpu))
+                                      : ChildKernel::scaled_poisson(0.7);
+        const auto got = gpu::joint_add_child(x, axis, k, y_lo, y_hi).to_host();
+        for (std::size_t i = 0; i < P; ++i) {
+          INFO("law " << i);
+          require_same_measure(got[i], want[i]);
+        }
+      }
+    }
+  }
+  const JointLaws x = JointLaws::from_host(1, random_laws(gen, 3, 1, 4), Backend::cpu);
+  const std::vector<std::int64_t> lo{0, 0, 0}, hi{5, 5, 5};
+  REQUIRE_THROWS_AS(gpu::joint_add_child(x, 0, ChildKernel::binomial(0.5), lo, hi), shape_error);  // bounded
+  REQUIRE_THROWS_AS(gpu::joint_add_child(x, 0, ChildKernel::scaled_poisson(0.5), lo, {5, 5}), shape_error);
+  REQUIRE_THROWS_AS(gpu::joint_add_child(x, 0, ChildKernel::scaled_poisson(0.5), {0, 3, 0}, {5, 2, 5}), domain_error);
+  REQUIRE(gpu::joint_add_child(x, 0, ChildKernel::scaled_poisson(0.5), lo, hi).rank() == 2);  // still usable
 }
 
 TEST_CASE("batched joint laws: conditioning on a selected thinning is the distributions'", "[gpu][joint]") {
@@ -327,6 +370,19 @@ TEST_CASE("batched joint laws: the device's children and coordinate draws comput
       REQUIRE(dd.rest.has_value() == hd.rest.has_value());
       if (hd.rest) require_same_batch(*dd.rest, *hd.rest);
     }
+  }
+  {
+    INFO("a Poisson child on a window");
+    const auto laws = random_laws(gen, P, 2, 12);
+    const JointLaws h = JointLaws::from_host(2, laws, Backend::cpu), d = JointLaws::from_host(2, laws, Backend::cuda);
+    std::vector<std::int64_t> y_lo(P), y_hi(P);
+    for (std::size_t i = 0; i < P; ++i) {
+      y_lo[i] = std::int64_t(i % 5);
+      y_hi[i] = y_lo[i] + 20 + std::int64_t(i % 30);
+    }
+    for (int axis = 0; axis < 2; ++axis)
+      require_same_batch(gpu::joint_add_child(d, axis, ChildKernel::scaled_poisson(0.9), y_lo, y_hi),
+                         gpu::joint_add_child(h, axis, ChildKernel::scaled_poisson(0.9), y_lo, y_hi), 1e-11);
   }
   {
     INFO("a child per set: 143 sets of 7 laws");

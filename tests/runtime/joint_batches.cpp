@@ -230,7 +230,7 @@ namespace {
 
 /// Two independent counts per particle (their laws differ between particles), each in a joint law of its own: A with
 /// its thinned child B summed to it, C added to itself; then the two sums are added (the two groups' outer product
-/// in each particle) and observed.
+/// in each particle) and observed; then a third count's Poisson child added to the count's own sum and observed.
 struct TwoGroups {
   std::vector<Observation> observations;
   Variable a, c;
@@ -247,6 +247,11 @@ TwoGroups run_two_groups(Graph& g) {
   const Variable b = g.binomial(r.a, 0.3);
   const Variable ab = g.add(b, r.a), cc = g.add(r.c, r.c);
   r.observations.push_back(g.observe(g.add(ab, cc), 9));
+  // a Poisson child of a member of a third group (D added to itself) joins its law, appended on each table's window
+  std::vector<Binomial> ld;
+  for (std::size_t i = 0; i < P; ++i) ld.emplace_back(4 + std::int64_t(i % 5), 0.6);
+  const Variable d = g.assume(ld), dd = g.add(d, d);
+  r.observations.push_back(g.observe(g.add(g.assume(d, ScaledPoisson(0.8)), dd), 9));
   return r;
 }
 
@@ -256,8 +261,8 @@ namespace {
 
 /// Groups of particles, each with its own laws (G groups of S): a count A and its thinned child B summed (a joint
 /// law of the two), B's own thinning C and a Markov step M of A, each a law per group, C and M observed; then such
-/// children summed with a member (they join the law) and observed, and the first sum observed: every operation on
-/// the joint law under each group's own child law.
+/// children summed with a member (they join the law) and observed, a Poisson child per group (of another count) too,
+/// and the first sum observed: every operation on the joint law under each group's own child law.
 struct PerGroup {
   std::vector<Observation> observations;
   Variable a, b;
@@ -287,6 +292,11 @@ PerGroup run_per_group(Graph& g, std::size_t G) {
   const Variable d = g.assume(r.b, lc), n = g.assume(r.a, lm);
   r.observations.push_back(g.observe(g.add(d, r.a), 4));
   r.observations.push_back(g.observe(g.add(n, r.b), 3));
+  // a Poisson child per group of a member of another law (E added to itself), appended on each table's window
+  std::vector<ScaledPoisson> lp;
+  for (std::size_t k = 0; k < G; ++k) lp.emplace_back(0.4 + 0.2 * double(k % 3));
+  const Variable e = g.assume(la), ee = g.add(e, e);
+  r.observations.push_back(g.observe(g.add(g.assume(e, lp), ee), 7));
   r.observations.push_back(g.observe(sum, 6));
   return r;
 }

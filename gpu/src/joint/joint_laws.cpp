@@ -147,6 +147,33 @@ JointLaws joint_split(const JointLaws& x, int axis, double q) {
   return out;
 }
 
+namespace {
+
+/// out (allocated on the boxes with Y appended) from x: log w + log p(y | x_axis), each law's own child.
+void add_child_into(const JointLaws& x, int axis, const ChildKernel& child, JointLaws& out) {
+  const detail::ChildView children = detail::joint_child_view(child);
+  if (x.where() == Backend::cuda) {
+    joint_cuda::add_child(x, axis, children, out);
+    return;
+  }
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const detail::ChildView ch = children.at(static_cast<std::int64_t>(i));
+    const detail::JointBox in = box(x, i), to = box(out, i);
+    const double* w = x.weights().host().data() + x.offset()[i];
+    double* o = out.weights().host().data() + out.offset()[i];
+    for (std::int64_t e = 0; e < to.size; ++e) {
+      const std::int64_t at = detail::appended_source(in, to, e);
+      o[e] = w[at] > 0.0 ? std::log(w[at]) + detail::child_log_mass(ch, detail::joint_coordinate(to, e, axis),
+                                                                    detail::joint_coordinate(to, e, in.rank))
+                         : minus_inf;
+    }
+    const double top = exponentiate(o, to.size);
+    out.log_scale().host()[i] = top == minus_inf ? minus_inf : x.log_scale().host()[i] + top;
+  }
+}
+
+}  // namespace
+
 JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child) {
   constexpr const char* who = "tally::gpu::joint_add_child";
   check_axis(x, axis, who);
@@ -184,27 +211,44 @@ JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child
         return detail::append_axis_box(b, 0, categories > 0 ? categories : b.lo[axis] + b.shape[axis]);
       },
       who);
-  const detail::ChildView children = detail::joint_child_view(child);
-  if (x.where() == Backend::cuda) {
-    joint_cuda::add_child(x, axis, children, out);
-    return out;
-  }
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const detail::ChildView ch = children.at(static_cast<std::int64_t>(i));
-    const detail::JointBox in = box(x, i), to = box(out, i);
-    const double* w = x.weights().host().data() + x.offset()[i];
-    double* o = out.weights().host().data() + out.offset()[i];
-    for (std::int64_t e = 0; e < to.size; ++e) {
-      const std::int64_t at = detail::appended_source(in, to, e);
-      o[e] = w[at] > 0.0 ? std::log(w[at]) + detail::child_log_mass(ch, detail::joint_coordinate(to, e, axis),
-                                                                    detail::joint_coordinate(to, e, in.rank))
-                         : minus_inf;
-    }
-    const double top = exponentiate(o, to.size);
-    out.log_scale().host()[i] = top == minus_inf ? minus_inf : x.log_scale().host()[i] + top;
-  }
+  add_child_into(x, axis, child, out);
   return out;
 }
+
+JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child, const std::vector<std::int64_t>& y_lo,
+                          const std::vector<std::int64_t>& y_hi) {
+  constexpr const char* who = "tally::gpu::joint_add_child";
+  check_axis(x, axis, who);
+  const std::int64_t states = detail::check_child_sets(x, child, who);
+  switch (child.kind) {
+    case ChildKernel::Kind::scaled_poisson: check_counts(x, axis, who); break;
+    case ChildKernel::Kind::indexed_poisson:
+      if (child.table.where() != x.where() || child.table.rows == 0)
+        tally::detail::fail<shape_error>(who, ": the child's table is empty or not where the laws are");
+      check_states(x, axis, states, who);
+      break;
+    default: tally::detail::fail<shape_error>(who, ": a window of Y is for a Poisson child (the others are bounded)");
+  }
+  if (y_lo.size() != x.size() || y_hi.size() != x.size())
+    tally::detail::fail<shape_error>(who, ": ", y_lo.size(), " and ", y_hi.size(), " window ends for ", x.size(), " laws");
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (y_lo[i] < 0 || y_hi[i] < y_lo[i])
+      tally::detail::fail<domain_error>(who, ": law ", i, "'s window ", y_lo[i], " .. ", y_hi[i], " of a count");
+  if (x.rank() + 1 > max_joint_rank)
+    tally::detail::fail<shape_error>(who, ": a child of rank ", x.rank(), " would pass rank ", max_joint_rank);
+  std::size_t i = 0;
+  JointLaws out = allocate_like(
+      x, x.rank() + 1,
+      [&](const detail::JointBox& b) {
+        const detail::JointBox o = detail::append_axis_box(b, y_lo[i], y_hi[i] - y_lo[i] + 1);
+        ++i;
+        return o;
+      },
+      who);
+  add_child_into(x, axis, child, out);
+  return out;
+}
+
 
 JointLaws joint_condition_on_thinning(const JointLaws& x, int axis, double q, const Column<std::int64_t>& v,
                                       Column<double>& log_likelihood) {

@@ -10,6 +10,7 @@
 #include <variant>
 
 #include "tally/distributions/algebra.hpp"
+#include "tally/distributions/poisson.hpp"
 #include "tally/error.hpp"
 #include "infinities.hpp"
 #include "parallel_parts.hpp"
@@ -322,6 +323,38 @@ BatchOut linear_batch(BatchIn in, const Starts& s, const BatchPlace& at, const C
     }
   }
   return {std::move(out), std::move(in.bounds), {}};
+}
+
+BatchOut poisson_child_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, const Truncation& t,
+                             const GroupLaws* each, const Starts& s) {
+  const gpu::JointLaws& x = *in.laws;
+  const auto k = static_cast<std::size_t>(x.rank()), a = static_cast<std::size_t>(axis);
+  std::vector<std::int64_t> y_lo(x.size()), y_hi(x.size());
+  for (std::size_t j = 0; j < x.size(); ++j) {
+    // the smallest and largest rates over table j's box (Poisson tails are monotone in the rate): tally::add_child's
+    // window, from the box rather than its positive entries (wider, never narrower)
+    const std::int64_t lo = x.lo()[j * k + a], hi = lo + x.shape()[j * k + a] - 1;
+    if (lo < 0) tally::detail::fail<domain_error>("tally::runtime: a Poisson child of a negative count or state");
+    const ChildLaw& l = each ? each->at(s[j]) : law;
+    double lo_rate = 0.0, hi_rate = 0.0;
+    if (const auto* p = std::get_if<ScaledPoisson>(&l)) {
+      lo_rate = p->scale * static_cast<double>(lo);
+      hi_rate = p->scale * static_cast<double>(hi);
+    } else {
+      const Eigen::VectorXd& r = std::get<IndexedPoisson>(l).rates;
+      if (hi >= r.size()) tally::detail::fail<domain_error>("tally::runtime: an indexed Poisson child's state past its rates");
+      lo_rate = r.segment(lo, hi - lo + 1).minCoeff();
+      hi_rate = r.segment(lo, hi - lo + 1).maxCoeff();
+    }
+    y_lo[j] = hi_rate == 0.0 ? 0 : to_pmf(Poisson(lo_rate), t).lo();
+    y_hi[j] = hi_rate == 0.0 ? 0 : to_pmf(Poisson(hi_rate), t).hi();
+    // the mass past the window: at most tol / 2 on each side, relative (tally::add_child's bound)
+    if (hi_rate > 0.0) in.bounds[j] += t.tolerance / (1.0 - t.tolerance) * (1.0 + in.bounds[j]);
+  }
+  require_sizes(x, at.max_size, [&](std::size_t j, const std::vector<double>&, const std::vector<double>& shape) {
+    return entries(shape) * static_cast<double>(y_hi[j] - y_lo[j] + 1);
+  });
+  return {gpu::joint_add_child(x, axis, batch_child(law, each, s, at.where), y_lo, y_hi), std::move(in.bounds), {}};
 }
 
 BatchOut child_sum_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, std::int64_t sign_x,

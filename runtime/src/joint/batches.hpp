@@ -119,10 +119,14 @@ gpu::ChildKernel batch_child(const ChildLaw& law, const GroupLaws* each, const S
 /// The child Y | X_axis ~ law (thinning, Markov step, affine map) appended as the last axis, or in place of X_axis
 /// (X summed out). In place, a Markov step or affine map keeps the axis where X was; a thinning, and a law per group
 /// (each: the tables at starts s each take their own group's, a thinning or a Markov step), put Y last (the caller
-/// moves the member: child_batch_puts_y_last). Poisson children have no batch form (unbounded: batch_place is not
-/// asked).
+/// moves the member: child_batch_puts_y_last). Poisson children: poisson_child_batch.
 BatchOut child_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, bool in_place,
                      const GroupLaws* each = nullptr, const Starts& s = {});
+/// A Poisson child Y | X_axis ~ law (scaled or indexed; each: a law per group) appended as the last axis, on each
+/// table's window: tally::add_child's, from the smallest and largest rates over the table's box at t's tolerance,
+/// the mass past it (at most the tolerance, relative) added to the table's bound as tally::add_child adds it.
+BatchOut poisson_child_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, const Truncation& t,
+                             const GroupLaws* each = nullptr, const Starts& s = {});
 /// Whether child_batch in place puts Y last rather than where X was.
 inline bool child_batch_puts_y_last(const ChildLaw& law, const GroupLaws* each) {
   return each != nullptr || std::holds_alternative<Thinning>(law);

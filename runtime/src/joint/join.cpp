@@ -60,8 +60,8 @@ void join_child(Node& n, const ChildLaw& law, const GroupLaws* each) {
   // unless a linear member reads x
   const bool in_place = !live && !std::holds_alternative<ScaledPoisson>(law) &&
                         !std::holds_alternative<IndexedPoisson>(law) && !read_by_linear(*g, a);
-  // the batch form: a bounded child; in place, a thinning appends Y before X is summed out
-  const int rank_out = !bounded_child(law) ? 0 : g->rank() + (!in_place || thinning ? 1 : 0);
+  // the batch form: in place, a thinning appends Y before X is summed out; a Poisson child is appended on a window
+  const int rank_out = g->rank() + (!in_place || thinning || each ? 1 : 0);
   bool batched_here = false;
   compute_batched(
       ctx, *g, rank_out,
@@ -77,6 +77,7 @@ void join_child(Node& n, const ChildLaw& law, const GroupLaws* each) {
         return append_child(d, a, law_i, t);
       },
       [&](BatchIn in, const Starts& s, const BatchPlace& where) -> std::optional<BatchOut> {
+        if (!bounded_child(law)) return poisson_child_batch(std::move(in), where, a, law, t, each, s);
         return child_batch(std::move(in), where, a, law, in_place, each, s);  // a law per group: each run's own
       },
       [&](std::size_t i) { return g->repeats(i) && same_law_as_previous(each, i); }, &batched_here,

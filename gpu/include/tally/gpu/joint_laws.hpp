@@ -201,6 +201,13 @@ JointLaws joint_condition_on_child(const JointLaws& x, int axis, const ChildKern
 /// parent outside the child's domain (checked on the host's boxes); shape_error for a bad axis, a rank past
 /// max_joint_rank or a table elsewhere.
 JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child);
+/// The same for a Poisson child (scaled or indexed, or one per set), which is unbounded: Y kept on the window
+/// [y_lo_i, y_hi_i] of law i, the caller's (a batched law carries no truncation error: the caller accounts for the
+/// mass past the window, as tally::add_child's bound does for its window). domain_error for a window that is not
+/// 0 <= y_lo_i <= y_hi_i or a parent outside the child's domain; shape_error for another kind of child, windows of
+/// another count, a bad axis or a rank past max_joint_rank.
+JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child, const std::vector<std::int64_t>& y_lo,
+                          const std::vector<std::int64_t>& y_hi);
 
 /// Every law given an observed emission \f$v_i \sim \mathrm{Poisson}(a\, X_{r_s})\f$, s = X_state (the rate selected
 /// by a state coordinate among rate_axes; tally::SelectedScaledPoisson): \f$\pi_i(x) \propto \mu_i(x)\,
