@@ -228,14 +228,32 @@ TEST_CASE("joint batches: a filter whose particles hold different joint tables g
 
 namespace {
 
+/// What the programs below report: their observations and two variables whose marginals are compared.
+struct TwoCounts {
+  std::vector<Observation> observations;
+  Variable a, b;
+};
+
+/// A program run on a graph of the host's tables and on one of batches: batches ran, no resident table came to the
+/// host, and the likelihoods and both marginals are the host's. Returns the batches' run.
+template <class Program>
+TwoCounts require_batched_as_host(Graph& host, Graph& batch, Program run) {
+  namespace js = tally::runtime::detail::joint_steps;
+  const TwoCounts want = run(host);
+  const std::uint64_t before = batches_so_far(), to_host = js::tables_to_host();
+  TwoCounts got = run(batch);
+  CHECK(batches_so_far() > before);
+  CHECK(js::tables_to_host() - to_host == 0);
+  require_same_likelihoods(want.observations, got.observations, host.particles());
+  require_same_marginals(host, want.a, batch, got.a);
+  require_same_marginals(host, want.b, batch, got.b);
+  return got;
+}
+
 /// Two independent counts per particle (their laws differ between particles), each in a joint law of its own: A with
 /// its thinned child B summed to it, C added to itself; then the two sums are added (the two groups' outer product
 /// in each particle) and observed; then a third count's Poisson child added to the count's own sum and observed.
-struct TwoGroups {
-  std::vector<Observation> observations;
-  Variable a, c;
-};
-TwoGroups run_two_groups(Graph& g) {
+TwoCounts run_two_groups(Graph& g) {
   const std::size_t P = g.particles();
   std::vector<Binomial> la;
   std::vector<Poisson> lc;
@@ -243,9 +261,9 @@ TwoGroups run_two_groups(Graph& g) {
     la.emplace_back(6 + std::int64_t(i % 3), 0.5);
     lc.emplace_back(2.0 + 0.5 * double(i % 4));
   }
-  TwoGroups r{{}, g.assume(la), g.assume(lc)};
+  TwoCounts r{{}, g.assume(la), g.assume(lc)};
   const Variable b = g.binomial(r.a, 0.3);
-  const Variable ab = g.add(b, r.a), cc = g.add(r.c, r.c);
+  const Variable ab = g.add(b, r.a), cc = g.add(r.b, r.b);
   r.observations.push_back(g.observe(g.add(ab, cc), 9));
   // a Poisson child of a member of a third group (D added to itself) joins its law, appended on each table's window
   std::vector<Binomial> ld;
@@ -263,11 +281,7 @@ namespace {
 /// law of the two), B's own thinning C and a Markov step M of A, each a law per group, C and M observed; then such
 /// children summed with a member (they join the law) and observed, a Poisson child per group (of another count) too,
 /// and the first sum observed: every operation on the joint law under each group's own child law.
-struct PerGroup {
-  std::vector<Observation> observations;
-  Variable a, b;
-};
-PerGroup run_per_group(Graph& g, std::size_t G) {
+TwoCounts run_per_group(Graph& g, std::size_t G) {
   std::vector<Binomial> la;
   std::vector<Thinning> lb, lc;
   std::vector<MarkovStep> lm;
@@ -282,7 +296,7 @@ PerGroup run_per_group(Graph& g, std::size_t G) {
     }
     lm.emplace_back(t);
   }
-  PerGroup r{{}, g.assume(la), {}};
+  TwoCounts r{{}, g.assume(la), {}};
   r.b = g.assume(r.a, lb);
   const Variable sum = g.add(r.a, r.b);
   const Variable c = g.assume(r.b, lc), m = g.assume(r.a, lm);
@@ -305,38 +319,20 @@ PerGroup run_per_group(Graph& g, std::size_t G) {
 
 TEST_CASE("joint batches: a child law per group runs as a batch, each table under its own group's law",
           "[runtime][joint][batches][groups]") {
-  namespace js = tally::runtime::detail::joint_steps;
   const std::size_t G = 6, S = 3;
   Graph host(Groups{G, S}, 9, Device::cpu, batches(Mode::host));
-  const PerGroup want = run_per_group(host, G);
-  const std::uint64_t before = batches_so_far(), to_host = js::tables_to_host();
   Graph batch(Groups{G, S}, 9, Device::cpu, batches(Mode::batched));
-  const PerGroup got = run_per_group(batch, G);
-  CHECK(batches_so_far() > before);
-  CHECK(js::tables_to_host() - to_host == 0);
-  require_same_likelihoods(want.observations, got.observations, G * S);
+  const TwoCounts got = require_batched_as_host(host, batch, [&](Graph& g) { return run_per_group(g, G); });
   bool differ = false;  // the groups' laws differ: so do their likelihoods
   for (std::size_t i = S; i < G * S; i += S) differ = differ || got.observations[0][i] != got.observations[0][0];
   CHECK(differ);
-  require_same_marginals(host, want.a, batch, got.a);
-  require_same_marginals(host, want.b, batch, got.b);
 }
 
 TEST_CASE("joint batches: two groups multiplied (an outer product) as a batch give the host's likelihoods and "
           "marginals",
           "[runtime][joint][batches]") {
-  namespace js = tally::runtime::detail::joint_steps;
-  const std::size_t P = 12;
-  Graph host(P, 3, Device::cpu, batches(Mode::host));
-  const TwoGroups want = run_two_groups(host);
-  const std::uint64_t before = batches_so_far(), to_host = js::tables_to_host();
-  Graph batch(P, 3, Device::cpu, batches(Mode::batched));
-  const TwoGroups got = run_two_groups(batch);
-  CHECK(batches_so_far() > before);
-  CHECK(js::tables_to_host() - to_host == 0);
-  require_same_likelihoods(want.observations, got.observations, P);
-  require_same_marginals(host, want.a, batch, got.a);
-  require_same_marginals(host, want.c, batch, got.c);
+  Graph host(12, 3, Device::cpu, batches(Mode::host)), batch(12, 3, Device::cpu, batches(Mode::batched));
+  require_batched_as_host(host, batch, run_two_groups);
 }
 
 TEST_CASE("joint batches: on a CUDA graph the device's batches give the host graph's likelihoods and draws",
@@ -359,28 +355,13 @@ TEST_CASE("joint batches: on a CUDA graph the device's batches give the host gra
   require_same_marginals(host, want.b, device, got.b);  // b given a, read from the device's slices
   CHECK(host.value(want.b) == device.value(got.b));
   CHECK(js::tables_to_host() - to_host == 0);  // marginals, draws and the slices all on the device
-  // two groups multiplied on the device
+  // two groups multiplied, a child law per group: on the device
   Graph host2(P, 3, Device::cpu, batches(Mode::host)), device2(P, 3, Device::cuda, batches(Mode::automatic, 1));
-  const TwoGroups want2 = run_two_groups(host2);
-  const std::uint64_t before2 = batches_so_far(), to_host2 = js::tables_to_host();
-  const TwoGroups got2 = run_two_groups(device2);
-  CHECK(batches_so_far() > before2);
-  CHECK(js::tables_to_host() - to_host2 == 0);
-  require_same_likelihoods(want2.observations, got2.observations, P);
-  require_same_marginals(host2, want2.a, device2, got2.a);
-  require_same_marginals(host2, want2.c, device2, got2.c);
-  // a child law per group on the device
+  require_batched_as_host(host2, device2, run_two_groups);
   const std::size_t G = 16, S = 4;
   Graph host3(Groups{G, S}, 9, Device::cpu, batches(Mode::host));
   Graph device3(Groups{G, S}, 9, Device::cuda, batches(Mode::automatic, 1));
-  const PerGroup want3 = run_per_group(host3, G);
-  const std::uint64_t before3 = batches_so_far(), to_host3 = js::tables_to_host();
-  const PerGroup got3 = run_per_group(device3, G);
-  CHECK(batches_so_far() > before3);
-  CHECK(js::tables_to_host() - to_host3 == 0);
-  require_same_likelihoods(want3.observations, got3.observations, G * S);
-  require_same_marginals(host3, want3.a, device3, got3.a);
-  require_same_marginals(host3, want3.b, device3, got3.b);
+  require_batched_as_host(host3, device3, [&](Graph& g) { return run_per_group(g, G); });
 }
 
 }  // namespace test_joint_batches
