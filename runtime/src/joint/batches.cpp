@@ -515,6 +515,23 @@ std::optional<ConditionedBatch> condition_batch(const BatchIn& in, const Starts&
   return with_rho(in, std::move(posterior), ll);
 }
 
+std::optional<ConditionedBatch> selected_batch(const BatchIn& in, const Starts& s, const SelectedChild& child,
+                                               int state, const std::vector<int>& others,
+                                               const std::vector<std::int64_t>& y) {
+  const gpu::JointLaws& x = *in.laws;
+  std::vector<std::int64_t> v;
+  for (const std::size_t i : s) v.push_back(y.size() == 1 ? y[0] : y[i]);
+  const auto observed = gpu::Column<std::int64_t>::from_host(v, x.where());
+  auto ll = gpu::Column<double>::from_host(std::vector<double>(s.size(), 0.0), x.where());
+  gpu::JointLaws posterior =
+      child.family == SelectedChild::poisson
+          ? gpu::joint_condition_on_selected_poisson(x, state, others, child.scale, observed, ll)
+          : gpu::joint_condition_on_selected_thinning(
+                x, state, others.at(0), std::vector<double>(child.keep.data(), child.keep.data() + child.keep.size()),
+                observed, ll);
+  return with_rho(in, std::move(posterior), ll);
+}
+
 std::optional<ConditionedBatch> condition_linear_batch(const BatchIn& in, const Coordinates& kappa,
                                                        const std::vector<std::int64_t>& v) {
   const gpu::JointLaws& x = *in.laws;

@@ -160,6 +160,11 @@ struct ConditionedBatch {
 /// (each table observed under its start's group's).
 std::optional<ConditionedBatch> condition_batch(const BatchIn& in, const Starts& s, int axis, const ChildLaw& law,
                                                 const std::vector<std::int64_t>& y, const GroupLaws* each = nullptr);
+/// Each table conditioned on its observed child of several members, y_i ~ child (SelectedChild: Poisson(a R_S) with
+/// the state S on axis `state` selecting the rate among the axes `others`, or Binomial(X, q_S) with X on others[0]).
+std::optional<ConditionedBatch> selected_batch(const BatchIn& in, const Starts& s, const SelectedChild& child,
+                                               int state, const std::vector<int>& others,
+                                               const std::vector<std::int64_t>& y);
 /// Each table conditioned on \f$\kappa \cdot x = v_k\f$ (v: one value a table, in the batch's order), as
 /// condition_batch: an observed linear form of members, a linear member realized.
 std::optional<ConditionedBatch> condition_linear_batch(const BatchIn& in, const Coordinates& kappa,

@@ -30,19 +30,19 @@ JointConditioned condition_selected(const JointPmf& d, const SelectedChild& s, i
   return condition(d, SelectedThinning(others[0], state, s.keep), y);
 }
 
-/// observe_joint_child's batch form: g's distinct tables (the runs' starts) conditioned on y_i ~ law(X_axis) as one
-/// batch (condition_batch), the posteriors kept resident with the host's bounds (conditioned() there: the spread
-/// part rho sup(l) where rho = e M / L < 1, else min(2, 2 rho) and an infinite error), each particle's log L in
-/// loglik and the largest error in error; each: a law per group (each table observed under its own group's). False,
-/// and nothing changed, where no batch runs or it gives nothing.
-bool batched_observation(const Context& ctx, JointGroup& g, const RunStarts& runs, int axis, const ChildLaw& law,
-                         const GroupLaws* each, const std::vector<std::int64_t>& y, std::vector<double>& loglik,
-                         double& error) {
+/// The batch forms of observations: g's distinct tables (the runs' starts) conditioned as one batch by
+/// condition(in) (condition_batch, selected_batch), the posteriors kept resident with the host's bounds
+/// (conditioned() there: the spread part rho sup(l) where rho = e M / L < 1, else min(2, 2 rho) and an infinite
+/// error; sup(i) the likelihood's largest value for particle i's observation), each particle's log L in loglik and
+/// the largest error in error. False, and nothing changed, where no batch runs or it gives nothing.
+template <class Condition, class Sup>
+bool batched_conditioning(const Context& ctx, JointGroup& g, const RunStarts& runs, Condition condition, Sup sup,
+                          std::vector<double>& loglik, double& error) {
   constexpr double inf = std::numeric_limits<double>::infinity();
   const auto at = batch_place(ctx, g, runs.starts, g.rank());
   if (!at) return false;
   const BatchIn in = batch_input(g, runs.starts, at->where);
-  std::optional<ConditionedBatch> made = condition_batch(in, runs.starts, axis, law, y, each);
+  std::optional<ConditionedBatch> made = condition(in);
   if (!made) return false;
   const std::size_t n = runs.starts.size();
   std::vector<double> bounds(n);
@@ -54,8 +54,7 @@ bool batched_observation(const Context& ctx, JointGroup& g, const RunStarts& run
       largest = std::max(largest, e > 0.0 ? inf : 0.0);
       continue;
     }
-    const std::size_t i = runs.starts[k];
-    const double rho = rho_b < 1.0 ? rho_b * likelihood_sup(law_at(law, each, i), y[y.size() == 1 ? 0 : i]) : 1.0;
+    const double rho = rho_b < 1.0 ? rho_b * sup(runs.starts[k]) : 1.0;
     largest = std::max(largest, rho < 1.0 ? -std::log1p(-rho) : inf);
     bounds[k] = rho < 1.0 ? rho : std::min(2.0, 2.0 * rho_b);
   }
@@ -233,7 +232,11 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
     const RunStarts runs(
         ctx.particles,
         [&](std::size_t i) { return g->repeats(i) && repeats(y, i) && same_law_as_previous(each, i); }, one);
-    if (!batched_observation(ctx, *g, runs, a, c->law, each, y, loglik, error))
+    const auto at_y = [&](std::size_t i) { return y[y.size() == 1 ? 0 : i]; };
+    if (!batched_conditioning(
+            ctx, *g, runs,
+            [&](const BatchIn& in) { return condition_batch(in, runs.starts, a, c->law, y, each); },
+            [&](std::size_t i) { return likelihood_sup(law_at(c->law, each, i), at_y(i)); }, loglik, error))
       posterior = shared_per_particle(
           ctx.particles,
           [&](std::size_t i) {
@@ -257,16 +260,25 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
     y = host_values(values, one);
     loglik.resize(y.size());
     const Truncation wide = ctx.truncation;
-    posterior = shared_per_particle(
-        ctx.particles,
-        [&](std::size_t i) {
-          std::vector<int> axes;
-          const JointPmf d = f->table(i, axes, wide);
-          const std::vector<int> others(axes.begin() + 1, axes.end());
-          return conditioned(i, condition_selected(d, *s, axes[0], others, y[i]), d, g ? constants : 0,
-                             likelihood_sup(*s, y[i]));
-        },
-        [&](std::size_t i) { return f->repeats(i) && repeats(y, i) && (loglik[i] = loglik[i - 1], true); }, one);
+    const RunStarts runs(ctx.particles, [&](std::size_t i) { return f->repeats(i) && repeats(y, i); }, one);
+    // every parent a member: the group's tables conditioned as they are, as one batch where one runs
+    const bool members = g && constants == 0;
+    const std::vector<int> others(f->axis.begin() + 1, f->axis.end());
+    const auto at_y = [&](std::size_t i) { return y[y.size() == 1 ? 0 : i]; };
+    if (!(members && batched_conditioning(
+                         ctx, *g, runs,
+                         [&](const BatchIn& in) { return selected_batch(in, runs.starts, *s, f->axis[0], others, y); },
+                         [&](std::size_t i) { return likelihood_sup(*s, at_y(i)); }, loglik, error)))
+      posterior = shared_per_particle(
+          ctx.particles,
+          [&](std::size_t i) {
+            std::vector<int> axes;
+            const JointPmf d = f->table(i, axes, wide);
+            const std::vector<int> rest(axes.begin() + 1, axes.end());
+            return conditioned(i, condition_selected(d, *s, axes[0], rest, y[i]), d, g ? constants : 0,
+                               likelihood_sup(*s, y[i]));
+          },
+          [&](std::size_t i) { return runs.repeats(i) && (loglik[i] = loglik[i - 1], true); }, one);
   } else {
     return false;
   }

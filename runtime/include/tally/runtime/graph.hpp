@@ -222,8 +222,8 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// bounds. The batch's results stay in device memory, trimmed there, and the next operation with a batch form reads
 /// them there (a resampling remaps which table each particle holds), as do a member's marginal (on a CUDA graph,
 /// laws indexed by each particle's table) and its draw (the other members sliced at its values); they come to the
-/// host only for an operation without one (a child of several members, a split of a count by a thinning per group,
-/// a law past gpu::max_joint_rank axes); two groups multiplied (a sum of their members, say) are their tables'
+/// host only for an operation without one (a child of several members appended, or observed where one of them is
+/// realized; a split of a count by a thinning per group; a law past gpu::max_joint_rank axes); two groups multiplied (a sum of their members, say) are their tables'
 /// outer product, a batch too, a child law per group gives each table its own group's, and a Poisson child appended
 /// keeps each table's window (tally::add_child's, from the rates over the table's box; the mass past it in the bound).
 /// Binomial(x, rho) with rho a Beta variable is not a joint law: observed, it conditions x exactly and rho waits for
