@@ -160,10 +160,8 @@ TEST_CASE("batched joint laws: a child per set gives each law its set's child, a
   const JointLaws wrong = JointLaws::from_host(1, random_laws(gen, P + 1, 1, 4), Backend::cpu);
   REQUIRE_THROWS_AS(gpu::joint_add_child(wrong, 0, c.thinnings), shape_error);  // 25 laws for 6 sets of 4
   auto ll = Column<double>::host_values(std::vector<double>(P + 1, 0.0));
-  REQUIRE_THROWS_AS(gpu::joint_condition_on_child(wrong, 0, c.poissons,
-                                                  Column<std::int64_t>::host_values(std::vector<std::int64_t>(P + 1, 1)),
-                                                  ll),
-                    shape_error);
+  const auto ones = Column<std::int64_t>::host_values(std::vector<std::int64_t>(P + 1, 1));
+  REQUIRE_THROWS_AS(gpu::joint_condition_on_child(wrong, 0, c.poissons, ones, ll), shape_error);
 }
 
 TEST_CASE("batched joint laws: a Poisson child on a window is the distributions' add_child on it", "[gpu][joint]") {

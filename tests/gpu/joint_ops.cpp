@@ -1,6 +1,7 @@
 // Batched joint laws beyond the split: convolution along an axis, outer products, linear combinations, Markov steps,
-// conditioning on children, selected emissions and linear combinations, sampling. The CPU loops against the distributions'
-// JointPmf operations, and the device against the CPU loops (draws equal bit for bit), on fresh random laws.
+// conditioning on children, selected emissions and linear combinations, sampling. The CPU loops against the
+// distributions' JointPmf operations, and the device against the CPU loops (draws equal bit for bit), on fresh random
+// laws.
 #include <catch2/catch.hpp>
 #include <Eigen/Core>
 #include <algorithm>
@@ -88,8 +89,8 @@ TEST_CASE("batched joint laws: an outer product is the laws' product, point by p
     for (int ry = 1; rx + ry <= gpu::max_joint_rank; ++ry) {
       INFO("ranks " << rx << " and " << ry);
       const auto a = random_laws(gen, P, rx, 6), b = random_laws(gen, P, ry, 7);
-      const auto got =
-          gpu::joint_outer(JointLaws::from_host(rx, a, Backend::cpu), JointLaws::from_host(ry, b, Backend::cpu)).to_host();
+      const JointLaws ja = JointLaws::from_host(rx, a, Backend::cpu), jb = JointLaws::from_host(ry, b, Backend::cpu);
+      const auto got = gpu::joint_outer(ja, jb).to_host();
       for (std::size_t i = 0; i < P; ++i) {
         INFO("law " << i);
         const JointPmf da = to_joint(a[i]), db = to_joint(b[i]);

@@ -230,7 +230,8 @@ JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child
     default: tally::detail::fail<shape_error>(who, ": a window of Y is for a Poisson child (the others are bounded)");
   }
   if (y_lo.size() != x.size() || y_hi.size() != x.size())
-    tally::detail::fail<shape_error>(who, ": ", y_lo.size(), " and ", y_hi.size(), " window ends for ", x.size(), " laws");
+    tally::detail::fail<shape_error>(who, ": ", y_lo.size(), " and ", y_hi.size(), " window ends for ", x.size(),
+                                     " laws");
   for (std::size_t i = 0; i < x.size(); ++i)
     if (y_lo[i] < 0 || y_hi[i] < y_lo[i])
       tally::detail::fail<domain_error>(who, ": law ", i, "'s window ", y_lo[i], " .. ", y_hi[i], " of a count");

@@ -342,7 +342,8 @@ BatchOut poisson_child_batch(BatchIn in, const BatchPlace& at, int axis, const C
       hi_rate = p->scale * static_cast<double>(hi);
     } else {
       const Eigen::VectorXd& r = std::get<IndexedPoisson>(l).rates;
-      if (hi >= r.size()) tally::detail::fail<domain_error>("tally::runtime: an indexed Poisson child's state past its rates");
+      if (hi >= r.size())
+        tally::detail::fail<domain_error>("tally::runtime: an indexed Poisson child's state past its rates");
       lo_rate = r.segment(lo, hi - lo + 1).minCoeff();
       hi_rate = r.segment(lo, hi - lo + 1).maxCoeff();
     }

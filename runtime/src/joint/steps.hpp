@@ -119,9 +119,6 @@ inline std::int64_t table_bytes(const JointPmf& d) {
   return 8 * (static_cast<std::int64_t>(d.size()) + (d.dropped() ? static_cast<std::int64_t>(d.dropped()->size()) : 0));
 }
 
-/// P joint laws made by f(i) (trimmed, unless `trim` is false: f's tables are trimmed already), within the budget
-/// (over_budget, and nothing kept, otherwise; the dropped measures count, and are given up before the law is); f is
-/// called only where same(i) is false; where `one`, f(0) for every particle.
 /// f(i) (trimmed where `trim`) counted against the budget with the tables made before it (`bytes`); over_budget
 /// past it.
 template <class F>
@@ -136,6 +133,9 @@ std::shared_ptr<const JointPmf> budgeted(const Context& c, F& f, std::size_t i, 
   return made;
 }
 
+/// P joint laws made by f(i) (trimmed, unless `trim` is false: f's tables are trimmed already), within the budget
+/// (over_budget, and nothing kept, otherwise; the dropped measures count, and are given up before the law is); f is
+/// called only where same(i) is false; where `one`, f(0) for every particle.
 template <class F, class Same>
 Tables compute(const Context& c, F f, Same same, bool one = false, bool trim = true) {
   std::int64_t bytes = 0;

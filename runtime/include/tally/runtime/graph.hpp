@@ -213,19 +213,20 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// drawn). Components a joint law cannot hold are drawn as before and reported with their own reasons: a count of
 /// a marginalized Beta, Gamma or Dirichlet parameter (Fallback::pruned, parent_realized, shared_ancestor). Joint
 /// laws live on the host, for a CUDA graph too (their inputs are copied to the host, their marginals and draws back
-/// to the device), one table per distinct input: particles with equal tables share one (a law formed from equal
-/// inputs is made once however its particles lie, a tie's constants drawn from a few values say; an operation on it
-/// after that, once per run of equal neighbours), and where every particle holds the same table (nothing per
-/// particle has entered it) the law is that one table, each operation on it made once, whatever P. Where the
-/// particles hold many different tables (a member drawn in each), a CUDA graph computes an operation on all of them as one batch
-/// of device kernels (Truncation::joint_batches): the same results to rounding, with coarser (still sound) error
-/// bounds. The batch's results stay in device memory, trimmed there, and the next operation with a batch form reads
-/// them there (a resampling remaps which table each particle holds), as do a member's marginal (on a CUDA graph,
-/// laws indexed by each particle's table) and its draw (the other members sliced at its values); they come to the
-/// host only for an operation without one (a child of several members appended, or observed where one of them is
-/// realized; a split of a count by a thinning per group; a law past gpu::max_joint_rank axes); two groups multiplied (a sum of their members, say) are their tables'
-/// outer product, a batch too, a child law per group gives each table its own group's, and a Poisson child appended
-/// keeps each table's window (tally::add_child's, from the rates over the table's box; the mass past it in the bound).
+/// to the device), one table per distinct input: particles with equal tables share one (a law formed from equal inputs
+/// is made once however its particles lie, a tie's constants drawn from a few values say; an operation on it after
+/// that, once per run of equal neighbours), and where every particle holds the same table (nothing per particle has
+/// entered it) the law is that one table, each operation on it made once, whatever P. Where the particles hold many
+/// different tables (a member drawn in each), a CUDA graph computes an operation on all of them as one batch of device
+/// kernels (Truncation::joint_batches): the same results to rounding, with coarser (still sound) error bounds. The
+/// batch's results stay in device memory, trimmed there, and the next operation with a batch form reads them there (a
+/// resampling remaps which table each particle holds), as do a member's marginal (on a CUDA graph, laws indexed by each
+/// particle's table) and its draw (the other members sliced at its values); they come to the host only for an operation
+/// without one (a child of several members appended, or observed where one of them is realized; a split of a count by a
+/// thinning per group; a law past gpu::max_joint_rank axes); two groups multiplied (a sum of their members, say) are
+/// their tables' outer product, a batch too, a child law per group gives each table its own group's, and a Poisson
+/// child appended keeps each table's window (tally::add_child's, from the rates over the table's box; the mass past it
+/// in the bound).
 /// Binomial(x, rho) with rho a Beta variable is not a joint law: observed, it conditions x exactly and rho waits for
 /// x's value (see binomial(x, rho) below).
 /// Every sampling the runtime does on its own (Fallback) is reported by the next observation's exactness(): while
