@@ -60,6 +60,15 @@ inline std::int64_t check_child_sets(const JointLaws& x, const ChildKernel& chil
   return table ? static_cast<std::int64_t>(child.set_rows) : 0;
 }
 
+/// A table child (indexed Poisson, categorical) fits x: its table non-empty and where the laws are (shape_error),
+/// every law's values on `axis` among its rows' states (check_child_sets' count; domain_error).
+inline void check_table_child(const JointLaws& x, int axis, const ChildKernel& child, std::int64_t states,
+                              const char* who) {
+  if (child.table.where() != x.where() || child.table.rows == 0)
+    tally::detail::fail<shape_error>(who, ": the child's table is empty or not where the laws are");
+  check_states(x, axis, states, who);
+}
+
 /// The child's view where it lives (law i's own child: view.at(i)).
 inline ChildView joint_child_view(const ChildKernel& child) {
   const double* q_each = child.per > 0 && child.q_each.size() > 0 ? child.q_each.data() : nullptr;

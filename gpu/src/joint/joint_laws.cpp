@@ -189,9 +189,8 @@ JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child
       }
       break;
     case ChildKernel::Kind::categorical:
-      if (child.table.where() != x.where() || child.table.rows == 0 || child.table.cols == 0)
-        tally::detail::fail<shape_error>(who, ": the child's table is empty or not where the laws are");
-      check_states(x, axis, states, who);
+      if (child.table.cols == 0) tally::detail::fail<shape_error>(who, ": the child's table has no column");
+      detail::check_table_child(x, axis, child, states, who);
       categories = static_cast<std::int64_t>(child.table.cols);
       break;
     case ChildKernel::Kind::scaled_poisson:
@@ -222,11 +221,7 @@ JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child
   const std::int64_t states = detail::check_child_sets(x, child, who);
   switch (child.kind) {
     case ChildKernel::Kind::scaled_poisson: check_counts(x, axis, who); break;
-    case ChildKernel::Kind::indexed_poisson:
-      if (child.table.where() != x.where() || child.table.rows == 0)
-        tally::detail::fail<shape_error>(who, ": the child's table is empty or not where the laws are");
-      check_states(x, axis, states, who);
-      break;
+    case ChildKernel::Kind::indexed_poisson: detail::check_table_child(x, axis, child, states, who); break;
     default: tally::detail::fail<shape_error>(who, ": a window of Y is for a Poisson child (the others are bounded)");
   }
   if (y_lo.size() != x.size() || y_hi.size() != x.size())
@@ -249,7 +244,6 @@ JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child
   add_child_into(x, axis, child, out);
   return out;
 }
-
 
 JointLaws joint_condition_on_thinning(const JointLaws& x, int axis, double q, const Column<std::int64_t>& v,
                                       Column<double>& log_likelihood) {

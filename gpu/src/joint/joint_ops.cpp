@@ -254,11 +254,7 @@ JointLaws joint_condition_on_child(const JointLaws& x, int axis, const ChildKern
       detail::check_counts(x, axis, who);
       break;
     case ChildKernel::Kind::indexed_poisson:
-    case ChildKernel::Kind::categorical:
-      if (child.table.where() != x.where() || child.table.rows == 0)
-        tally::detail::fail<shape_error>(who, ": the child's table is empty or not where the laws are");
-      check_states(x, axis, states, who);
-      break;
+    case ChildKernel::Kind::categorical: detail::check_table_child(x, axis, child, states, who); break;
     case ChildKernel::Kind::affine:
       tally::detail::fail<shape_error>(who, ": an affine child is a linear combination (joint_condition_on_linear)");
   }

@@ -498,6 +498,22 @@ std::optional<ConditionedBatch> with_rho(const BatchIn& in, gpu::JointLaws poste
   return out;
 }
 
+/// The observations at the starts (y: one per particle, or one for all) where the batch runs, and log-likelihoods
+/// 0 beside them, as the conditioning operations take them.
+struct Observed {
+  gpu::Column<std::int64_t> values;
+  gpu::Column<double> log_likelihood;
+  Observed(const Starts& s, const std::vector<std::int64_t>& y, gpu::Backend where)
+      : values(gpu::Column<std::int64_t>::from_host(at_starts(s, y), where)),
+        log_likelihood(gpu::Column<double>::from_host(std::vector<double>(s.size(), 0.0), where)) {}
+  static std::vector<std::int64_t> at_starts(const Starts& s, const std::vector<std::int64_t>& y) {
+    std::vector<std::int64_t> v;
+    v.reserve(s.size());
+    for (const std::size_t i : s) v.push_back(y.size() == 1 ? y[0] : y[i]);
+    return v;
+  }
+};
+
 }  // namespace
 
 std::optional<ConditionedBatch> condition_batch(const BatchIn& in, const Starts& s, int axis, const ChildLaw& law,
@@ -508,29 +524,24 @@ std::optional<ConditionedBatch> condition_batch(const BatchIn& in, const Starts&
     for (const std::size_t i : s) v.push_back((y.size() == 1 ? y[0] : y[i]) - f->c);
     return condition_linear_batch(in, unit(x.rank(), axis, f->a), v);
   }
-  std::vector<std::int64_t> v;
-  for (const std::size_t i : s) v.push_back(y.size() == 1 ? y[0] : y[i]);
-  const auto observed = gpu::Column<std::int64_t>::from_host(v, x.where());
-  auto ll = gpu::Column<double>::from_host(std::vector<double>(s.size(), 0.0), x.where());
-  gpu::JointLaws posterior = gpu::joint_condition_on_child(x, axis, batch_child(law, each, s, x.where()), observed, ll);
-  return with_rho(in, std::move(posterior), ll);
+  Observed o(s, y, x.where());
+  gpu::JointLaws posterior =
+      gpu::joint_condition_on_child(x, axis, batch_child(law, each, s, x.where()), o.values, o.log_likelihood);
+  return with_rho(in, std::move(posterior), o.log_likelihood);
 }
 
 std::optional<ConditionedBatch> selected_batch(const BatchIn& in, const Starts& s, const SelectedChild& child,
                                                int state, const std::vector<int>& others,
                                                const std::vector<std::int64_t>& y) {
   const gpu::JointLaws& x = *in.laws;
-  std::vector<std::int64_t> v;
-  for (const std::size_t i : s) v.push_back(y.size() == 1 ? y[0] : y[i]);
-  const auto observed = gpu::Column<std::int64_t>::from_host(v, x.where());
-  auto ll = gpu::Column<double>::from_host(std::vector<double>(s.size(), 0.0), x.where());
+  Observed o(s, y, x.where());
   gpu::JointLaws posterior =
       child.family == SelectedChild::poisson
-          ? gpu::joint_condition_on_selected_poisson(x, state, others, child.scale, observed, ll)
+          ? gpu::joint_condition_on_selected_poisson(x, state, others, child.scale, o.values, o.log_likelihood)
           : gpu::joint_condition_on_selected_thinning(
                 x, state, others.at(0), std::vector<double>(child.keep.data(), child.keep.data() + child.keep.size()),
-                observed, ll);
-  return with_rho(in, std::move(posterior), ll);
+                o.values, o.log_likelihood);
+  return with_rho(in, std::move(posterior), o.log_likelihood);
 }
 
 std::optional<ConditionedBatch> condition_linear_batch(const BatchIn& in, const Coordinates& kappa,
