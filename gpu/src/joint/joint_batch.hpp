@@ -106,4 +106,9 @@ struct JointLikelihood;
 JointLaws condition_joint(const JointLaws& x, const JointLikelihood& l, const Column<std::int64_t>& v,
                           Column<double>& log_likelihood, const char* who);
 
+/// out (allocated on x's boxes with Y appended last) from x: \f$\mu'(x, y) = \mu(x)\, e^{l(x, y)}\f$, l = log p(y |
+/// x) the likelihood (joint_likelihood.hpp) at y, law i's child its own, each entry formed in logarithms and scaled
+/// by the law's largest (joint_add_child's rule), on the CPU or the device. The caller checks the arguments.
+void add_into(const JointLaws& x, const JointLikelihood& l, JointLaws& out);
+
 }  // namespace tally::gpu::detail

@@ -7,9 +7,10 @@
 namespace tally::gpu::joint_cuda {
 
 /// Each writes `out` (allocated on its boxes) from x, one block per law; the arguments are checked by the caller.
-void split(const JointLaws& x, int axis, double q, JointLaws& out);
-/// child's table pointer is device memory.
-void add_child(const JointLaws& x, int axis, const detail::ChildView& child, JointLaws& out);
+/// thinning: a binomial child (law i's q: thinning.at(i).q), its scalars in device memory.
+void split(const JointLaws& x, int axis, const detail::ChildView& thinning, JointLaws& out);
+/// Y appended with log p(y | x) = joint_log_likelihood(l, ...) (l's pointers device memory; its child law i's own).
+void add(const JointLaws& x, const detail::JointLikelihood& l, JointLaws& out);
 void sum_out(const JointLaws& x, int axis, JointLaws& out);
 void add_independent(const JointLaws& x, int axis, const JointLaws& y, JointLaws& out);
 void outer(const JointLaws& x, const JointLaws& y, JointLaws& out);

@@ -120,22 +120,31 @@ std::vector<JointLaws::Law> JointLaws::to_host() const {
 
 // ---- the operations ----------------------------------------------------------------------------------------------
 JointLaws joint_split(const JointLaws& x, int axis, double q) {
+  tally::detail::check_probability(q, "tally::gpu::joint_split", "q");
+  return joint_split(x, axis, ChildKernel::binomial(q));
+}
+
+JointLaws joint_split(const JointLaws& x, int axis, const ChildKernel& thinning) {
   constexpr const char* who = "tally::gpu::joint_split";
   check_axis(x, axis, who);
   if (x.rank() + 1 > max_joint_rank)
     tally::detail::fail<shape_error>(who, ": a split of rank ", x.rank(), " would pass rank ", max_joint_rank);
-  tally::detail::check_probability(q, who, "q");
+  if (thinning.kind != ChildKernel::Kind::binomial)
+    tally::detail::fail<shape_error>(who, ": a split is by a thinning (a binomial child)");
+  detail::check_child_sets(x, thinning, who);
   check_counts(x, axis, who);
   JointLaws out = allocate_like(x, x.rank() + 1, [&](const detail::JointBox& b) { return detail::split_box(b, axis); },
                                 who);
+  const detail::ChildView view = detail::joint_child_view(thinning);
   if (x.where() == Backend::cuda) {
-    joint_cuda::split(x, axis, q, out);
+    joint_cuda::split(x, axis, view, out);
     return out;
   }
   for (std::size_t i = 0; i < x.size(); ++i) {
     const detail::JointBox in = box(x, i), to = detail::split_box(in, axis);
     const double* w = x.weights().host().data() + x.offset()[i];
     double* o = out.weights().host().data() + out.offset()[i];
+    const double q = view.at(static_cast<std::int64_t>(i)).q;
     for (std::int64_t e = 0; e < to.size; ++e) {
       std::int64_t n = 0, y = 0;
       const std::int64_t at = detail::split_source(in, to, axis, e, n, y);
@@ -147,29 +156,39 @@ JointLaws joint_split(const JointLaws& x, int axis, double q) {
   return out;
 }
 
-namespace {
+namespace detail {
 
-/// out (allocated on the boxes with Y appended) from x: log w + log p(y | x_axis), each law's own child.
-void add_child_into(const JointLaws& x, int axis, const ChildKernel& child, JointLaws& out) {
-  const detail::ChildView children = detail::joint_child_view(child);
+void add_into(const JointLaws& x, const JointLikelihood& l, JointLaws& out) {
   if (x.where() == Backend::cuda) {
-    joint_cuda::add_child(x, axis, children, out);
+    joint_cuda::add(x, l, out);
     return;
   }
   for (std::size_t i = 0; i < x.size(); ++i) {
-    const detail::ChildView ch = children.at(static_cast<std::int64_t>(i));
-    const detail::JointBox in = box(x, i), to = box(out, i);
+    JointLikelihood li = l;  // law i's own child where there is one per set
+    li.child = l.child.at(static_cast<std::int64_t>(i));
+    const JointBox in = box(x, i), to = box(out, i);
     const double* w = x.weights().host().data() + x.offset()[i];
     double* o = out.weights().host().data() + out.offset()[i];
     for (std::int64_t e = 0; e < to.size; ++e) {
-      const std::int64_t at = detail::appended_source(in, to, e);
-      o[e] = w[at] > 0.0 ? std::log(w[at]) + detail::child_log_mass(ch, detail::joint_coordinate(to, e, axis),
-                                                                    detail::joint_coordinate(to, e, in.rank))
-                         : minus_inf;
+      const std::int64_t at = appended_source(in, to, e), y = joint_coordinate(to, e, in.rank);
+      o[e] = w[at] > 0.0 ? std::log(w[at]) + joint_log_likelihood(li, in, at, y) : minus_inf;
     }
     const double top = exponentiate(o, to.size);
     out.log_scale().host()[i] = top == minus_inf ? minus_inf : x.log_scale().host()[i] + top;
   }
+}
+
+}  // namespace detail
+
+namespace {
+
+/// out (allocated on the boxes with Y appended) from x: log w + log p(y | x_axis), each law's own child.
+void add_child_into(const JointLaws& x, int axis, const ChildKernel& child, JointLaws& out) {
+  detail::JointLikelihood l;
+  l.kind = detail::JointLikelihood::Kind::child;
+  l.axis = axis;
+  l.child = detail::joint_child_view(child);
+  detail::add_into(x, l, out);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// The CUDA forms of the batched joint-law operations of joint_laws.cpp (split, child, sum out): one block per law,
+// The CUDA forms of the batched joint-law operations of joint_laws.cpp (split, appended child, sum out): one block per law,
 // the entries strided over its threads.
 #include <cmath>
 
@@ -17,11 +17,14 @@ using detail::joint_block;
 using detail::JointBox;
 using namespace joint_kernels;
 
-__global__ void __launch_bounds__(joint_block) split_kernel(JointView x, int axis, double q, MutableJointView out) {
+/// joint_laws.cpp's joint_split: law i's thinning probability from its own child (one per set, or one for all).
+__global__ void __launch_bounds__(joint_block) split_kernel(JointView x, int axis, detail::ChildView thinning,
+                                                            MutableJointView out) {
   const long long i = blockIdx.x;
   const JointBox in = box_of(x.rank, x.lo, x.shape, i), to = box_of(out.rank, out.lo, out.shape, i);
   const double* w = x.weights + x.offset[i];
   double* o = out.weights + out.offset[i];
+  const double q = thinning.at(i).q;
   for (std::int64_t e = threadIdx.x; e < to.size; e += joint_block) {
     std::int64_t n = 0, y = 0;
     const std::int64_t at = detail::split_source(in, to, axis, e, n, y);
@@ -31,19 +34,18 @@ __global__ void __launch_bounds__(joint_block) split_kernel(JointView x, int axi
   if (threadIdx.x == 0) out.log_scale[i] = top == -INFINITY ? -INFINITY : x.log_scale[i] + top;
 }
 
-/// joint_laws.cpp's joint_add_child: log w + log p(y | x_axis) at each entry of the box with Y appended, exponentiated.
-__global__ void __launch_bounds__(joint_block) add_child_kernel(JointView x, int axis, detail::ChildView child,
-                                                                MutableJointView out) {
+/// joint_laws.cpp's add_into: log w + log p(y | x) at each entry of the box with Y appended, exponentiated.
+__global__ void __launch_bounds__(joint_block) add_kernel(JointView x, detail::JointLikelihood l,
+                                                          MutableJointView out) {
   const long long i = blockIdx.x;
   const JointBox in = box_of(x.rank, x.lo, x.shape, i), to = box_of(out.rank, out.lo, out.shape, i);
   const double* w = x.weights + x.offset[i];
   double* o = out.weights + out.offset[i];
-  const detail::ChildView ch = child.at(i);  // law i's own child where there is one per set
+  detail::JointLikelihood li = l;  // law i's own child where there is one per set
+  li.child = l.child.at(i);
   for (std::int64_t e = threadIdx.x; e < to.size; e += joint_block) {
-    const std::int64_t at = detail::appended_source(in, to, e);
-    o[e] = w[at] > 0.0 ? log(w[at]) + detail::child_log_mass(ch, detail::joint_coordinate(to, e, axis),
-                                                             detail::joint_coordinate(to, e, in.rank))
-                       : -INFINITY;
+    const std::int64_t at = detail::appended_source(in, to, e), y = detail::joint_coordinate(to, e, in.rank);
+    o[e] = w[at] > 0.0 ? log(w[at]) + detail::joint_log_likelihood(li, in, at, y) : -INFINITY;
   }
   const double top = exponentiate(o, to.size);
   if (threadIdx.x == 0) out.log_scale[i] = top == -INFINITY ? -INFINITY : x.log_scale[i] + top;
@@ -68,15 +70,15 @@ __global__ void __launch_bounds__(joint_block) sum_out_kernel(JointView x, int a
 
 }  // namespace
 
-void split(const JointLaws& x, int axis, double q, JointLaws& out) {
+void split(const JointLaws& x, int axis, const detail::ChildView& thinning, JointLaws& out) {
   if (x.size() == 0) return;
-  split_kernel<<<blocks(x), joint_block>>>(view(x), axis, q, mutable_view(out));
+  split_kernel<<<blocks(x), joint_block>>>(view(x), axis, thinning, mutable_view(out));
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 
-void add_child(const JointLaws& x, int axis, const detail::ChildView& child, JointLaws& out) {
+void add(const JointLaws& x, const detail::JointLikelihood& l, JointLaws& out) {
   if (x.size() == 0) return;
-  add_child_kernel<<<blocks(x), joint_block>>>(view(x), axis, child, mutable_view(out));
+  add_kernel<<<blocks(x), joint_block>>>(view(x), l, mutable_view(out));
   TALLY_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -9,8 +9,8 @@ namespace {
   throw cuda_error(std::string("tally::gpu::") + who + ": tally was built without CUDA");
 }
 }  // namespace
-void split(const JointLaws&, int, double, JointLaws&) { none("joint_split"); }
-void add_child(const JointLaws&, int, const detail::ChildView&, JointLaws&) { none("joint_add_child"); }
+void split(const JointLaws&, int, const detail::ChildView&, JointLaws&) { none("joint_split"); }
+void add(const JointLaws&, const detail::JointLikelihood&, JointLaws&) { none("joint_add_child"); }
 void sum_out(const JointLaws&, int, JointLaws&) { none("joint_sum_out"); }
 void add_independent(const JointLaws&, int, const JointLaws&, JointLaws&) { none("joint_add_independent"); }
 void outer(const JointLaws&, const JointLaws&, JointLaws&) { none("joint_outer"); }

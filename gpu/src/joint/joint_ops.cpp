@@ -1,6 +1,6 @@
 // Batched joint laws, the operations beyond the split: convolution along an axis, linear combinations, Markov steps,
-// conditioning on children, selected emissions and thinnings and linear combinations, sampling the tuple or one
-// coordinate (CPU reference and dispatch).
+// conditioning on children, selected emissions and thinnings (observed or appended) and linear combinations,
+// sampling the tuple or one coordinate (CPU reference and dispatch).
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -262,10 +262,11 @@ JointLaws joint_condition_on_child(const JointLaws& x, int axis, const ChildKern
   return detail::condition_joint(x, l, v, log_likelihood, who);
 }
 
-JointLaws joint_condition_on_selected_poisson(const JointLaws& x, int state_axis, const std::vector<int>& rate_axes,
-                                              double scale, const Column<std::int64_t>& v,
-                                              Column<double>& log_likelihood) {
-  constexpr const char* who = "tally::gpu::joint_condition_on_selected_poisson";
+namespace {
+
+/// The selected Poisson emission's likelihood, its arguments checked against x.
+detail::JointLikelihood selected_poisson(const JointLaws& x, int state_axis, const std::vector<int>& rate_axes,
+                                         double scale, const char* who) {
   detail::check_axis(x, state_axis, who);
   if (rate_axes.empty() || rate_axes.size() > static_cast<std::size_t>(max_joint_rank))
     tally::detail::fail<shape_error>(who, ": ", rate_axes.size(), " rate axes (1 .. ", max_joint_rank, ")");
@@ -282,6 +283,38 @@ JointLaws joint_condition_on_selected_poisson(const JointLaws& x, int state_axis
     l.selected.rate_axes[r] = rate_axes[r];
   }
   check_states(x, state_axis, static_cast<std::int64_t>(rate_axes.size()), who);
+  return l;
+}
+
+/// The selected thinning's likelihood, its arguments checked against x; its keep probabilities copied where the
+/// laws are, into q (which must outlive the likelihood's use: it is freed after the kernel, stream-ordered).
+detail::JointLikelihood selected_thinning(const JointLaws& x, int state_axis, int count_axis,
+                                          const std::vector<double>& keep, Column<double>& q, const char* who) {
+  detail::check_axis(x, state_axis, who);
+  detail::check_axis(x, count_axis, who);
+  if (keep.empty()) tally::detail::fail<shape_error>(who, ": no keep probabilities");
+  for (const double p : keep) tally::detail::check_probability(p, who, "a keep probability q_s");
+  detail::check_counts(x, count_axis, who);
+  check_states(x, state_axis, static_cast<std::int64_t>(keep.size()), who);
+  q = Column<double>::from_host(keep, x.where());
+  detail::JointLikelihood l;
+  l.kind = detail::JointLikelihood::Kind::selected_thinning;
+  l.thinning = {state_axis, count_axis, q.data(), static_cast<std::int64_t>(keep.size())};
+  return l;
+}
+
+void check_appended_rank(const JointLaws& x, const char* who) {
+  if (x.rank() + 1 > max_joint_rank)
+    tally::detail::fail<shape_error>(who, ": a child of rank ", x.rank(), " would pass rank ", max_joint_rank);
+}
+
+}  // namespace
+
+JointLaws joint_condition_on_selected_poisson(const JointLaws& x, int state_axis, const std::vector<int>& rate_axes,
+                                              double scale, const Column<std::int64_t>& v,
+                                              Column<double>& log_likelihood) {
+  constexpr const char* who = "tally::gpu::joint_condition_on_selected_poisson";
+  const detail::JointLikelihood l = selected_poisson(x, state_axis, rate_axes, scale, who);
   return detail::condition_joint(x, l, v, log_likelihood, who);
 }
 
@@ -289,17 +322,51 @@ JointLaws joint_condition_on_selected_thinning(const JointLaws& x, int state_axi
                                                const std::vector<double>& keep, const Column<std::int64_t>& v,
                                                Column<double>& log_likelihood) {
   constexpr const char* who = "tally::gpu::joint_condition_on_selected_thinning";
-  detail::check_axis(x, state_axis, who);
-  detail::check_axis(x, count_axis, who);
-  if (keep.empty()) tally::detail::fail<shape_error>(who, ": no keep probabilities");
-  for (const double q : keep) tally::detail::check_probability(q, who, "a keep probability q_s");
-  detail::check_counts(x, count_axis, who);
-  check_states(x, state_axis, static_cast<std::int64_t>(keep.size()), who);
-  const auto q = Column<double>::from_host(keep, x.where());  // freed after the kernel (stream-ordered)
-  detail::JointLikelihood l;
-  l.kind = detail::JointLikelihood::Kind::selected_thinning;
-  l.thinning = {state_axis, count_axis, q.data(), static_cast<std::int64_t>(keep.size())};
+  Column<double> q;
+  const detail::JointLikelihood l = selected_thinning(x, state_axis, count_axis, keep, q, who);
   return detail::condition_joint(x, l, v, log_likelihood, who);
+}
+
+JointLaws joint_add_selected_poisson(const JointLaws& x, int state_axis, const std::vector<int>& rate_axes,
+                                     double scale, const std::vector<std::int64_t>& y_lo,
+                                     const std::vector<std::int64_t>& y_hi) {
+  constexpr const char* who = "tally::gpu::joint_add_selected_poisson";
+  const detail::JointLikelihood l = selected_poisson(x, state_axis, rate_axes, scale, who);
+  check_appended_rank(x, who);
+  if (y_lo.size() != x.size() || y_hi.size() != x.size())
+    tally::detail::fail<shape_error>(who, ": ", y_lo.size(), " and ", y_hi.size(), " window ends for ", x.size(),
+                                     " laws");
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (y_lo[i] < 0 || y_hi[i] < y_lo[i])
+      tally::detail::fail<domain_error>(who, ": law ", i, "'s window ", y_lo[i], " .. ", y_hi[i], " of a count");
+  std::size_t i = 0;
+  JointLaws out = detail::allocate_like(
+      x, x.rank() + 1,
+      [&](const JointBox& b) {
+        const JointBox o = detail::append_axis_box(b, y_lo[i], y_hi[i] - y_lo[i] + 1);
+        ++i;
+        return o;
+      },
+      who);
+  detail::add_into(x, l, out);
+  return out;
+}
+
+JointLaws joint_add_selected_thinning(const JointLaws& x, int state_axis, int count_axis,
+                                      const std::vector<double>& keep) {
+  constexpr const char* who = "tally::gpu::joint_add_selected_thinning";
+  Column<double> q;
+  const detail::JointLikelihood l = selected_thinning(x, state_axis, count_axis, keep, q, who);
+  check_appended_rank(x, who);
+  for (std::size_t i = 0; i < x.size(); ++i) {  // Y on 0 .. hi_c: hi_c + 1 values must fit in int64
+    const JointBox b = detail::box(x, i);
+    tally::detail::checked_add(b.lo[count_axis] + b.shape[count_axis] - 1, 1, who);
+  }
+  JointLaws out = detail::allocate_like(
+      x, x.rank() + 1,
+      [&](const JointBox& b) { return detail::append_axis_box(b, 0, b.lo[count_axis] + b.shape[count_axis]); }, who);
+  detail::add_into(x, l, out);
+  return out;
 }
 
 JointLaws joint_condition_on_linear(const JointLaws& x, const std::vector<std::int64_t>& coefficients,

@@ -131,6 +131,10 @@ JointTrimmed joint_trim(const JointLaws& x, double tolerance);
 /// precision down to the smallest normal double. domain_error when q is not in [0, 1] or an axis has negative values
 /// (checked on the host's boxes); shape_error for a bad axis or a rank past max_joint_rank.
 JointLaws joint_split(const JointLaws& x, int axis, double q);
+/// The same split by a thinning child (ChildKernel::binomial), or by one per set (ChildKernel::per_set of binomial
+/// children: law i split by its set's q, as joint_add_child's child per set). shape_error for another kind of child
+/// or sets that do not fit the laws, and as above.
+JointLaws joint_split(const JointLaws& x, int axis, const ChildKernel& thinning);
 
 /// Every law given an observed thinning v_i ~ Binomial(X_axis, q) of one coordinate:
 /// \f$ \pi_i(x) \propto \mu_i(x) \binom{x_{axis}}{v_i} q^{v_i} (1-q)^{x_{axis} - v_i} \f$ (normalized, largest weight 1),
@@ -216,6 +220,24 @@ JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child
 JointLaws joint_condition_on_selected_poisson(const JointLaws& x, int state_axis, const std::vector<int>& rate_axes,
                                               double scale, const Column<std::int64_t>& v,
                                               Column<double>& log_likelihood);
+
+/// The law of (X, Y) for an emission \f$Y \sim \mathrm{Poisson}(a\, X_{r_s})\f$, s = X_state (the child of several
+/// coordinates that joint_condition_on_selected_poisson observes), appended as the last axis on the window [y_lo_i,
+/// y_hi_i] of law i: \f$\mu'(x, y) = \mu(x)\, \mathrm{Poisson}(y;\, a\, x_{r_{x_s}})\f$, each entry formed in
+/// logarithms and scaled by the law's largest (joint_add_child's rule). The window is the caller's, as for
+/// joint_add_child's Poisson form (the mass past it is the caller's to account for). domain_error as
+/// joint_condition_on_selected_poisson, and for a window that is not 0 <= y_lo_i <= y_hi_i; shape_error for bad axes,
+/// windows of another count or a rank past max_joint_rank.
+JointLaws joint_add_selected_poisson(const JointLaws& x, int state_axis, const std::vector<int>& rate_axes,
+                                     double scale, const std::vector<std::int64_t>& y_lo,
+                                     const std::vector<std::int64_t>& y_hi);
+
+/// The law of (X, Y) for a thinning \f$Y \sim \mathrm{Binomial}(X_c, q_{X_s})\f$ whose keep probability is selected
+/// by a state coordinate (joint_condition_on_selected_thinning's child), appended as the last axis on 0 .. hi_c:
+/// \f$\mu'(x, y) = \mu(x) \binom{x_c}{y} q_{x_s}^y (1 - q_{x_s})^{x_c - y}\f$, formed as joint_add_child's. Errors
+/// as joint_condition_on_selected_thinning's, and shape_error for a rank past max_joint_rank.
+JointLaws joint_add_selected_thinning(const JointLaws& x, int state_axis, int count_axis,
+                                      const std::vector<double>& keep);
 
 /// Every law given an observed thinning \f$v_i \sim \mathrm{Binomial}(X_c, q_{X_s})\f$ whose keep probability is
 /// selected by a state coordinate (c = count_axis, s = state_axis, which may be the same axis;
