@@ -146,8 +146,8 @@ TEST_CASE("batched joint laws: a split by a thinning per set splits each law by 
   }
   const JointLaws x = JointLaws::from_host(1, random_laws(gen, P, 1, 5), Backend::cpu);
   REQUIRE_THROWS_AS(gpu::joint_split(x, 0, ChildKernel::scaled_poisson(0.5)), shape_error);
-  REQUIRE_THROWS_AS(gpu::joint_split(JointLaws::from_host(1, random_laws(gen, P + 1, 1, 5), Backend::cpu), 0, thinnings),
-                    shape_error);  // 22 laws for 7 sets of 3
+  const JointLaws more = JointLaws::from_host(1, random_laws(gen, P + 1, 1, 5), Backend::cpu);
+  REQUIRE_THROWS_AS(gpu::joint_split(more, 0, thinnings), shape_error);  // 22 laws for 7 sets of 3
   REQUIRE_THROWS_AS(gpu::joint_split(x, 0, 1.5), domain_error);
   REQUIRE(gpu::joint_split(x, 0, thinnings).rank() == 2);
 }
@@ -161,7 +161,8 @@ TEST_CASE("batched joint laws: the device's selected children and splits per set
   for (int rank = 2; rank <= 3; ++rank) {
     INFO("rank " << rank);
     const auto laws = state_laws(gen, P, rank, rank == 2 ? 40 : 12);
-    const JointLaws h = JointLaws::from_host(rank, laws, Backend::cpu), d = JointLaws::from_host(rank, laws, Backend::cuda);
+    const JointLaws h = JointLaws::from_host(rank, laws, Backend::cpu);
+    const JointLaws d = JointLaws::from_host(rank, laws, Backend::cuda);
     const std::vector<int> rates = rank == 2 ? std::vector<int>{1, 1} : std::vector<int>{1, 2};
     std::vector<std::int64_t> y_lo(P), y_hi(P);
     for (std::size_t i = 0; i < P; ++i) {

@@ -1,5 +1,5 @@
-// The CUDA forms of the batched joint-law operations of joint_laws.cpp (split, appended child, sum out): one block per law,
-// the entries strided over its threads.
+// The CUDA forms of the batched joint-law operations of joint_laws.cpp (split, appended child, sum out): one block
+// per law, the entries strided over its threads.
 #include <cmath>
 
 #include "cuda_check.cuh"
