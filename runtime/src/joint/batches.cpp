@@ -325,14 +325,28 @@ BatchOut linear_batch(BatchIn in, const Starts& s, const BatchPlace& at, const C
   return {std::move(out), std::move(in.bounds), {}};
 }
 
+namespace {
+
+/// tally::add_child's window of a Poisson child from the smallest and largest rates (Poisson tails are monotone in
+/// the rate) at t's tolerance, and the mass past it (at most tol / 2 on each side, relative) added to bound as
+/// tally::add_child adds it; the point 0 for rate 0.
+void poisson_window(double lo_rate, double hi_rate, const Truncation& t, std::int64_t& y_lo, std::int64_t& y_hi,
+                    double& bound) {
+  y_lo = hi_rate == 0.0 ? 0 : to_pmf(Poisson(lo_rate), t).lo();
+  y_hi = hi_rate == 0.0 ? 0 : to_pmf(Poisson(hi_rate), t).hi();
+  if (hi_rate > 0.0) bound += t.tolerance / (1.0 - t.tolerance) * (1.0 + bound);
+}
+
+}  // namespace
+
 BatchOut poisson_child_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, const Truncation& t,
                              const GroupLaws* each, const Starts& s) {
   const gpu::JointLaws& x = *in.laws;
   const auto k = static_cast<std::size_t>(x.rank()), a = static_cast<std::size_t>(axis);
   std::vector<std::int64_t> y_lo(x.size()), y_hi(x.size());
   for (std::size_t j = 0; j < x.size(); ++j) {
-    // the smallest and largest rates over table j's box (Poisson tails are monotone in the rate): tally::add_child's
-    // window, from the box rather than its positive entries (wider, never narrower)
+    // the smallest and largest rates over table j's box: tally::add_child's window, from the box rather than its
+    // positive entries (wider, never narrower)
     const std::int64_t lo = x.lo()[j * k + a], hi = lo + x.shape()[j * k + a] - 1;
     if (lo < 0) tally::detail::fail<domain_error>("tally::runtime: a Poisson child of a negative count or state");
     const ChildLaw& l = each ? each->at(s[j]) : law;
@@ -347,15 +361,73 @@ BatchOut poisson_child_batch(BatchIn in, const BatchPlace& at, int axis, const C
       lo_rate = r.segment(lo, hi - lo + 1).minCoeff();
       hi_rate = r.segment(lo, hi - lo + 1).maxCoeff();
     }
-    y_lo[j] = hi_rate == 0.0 ? 0 : to_pmf(Poisson(lo_rate), t).lo();
-    y_hi[j] = hi_rate == 0.0 ? 0 : to_pmf(Poisson(hi_rate), t).hi();
-    // the mass past the window: at most tol / 2 on each side, relative (tally::add_child's bound)
-    if (hi_rate > 0.0) in.bounds[j] += t.tolerance / (1.0 - t.tolerance) * (1.0 + in.bounds[j]);
+    poisson_window(lo_rate, hi_rate, t, y_lo[j], y_hi[j], in.bounds[j]);
   }
   require_sizes(x, at.max_size, [&](std::size_t j, const std::vector<double>&, const std::vector<double>& shape) {
     return entries(shape) * static_cast<double>(y_hi[j] - y_lo[j] + 1);
   });
   return {gpu::joint_add_child(x, axis, batch_child(law, each, s, at.where), y_lo, y_hi), std::move(in.bounds), {}};
+}
+
+std::shared_ptr<const gpu::JointLaws> with_constant_axes(std::shared_ptr<const gpu::JointLaws> x, const Starts& s,
+                                                        const SelectedFrame& f, std::vector<int>& axes) {
+  axes = f.axis;
+  for (std::size_t k = 0; k < f.parents.size(); ++k) {
+    const std::vector<std::int64_t>& v = f.values[k];
+    if (v.empty()) continue;
+    const int a = x->rank();
+    gpu::JointLaws out = gpu::joint_linear_combination(*x, Coordinates(static_cast<std::size_t>(a), 0), 0);  // 0
+    std::vector<std::int64_t> at;
+    at.reserve(s.size());
+    for (const std::size_t i : s) at.push_back(v.size() == 1 ? v[0] : v[i]);
+    out.shift(a, at);
+    x = std::make_shared<const gpu::JointLaws>(std::move(out));
+    axes[k] = a;
+  }
+  return x;
+}
+
+BatchOut selected_child_batch(BatchIn in, const Starts& s, const BatchPlace& at, const SelectedChild& child,
+                              const SelectedFrame& f, const Truncation& t) {
+  std::vector<int> axes;
+  const auto with = with_constant_axes(in.laws, s, f, axes);
+  const gpu::JointLaws& x = *with;
+  const std::vector<int> others(axes.begin() + 1, axes.end());
+  const auto k = static_cast<std::size_t>(x.rank());
+  gpu::JointLaws out;
+  if (child.family == SelectedChild::poisson) {
+    std::vector<std::int64_t> y_lo(x.size()), y_hi(x.size());
+    for (std::size_t j = 0; j < x.size(); ++j) {
+      // the smallest and largest rates over table j's box, among the rates its states select
+      const auto lo_of = [&](int a) { return x.lo()[j * k + static_cast<std::size_t>(a)]; };
+      const auto hi_of = [&](int a) { return lo_of(a) + x.shape()[j * k + static_cast<std::size_t>(a)] - 1; };
+      const std::int64_t first = std::max<std::int64_t>(lo_of(axes[0]), 0);
+      const std::int64_t last = std::min<std::int64_t>(hi_of(axes[0]), static_cast<std::int64_t>(others.size()) - 1);
+      std::int64_t lowest = std::numeric_limits<std::int64_t>::max(), highest = 0;
+      for (std::int64_t state = first; state <= last; ++state) {
+        lowest = std::min(lowest, lo_of(others[static_cast<std::size_t>(state)]));
+        highest = std::max(highest, hi_of(others[static_cast<std::size_t>(state)]));
+      }
+      if (first > last) lowest = 0;  // no state selects a rate (the kernel's checks name it)
+      poisson_window(child.scale * static_cast<double>(std::max<std::int64_t>(lowest, 0)),
+                     child.scale * static_cast<double>(std::max<std::int64_t>(highest, 0)), t, y_lo[j], y_hi[j],
+                     in.bounds[j]);
+    }
+    require_sizes(x, at.max_size, [&](std::size_t j, const std::vector<double>&, const std::vector<double>& shape) {
+      return entries(shape) * static_cast<double>(y_hi[j] - y_lo[j] + 1);
+    });
+    out = gpu::joint_add_selected_poisson(x, axes[0], others, child.scale, y_lo, y_hi);
+  } else {
+    const auto c = static_cast<std::size_t>(others.at(0));
+    require_sizes(x, at.max_size, [&](std::size_t, const std::vector<double>& lo, const std::vector<double>& shape) {
+      return entries(shape) * (lo[c] + shape[c]);
+    });
+    out = gpu::joint_add_selected_thinning(
+        x, axes[0], others[0], std::vector<double>(child.keep.data(), child.keep.data() + child.keep.size()));
+  }
+  // the constants' axes summed out (Y, after them, moves down to the first of them)
+  for (int c = 0; c < f.constants; ++c) out = gpu::joint_sum_out(out, in.laws->rank());
+  return {std::move(out), std::move(in.bounds), {}};
 }
 
 BatchOut child_sum_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, std::int64_t sign_x,
@@ -375,13 +447,14 @@ BatchOut child_sum_batch(BatchIn in, const BatchPlace& at, int axis, const Child
   return {gpu::joint_linear_combination(e, k, 0, rank), std::move(in.bounds), {}};
 }
 
-BatchOut split_batch(BatchIn in, const BatchPlace& at, int axis, double q) {
+BatchOut split_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, const GroupLaws* each,
+                     const Starts& s) {
   const gpu::JointLaws& x = *in.laws;
   require_sizes(x, at.max_size, [&](std::size_t, const std::vector<double>& lo, const std::vector<double>& shape) {
     const auto a = static_cast<std::size_t>(axis);  // the host's split_in_place's test (join_joint_sum)
     return entries(shape) * (lo[a] + shape[a]);
   });
-  return {gpu::joint_split(x, axis, q), std::move(in.bounds), {}};
+  return {gpu::joint_split(x, axis, batch_child(law, each, s, at.where)), std::move(in.bounds), {}};
 }
 
 BatchOut sum_out_batch(BatchIn in, int axis) {
@@ -531,16 +604,19 @@ std::optional<ConditionedBatch> condition_batch(const BatchIn& in, const Starts&
 }
 
 std::optional<ConditionedBatch> selected_batch(const BatchIn& in, const Starts& s, const SelectedChild& child,
-                                               int state, const std::vector<int>& others,
-                                               const std::vector<std::int64_t>& y) {
-  const gpu::JointLaws& x = *in.laws;
+                                               const SelectedFrame& f, const std::vector<std::int64_t>& y) {
+  std::vector<int> axes;
+  const auto with = with_constant_axes(in.laws, s, f, axes);
+  const gpu::JointLaws& x = *with;
+  const std::vector<int> others(axes.begin() + 1, axes.end());
   Observed o(s, y, x.where());
   gpu::JointLaws posterior =
       child.family == SelectedChild::poisson
-          ? gpu::joint_condition_on_selected_poisson(x, state, others, child.scale, o.values, o.log_likelihood)
+          ? gpu::joint_condition_on_selected_poisson(x, axes[0], others, child.scale, o.values, o.log_likelihood)
           : gpu::joint_condition_on_selected_thinning(
-                x, state, others.at(0), std::vector<double>(child.keep.data(), child.keep.data() + child.keep.size()),
+                x, axes[0], others.at(0), std::vector<double>(child.keep.data(), child.keep.data() + child.keep.size()),
                 o.values, o.log_likelihood);
+  for (int c = 0; c < f.constants; ++c) posterior = gpu::joint_sum_out(posterior, in.laws->rank());  // mass kept
   return with_rho(in, std::move(posterior), o.log_likelihood);
 }
 

@@ -127,6 +127,17 @@ BatchOut child_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw&
 /// the mass past it (at most the tolerance, relative) added to the table's bound as tally::add_child adds it.
 BatchOut poisson_child_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, const Truncation& t,
                              const GroupLaws* each = nullptr, const Starts& s = {});
+/// The tables x at s (a batch of the frame's group; x itself without a realized parent) with an axis appended for each realized parent of the frame,
+/// at its value in each start's particle, as SelectedFrame::table appends them on the host: axes becomes the
+/// frame's axes with the constants' filled in (its group's first, the constants' after them, in the parents' order).
+std::shared_ptr<const gpu::JointLaws> with_constant_axes(std::shared_ptr<const gpu::JointLaws> x, const Starts& s,
+                                                        const SelectedFrame& f, std::vector<int>& axes);
+/// The child of several members (SelectedChild: Poisson(a R_S), or Binomial(X, q_S)) appended as the last axis of the
+/// frame's tables, the realized parents' constant axes summed out after it (so Y is the axis after the group's). A
+/// Poisson child keeps each table's window (tally::add_child's, from the smallest and largest rates its box's states
+/// select, at t's tolerance; the mass past it added to the bound as poisson_child_batch does).
+BatchOut selected_child_batch(BatchIn in, const Starts& s, const BatchPlace& at, const SelectedChild& child,
+                              const SelectedFrame& f, const Truncation& t);
 /// Whether child_batch in place puts Y last rather than where X was.
 inline bool child_batch_puts_y_last(const ChildLaw& law, const GroupLaws* each) {
   return each != nullptr || std::holds_alternative<Thinning>(law);
@@ -141,8 +152,10 @@ BatchOut linear_batch(BatchIn in, const Starts& s, const BatchPlace& at, const C
 /// joins as an axis and Z is a linear member).
 BatchOut child_sum_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, std::int64_t sign_x,
                          std::int64_t sign_y, const GroupLaws* each = nullptr, const Starts& s = {});
-/// The binomial split X_axis -> (X - Y, Y), Y ~ Binomial(X, q): X - Y in place of X, Y appended (split_in_place).
-BatchOut split_batch(BatchIn in, const BatchPlace& at, int axis, double q);
+/// The binomial split X_axis -> (X - Y, Y), Y ~ Binomial(X, q) for the thinning law (each: each start's group's):
+/// X - Y in place of X, Y appended (split_in_place).
+BatchOut split_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, const GroupLaws* each = nullptr,
+                     const Starts& s = {});
 /// X_axis summed out (the log masses kept).
 BatchOut sum_out_batch(BatchIn in, int axis);
 /// The outer product of independent tables, table k of in with table k of y (y's axes after in's): bounds
@@ -161,10 +174,10 @@ struct ConditionedBatch {
 std::optional<ConditionedBatch> condition_batch(const BatchIn& in, const Starts& s, int axis, const ChildLaw& law,
                                                 const std::vector<std::int64_t>& y, const GroupLaws* each = nullptr);
 /// Each table conditioned on its observed child of several members, y_i ~ child (SelectedChild: Poisson(a R_S) with
-/// the state S on axis `state` selecting the rate among the axes `others`, or Binomial(X, q_S) with X on others[0]).
+/// the state S selecting the rate among the others, or Binomial(X, q_S) with X the first other), its parents the
+/// frame's: members' axes, and realized parents' values as constant axes (with_constant_axes), summed out after.
 std::optional<ConditionedBatch> selected_batch(const BatchIn& in, const Starts& s, const SelectedChild& child,
-                                               int state, const std::vector<int>& others,
-                                               const std::vector<std::int64_t>& y);
+                                               const SelectedFrame& f, const std::vector<std::int64_t>& y);
 /// Each table conditioned on \f$\kappa \cdot x = v_k\f$ (v: one value a table, in the batch's order), as
 /// condition_batch: an observed linear form of members, a linear member realized.
 std::optional<ConditionedBatch> condition_linear_batch(const BatchIn& in, const Coordinates& kappa,

@@ -316,10 +316,7 @@ bool join_joint_sum(Node& z, const JointSum& j) {
             return linear_combination(e, k, 0, e.rank() - 1, t);
           },
           [&](BatchIn in, const Starts& s, const BatchPlace& where) -> std::optional<BatchOut> {
-            if (split_in_place) {
-              if (each) return std::nullopt;  // a split per group: the host's tables
-              return split_batch(std::move(in), where, a, thinning->keep);
-            }
+            if (split_in_place) return split_batch(std::move(in), where, a, j.law, each, s);
             return child_sum_batch(std::move(in), where, a, j.law, j.sign_x, j.sign_y, each, s);
           },
           [&](std::size_t i) { return g->repeats(i) && same_law_as_previous(each, i); }, nullptr,
@@ -432,15 +429,23 @@ void join_selected(Node& n) {
     n.more_parents.clear();
     return;
   }
-  auto laws = compute(ctx, [&](std::size_t i) {
-    std::vector<int> axes;
-    const JointPmf d = f.table(i, axes, t);
-    const std::vector<int> others(axes.begin() + 1, axes.end());
-    return add_selected(d, s, axes[0], others, t);
-  }, [&](std::size_t i) { return f.repeats(i); }, f.uniform());
   const auto g = f.g;
-  g->set(std::move(laws));
-  for (int k = 0; k < f.constants; ++k) g->members.emplace_back();  // the constants' axes: summed out below
+  const int rank = g->rank();
+  // Y appended to the group's tables (with a constant axis for each realized parent, summed out after it)
+  compute_batched(
+      ctx, *g, rank + f.constants + 1,
+      [&](std::size_t i) {
+        std::vector<int> axes;
+        const JointPmf d = f.table(i, axes, t);
+        const std::vector<int> others(axes.begin() + 1, axes.end());
+        JointPmf e = add_selected(d, s, axes[0], others, t);
+        for (int k = 0; k < f.constants; ++k) e = marginalize_out(e, rank);
+        return e;
+      },
+      [&](BatchIn in, const Starts& starts, const BatchPlace& where) -> std::optional<BatchOut> {
+        return selected_child_batch(std::move(in), starts, where, s, f, t);
+      },
+      [&](std::size_t i) { return f.repeats(i); }, nullptr, f.uniform());
   g->members.push_back(n.weak_from_this());
   std::vector<std::shared_ptr<Node>> held(n.more_parents.begin(), n.more_parents.end());
   held.push_back(n.parents[0]);

@@ -34,12 +34,12 @@ JointConditioned condition_selected(const JointPmf& d, const SelectedChild& s, i
 /// condition(in) (condition_batch, selected_batch), the posteriors kept resident with the host's bounds
 /// (conditioned() there: the spread part rho sup(l) where rho = e M / L < 1, else min(2, 2 rho) and an infinite
 /// error; sup(i) the likelihood's largest value for particle i's observation), each particle's log L in loglik and
-/// the largest error in error. False, and nothing changed, where no batch runs or it gives nothing.
+/// the largest error in error; rank: the widest table's the batch forms. False, and nothing changed, where no batch runs or it gives nothing.
 template <class Condition, class Sup>
-bool batched_conditioning(const Context& ctx, JointGroup& g, const RunStarts& runs, Condition condition, Sup sup,
-                          std::vector<double>& loglik, double& error) {
+bool batched_conditioning(const Context& ctx, JointGroup& g, const RunStarts& runs, int rank, Condition condition,
+                          Sup sup, std::vector<double>& loglik, double& error) {
   constexpr double inf = std::numeric_limits<double>::infinity();
-  const auto at = batch_place(ctx, g, runs.starts, g.rank());
+  const auto at = batch_place(ctx, g, runs.starts, rank);
   if (!at) return false;
   const BatchIn in = batch_input(g, runs.starts, at->where);
   std::optional<ConditionedBatch> made = condition(in);
@@ -234,7 +234,7 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
         [&](std::size_t i) { return g->repeats(i) && repeats(y, i) && same_law_as_previous(each, i); }, one);
     const auto at_y = [&](std::size_t i) { return y[y.size() == 1 ? 0 : i]; };
     if (!batched_conditioning(
-            ctx, *g, runs,
+            ctx, *g, runs, g->rank(),
             [&](const BatchIn& in) { return condition_batch(in, runs.starts, a, c->law, y, each); },
             [&](std::size_t i) { return likelihood_sup(law_at(c->law, each, i), at_y(i)); }, loglik, error))
       posterior = shared_per_particle(
@@ -261,14 +261,12 @@ bool observe_joint_child(Node& child, const Values& values, LogLikelihood& ll) {
     loglik.resize(y.size());
     const Truncation wide = ctx.truncation;
     const RunStarts runs(ctx.particles, [&](std::size_t i) { return f->repeats(i) && repeats(y, i); }, one);
-    // every parent a member: the group's tables conditioned as they are, as one batch where one runs
-    const bool members = g && constants == 0;
-    const std::vector<int> others(f->axis.begin() + 1, f->axis.end());
+    // the group's tables (with a constant axis for each realized parent) conditioned as one batch where one runs
     const auto at_y = [&](std::size_t i) { return y[y.size() == 1 ? 0 : i]; };
-    if (!(members && batched_conditioning(
-                         ctx, *g, runs,
-                         [&](const BatchIn& in) { return selected_batch(in, runs.starts, *s, f->axis[0], others, y); },
-                         [&](std::size_t i) { return likelihood_sup(*s, at_y(i)); }, loglik, error)))
+    if (!(g && batched_conditioning(
+                   ctx, *g, runs, g->rank() + constants,
+                   [&](const BatchIn& in) { return selected_batch(in, runs.starts, *s, *f, y); },
+                   [&](std::size_t i) { return likelihood_sup(*s, at_y(i)); }, loglik, error)))
       posterior = shared_per_particle(
           ctx.particles,
           [&](std::size_t i) {
