@@ -23,10 +23,12 @@ std::uint64_t from_env(const char* name, std::uint64_t fallback) {
 }
 
 /// The program of this size and seed, run (on one particle a group where it draws values, else on three; in
-/// `groups` groups, each with its own parameters now and then).
-Finding run_seed(int size, std::uint64_t seed, std::size_t groups = 1) {
-  std::mt19937_64 gen(seed * 7919 + static_cast<std::uint64_t>(size) + (groups > 1 ? 104729 : 0));
-  const Program prog = random_program(gen, size, groups);
+/// `groups` groups, each with its own parameters now and then; with children of several variables where
+/// several_parents says so).
+Finding run_seed(int size, std::uint64_t seed, std::size_t groups = 1, bool several_parents = false) {
+  std::mt19937_64 gen(seed * 7919 + static_cast<std::uint64_t>(size) + (groups > 1 ? 104729 : 0) +
+                      (several_parents ? 1299709 : 0));
+  const Program prog = random_program(gen, size, groups, several_parents);
   bool draws = false;
   for (const Step& s : prog.steps) draws = draws || s.kind == Step::value;
   return run_program(prog, draws ? 1 : 3, seed, groups);
@@ -72,6 +74,32 @@ TEST_CASE("Random programs of groups, each group with its own parameters, equal 
     for (std::uint64_t seed = first; seed < first + count; ++seed) {
       const std::size_t groups = 2 + seed % 3;
       const Finding f = run_seed(size, seed, groups);
+      ++programs;
+      INFO("size " << size << ", seed " << seed << ", " << groups << " groups");
+      if (f && !f.past_budget) FAIL(f.what);
+      if (f) {
+        ++past_budget;
+        WARN("refused past the joint laws' budget: " << f.what);
+      }
+    }
+  }
+  CHECK(past_budget * 10000 <= programs * 3);
+  CHECK(tally::runtime::Graph::live_nodes() == live);
+}
+
+TEST_CASE("Random programs with children of several variables (selected thinnings and emissions) equal their "
+          "enumeration, on their own and in groups",
+          "[runtime][exact][differential]") {
+  const auto live = tally::runtime::Graph::live_nodes();
+  const std::uint64_t count = std::max<std::uint64_t>(1, from_env("TALLY_DIFFERENTIAL_PROGRAMS", 300) / 3);
+  const std::uint64_t first = from_env("TALLY_DIFFERENTIAL_SEED", 1);
+  std::uint64_t past_budget = 0, programs = 0;
+  const int only = static_cast<int>(from_env("TALLY_DIFFERENTIAL_SIZE", 0));
+  for (const int size : {4, 6, 8}) {
+    if (only != 0 && size != only) continue;
+    for (std::uint64_t seed = first; seed < first + count; ++seed) {
+      const std::size_t groups = seed % 2 == 0 ? 1 : 2 + seed % 3;
+      const Finding f = run_seed(size, seed, groups, true);
       ++programs;
       INFO("size " << size << ", seed " << seed << ", " << groups << " groups");
       if (f && !f.past_budget) FAIL(f.what);

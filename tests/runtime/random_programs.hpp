@@ -24,8 +24,22 @@ namespace tally::test::programs {
 
 /// One variable of a random program: how it is made from earlier ones (parents are indices of earlier variables).
 struct Spec {
-  enum Kind { bernoulli, binomial, uniform, categorical, poisson, thinning, markov, affine, add, subtract } kind;
+  enum Kind {
+    bernoulli,
+    binomial,
+    uniform,
+    categorical,
+    poisson,
+    thinning,
+    markov,
+    affine,
+    add,
+    subtract,
+    selected_thinning,  // Binomial(x_a, w[x_b]): a thinning whose keep probability the state x_b selects
+    emission            // Poisson(p x_{rates[x_b]}): a rate among several counts that the state x_b selects
+  } kind;
   std::size_t a = 0, b = 0;       // parents
+  std::vector<std::size_t> rates;  // an emission's rate parents, one a state
   double p = 0.5;                 // a probability or a rate
   std::vector<double> group_p;    // in a program of groups: group g's own p (roots of one parameter, thinnings)
   std::int64_t n = 0, c = 0;      // trials, lower end; affine's a and c (n, c)
@@ -52,8 +66,8 @@ struct Program {
 inline constexpr std::int64_t poisson_top = 40;
 
 inline std::string Program::describe() const {
-  static const char* names[] = {"Bernoulli", "Binomial", "UniformInt", "Categorical", "Poisson",
-                                "Thinning",  "Markov",   "affine",     "add",         "subtract"};
+  static const char* names[] = {"Bernoulli", "Binomial", "UniformInt", "Categorical", "Poisson",          "Thinning",
+                                "Markov",    "affine",   "add",        "subtract",    "SelectedThinning", "Emission"};
   std::ostringstream o;
   for (const Step& s : steps) {
     const Spec& v = vars[s.var];
@@ -62,6 +76,8 @@ inline std::string Program::describe() const {
         o << "v" << s.var << " = " << names[v.kind] << "(a=v" << v.a << " b=v" << v.b << " p=" << v.p << " n=" << v.n
           << " c=" << v.c;
         if (!v.group_t.empty()) o << " a transition per group";
+        if (v.kind == Spec::selected_thinning) o << " keep " << v.w.transpose();
+        for (const std::size_t r : v.rates) o << " rate v" << r;
         if (!v.group_p.empty()) {
           o << " p per group:";
           for (const double q : v.group_p) o << " " << q;
@@ -98,6 +114,9 @@ inline Law kernel_of(const Spec& s, const Assignment& x, std::size_t g = 0) {
     case Spec::affine: return point_law(s.n * x[s.a] + s.c);
     case Spec::add: return point_law(x[s.a] + x[s.b]);
     case Spec::subtract: return point_law(x[s.a] - x[s.b]);
+    case Spec::selected_thinning: return binomial_law(x[s.a], s.w[static_cast<Eigen::Index>(x[s.b])]);
+    case Spec::emission:
+      return poisson_law(s.p * static_cast<double>(x[s.rates[static_cast<std::size_t>(x[s.b])]]), poisson_top);
   }
   return {};
 }
@@ -107,8 +126,10 @@ inline Law kernel_of(const Spec& s, const Assignment& x, std::size_t g = 0) {
 /// up), observations at values of one forward draw of the whole program (so they are jointly possible; now and
 /// then one is made impossible), marginals, draws and dropped handles in between. With groups > 1, Bernoulli,
 /// Binomial and Poisson roots and thinnings get a parameter per group, now and then (each with probability 1/2);
-/// Markov steps a transition per group; the observed values come from group 0's draw.
-inline Program random_program(std::mt19937_64& gen, int size, std::size_t groups = 1) {
+/// Markov steps a transition per group; the observed values come from group 0's draw. With several_parents, children
+/// of several variables too: thinnings whose keep probability a state selects, and Poisson emissions whose rate a
+/// state selects among counts (without it, the programs of each seed are those of earlier versions).
+inline Program random_program(std::mt19937_64& gen, int size, std::size_t groups = 1, bool several_parents = false) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
   auto pick = [&](std::size_t n) { return static_cast<std::size_t>(gen() % n); };
   Program prog;
@@ -195,6 +216,17 @@ inline Program random_program(std::mt19937_64& gen, int size, std::size_t groups
     } else if (r < 0.85) {
       if (a == b) continue;
       s.kind = Spec::subtract, s.lo = pa.lo - prog.vars[b].hi, s.hi = pa.hi - prog.vars[b].lo;
+    } else if (several_parents && r < 0.93 && pa.lo >= 0 && prog.vars[b].lo >= 0 && prog.vars[b].hi <= 3) {
+      s.kind = Spec::selected_thinning, s.w = Eigen::VectorXd(prog.vars[b].hi + 1), s.lo = 0, s.hi = pa.hi;
+      for (auto& q : s.w) q = u(gen) < 0.15 ? 1.0 : 0.05 + 0.9 * u(gen);
+    } else if (several_parents && r >= 0.93 && !has_poisson && prog.vars[b].lo >= 0 && prog.vars[b].hi <= 2) {
+      std::vector<std::size_t> counts;  // small counts, so that the rates stay below 3
+      for (const std::size_t k : usable)
+        if (prog.vars[k].lo >= 0 && prog.vars[k].hi <= 10) counts.push_back(k);
+      if (counts.empty()) continue;
+      s.kind = Spec::emission, s.p = 0.05 + 0.25 * u(gen), s.lo = 0, s.hi = poisson_top;
+      for (std::int64_t k = 0; k <= prog.vars[b].hi; ++k) s.rates.push_back(counts[pick(counts.size())]);
+      has_poisson = true;
     } else {
       continue;
     }
@@ -340,6 +372,15 @@ inline Finding run_program(const Program& prog, std::size_t per_group, std::uint
             case Spec::affine: x = g.affine(var[s.a], s.n, s.c); break;
             case Spec::add: x = g.add(var[s.a], var[s.b]); break;
             case Spec::subtract: x = g.subtract(var[s.a], var[s.b]); break;
+            case Spec::selected_thinning:
+              x = g.binomial(var[s.a], var[s.b], std::vector<double>(s.w.data(), s.w.data() + s.w.size()));
+              break;
+            case Spec::emission: {
+              std::vector<Variable> rates;
+              for (const std::size_t k : s.rates) rates.push_back(var[k]);
+              x = g.poisson(var[s.b], rates, s.p);
+              break;
+            }
           }
           break;
         }

@@ -57,13 +57,13 @@ void plan_elimination(Component& c, const Node& keep) {
 
 /// Whether the marginalized discrete u may be a coordinate of the joint law that takes over its component: each
 /// of its marginalized parents is discrete (a count of a marginalized conjugate parent is not: its parameter's
-/// update waits for its value; a count of a realized one is an ordinary law), it is no member of a joint law, and a
+/// update waits for its value; a count of a realized one is an ordinary law), it is no member of a joint law (a
+/// child of several random parents always is one; with every parent realized it is an ordinary law, a top), and a
 /// JointSum's other operand is one the law can represent.
 bool representable(const Node& u) {
   if (!u.discrete() || u.state != State::marginalized || u.group) return false;
   for (const Node* p : u.mparents)
     if (p && !p->discrete()) return false;
-  if (std::holds_alternative<SelectedChild>(u.kind)) return false;  // always a member already
   // a sum keeps its operands' laws while one of them may still be conditioned on it; with both gone its own law is
   // all there is (a top of the component)
   if (std::holds_alternative<Sum>(u.kind) && !u.operands && (u.mparents[0] == nullptr) != (u.mparents[1] == nullptr))

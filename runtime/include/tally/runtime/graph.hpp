@@ -221,12 +221,13 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// kernels (Truncation::joint_batches): the same results to rounding, with coarser (still sound) error bounds. The
 /// batch's results stay in device memory, trimmed there, and the next operation with a batch form reads them there (a
 /// resampling remaps which table each particle holds), as do a member's marginal (on a CUDA graph, laws indexed by each
-/// particle's table) and its draw (the other members sliced at its values); they come to the host only for an operation
-/// without one (a child of several members appended, or observed where one of them is realized; a split of a count by a
-/// thinning per group; a law past gpu::max_joint_rank axes); two groups multiplied (a sum of their members, say) are
-/// their tables' outer product, a batch too, a child law per group gives each table its own group's, and a Poisson
+/// particle's table) and its draw (the other members sliced at its values); they come to the host only for a law past
+/// gpu::max_joint_rank axes (counting, for a child of several parents, one axis for each realized parent and one for
+/// the child). Two groups multiplied (a sum of their members, say) are their tables' outer product, a batch too; a
+/// child law per group gives each table its own group's (a split of a count by a thinning per group too); a Poisson
 /// child appended keeps each table's window (tally::add_child's, from the rates over the table's box; the mass past it
-/// in the bound).
+/// in the bound); a child of several members (poisson(state, rates), binomial(x, state, keep)), appended or observed,
+/// takes each realized parent as a constant axis of the batch, summed out after it.
 /// Binomial(x, rho) with rho a Beta variable is not a joint law: observed, it conditions x exactly and rho waits for
 /// x's value (see binomial(x, rho) below).
 /// Every sampling the runtime does on its own (Fallback) is reported by the next observation's exactness(): while
@@ -433,11 +434,11 @@ class Graph {
   /// particle's own (on a CUDA graph: one kernel over the population with the probabilities in device memory).
   /// A per-particle probability is a graph of P groups of 1 (or binomial(x, p), which realizes x). Where x is a
   /// coordinate of a joint law, or y joins one (a sum of x and y, say), the joint law applies each particle's own
-  /// thinning: exact, its tables computed on the host (for a CUDA graph too).
+  /// thinning: exact, as a batch of each table under its group's law where a batch runs (see Joint laws above).
   Variable assume(const Variable& x, const std::vector<Thinning>& laws);
   /// The same with a scaled Poisson, an indexed Poisson or a Markov step per group (a contact rate, emission rates
   /// or a transition matrix per parameter set): exact as the thinning's, each particle's laws computed with its
-  /// group's law on the host (for a CUDA graph too, the laws copied there and back, as for one such law).
+  /// group's law (on a CUDA graph, one kernel over the population; in a joint law, its batch as the thinning's).
   ///@{
   Variable assume(const Variable& x, const std::vector<ScaledPoisson>& laws);
   Variable assume(const Variable& x, const std::vector<IndexedPoisson>& laws);
