@@ -288,9 +288,9 @@ TEST_CASE("batched joint laws: bad arguments of children and draws are named err
   REQUIRE_THROWS_WITH(gpu::joint_add_child(x, 0, ChildKernel::scaled_poisson(0.5)), Catch::Contains("unbounded"));
   REQUIRE_THROWS_AS(gpu::joint_add_child(x, 0, ChildKernel::affine(2, 1)), shape_error);
   REQUIRE_THROWS_AS(gpu::joint_add_child(x, 2, ChildKernel::binomial(0.5)), shape_error);
-  REQUIRE_THROWS_AS(gpu::joint_add_child(JointLaws::from_host(4, random_laws(gen, 2, 4, 2), Backend::cpu), 0,
-                                         ChildKernel::binomial(0.5)),
-                    shape_error);  // rank 5
+  const JointLaws widest =
+      JointLaws::from_host(gpu::max_joint_rank, random_laws(gen, 2, gpu::max_joint_rank, 2), Backend::cpu);
+  REQUIRE_THROWS_AS(gpu::joint_add_child(widest, 0, ChildKernel::binomial(0.5)), shape_error);  // past the rank
   REQUIRE_THROWS_AS(gpu::joint_add_child(x, 1, ChildKernel::categorical(Table::from_host(
                                                    std::vector<double>{0.5, 0.5}, 1, 2, Backend::cpu))),
                     domain_error);  // values past the one state

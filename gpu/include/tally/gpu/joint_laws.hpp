@@ -12,8 +12,10 @@
 
 namespace tally::gpu {
 
-/// The largest rank of a batch of joint laws.
-inline constexpr int max_joint_rank = 4;
+/// The largest rank of a batch of joint laws. Each thread of a kernel holds a law's box (its ends and strides, this
+/// many of each) in local memory, so the limit is a small constant; a table of more axes, each of at least two
+/// values, holds 2^9 entries or more.
+inline constexpr int max_joint_rank = 8;
 
 /// P joint laws of one rank k (1 <= k <= max_joint_rank), one per particle. Law i is the measure
 /// \f[ \mu_i(x) = w_{i, \iota_i(x)}\, e^{s_i}, \qquad \iota_i(x) = \sum_a (x_a - lo_{i,a})\, \mathrm{stride}_{i,a}, \f]

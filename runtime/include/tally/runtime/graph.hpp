@@ -222,8 +222,8 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// batch's results stay in device memory, trimmed there, and the next operation with a batch form reads them there (a
 /// resampling remaps which table each particle holds), as do a member's marginal (on a CUDA graph, laws indexed by each
 /// particle's table) and its draw (the other members sliced at its values); they come to the host only for a law past
-/// gpu::max_joint_rank axes (counting, for a child of several parents, one axis for each realized parent and one for
-/// the child). Two groups multiplied (a sum of their members, say) are their tables' outer product, a batch too; a
+/// gpu::max_joint_rank (8) axes (counting, for a child of several parents, one axis for each realized parent and one
+/// for the child). Two groups multiplied (a sum of their members, say) are their tables' outer product, a batch too; a
 /// child law per group gives each table its own group's (a split of a count by a thinning per group too); a Poisson
 /// child appended keeps each table's window (tally::add_child's, from the rates over the table's box; the mass past it
 /// in the bound); a child of several members (poisson(state, rates), binomial(x, state, keep)), appended or observed,
