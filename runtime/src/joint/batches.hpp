@@ -127,9 +127,10 @@ BatchOut child_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw&
 /// the mass past it (at most the tolerance, relative) added to the table's bound as tally::add_child adds it.
 BatchOut poisson_child_batch(BatchIn in, const BatchPlace& at, int axis, const ChildLaw& law, const Truncation& t,
                              const GroupLaws* each = nullptr, const Starts& s = {});
-/// The tables x at s (a batch of the frame's group; x itself without a realized parent) with an axis appended for each realized parent of the frame,
-/// at its value in each start's particle, as SelectedFrame::table appends them on the host: axes becomes the
-/// frame's axes with the constants' filled in (its group's first, the constants' after them, in the parents' order).
+/// The tables x at s (a batch of the frame's group; x itself without a realized parent) with an axis appended for
+/// each realized parent of the frame, at its value in each start's particle, as SelectedFrame::table appends them on
+/// the host: axes becomes the frame's axes with the constants' filled in (the group's axes first, then the
+/// constants', in the parents' order).
 std::shared_ptr<const gpu::JointLaws> with_constant_axes(std::shared_ptr<const gpu::JointLaws> x, const Starts& s,
                                                         const SelectedFrame& f, std::vector<int>& axes);
 /// The child of several members (SelectedChild: Poisson(a R_S), or Binomial(X, q_S)) appended as the last axis of the

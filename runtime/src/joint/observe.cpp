@@ -34,7 +34,8 @@ JointConditioned condition_selected(const JointPmf& d, const SelectedChild& s, i
 /// condition(in) (condition_batch, selected_batch), the posteriors kept resident with the host's bounds
 /// (conditioned() there: the spread part rho sup(l) where rho = e M / L < 1, else min(2, 2 rho) and an infinite
 /// error; sup(i) the likelihood's largest value for particle i's observation), each particle's log L in loglik and
-/// the largest error in error; rank: the widest table's the batch forms. False, and nothing changed, where no batch runs or it gives nothing.
+/// the largest error in error; rank: that of the widest table the batch forms. False, and nothing changed, where no
+/// batch runs or it gives nothing.
 template <class Condition, class Sup>
 bool batched_conditioning(const Context& ctx, JointGroup& g, const RunStarts& runs, int rank, Condition condition,
                           Sup sup, std::vector<double>& loglik, double& error) {
