@@ -89,6 +89,35 @@ JointLaws allocate_like(const JointLaws& x, int rank, Make make, const char* who
   return JointLaws::allocate(x.where(), rank, std::move(lo), std::move(shape), who);
 }
 
+/// A child appended to x fits its rank (shape_error past max_joint_rank).
+inline void check_appended_rank(const JointLaws& x, const char* who) {
+  if (x.rank() + 1 > max_joint_rank)
+    tally::detail::fail<shape_error>(who, ": a child of rank ", x.rank(), " would pass rank ", max_joint_rank);
+}
+
+/// The laws (allocated, weights unset) of x with Y appended on the window [y_lo_i, y_hi_i] of law i: shape_error for
+/// windows of another count or a rank past max_joint_rank, domain_error for a window that is not 0 <= y_lo_i <=
+/// y_hi_i (Y a count).
+inline JointLaws appended_on_windows(const JointLaws& x, const std::vector<std::int64_t>& y_lo,
+                                     const std::vector<std::int64_t>& y_hi, const char* who) {
+  check_appended_rank(x, who);
+  if (y_lo.size() != x.size() || y_hi.size() != x.size())
+    tally::detail::fail<shape_error>(who, ": ", y_lo.size(), " and ", y_hi.size(), " window ends for ", x.size(),
+                                     " laws");
+  for (std::size_t i = 0; i < x.size(); ++i)
+    if (y_lo[i] < 0 || y_hi[i] < y_lo[i])
+      tally::detail::fail<domain_error>(who, ": law ", i, "'s window ", y_lo[i], " .. ", y_hi[i], " of a count");
+  std::size_t i = 0;
+  return allocate_like(
+      x, x.rank() + 1,
+      [&](const JointBox& b) {
+        const JointBox o = append_axis_box(b, y_lo[i], y_hi[i] - y_lo[i] + 1);
+        ++i;
+        return o;
+      },
+      who);
+}
+
 /// Law i's weights l_e (logarithms, -inf for none) turned into e^{l_e - M}, M the largest; returns M.
 inline double exponentiate(double* w, std::int64_t n) {
   double top = minus_inf;

@@ -221,8 +221,7 @@ JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child
     case ChildKernel::Kind::affine:
       tally::detail::fail<shape_error>(who, ": an affine child is a linear combination (joint_linear_combination)");
   }
-  if (x.rank() + 1 > max_joint_rank)
-    tally::detail::fail<shape_error>(who, ": a child of rank ", x.rank(), " would pass rank ", max_joint_rank);
+  detail::check_appended_rank(x, who);
   JointLaws out = allocate_like(
       x, x.rank() + 1,
       [&](const detail::JointBox& b) {
@@ -243,23 +242,7 @@ JointLaws joint_add_child(const JointLaws& x, int axis, const ChildKernel& child
     case ChildKernel::Kind::indexed_poisson: detail::check_table_child(x, axis, child, states, who); break;
     default: tally::detail::fail<shape_error>(who, ": a window of Y is for a Poisson child (the others are bounded)");
   }
-  if (y_lo.size() != x.size() || y_hi.size() != x.size())
-    tally::detail::fail<shape_error>(who, ": ", y_lo.size(), " and ", y_hi.size(), " window ends for ", x.size(),
-                                     " laws");
-  for (std::size_t i = 0; i < x.size(); ++i)
-    if (y_lo[i] < 0 || y_hi[i] < y_lo[i])
-      tally::detail::fail<domain_error>(who, ": law ", i, "'s window ", y_lo[i], " .. ", y_hi[i], " of a count");
-  if (x.rank() + 1 > max_joint_rank)
-    tally::detail::fail<shape_error>(who, ": a child of rank ", x.rank(), " would pass rank ", max_joint_rank);
-  std::size_t i = 0;
-  JointLaws out = allocate_like(
-      x, x.rank() + 1,
-      [&](const detail::JointBox& b) {
-        const detail::JointBox o = detail::append_axis_box(b, y_lo[i], y_hi[i] - y_lo[i] + 1);
-        ++i;
-        return o;
-      },
-      who);
+  JointLaws out = detail::appended_on_windows(x, y_lo, y_hi, who);
   add_child_into(x, axis, child, out);
   return out;
 }

@@ -303,11 +303,6 @@ detail::JointLikelihood selected_thinning(const JointLaws& x, int state_axis, in
   return l;
 }
 
-void check_appended_rank(const JointLaws& x, const char* who) {
-  if (x.rank() + 1 > max_joint_rank)
-    tally::detail::fail<shape_error>(who, ": a child of rank ", x.rank(), " would pass rank ", max_joint_rank);
-}
-
 }  // namespace
 
 JointLaws joint_condition_on_selected_poisson(const JointLaws& x, int state_axis, const std::vector<int>& rate_axes,
@@ -332,22 +327,7 @@ JointLaws joint_add_selected_poisson(const JointLaws& x, int state_axis, const s
                                      const std::vector<std::int64_t>& y_hi) {
   constexpr const char* who = "tally::gpu::joint_add_selected_poisson";
   const detail::JointLikelihood l = selected_poisson(x, state_axis, rate_axes, scale, who);
-  check_appended_rank(x, who);
-  if (y_lo.size() != x.size() || y_hi.size() != x.size())
-    tally::detail::fail<shape_error>(who, ": ", y_lo.size(), " and ", y_hi.size(), " window ends for ", x.size(),
-                                     " laws");
-  for (std::size_t i = 0; i < x.size(); ++i)
-    if (y_lo[i] < 0 || y_hi[i] < y_lo[i])
-      tally::detail::fail<domain_error>(who, ": law ", i, "'s window ", y_lo[i], " .. ", y_hi[i], " of a count");
-  std::size_t i = 0;
-  JointLaws out = detail::allocate_like(
-      x, x.rank() + 1,
-      [&](const JointBox& b) {
-        const JointBox o = detail::append_axis_box(b, y_lo[i], y_hi[i] - y_lo[i] + 1);
-        ++i;
-        return o;
-      },
-      who);
+  JointLaws out = detail::appended_on_windows(x, y_lo, y_hi, who);
   detail::add_into(x, l, out);
   return out;
 }
@@ -357,7 +337,7 @@ JointLaws joint_add_selected_thinning(const JointLaws& x, int state_axis, int co
   constexpr const char* who = "tally::gpu::joint_add_selected_thinning";
   Column<double> q;
   const detail::JointLikelihood l = selected_thinning(x, state_axis, count_axis, keep, q, who);
-  check_appended_rank(x, who);
+  detail::check_appended_rank(x, who);
   for (std::size_t i = 0; i < x.size(); ++i) {  // Y on 0 .. hi_c: hi_c + 1 values must fit in int64
     const JointBox b = detail::box(x, i);
     tally::detail::checked_add(b.lo[count_axis] + b.shape[count_axis] - 1, 1, who);
