@@ -227,7 +227,8 @@ inline constexpr std::size_t dependence_closure_max_nodes = 16384;
 /// child law per group gives each table its own group's (a split of a count by a thinning per group too); a Poisson
 /// child appended keeps each table's window (tally::add_child's, from the rates over the table's box; the mass past it
 /// in the bound); a child of several members (poisson(state, rates), binomial(x, state, keep)), appended or observed,
-/// takes each realized parent as a constant axis of the batch, summed out after it.
+/// takes each realized parent as a constant axis of the batch, summed out after it (with every parent realized it is
+/// no joint law: its law is made per particle on the host, for a CUDA graph too).
 /// Binomial(x, rho) with rho a Beta variable is not a joint law: observed, it conditions x exactly and rho waits for
 /// x's value (see binomial(x, rho) below).
 /// Every sampling the runtime does on its own (Fallback) is reported by the next observation's exactness(): while
