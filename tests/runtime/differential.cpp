@@ -23,12 +23,12 @@ std::uint64_t from_env(const char* name, std::uint64_t fallback) {
 }
 
 /// The program of this size and seed, run (on one particle a group where it draws values, else on three; in
-/// `groups` groups, each with its own parameters now and then; with children of several variables where
-/// several_parents says so).
-Finding run_seed(int size, std::uint64_t seed, std::size_t groups = 1, bool several_parents = false) {
+/// `groups` groups, each with its own parameters now and then; with children of several variables and Poisson
+/// children where more_children says so).
+Finding run_seed(int size, std::uint64_t seed, std::size_t groups = 1, bool more_children = false) {
   std::mt19937_64 gen(seed * 7919 + static_cast<std::uint64_t>(size) + (groups > 1 ? 104729 : 0) +
-                      (several_parents ? 1299709 : 0));
-  const Program prog = random_program(gen, size, groups, several_parents);
+                      (more_children ? 1299709 : 0));
+  const Program prog = random_program(gen, size, groups, more_children);
   bool draws = false;
   for (const Step& s : prog.steps) draws = draws || s.kind == Step::value;
   return run_program(prog, draws ? 1 : 3, seed, groups);
@@ -87,8 +87,8 @@ TEST_CASE("Random programs of groups, each group with its own parameters, equal 
   CHECK(tally::runtime::Graph::live_nodes() == live);
 }
 
-TEST_CASE("Random programs with children of several variables (selected thinnings and emissions) equal their "
-          "enumeration, on their own and in groups",
+TEST_CASE("Random programs with children of several variables (selected thinnings, emissions) and Poisson children "
+          "equal their enumeration, on their own and in groups",
           "[runtime][exact][differential]") {
   const auto live = tally::runtime::Graph::live_nodes();
   const std::uint64_t count = std::max<std::uint64_t>(1, from_env("TALLY_DIFFERENTIAL_PROGRAMS", 300) / 3);

@@ -36,7 +36,8 @@ struct Spec {
     add,
     subtract,
     selected_thinning,  // Binomial(x_a, w[x_b]): a thinning whose keep probability the state x_b selects
-    emission            // Poisson(p x_{rates[x_b]}): a rate among several counts that the state x_b selects
+    emission,           // Poisson(p x_{rates[x_b]}): a rate among several counts that the state x_b selects
+    poisson_child       // Poisson(p x_a): a scaled Poisson child of a count
   } kind;
   std::size_t a = 0, b = 0;       // parents
   std::vector<std::size_t> rates;  // an emission's rate parents, one a state
@@ -67,7 +68,8 @@ inline constexpr std::int64_t poisson_top = 40;
 
 inline std::string Program::describe() const {
   static const char* names[] = {"Bernoulli", "Binomial", "UniformInt", "Categorical", "Poisson",          "Thinning",
-                                "Markov",    "affine",   "add",        "subtract",    "SelectedThinning", "Emission"};
+                                "Markov",    "affine",   "add",        "subtract",    "SelectedThinning", "Emission",
+                                "PoissonChild"};
   std::ostringstream o;
   for (const Step& s : steps) {
     const Spec& v = vars[s.var];
@@ -117,6 +119,7 @@ inline Law kernel_of(const Spec& s, const Assignment& x, std::size_t g = 0) {
     case Spec::selected_thinning: return binomial_law(x[s.a], s.w[static_cast<Eigen::Index>(x[s.b])]);
     case Spec::emission:
       return poisson_law(s.p * static_cast<double>(x[s.rates[static_cast<std::size_t>(x[s.b])]]), poisson_top);
+    case Spec::poisson_child: return poisson_law(p_of(s, g) * static_cast<double>(x[s.a]), poisson_top);
   }
   return {};
 }
@@ -126,10 +129,11 @@ inline Law kernel_of(const Spec& s, const Assignment& x, std::size_t g = 0) {
 /// up), observations at values of one forward draw of the whole program (so they are jointly possible; now and
 /// then one is made impossible), marginals, draws and dropped handles in between. With groups > 1, Bernoulli,
 /// Binomial and Poisson roots and thinnings get a parameter per group, now and then (each with probability 1/2);
-/// Markov steps a transition per group; the observed values come from group 0's draw. With several_parents, children
-/// of several variables too: thinnings whose keep probability a state selects, and Poisson emissions whose rate a
-/// state selects among counts (without it, the programs of each seed are those of earlier versions).
-inline Program random_program(std::mt19937_64& gen, int size, std::size_t groups = 1, bool several_parents = false) {
+/// Markov steps a transition per group; the observed values come from group 0's draw. With more_children, children
+/// of several variables too (thinnings whose keep probability a state selects, Poisson emissions whose rate a state
+/// selects among counts) and scaled Poisson children of counts (a rate per group now and then); without it, the
+/// programs of each seed are those of earlier versions.
+inline Program random_program(std::mt19937_64& gen, int size, std::size_t groups = 1, bool more_children = false) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
   auto pick = [&](std::size_t n) { return static_cast<std::size_t>(gen() % n); };
   Program prog;
@@ -145,11 +149,11 @@ inline Program random_program(std::mt19937_64& gen, int size, std::size_t groups
   std::size_t frozen = 0;  // variables before this one may have been realized by a draw
   auto make = [&](Spec s) {
     const bool own = s.kind == Spec::bernoulli || s.kind == Spec::binomial || s.kind == Spec::poisson ||
-                     s.kind == Spec::thinning;
+                     s.kind == Spec::thinning || s.kind == Spec::poisson_child;
     if (groups > 1 && own && u(gen) < 0.5) {
       s.group_p.resize(groups);
-      const bool rate = s.kind == Spec::poisson;
-      for (double& q : s.group_p) q = rate ? 0.3 + 1.5 * u(gen) : 0.1 + 0.8 * u(gen);
+      const bool rate = s.kind == Spec::poisson, scale = s.kind == Spec::poisson_child;
+      for (double& q : s.group_p) q = rate ? 0.3 + 1.5 * u(gen) : scale ? 0.05 + 0.25 * u(gen) : 0.1 + 0.8 * u(gen);
     }
     if (groups > 1 && s.kind == Spec::markov && u(gen) < 0.5) {
       for (std::size_t g = 0; g < groups; ++g) {  // each row positive where the shared table's is (one support)
@@ -216,16 +220,20 @@ inline Program random_program(std::mt19937_64& gen, int size, std::size_t groups
     } else if (r < 0.85) {
       if (a == b) continue;
       s.kind = Spec::subtract, s.lo = pa.lo - prog.vars[b].hi, s.hi = pa.hi - prog.vars[b].lo;
-    } else if (several_parents && r < 0.93 && pa.lo >= 0 && prog.vars[b].lo >= 0 && prog.vars[b].hi <= 3) {
+    } else if (more_children && r < 0.93 && pa.lo >= 0 && prog.vars[b].lo >= 0 && prog.vars[b].hi <= 3) {
       s.kind = Spec::selected_thinning, s.w = Eigen::VectorXd(prog.vars[b].hi + 1), s.lo = 0, s.hi = pa.hi;
       for (auto& q : s.w) q = u(gen) < 0.15 ? 1.0 : 0.05 + 0.9 * u(gen);
-    } else if (several_parents && r >= 0.93 && !has_poisson && prog.vars[b].lo >= 0 && prog.vars[b].hi <= 2) {
+    } else if (more_children && r >= 0.93 && r < 0.98 && !has_poisson && prog.vars[b].lo >= 0 &&
+               prog.vars[b].hi <= 2) {
       std::vector<std::size_t> counts;  // small counts, so that the rates stay below 3
       for (const std::size_t k : usable)
         if (prog.vars[k].lo >= 0 && prog.vars[k].hi <= 10) counts.push_back(k);
       if (counts.empty()) continue;
       s.kind = Spec::emission, s.p = 0.05 + 0.25 * u(gen), s.lo = 0, s.hi = poisson_top;
       for (std::int64_t k = 0; k <= prog.vars[b].hi; ++k) s.rates.push_back(counts[pick(counts.size())]);
+      has_poisson = true;
+    } else if (more_children && r >= 0.98 && !has_poisson && pa.lo >= 0 && pa.hi <= 10) {
+      s.kind = Spec::poisson_child, s.p = 0.05 + 0.25 * u(gen), s.lo = 0, s.hi = poisson_top;  // rates below 3
       has_poisson = true;
     } else {
       continue;
@@ -374,6 +382,11 @@ inline Finding run_program(const Program& prog, std::size_t per_group, std::uint
             case Spec::subtract: x = g.subtract(var[s.a], var[s.b]); break;
             case Spec::selected_thinning:
               x = g.binomial(var[s.a], var[s.b], std::vector<double>(s.w.data(), s.w.data() + s.w.size()));
+              break;
+            case Spec::poisson_child:
+              x = own ? g.assume(var[s.a], per_group_laws.operator()<ScaledPoisson>(
+                                               s, [](double p) { return ScaledPoisson(p); }))
+                      : g.assume(var[s.a], ScaledPoisson(s.p));
               break;
             case Spec::emission: {
               std::vector<Variable> rates;
