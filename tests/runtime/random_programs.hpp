@@ -37,7 +37,9 @@ struct Spec {
     subtract,
     selected_thinning,  // Binomial(x_a, w[x_b]): a thinning whose keep probability the state x_b selects
     emission,           // Poisson(p x_{rates[x_b]}): a rate among several counts that the state x_b selects
-    poisson_child       // Poisson(p x_a): a scaled Poisson child of a count
+    poisson_child,      // Poisson(p x_a): a scaled Poisson child of a count
+    indexed_child,      // Poisson(w[x_a]): a rate per state (in a program of groups, group g's own: group_t[g])
+    geometric           // Geometric(p) root: failures before the first success
   } kind;
   std::size_t a = 0, b = 0;       // parents
   std::vector<std::size_t> rates;  // an emission's rate parents, one a state
@@ -69,7 +71,7 @@ inline constexpr std::int64_t poisson_top = 40;
 inline std::string Program::describe() const {
   static const char* names[] = {"Bernoulli", "Binomial", "UniformInt", "Categorical", "Poisson",          "Thinning",
                                 "Markov",    "affine",   "add",        "subtract",    "SelectedThinning", "Emission",
-                                "PoissonChild"};
+                                "PoissonChild", "IndexedPoisson", "Geometric"};
   std::ostringstream o;
   for (const Step& s : steps) {
     const Spec& v = vars[s.var];
@@ -77,7 +79,8 @@ inline std::string Program::describe() const {
       case Step::make:
         o << "v" << s.var << " = " << names[v.kind] << "(a=v" << v.a << " b=v" << v.b << " p=" << v.p << " n=" << v.n
           << " c=" << v.c;
-        if (!v.group_t.empty()) o << " a transition per group";
+        if (!v.group_t.empty()) o << (v.kind == Spec::indexed_child ? " rates per group" : " a transition per group");
+        if (v.kind == Spec::indexed_child) o << " rates " << v.w.transpose();
         if (v.kind == Spec::selected_thinning) o << " keep " << v.w.transpose();
         for (const std::size_t r : v.rates) o << " rate v" << r;
         if (!v.group_p.empty()) {
@@ -120,6 +123,15 @@ inline Law kernel_of(const Spec& s, const Assignment& x, std::size_t g = 0) {
     case Spec::emission:
       return poisson_law(s.p * static_cast<double>(x[s.rates[static_cast<std::size_t>(x[s.b])]]), poisson_top);
     case Spec::poisson_child: return poisson_law(p_of(s, g) * static_cast<double>(x[s.a]), poisson_top);
+    case Spec::indexed_child: {
+      const auto k = static_cast<Eigen::Index>(x[s.a]);
+      return poisson_law(s.group_t.empty() ? s.w[k] : s.group_t[g](k, 0), poisson_top);
+    }
+    case Spec::geometric: {
+      std::vector<double> w;  // (1 - p)^k p up to poisson_top: the mass above is below (1 - p)^41 <= 1e-21
+      for (std::int64_t k = 0; k <= poisson_top; ++k) w.push_back(std::pow(1.0 - s.p, double(k)) * s.p);
+      return categorical_law(w);
+    }
   }
   return {};
 }
@@ -131,8 +143,8 @@ inline Law kernel_of(const Spec& s, const Assignment& x, std::size_t g = 0) {
 /// Binomial and Poisson roots and thinnings get a parameter per group, now and then (each with probability 1/2);
 /// Markov steps a transition per group; the observed values come from group 0's draw. With more_children, children
 /// of several variables too (thinnings whose keep probability a state selects, Poisson emissions whose rate a state
-/// selects among counts) and scaled Poisson children of counts (a rate per group now and then); without it, the
-/// programs of each seed are those of earlier versions.
+/// selects among counts), scaled and indexed Poisson children of counts (their rates per group now and then) and
+/// Geometric roots; without it, the programs of each seed are those of earlier versions.
 inline Program random_program(std::mt19937_64& gen, int size, std::size_t groups = 1, bool more_children = false) {
   std::uniform_real_distribution<double> u(0.0, 1.0);
   auto pick = [&](std::size_t n) { return static_cast<std::size_t>(gen() % n); };
@@ -155,6 +167,12 @@ inline Program random_program(std::mt19937_64& gen, int size, std::size_t groups
       const bool rate = s.kind == Spec::poisson, scale = s.kind == Spec::poisson_child;
       for (double& q : s.group_p) q = rate ? 0.3 + 1.5 * u(gen) : scale ? 0.05 + 0.25 * u(gen) : 0.1 + 0.8 * u(gen);
     }
+    if (groups > 1 && s.kind == Spec::indexed_child && u(gen) < 0.5)
+      for (std::size_t g = 0; g < groups; ++g) {  // each group's own rates, zero where the shared ones are
+        Eigen::MatrixXd r(s.w.size(), 1);
+        for (Eigen::Index i = 0; i < s.w.size(); ++i) r(i, 0) = s.w[i] > 0.0 ? 0.2 + 2.5 * u(gen) : 0.0;
+        s.group_t.push_back(std::move(r));
+      }
     if (groups > 1 && s.kind == Spec::markov && u(gen) < 0.5) {
       for (std::size_t g = 0; g < groups; ++g) {  // each row positive where the shared table's is (one support)
         Eigen::MatrixXd t = s.t;
@@ -171,6 +189,12 @@ inline Program random_program(std::mt19937_64& gen, int size, std::size_t groups
   };
   auto root = [&] {
     Spec s;
+    if (more_children && !has_poisson && u(gen) < 0.1) {  // unbounded, enumerated up to poisson_top as a Poisson
+      s.kind = Spec::geometric, s.p = 0.7 + 0.25 * u(gen), s.hi = poisson_top;
+      has_poisson = true;
+      make(s);
+      return;
+    }
     const double r = u(gen);
     if (r < 0.2) {
       s.kind = Spec::bernoulli, s.p = 0.1 + 0.8 * u(gen), s.hi = 1;
@@ -231,6 +255,10 @@ inline Program random_program(std::mt19937_64& gen, int size, std::size_t groups
       if (counts.empty()) continue;
       s.kind = Spec::emission, s.p = 0.05 + 0.25 * u(gen), s.lo = 0, s.hi = poisson_top;
       for (std::int64_t k = 0; k <= prog.vars[b].hi; ++k) s.rates.push_back(counts[pick(counts.size())]);
+      has_poisson = true;
+    } else if (more_children && r >= 0.99 && !has_poisson && pa.lo >= 0 && pa.hi <= 4) {
+      s.kind = Spec::indexed_child, s.w = Eigen::VectorXd(pa.hi + 1), s.lo = 0, s.hi = poisson_top;
+      for (auto& x : s.w) x = u(gen) < 0.15 ? 0.0 : 0.2 + 2.5 * u(gen);
       has_poisson = true;
     } else if (more_children && r >= 0.98 && !has_poisson && pa.lo >= 0 && pa.hi <= 10) {
       s.kind = Spec::poisson_child, s.p = 0.05 + 0.25 * u(gen), s.lo = 0, s.hi = poisson_top;  // rates below 3
@@ -388,6 +416,16 @@ inline Finding run_program(const Program& prog, std::size_t per_group, std::uint
                                                s, [](double p) { return ScaledPoisson(p); }))
                       : g.assume(var[s.a], ScaledPoisson(s.p));
               break;
+            case Spec::indexed_child:
+              if (s.group_t.empty()) {
+                x = g.assume(var[s.a], IndexedPoisson(s.w));
+              } else {
+                std::vector<IndexedPoisson> laws;
+                for (const auto& r : s.group_t) laws.emplace_back(Eigen::VectorXd(r.col(0)));
+                x = g.assume(var[s.a], laws);
+              }
+              break;
+            case Spec::geometric: x = g.assume(Geometric(s.p)); break;
             case Spec::emission: {
               std::vector<Variable> rates;
               for (const std::size_t k : s.rates) rates.push_back(var[k]);
