@@ -359,6 +359,13 @@ void prepare_sum(Node& z) {
 
 }  // namespace
 
+std::optional<Laws> query_marginal(Node& n) {
+  if (n.state != State::marginalized || !n.discrete() || n.group) return std::nullopt;
+  drop_unheld_leaves(n);
+  if (!n.mchild || absorb(n) != Absorbed::over_budget) return std::nullopt;  // done: n is a member now
+  return component_marginal(n);
+}
+
 const Laws& law(Node& n) {
   if (n.group) {  // a coordinate of a joint law: its marginal, computed when asked
     n.marginal = group_marginal(n);

@@ -850,6 +850,7 @@ void Graph::realize(const Continuous& x) {
 std::vector<Pmf> Graph::marginal(const Variable& x) {
   auto n = node_of(x, "marginal");
   return guarded(*this, [&] {
+    if (auto exact = detail::query_marginal(*n)) return detail::to_pmfs(*exact);  // nothing pruned, nothing drawn
     detail::graft(*n);
     if (n->state == State::realized) {
       std::vector<Pmf> out;

@@ -245,6 +245,10 @@ class Node : public std::enable_shared_from_this<Node> {
 // ---- The delayed-sampling operations (delayed_sampling.cpp) -----------------------------------------------------
 /// Make n marginalized with no marginalized child (or realized): Murray et al.'s graft.
 void graft(Node& n);
+/// n's laws for a query (Graph::marginal) where grafting n would prune its M-path past the joint laws' budget (its
+/// component's law, with every held variable an axis, too large): its exact posterior from the component, n's M-path
+/// left as it is (component_marginal); nothing otherwise (graft, then law(n), is the answer).
+std::optional<Laws> query_marginal(Node& n);
 /// n's laws (a sum's convolution is made here on first use; a tied node's are its partner's, mapped).
 const Laws& law(Node& n);
 /// Realize n with one value per particle (n must be a marginalized node without a marginalized child).

@@ -34,8 +34,9 @@ struct Component {
 /// the links the takeover removes: the component's hold, its marginalized parent's child link and its partner's
 /// tie (anything else, a handle, a child that is not marginalized, a caller's hold, keeps it, and sweep() sums it
 /// out later if it dies after all). Its last use is the last node of the order whose law reads its axis (a child
-/// on the M-path, a tied node), or itself.
-void plan_elimination(Component& c, const Node& keep) {
+/// on the M-path, a tied node), or itself. With only_keep (a query of keep's law that changes nothing), every node
+/// but keep is summed out at its last use, held or not.
+void plan_elimination(Component& c, const Node& keep, bool only_keep) {
   const std::size_t k = c.order.size();
   c.eliminated.assign(k, {});
   std::unordered_map<const Node*, std::size_t> index, last_use;
@@ -50,7 +51,7 @@ void plan_elimination(Component& c, const Node& keep) {
     if (u->tied_to && index.count(u->tied_to)) last_use[u->tied_to] = std::max(last_use[u->tied_to], index[u]);
   }
   for (Node* u : c.order) {
-    if (u == &keep || u->weak_from_this().use_count() > internal[u]) continue;
+    if (u == &keep || (!only_keep && u->weak_from_this().use_count() > internal[u])) continue;
     c.eliminated[last_use[u]].push_back(u);
   }
 }
@@ -77,8 +78,8 @@ bool representable(const Node& u) {
 
 /// n's component: every node linked to it by M-path edges (marginalized parents and child) and ties, in an order
 /// where each node comes after its marginalized parents and after the node it is tied to; nothing where some node
-/// of it is not representable.
-std::optional<Component> component_of(Node& n) {
+/// of it is not representable. only_keep: the plan for a query of n's law alone (plan_elimination).
+std::optional<Component> component_of(Node& n, bool only_keep = false) {
   std::vector<Node*> members{&n};
   for (std::size_t k = 0; k < members.size(); ++k) {
     Node* u = members[k];
@@ -116,7 +117,7 @@ std::optional<Component> component_of(Node& n) {
     }
   }
   for (Node* u : c.order) c.held.push_back(u->shared_from_this());
-  plan_elimination(c, n);
+  plan_elimination(c, n, only_keep);
   return c;
 }
 
@@ -438,7 +439,39 @@ JointPmf component_law(const Component& c, const Inputs& in, std::size_t i, std:
   return *d;
 }
 
+/// Every particle's law of c (its axes in `axes`), within the budget (over_budget otherwise): particles of equal
+/// inputs, wherever they are (a tie's constants drawn from a few values), share one table.
+Tables component_laws(Context& ctx, const Component& c, std::vector<Node*>& axes) {
+  const Truncation t = joint_truncation(ctx);
+  const Inputs in = gather_inputs(c);
+  // the axes are the same in every particle (the structure is): particle 0's call, always made, writes them
+  const auto f = [&](std::size_t i) { return component_law(c, in, i, axes, t); };
+  if (in.one) return compute(ctx, f, [](std::size_t) { return true; }, true);
+  return compute_shared(ctx, f,
+                        first_copies(
+                            ctx.particles, [&](std::size_t i) { return in.key(i); },
+                            [&](std::size_t i, std::size_t j) { return in.same(i, j); }));
+}
+
 }  // namespace
+
+std::optional<Laws> component_marginal(Node& n) {
+  if (n.group || !n.discrete() || n.state != State::marginalized || !enabled(*n.context)) return std::nullopt;
+  const auto c = component_of(n, true);
+  if (!c) return std::nullopt;
+  Context& ctx = *n.context;
+  std::vector<Node*> axes;
+  Tables laws;
+  try {
+    laws = component_laws(ctx, *c, axes);
+  } catch (const over_budget&) {
+    return std::nullopt;
+  }
+  const int a = position(axes, &n);
+  return place(ctx, per_particle<Pmf>(
+                        ctx.particles, [&](std::size_t i) { return marginal(*laws[i], a); },
+                        [&](std::size_t i) { return laws[i] == laws[i - 1]; }, laws.uniform()));
+}
 
 Absorbed absorb(Node& n) {
   if (n.group) return Absorbed::done;
@@ -446,19 +479,10 @@ Absorbed absorb(Node& n) {
   auto c = component_of(n);
   if (!c) return Absorbed::unsupported;
   Context& ctx = *n.context;
-  const Truncation t = joint_truncation(ctx);
   std::vector<Node*> axes;
   Tables laws;
   try {
-    const Inputs in = gather_inputs(*c);
-    // the axes are the same in every particle (the structure is): particle 0's call, always made, writes them
-    // particles of equal inputs, wherever they are (a tie's constants drawn from a few values), share one table
-    const auto f = [&](std::size_t i) { return component_law(*c, in, i, axes, t); };
-    laws = in.one ? compute(ctx, f, [](std::size_t) { return true; }, true)
-                  : compute_shared(ctx, f,
-                                   first_copies(
-                                       ctx.particles, [&](std::size_t i) { return in.key(i); },
-                                       [&](std::size_t i, std::size_t j) { return in.same(i, j); }));
+    laws = component_laws(ctx, *c, axes);
   } catch (const over_budget&) {
     return Absorbed::over_budget;
   }

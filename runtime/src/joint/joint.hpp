@@ -131,6 +131,11 @@ enum class Absorbed {
 /// Nodes nothing can reach any more are summed out at once. Nothing is drawn, and nothing changes unless it
 /// returns done. This is how the runtime keeps a coupling exact where Murray et al.'s graph would prune.
 Absorbed absorb(Node& n);
+/// The exact law of the marginalized discrete n given everything its component has absorbed, the graph unchanged:
+/// the component's law built as absorb builds it, but with every other node summed out at its last use (held or
+/// not), so that the tables stay those of a chain's frontier; nothing where the component is not representable or
+/// that law would pass the budget.
+std::optional<Laws> component_marginal(Node& n);
 /// The marginal laws of a member (where the graph keeps its laws).
 Laws group_marginal(Node& n);
 /// A member takes its values: the other axes are conditioned on them and n's axis is removed.

@@ -576,7 +576,11 @@ class Graph {
   void realize(const Variable& x);
   void realize(const Continuous& x);
   ///@}
-  /// x's law in each particle (a point mass once realized).
+  /// x's law in each particle (a point mass once realized). Where x has a marginalized child and the joint law its
+  /// component would need (every held variable an axis: many units of an observed total, say) passes the budget,
+  /// the answer is still exact and nothing is drawn: x's posterior from the component with every other variable
+  /// summed out at its last use, the graph left as it was (only a component whose chain alone passes the budget,
+  /// or that a joint law cannot hold, is pruned as described above: reported, refused in strict mode).
   std::vector<Pmf> marginal(const Variable& x);
   /// A continuous variable's value per particle (drawn if needed): rho for Beta/Gamma, pi for Dirichlet.
   std::vector<Eigen::VectorXd> value(const Continuous& x);
