@@ -362,6 +362,10 @@ inline Finding run_program(const Program& prog, std::size_t per_group, std::uint
     Truncation settings;
     if (const char* b = std::getenv("TALLY_DIFFERENTIAL_BATCHES"); b != nullptr && std::string(b) == "1")
       settings.joint_batches = Truncation::JointBatches::batched;
+    // TALLY_DIFFERENTIAL_JOINT_BYTES=B: the joint laws' budget (small: more components past it, so that marginals
+    // take the eliminating query and more programs are refused past the budget, counted apart)
+    if (const char* b = std::getenv("TALLY_DIFFERENTIAL_JOINT_BYTES"); b != nullptr)
+      settings.max_joint_bytes = std::stoll(b);
     Graph g = groups == 1 ? Graph(per_group, seed, settings)
                           : Graph(runtime::Groups{groups, per_group}, seed, runtime::Device::automatic, settings);
     g.strict(true);
