@@ -362,7 +362,14 @@ void prepare_sum(Node& z) {
 std::optional<Laws> query_marginal(Node& n) {
   if (n.state != State::marginalized || !n.discrete() || n.group) return std::nullopt;
   drop_unheld_leaves(n);
-  if (!n.mchild || absorb(n) != Absorbed::over_budget) return std::nullopt;  // done: n is a member now
+  if (!n.mchild) return std::nullopt;
+  Context& ctx = *n.context;
+  const auto& known = ctx.over_budget_component;
+  if (ctx.over_budget_epoch != ctx.epoch || std::find(known.begin(), known.end(), &n) == known.end()) {
+    if (absorb(n) != Absorbed::over_budget) return std::nullopt;  // done: n is a member now
+    ctx.over_budget_epoch = ctx.epoch;
+    ctx.over_budget_component = component_nodes(n);
+  }
   return component_marginal(n);
 }
 
@@ -401,6 +408,7 @@ void fallback(Node& n, Fallback reason) {
 }
 
 void graft(Node& root) {
+  ++root.context->epoch;
   // Depth-first, post-order, with an explicit stack: chains of any length graft in constant stack. Each entry is
   // (node, expanded, the child that asked for it).
   struct Entry {
@@ -501,6 +509,7 @@ void graft(Node& root) {
 }
 
 void realize(Node& n, const Values& values) {
+  ++n.context->epoch;
   const auto keep = n.shared_from_this();
   if (n.state == State::realized) return;
   if (Node* x = n.tied_to) {  // n = a X + c: realize X instead (a = +-1, so X is an integer)

@@ -1121,6 +1121,7 @@ gpu::GroupMoments Graph::summarize_groups(const Variable& x) {
 }
 
 void Graph::gather(const gpu::Column<std::size_t>& a) {
+  ++context_->epoch;
   // Two phases, so that a failure (a device allocation, host memory) leaves every particle as it was (the strong
   // guarantee; gathering node by node in place would leave some nodes resampled and others not): first every
   // node's gathered state is computed aside, then all are moved in, which cannot throw.

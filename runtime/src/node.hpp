@@ -128,6 +128,13 @@ struct Context : Place {
   std::size_t group_size;          // the particles of each group (Groups): particle i is in group i / group_size
   bool grouped = false;            // made with Groups (else one group: the population, however sharded)
   std::uint64_t made = 0;          // nodes made so far (their default names #k)
+  /// Bumped where the marginalized part of the graph or its laws change (graft, realize, a resampling's gather).
+  /// A component that an absorb found past the budget (its nodes) is not tried again at the same epoch by a
+  /// marginal query (query_marginal), which answers by elimination instead: a stale entry costs a joint law not
+  /// kept, never exactness.
+  std::uint64_t epoch = 0;
+  std::uint64_t over_budget_epoch = ~std::uint64_t{0};
+  std::vector<const Node*> over_budget_component;
   std::uint64_t truncating = 0;    // nodes made so far whose own laws are truncated (see truncates())
   bool strict = false;
   std::vector<Sampled>* report = nullptr;  // while an observation computes: what the runtime sampled

@@ -455,6 +455,11 @@ Tables component_laws(Context& ctx, const Component& c, std::vector<Node*>& axes
 
 }  // namespace
 
+std::vector<const Node*> component_nodes(Node& n) {
+  const auto c = component_of(n);
+  return c ? std::vector<const Node*>(c->order.begin(), c->order.end()) : std::vector<const Node*>{};
+}
+
 std::optional<Laws> component_marginal(Node& n) {
   if (n.group || !n.discrete() || n.state != State::marginalized || !enabled(*n.context)) return std::nullopt;
   const auto c = component_of(n, true);

@@ -136,6 +136,8 @@ Absorbed absorb(Node& n);
 /// not), so that the tables stay those of a chain's frontier; nothing where the component is not representable or
 /// that law would pass the budget.
 std::optional<Laws> component_marginal(Node& n);
+/// The nodes of n's marginalized component (absorb's), or none where it is not representable.
+std::vector<const Node*> component_nodes(Node& n);
 /// The marginal laws of a member (where the graph keeps its laws).
 Laws group_marginal(Node& n);
 /// A member takes its values: the other axes are conditioned on them and n's axis is removed.
