@@ -158,6 +158,8 @@ struct Conditioned {
   double max_abs_z = std::numeric_limits<double>::quiet_NaN();  // NaN when k is unreachable (nothing to compare)
   bool sums_ok = true;                                           // every particle's units add up to k
   double seconds = 0;                                            // the population part
+  double marginal_error = 0;  // the largest |P(won | T = k) by Graph::marginal - the enumeration's|
+  double marginal_seconds = 0;  // the ten units' Graph::marginal
 };
 
 /// The units given T = k, by a population: X_i ~ votes_i Bernoulli(win_i) stay marginalized, T is built by pop.add
@@ -167,7 +169,9 @@ struct Conditioned {
 /// exact joint posterior. The particles are then equally weighted, so the fraction in which unit i was won
 /// estimates, with standard error sqrt(p (1 - p) / P),
 ///   P(X_i = votes_i | T = k) = win_i P(R_i = k - votes_i) / P(T = k),   R_i = T - X_i (the other units),
-/// where R_i's law is enumerated by weighted_bernoulli_sum without unit i. With results (--results), a RESULT line.
+/// where R_i's law is enumerated by weighted_bernoulli_sum without unit i. Before the draws, Graph::marginal of the
+/// ten largest units gives that probability exactly (no particles: each unit's posterior from the tree of sums with
+/// every other unit summed out), also checked against the enumeration. With results (--results), a RESULT line.
 Conditioned conditioned_on_total(const Units& u, const SparsePmf& law, std::int64_t k, std::size_t particles,
                                  std::uint64_t seed, const std::string& device, int group, bool results) {
   Conditioned out;
@@ -186,9 +190,21 @@ Conditioned conditioned_on_total(const Units& u, const SparsePmf& law, std::int6
   const std::size_t held = pop.bytes();
   pop.observe(level[0], k);
   const std::vector<double> lw = pop.log_weights();
+  out.seconds = seconds_since(start);
+  // the ten largest units, whose posteriors are printed; their exact marginals first (nothing is drawn for them)
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return u.votes[a] > u.votes[b]; });
+  order.resize(std::min<std::size_t>(n, 10));
+  std::vector<double> marginal_won(n, std::numeric_limits<double>::quiet_NaN());
+  auto queried = std::chrono::steady_clock::now();
+  if (std::isfinite(lw[0]))
+    for (const std::size_t i : order) marginal_won[i] = pdf(pop.marginal(units[i])[0], u.votes[i]);
+  out.marginal_seconds = seconds_since(queried);
+  start = std::chrono::steady_clock::now();
   std::vector<std::vector<std::int64_t>> drawn(n);
   for (std::size_t i = 0; i < n; ++i) drawn[i] = pop.value(units[i]);
-  out.seconds = seconds_since(start);
+  out.seconds += seconds_since(start);
 
   const double exact = log_pdf(law, k);  // log P(T = k), -inf off the support
   const auto [lw_min, lw_max] = std::minmax_element(lw.begin(), lw.end());
@@ -214,12 +230,8 @@ Conditioned conditioned_on_total(const Units& u, const SparsePmf& law, std::int6
                 static_cast<long long>(k));
   } else {
     start = std::chrono::steady_clock::now();
-    std::vector<std::size_t> order(n);
-    for (std::size_t i = 0; i < n; ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return u.votes[a] > u.votes[b]; });
-    order.resize(std::min<std::size_t>(n, 10));
-    std::printf("  %-5s %5s %8s %13s %9s %13s %8s\n", "unit", "votes", "P(won)", "P(won | T=k)", "s.e.", "exact",
-                "z");
+    std::printf("  %-5s %5s %8s %13s %9s %13s %8s %13s\n", "unit", "votes", "P(won)", "P(won | T=k)", "s.e.", "exact",
+                "z", "marginal()");
     out.max_abs_z = 0;
     for (std::size_t i : order) {
       std::vector<std::int64_t> rest_votes;
@@ -234,8 +246,10 @@ Conditioned conditioned_on_total(const Units& u, const SparsePmf& law, std::int6
       const double se = std::sqrt(p * (1 - p) / static_cast<double>(particles));
       const double z = se > 0 ? (estimate - p) / se : (estimate == p ? 0.0 : std::numeric_limits<double>::infinity());
       out.max_abs_z = std::max(out.max_abs_z, std::abs(z));
-      std::printf("  %-5s %5lld %8.3f %13.4f %9.4f %13.6f %+8.2f\n", u.names[i].c_str(),
-                  static_cast<long long>(u.votes[i]), u.win[i], estimate, se, p, z);
+      out.marginal_error = std::max(out.marginal_error, std::abs(marginal_won[i] - p));  // NaN stays: a failure
+      if (!(std::abs(marginal_won[i] - p) <= 1e-9)) out.marginal_error = std::numeric_limits<double>::infinity();
+      std::printf("  %-5s %5lld %8.3f %13.4f %9.4f %13.6f %+8.2f %13.6f\n", u.names[i].c_str(),
+                  static_cast<long long>(u.votes[i]), u.win[i], estimate, se, p, z, marginal_won[i]);
     }
     for (std::size_t s = 0; s < particles; ++s) {
       std::int64_t sum = 0;
@@ -245,6 +259,10 @@ Conditioned conditioned_on_total(const Units& u, const SparsePmf& law, std::int6
     std::printf("  every particle's units add up to %lld: %s; exact posteriors (without particles) in %.2f ms\n",
                 static_cast<long long>(k), out.sums_ok ? "yes" : "NO", 1e3 * seconds_since(start));
   }
+  if (std::isfinite(exact))
+    std::printf("  marginal() (exact, nothing drawn) against the enumeration: largest difference %.3e, the ten in "
+                "%.2f ms\n",
+                out.marginal_error, 1e3 * out.marginal_seconds);
   std::printf("  time of the population (build, observe, values to the host): %.2f ms\n", 1e3 * out.seconds);
   if (results)
     std::printf("RESULT model=electoral device=%s particles=%zu seconds=%.6g max_abs_z=%.3f\n", device.c_str(),
@@ -353,6 +371,11 @@ int main(int argc, char** argv) {
     if (conditioned.max_abs_z > 6 || !conditioned.sums_ok) {
       std::fprintf(stderr, "error: the particles' posterior is off (largest |z| %.2f; units add up to k: %s)\n",
                    conditioned.max_abs_z, conditioned.sums_ok ? "yes" : "no");
+      ok = false;
+    }
+    if (!(conditioned.marginal_error <= 1e-9)) {
+      std::fprintf(stderr, "error: Graph::marginal's P(won | T = k) differs from the enumeration's by %.3e\n",
+                   conditioned.marginal_error);
       ok = false;
     }
     if (!(worst <= 1e-12)) {

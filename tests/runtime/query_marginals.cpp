@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <Eigen/Core>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "runtime/enumerate.hpp"
@@ -64,8 +65,9 @@ TEST_CASE("A marginal of a unit of an observed total, every unit held, is exact 
   };
   const Event given = [&](const Assignment& x) { return total(x) == half; };
   const auto live = Graph::live_nodes();
-  for (const std::size_t particles : {std::size_t{1}, std::size_t{4}}) {
-    INFO(particles << " particles");
+  for (const auto& [particles, tree] : {std::pair{std::size_t{1}, false}, std::pair{std::size_t{4}, false},
+                                        std::pair{std::size_t{1}, true}, std::pair{std::size_t{3}, true}}) {
+    INFO(particles << " particles, " << (tree ? "a balanced tree of sums" : "a chain of sums"));
     Truncation t;
     t.max_joint_bytes = 256 << 10;  // the units' joint law (one axis each) needs far more; one unit's chain, little
     Graph g(particles, 3, Device::cpu, t);
@@ -73,7 +75,18 @@ TEST_CASE("A marginal of a unit of an observed total, every unit held, is exact 
     std::vector<Variable> x;
     for (std::size_t i = 0; i < n; ++i) x.push_back(g.assume(weighted_bernoulli(u.votes[i], u.win[i])));
     Variable sum = x[0];
-    for (std::size_t i = 1; i < n; ++i) sum = g.add(sum, x[i]);
+    if (tree) {  // pairwise, as electoral adds its units
+      std::vector<Variable> level = x;
+      while (level.size() > 1) {
+        std::vector<Variable> next;
+        for (std::size_t j = 0; j + 1 < level.size(); j += 2) next.push_back(g.add(level[j], level[j + 1]));
+        if (level.size() % 2 == 1) next.push_back(level.back());
+        level = std::move(next);
+      }
+      sum = level[0];
+    } else {
+      for (std::size_t i = 1; i < n; ++i) sum = g.add(sum, x[i]);
+    }
     const Observation o = g.observe(sum, half);
     CHECK(o.exact());
     require_log_prob(o[0], probability(joint, given), 1e-10);

@@ -277,12 +277,14 @@ struct Factor {
 
 bool holds(const std::vector<Node*>& axes, const Node* u) { return std::find(axes.begin(), axes.end(), u) != axes.end(); }
 
-/// The nodes whose axes the law of u (entering the component's law) reads: its marginalized parents, its partner.
+/// The nodes whose axes the law of u (entering the component's law) reads first: its marginalized parents, or its
+/// partner where it has none (Y = a X + c). A node with both reads its partner only after its own axis is made
+/// (component_law's tie step), so that the partner's table meets u's axis alone, not the parents' axes with it.
 std::vector<const Node*> read_by(const Node& u) {
   std::vector<const Node*> r;
   for (const Node* p : u.mparents)
     if (p) r.push_back(p);
-  if (u.tied_to) r.push_back(u.tied_to);
+  if (u.tied_to && r.empty()) r.push_back(u.tied_to);
   return r;
 }
 
@@ -412,7 +414,11 @@ JointPmf component_law(const Component& c, const Inputs& in, std::size_t i, std:
     }
     if (Node* x = u->tied_to) {
       // Y = a X + c, with a law of its own given its marginalized parents: the joint law on that event, with X's
-      // marginal (which already holds what the tie's observation said) kept: p(x) p(parents | Y = a x + c)
+      // marginal (which already holds what the tie's observation said) kept: p(x) p(parents | Y = a x + c); X's
+      // table joins u's here, once the axes of u's parents that are summed out now are gone
+      for (Node* e : now)
+        if (e != x && e != u && holds(axes, e) && d->rank() > 1) drop_axis(*d, axes, position(axes, e));
+      gather({x, u});
       const int xa = position(axes, x);
       d = restricted_to_tie(*d, position(axes, u), xa, u->tie_a, in.constants.at(u)[i]);
       d = reweight(*d, xa, in.law.at(x)[i]);
