@@ -99,45 +99,22 @@ Program summed_selected_thinning() {
 
 }  // namespace
 
-TEST_CASE("Random programs in strict mode equal their enumeration: evidence, marginals, draws", "[runtime][exact][differential]") {
-  const auto live = tally::runtime::Graph::live_nodes();
-  const std::uint64_t count = from_env("TALLY_DIFFERENTIAL_PROGRAMS", 300);
-  const std::uint64_t first = from_env("TALLY_DIFFERENTIAL_SEED", 1);
-  std::uint64_t past_budget = 0;
-  const int only = static_cast<int>(from_env("TALLY_DIFFERENTIAL_SIZE", 0));
-  const std::uint64_t batches_before = tally::runtime::detail::joint_steps::batches_run().load();
-  for (const int size : {4, 6, 8}) {
-    if (only != 0 && size != only) continue;
-    for (std::uint64_t seed = first; seed < first + count; ++seed) {
-      const Finding f = run_seed(size, seed);
-      INFO("size " << size << ", seed " << seed);
-      if (f && !f.past_budget) FAIL(f.what);
-      if (f) {
-        ++past_budget;
-        WARN("refused past the joint laws' budget: " << f.what);
-      }
-    }
-  }
-  // programs refused past the budget: at most 1 in 10^4 (the long run of FUZZING.md counts them)
-  if (!std::getenv("TALLY_DIFFERENTIAL_JOINT_BYTES")) CHECK(past_budget * 10000 <= count * 3);
-  // with batches asked for, the programs' joint operations ran as batches
-  if (from_env("TALLY_DIFFERENTIAL_BATCHES", 0) == 1 && count >= 30)
-    CHECK(tally::runtime::detail::joint_steps::batches_run().load() > batches_before);
-  CHECK(tally::runtime::Graph::live_nodes() == live);
-}
+namespace {
 
-TEST_CASE("Random programs of groups, each group with its own parameters, equal each group's enumeration",
-          "[runtime][exact][differential][groups]") {
+/// The programs of seeds first .. first + count - 1 at each size (4, 6, 8, or TALLY_DIFFERENTIAL_SIZE's), in
+/// groups_of(seed) groups: a finding fails the test; a program refused past the joint laws' budget is counted (and
+/// warned). Then, unless the budget was set (TALLY_DIFFERENTIAL_JOINT_BYTES), at most 3 in 10^4 such refusals (the
+/// long run of FUZZING.md counts them), and every node freed.
+template <class Groups>
+void run_seeds(std::uint64_t first, std::uint64_t count, Groups groups_of, bool more_children) {
   const auto live = tally::runtime::Graph::live_nodes();
-  const std::uint64_t count = std::max<std::uint64_t>(1, from_env("TALLY_DIFFERENTIAL_PROGRAMS", 300) / 3);
-  const std::uint64_t first = from_env("TALLY_DIFFERENTIAL_SEED", 1);
   std::uint64_t past_budget = 0, programs = 0;
   const int only = static_cast<int>(from_env("TALLY_DIFFERENTIAL_SIZE", 0));
   for (const int size : {4, 6, 8}) {
     if (only != 0 && size != only) continue;
     for (std::uint64_t seed = first; seed < first + count; ++seed) {
-      const std::size_t groups = 2 + seed % 3;
-      const Finding f = run_seed(size, seed, groups);
+      const std::size_t groups = groups_of(seed);
+      const Finding f = run_seed(size, seed, groups, more_children);
       ++programs;
       INFO("size " << size << ", seed " << seed << ", " << groups << " groups");
       if (f && !f.past_budget) FAIL(f.what);
@@ -149,32 +126,32 @@ TEST_CASE("Random programs of groups, each group with its own parameters, equal 
   }
   if (!std::getenv("TALLY_DIFFERENTIAL_JOINT_BYTES")) CHECK(past_budget * 10000 <= programs * 3);
   CHECK(tally::runtime::Graph::live_nodes() == live);
+}
+
+}  // namespace
+
+TEST_CASE("Random programs in strict mode equal their enumeration: evidence, marginals, draws", "[runtime][exact][differential]") {
+  const std::uint64_t count = from_env("TALLY_DIFFERENTIAL_PROGRAMS", 300);
+  const std::uint64_t batches_before = tally::runtime::detail::joint_steps::batches_run().load();
+  run_seeds(from_env("TALLY_DIFFERENTIAL_SEED", 1), count, [](std::uint64_t) { return std::size_t{1}; }, false);
+  // with batches asked for, the programs' joint operations ran as batches
+  if (from_env("TALLY_DIFFERENTIAL_BATCHES", 0) == 1 && count >= 30)
+    CHECK(tally::runtime::detail::joint_steps::batches_run().load() > batches_before);
+}
+
+TEST_CASE("Random programs of groups, each group with its own parameters, equal each group's enumeration",
+          "[runtime][exact][differential][groups]") {
+  run_seeds(from_env("TALLY_DIFFERENTIAL_SEED", 1),
+            std::max<std::uint64_t>(1, from_env("TALLY_DIFFERENTIAL_PROGRAMS", 300) / 3),
+            [](std::uint64_t seed) { return std::size_t{2 + seed % 3}; }, false);
 }
 
 TEST_CASE("Random programs with children of several variables (selected thinnings, emissions) and Poisson children "
           "equal their enumeration, on their own and in groups",
           "[runtime][exact][differential]") {
-  const auto live = tally::runtime::Graph::live_nodes();
-  const std::uint64_t count = std::max<std::uint64_t>(1, from_env("TALLY_DIFFERENTIAL_PROGRAMS", 300) / 3);
-  const std::uint64_t first = from_env("TALLY_DIFFERENTIAL_SEED", 1);
-  std::uint64_t past_budget = 0, programs = 0;
-  const int only = static_cast<int>(from_env("TALLY_DIFFERENTIAL_SIZE", 0));
-  for (const int size : {4, 6, 8}) {
-    if (only != 0 && size != only) continue;
-    for (std::uint64_t seed = first; seed < first + count; ++seed) {
-      const std::size_t groups = seed % 2 == 0 ? 1 : 2 + seed % 3;
-      const Finding f = run_seed(size, seed, groups, true);
-      ++programs;
-      INFO("size " << size << ", seed " << seed << ", " << groups << " groups");
-      if (f && !f.past_budget) FAIL(f.what);
-      if (f) {
-        ++past_budget;
-        WARN("refused past the joint laws' budget: " << f.what);
-      }
-    }
-  }
-  if (!std::getenv("TALLY_DIFFERENTIAL_JOINT_BYTES")) CHECK(past_budget * 10000 <= programs * 3);
-  CHECK(tally::runtime::Graph::live_nodes() == live);
+  run_seeds(from_env("TALLY_DIFFERENTIAL_SEED", 1),
+            std::max<std::uint64_t>(1, from_env("TALLY_DIFFERENTIAL_PROGRAMS", 300) / 3),
+            [](std::uint64_t seed) { return std::size_t{seed % 2 == 0 ? 1 : 2 + seed % 3}; }, true);
 }
 
 TEST_CASE("Programs the differential tester once found wrong equal their enumeration",
