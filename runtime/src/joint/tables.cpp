@@ -1,5 +1,3 @@
-#include <cstdio>
-#include <cstdlib>
 // The joint nodes' own table operations: a coordinate thinned or split in place, the outer product of independent
 // joint laws, each with the dropped measure carried; the largest likelihood of an observation (for the bounds).
 #include <cmath>
@@ -27,7 +25,7 @@ JointPmf outer(const JointPmf& a, const JointPmf& b, const Truncation& t) {
   Coordinates lo = a.lo(), shape = a.shape();
   lo.insert(lo.end(), b.lo().begin(), b.lo().end());
   shape.insert(shape.end(), b.shape().begin(), b.shape().end());
-  if (static_cast<double>(a.size()) * static_cast<double>(b.size()) > static_cast<double>(t.max_size)) { if (std::getenv("DBG")) std::fprintf(stderr, "outer over: %ld x %ld ranks %d %d\n", (long)a.size(), (long)b.size(), a.rank(), b.rank()); throw over_budget{}; }
+  if (static_cast<double>(a.size()) * static_cast<double>(b.size()) > static_cast<double>(t.max_size)) throw over_budget{};
   Eigen::VectorXd w(a.size() * b.size());
   for (Eigen::Index i = 0; i < a.size(); ++i) w.segment(i * b.size(), b.size()) = a.weights()[i] * b.weights();
   const double sa = a.spread_error_bound(), sb = b.spread_error_bound();
