@@ -247,7 +247,8 @@ Conditioned conditioned_on_total(const Units& u, const SparsePmf& law, std::int6
       const double z = se > 0 ? (estimate - p) / se : (estimate == p ? 0.0 : std::numeric_limits<double>::infinity());
       out.max_abs_z = std::max(out.max_abs_z, std::abs(z));
       const double off = std::abs(marginal_won[i] - p);  // NaN (no marginal) counts as a failure
-      out.marginal_error = std::isnan(off) ? std::numeric_limits<double>::infinity() : std::max(out.marginal_error, off);
+      out.marginal_error =
+          std::isnan(off) ? std::numeric_limits<double>::infinity() : std::max(out.marginal_error, off);
       std::printf("  %-5s %5lld %8.3f %13.4f %9.4f %13.6f %+8.2f %13.6f\n", u.names[i].c_str(),
                   static_cast<long long>(u.votes[i]), u.win[i], estimate, se, p, z, marginal_won[i]);
     }
