@@ -58,9 +58,9 @@ TEST_CASE("A marginal of a unit of an observed total, every unit held, is exact 
   }
   const Joint joint = enumerate(kernels);
   const std::int64_t half = all / 2;
-  const auto total = [n](const Assignment& x) {
+  const auto total = [](const Assignment& x) {
     std::int64_t t = 0;
-    for (std::size_t i = 0; i < n; ++i) t += x[i];
+    for (const std::int64_t v : x) t += v;
     return t;
   };
   const Event given = [&](const Assignment& x) { return total(x) == half; };
